@@ -1,0 +1,128 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ErrLocked is returned (wrapped in a *LockedError) when another run holds the lock.
+var ErrLocked = errors.New("another run holds the lock")
+
+// ErrLockLost is the cause a run's context is cancelled with when its lock connection dies.
+var ErrLockLost = errors.New("lost the run lock: the lock connection to Postgres is gone")
+
+// LockedError says which run holds the lock, as far as Postgres knows.
+type LockedError struct {
+	Name   string
+	Holder string // application_name of the holder's connection, e.g. "ingest extract habr (host-1 pid 42)"
+	Since  time.Time
+}
+
+func (e *LockedError) Error() string {
+	msg := fmt.Sprintf("another `ingest %s` is already running", e.Name)
+	if e.Holder != "" {
+		msg += fmt.Sprintf(" (%s, connected since %s)", e.Holder, e.Since.UTC().Format(time.RFC3339))
+	}
+	return msg + "; this run exits without doing anything"
+}
+
+func (e *LockedError) Unwrap() error { return ErrLocked }
+
+// Lock is a Postgres session advisory lock held on a connection of its own for a whole run.
+// Session locks belong to the backend: when the process dies the connection closes and Postgres
+// frees the lock, so a crashed run never blocks the next one.
+type Lock struct {
+	name string
+	key  int64
+	conn *pgx.Conn
+}
+
+// LockKey is the advisory lock key for a command name ("extract habr"): 64-bit FNV-1a of
+// "ingest:" + name, so commands never collide with each other and rarely with anything else.
+func LockKey(name string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("ingest:" + name))
+	return int64(h.Sum64())
+}
+
+// AcquireLock opens a dedicated connection and takes the lock for name without waiting. It
+// returns a *LockedError (errors.Is(err, ErrLocked)) when another session holds it.
+func AcquireLock(ctx context.Context, cfg *pgx.ConnConfig, name string) (*Lock, error) {
+	cfg = cfg.Copy()
+	host, _ := os.Hostname()
+	cfg.RuntimeParams["application_name"] = fmt.Sprintf("ingest %s (%s pid %d)", name, host, os.Getpid())
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("lock %q: connect: %w", name, err)
+	}
+	l := &Lock{name: name, key: LockKey(name), conn: conn}
+	var ok bool
+	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", l.key).Scan(&ok); err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("lock %q: %w", name, err)
+	}
+	if !ok {
+		lerr := &LockedError{Name: name}
+		// Best effort: name the holder so the person reading the log knows where to look.
+		_ = conn.QueryRow(ctx, `SELECT a.application_name, a.backend_start FROM pg_locks l
+JOIN pg_stat_activity a ON a.pid = l.pid
+WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+  AND ((l.classid::bigint << 32) | l.objid::bigint) = $1 LIMIT 1`, l.key).Scan(&lerr.Holder, &lerr.Since)
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, lerr
+	}
+	return l, nil
+}
+
+// Check verifies the lock connection is alive and still holds the lock.
+func (l *Lock) Check(ctx context.Context) error {
+	var held bool
+	err := l.conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE pid = pg_backend_pid()
+AND locktype = 'advisory' AND granted AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = $1)`, l.key).Scan(&held)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrLockLost, err)
+	}
+	if !held {
+		return ErrLockLost
+	}
+	return nil
+}
+
+// Watch checks the lock every interval until ctx ends, calling lost once if the lock is gone.
+// The lock's connection is used by Watch alone until Release, which must be called after ctx
+// ends and Watch has returned.
+func (l *Lock) Watch(ctx context.Context, interval time.Duration, lost func(error)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			cctx, cancel := context.WithTimeout(ctx, interval)
+			err := l.Check(cctx)
+			cancel()
+			if err != nil && ctx.Err() == nil {
+				lost(err)
+				return
+			}
+		}
+	}
+}
+
+// Release unlocks and closes the lock connection. It runs even when ctx is already cancelled
+// (a stopping run still releases its lock).
+func (l *Lock) Release(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_, err := l.conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", l.key)
+	// Closing the connection frees the lock even if the unlock failed.
+	cerr := l.conn.Close(ctx)
+	return errors.Join(err, cerr)
+}

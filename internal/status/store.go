@@ -1,0 +1,273 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// DB is what the functions here need: a *pgxpool.Pool, a *pgx.Conn or a pgx.Tx.
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// ErrTransition is returned (wrapped) when a move is not allowed by the machine.
+var ErrTransition = errors.New("transition not allowed")
+
+// PickParams selects the next batch of records.
+type PickParams struct {
+	// Statuses: records in any of these are picked. Required.
+	Statuses []Status
+	// After is the keyset cursor: only ids greater than it are picked. A run passes the last id
+	// of its previous batch, so a record it just failed is not picked again in the same run.
+	After int64
+	// Limit is the batch size. Required.
+	Limit int
+	// ScopeValue limits the pick to one value of Machine.Scope (required when the machine has one).
+	ScopeValue string
+}
+
+// Pick returns up to Limit ids of records in the given statuses with id > After, in id order.
+//
+// Each status is read as its own range of the (status, id) index and the ranges are merged, so
+// the cost depends on the batch size, not on how many records wait in a status.
+func (m *Machine) Pick(ctx context.Context, db DB, p PickParams) ([]int64, error) {
+	if len(p.Statuses) == 0 || p.Limit <= 0 {
+		return nil, fmt.Errorf("pick %s: statuses and a positive limit are required", m.Name)
+	}
+	args := []any{p.After, p.Limit}
+	scope := ""
+	if m.Scope != "" {
+		args = append(args, p.ScopeValue)
+		scope = fmt.Sprintf(" AND %s = $3", pgx.Identifier{m.Scope}.Sanitize())
+	}
+	parts := make([]string, len(p.Statuses))
+	for i, s := range p.Statuses {
+		args = append(args, string(s))
+		parts[i] = fmt.Sprintf("(SELECT id FROM %s WHERE status = $%d AND id > $1%s ORDER BY id LIMIT $2)",
+			m.table(), len(args), scope)
+	}
+	sql := "SELECT id FROM (" + strings.Join(parts, " UNION ALL ") + ") picked ORDER BY id LIMIT $2"
+	rows, err := db.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("pick %s: %w", m.Name, err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("pick %s: %w", m.Name, err)
+	}
+	return ids, nil
+}
+
+// Change describes why and by whom a record moves.
+type Change struct {
+	// Reason says why. It is kept in status_history and, for automatic moves, as the record's
+	// last_error (an empty reason clears last_error, as after a success).
+	Reason string
+	// Actor says who: "run 42 (extract habr)" or "manual: alice".
+	Actor string
+	// RunID links the move to its run (0 for none).
+	RunID int64
+	// Attempt counts the move as one processing attempt.
+	Attempt bool
+	// Manual marks a person's move: checked against Machine.Manual, and last_error is kept so
+	// the reason for the earlier failure stays visible.
+	Manual bool
+}
+
+// Move moves one record from status from to status to, if and only if it is still in from. It
+// reports whether the record moved: false means another move got there first (or the record is
+// gone), which callers treat as "nothing to do", never as an error.
+func (m *Machine) Move(ctx context.Context, db DB, id int64, from, to Status, c Change) (bool, error) {
+	moved, err := m.MoveMany(ctx, db, []int64{id}, from, to, c)
+	return len(moved) == 1, err
+}
+
+// MoveMany is Move for many records sharing one change; it returns the ids that moved.
+func (m *Machine) MoveMany(ctx context.Context, db DB, ids []int64, from, to Status, c Change) ([]int64, error) {
+	if err := m.check(from, to, c.Manual); err != nil {
+		return nil, err
+	}
+	lastError := "NULLIF($5, '')"
+	if c.Manual {
+		lastError = "last_error"
+	}
+	attempt := 0
+	if c.Attempt {
+		attempt = 1
+	}
+	// id = ANY(...) keeps the planner on the primary key even when statistics are stale after a
+	// bulk status change (a join against unnest() does not).
+	sql := fmt.Sprintf(`
+WITH moved AS (
+    UPDATE %[1]s SET status = $3, attempts = attempts + $4, last_error = %[2]s, status_changed_at = now()
+    WHERE id = ANY($1) AND status = $2
+    RETURNING id
+), logged AS (
+    INSERT INTO status_history (machine, record_id, from_status, to_status, reason, actor, run_id)
+    SELECT $6, id, $2, $3, $5, $7, NULLIF($8, 0) FROM moved
+)
+SELECT id FROM moved ORDER BY id`, m.table(), lastError)
+	rows, err := db.Query(ctx, sql, ids, string(from), string(to), attempt, c.Reason, m.Name, c.Actor, c.RunID)
+	if err != nil {
+		return nil, fmt.Errorf("move %s %v from %s to %s: %w", m.Name, ids, from, to, err)
+	}
+	moved, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("move %s %v from %s to %s: %w", m.Name, ids, from, to, err)
+	}
+	return moved, nil
+}
+
+func (m *Machine) check(from, to Status, manual bool) error {
+	if manual && !m.AllowsManual(from, to) {
+		allowed := m.ManualTargets(from)
+		if len(allowed) == 0 {
+			return fmt.Errorf("%s: %s -> %s by hand: %w (nothing may be moved out of %s by hand)", m.Name, from, to, ErrTransition, from)
+		}
+		return fmt.Errorf("%s: %s -> %s by hand: %w (from %s you may move to: %s)", m.Name, from, to, ErrTransition, from, joinStatuses(allowed))
+	}
+	if !manual && !m.AllowsAuto(from, to) {
+		return fmt.Errorf("%s: %s -> %s: %w", m.Name, from, to, ErrTransition)
+	}
+	return nil
+}
+
+// Current returns a record's status; pgx.ErrNoRows (wrapped) when there is no such record.
+func (m *Machine) Current(ctx context.Context, db DB, id int64) (Status, error) {
+	var s string
+	err := db.QueryRow(ctx, fmt.Sprintf("SELECT status FROM %s WHERE id = $1", m.table()), id).Scan(&s)
+	if err != nil {
+		return "", fmt.Errorf("%s record %d: %w", m.Name, id, err)
+	}
+	return Status(s), nil
+}
+
+// Count is the number of records in one status (and scope value, for scoped machines).
+type Count struct {
+	Scope  string
+	Status Status
+	N      int64
+}
+
+// Counts returns the number of records per status (per scope value and status for scoped
+// machines), including zero counts for every status so reports show the whole machine.
+func (m *Machine) Counts(ctx context.Context, db DB) ([]Count, error) {
+	scope := "''"
+	if m.Scope != "" {
+		scope = pgx.Identifier{m.Scope}.Sanitize()
+	}
+	sql := fmt.Sprintf("SELECT %[1]s::text, status, count(*) FROM %[2]s GROUP BY 1, 2", scope, m.table())
+	rows, err := db.Query(ctx, sql)
+	if err != nil {
+		return nil, fmt.Errorf("count %s: %w", m.Name, err)
+	}
+	got := map[string]map[Status]int64{}
+	var scopes []string
+	for rows.Next() {
+		var c Count
+		var s string
+		if err := rows.Scan(&c.Scope, &s, &c.N); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("count %s: %w", m.Name, err)
+		}
+		if got[c.Scope] == nil {
+			got[c.Scope] = map[Status]int64{}
+			scopes = append(scopes, c.Scope)
+		}
+		got[c.Scope][Status(s)] = c.N
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count %s: %w", m.Name, err)
+	}
+	if m.Scope == "" && len(scopes) == 0 {
+		scopes = []string{""}
+	}
+	slices.Sort(scopes)
+	var out []Count
+	for _, sc := range scopes {
+		for _, st := range m.Statuses {
+			out = append(out, Count{Scope: sc, Status: st, N: got[sc][st]})
+		}
+	}
+	return out, nil
+}
+
+// Reason is how many records share one last_error in one status.
+type Reason struct {
+	Status Status
+	Reason string
+	N      int64
+}
+
+// TopReasons returns the most common last_error values among records in the given statuses.
+func (m *Machine) TopReasons(ctx context.Context, db DB, statuses []Status, limit int) ([]Reason, error) {
+	names := make([]string, len(statuses))
+	for i, s := range statuses {
+		names[i] = string(s)
+	}
+	sql := fmt.Sprintf(`SELECT status, coalesce(last_error, ''), count(*) FROM %s
+WHERE status = ANY($1) GROUP BY 1, 2 ORDER BY 3 DESC, 2 LIMIT $2`, m.table())
+	rows, err := db.Query(ctx, sql, names, limit)
+	if err != nil {
+		return nil, fmt.Errorf("reasons %s: %w", m.Name, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Reason, error) {
+		var x Reason
+		var s string
+		err := r.Scan(&s, &x.Reason, &x.N)
+		x.Status = Status(s)
+		return x, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reasons %s: %w", m.Name, err)
+	}
+	return out, nil
+}
+
+// HistoryEntry is one recorded move of a record.
+type HistoryEntry struct {
+	From, To  Status
+	Reason    string
+	Actor     string
+	RunID     int64
+	ChangedAt time.Time
+}
+
+// History returns every recorded move of one record, oldest first.
+func (m *Machine) History(ctx context.Context, db DB, id int64) ([]HistoryEntry, error) {
+	rows, err := db.Query(ctx, `SELECT from_status, to_status, reason, actor, coalesce(run_id, 0), changed_at
+FROM status_history WHERE machine = $1 AND record_id = $2 ORDER BY id`, m.Name, id)
+	if err != nil {
+		return nil, fmt.Errorf("history %s %d: %w", m.Name, id, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (HistoryEntry, error) {
+		var h HistoryEntry
+		var from, to string
+		err := r.Scan(&from, &to, &h.Reason, &h.Actor, &h.RunID, &h.ChangedAt)
+		h.From, h.To = Status(from), Status(to)
+		return h, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("history %s %d: %w", m.Name, id, err)
+	}
+	return out, nil
+}
+
+func (m *Machine) table() string { return pgx.Identifier{m.Table}.Sanitize() }
+
+func joinStatuses(ss []Status) string {
+	names := make([]string, len(ss))
+	for i, s := range ss {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ", ")
+}
