@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ingest-dev/ingest/internal/habr"
+	"github.com/ingest-dev/ingest/internal/redact"
+	"github.com/ingest-dev/ingest/internal/run"
+	"github.com/ingest-dev/ingest/internal/status"
+	"github.com/ingest-dev/ingest/migrations"
+)
+
+// app is what every command shares: validated configuration, the logger and the pool.
+type app struct {
+	args           args
+	stdout, stderr io.Writer
+	log            *slog.Logger
+	redactor       *redact.Redactor
+	pool           *pgxpool.Pool
+}
+
+// configError is a configuration problem found before any work starts (exit 78).
+type configError struct{ msg string }
+
+func (e configError) Error() string { return e.msg }
+
+// newApp validates the configuration and connects. On failure it prints why and returns the
+// exit code.
+func newApp(ctx context.Context, a args, stdout, stderr io.Writer) (*app, int) {
+	r := redact.New()
+	if err := validate(&a, r); err != nil {
+		fmt.Fprintln(stderr, "ingest: configuration:", r.String(err.Error()))
+		return nil, exitConfig
+	}
+	log, err := newLogger(stderr, a.LogFormat, a.LogLevel, r)
+	if err != nil {
+		fmt.Fprintln(stderr, "ingest: configuration:", err)
+		return nil, exitConfig
+	}
+	cfg, _ := pgxpool.ParseConfig(a.DatabaseURL) // validated above
+	cfg.ConnConfig.RuntimeParams["application_name"] = "ingest"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err == nil {
+		pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		err = pool.Ping(pctx)
+		cancel()
+	}
+	if err != nil {
+		log.Error("cannot connect to Postgres", "database", describeDB(cfg), "error", err)
+		return nil, exitFailed
+	}
+	return &app{args: a, stdout: stdout, stderr: stderr, log: log, redactor: r, pool: pool}, exitOK
+}
+
+// validate checks the configuration before any work starts and registers its secrets with r.
+func validate(a *args, r *redact.Redactor) error {
+	if strings.TrimSpace(a.DatabaseURL) == "" {
+		return configError{"DATABASE_URL (or --database-url) is required, e.g. postgres://ingest@db.example:5432/ingest?sslmode=require (password in the URL or PGPASSWORD)"}
+	}
+	cfg, err := pgxpool.ParseConfig(a.DatabaseURL)
+	if err != nil {
+		return configError{fmt.Sprintf("DATABASE_URL is not a valid Postgres URL: %v", err)}
+	}
+	r.Add(cfg.ConnConfig.Password)
+	if a.PushgatewayURL != "" {
+		if err := checkHTTPURL(a.PushgatewayURL); err != nil {
+			return configError{"PUSHGATEWAY_URL: " + err.Error()}
+		}
+	}
+	if a.HabrBaseURL != "" {
+		if err := checkHTTPURL(a.HabrBaseURL); err != nil {
+			return configError{"HABR_BASE_URL: " + err.Error()}
+		}
+	}
+	return nil
+}
+
+func checkHTTPURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("not a URL: %w", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an http(s) URL with a host", raw)
+	}
+	return nil
+}
+
+// describeDB names the database without its password.
+func describeDB(cfg *pgxpool.Config) string {
+	c := cfg.ConnConfig
+	return fmt.Sprintf("%s@%s:%d/%s", c.User, c.Host, c.Port, c.Database)
+}
+
+func newLogger(w io.Writer, format, level string, r *redact.Redactor) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("LOG_LEVEL %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lvl, ReplaceAttr: r.ReplaceAttr}
+	switch format {
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "auto", "":
+		if f, ok := w.(*os.File); ok {
+			if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+				return slog.New(slog.NewTextHandler(w, opts)), nil
+			}
+		}
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("LOG_FORMAT %q: want auto, json or text", format)
+}
+
+func (app *app) close() { app.pool.Close() }
+
+// machines lists every pipeline's state machine, in report order.
+func (app *app) machines() []*status.Machine {
+	return []*status.Machine{habr.Machine}
+}
+
+// exec runs fn as a locked, recorded run of command (see package run). It refuses to start on
+// a database whose schema is behind the binary.
+func (app *app) exec(ctx context.Context, command string, fn func(ctx context.Context, r *run.Run) error) error {
+	pending, err := migrations.Pending(ctx, app.pool)
+	if err != nil {
+		return err
+	}
+	if pending {
+		return configError{"the database schema is older than this binary: run `ingest migrate` first"}
+	}
+	return run.Exec(ctx, run.Options{
+		Pool:            app.pool,
+		Command:         command,
+		Log:             app.log.With("cmd", command),
+		PushgatewayURL:  app.args.PushgatewayURL,
+		MetricsTextfile: app.args.MetricsTextfile,
+	}, fn)
+}
+
+// exitCode maps a command's error to the process exit code, logging it once.
+func (app *app) exitCode(err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var cfgErr configError
+	var sigErr signalError
+	switch {
+	case errors.Is(err, status.ErrLocked):
+		app.log.Warn(err.Error())
+		return exitLocked
+	case errors.As(err, &cfgErr):
+		app.log.Error(err.Error())
+		return exitConfig
+	case errors.As(err, &sigErr):
+		return exitCodeFor(sigErr) // run already logged the interruption
+	case errors.Is(err, errReported), errors.As(err, new(*run.Error)):
+		return exitFailed // already logged
+	}
+	app.log.Error("command failed", "error", err)
+	return exitFailed
+}
+
+// errReported is returned by commands that already told the user what went wrong.
+var errReported = errors.New("failed (reported above)")
+
+func exitCodeFor(e signalError) int {
+	if e.sig == os.Interrupt {
+		return exitSIGINT
+	}
+	return exitSIGTERM
+}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ingest-dev/ingest/internal/fetch"
+	"github.com/ingest-dev/ingest/internal/habr"
+	"github.com/ingest-dev/ingest/internal/run"
+)
+
+func (app *app) habrFetcher() (*fetch.Client, error) {
+	return fetch.New(fetch.Config{
+		BaseURL:   app.args.HabrBaseURL,
+		UserAgent: fmt.Sprintf("ingest/%s (+https://github.com/ingest-dev/ingest; batch archiver)", version),
+	})
+}
+
+func (app *app) discoverHabr(ctx context.Context) error {
+	f, err := app.habrFetcher()
+	if err != nil {
+		return configError{err.Error()}
+	}
+	return app.exec(ctx, "discover habr", func(ctx context.Context, r *run.Run) error {
+		d := &habr.Discoverer{Pool: app.pool, Fetcher: f, Log: r.Log, Metrics: r.Metrics}
+		st, err := d.Run(ctx)
+		r.Log.Info("discovery done", "feeds", st.Feeds, "feeds_failed", st.FeedsFailed, "items", st.Items, "new", st.New, "skipped_items", st.Bad)
+		return err
+	})
+}
+
+func (app *app) extractHabr(ctx context.Context) error {
+	f, err := app.habrFetcher()
+	if err != nil {
+		return configError{err.Error()}
+	}
+	return app.exec(ctx, "extract habr", func(ctx context.Context, r *run.Run) error {
+		defer r.Metrics.Phase("habr_publications", "extract")()
+		e := &habr.Extraction{Pool: app.pool, Fetcher: f, Extractor: habr.NewExtractor(), Log: r.Log, Metrics: r.Metrics, Actor: r.Actor(), RunID: r.ID}
+		st, err := e.Run(ctx)
+		r.Log.Info("extraction done", "done", st.Done, "extracted", st.Extracted, "failed", st.Failed, "broken", st.Broken, "from_cache", st.Cached)
+		return err
+	})
+}
+
+func (app *app) showHabr(ctx context.Context, c *showHabrCmd) error {
+	p, md, err := habr.GetPublication(ctx, app.pool, c.ID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		fmt.Fprintf(app.stderr, "ingest: no Habr publication %d is registered\n", c.ID)
+		return errReported
+	}
+	if err != nil {
+		return err
+	}
+	hist, err := habr.Machine.History(ctx, app.pool, c.ID)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		enc := json.NewEncoder(app.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"publication": p, "history": hist, "markdown": md})
+	}
+	w := tabwriter.NewWriter(app.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "id\t%d\n", p.ID)
+	fmt.Fprintf(w, "url\t%s\n", p.URL)
+	fmt.Fprintf(w, "title\t%s\n", p.Title)
+	fmt.Fprintf(w, "author\t%s\n", p.Author)
+	if p.PublishedAt != nil {
+		fmt.Fprintf(w, "published\t%s (as received: %s)\n", p.PublishedAt.UTC().Format(time.RFC3339), p.PublishedRaw)
+	}
+	fmt.Fprintf(w, "hubs\t%s\n", strings.Join(p.Hubs, ", "))
+	fmt.Fprintf(w, "discovered\t%s in %s\n", p.DiscoveredAt.UTC().Format(time.RFC3339), p.Feed)
+	fmt.Fprintf(w, "status\t%s (attempts: %d, since %s)\n", p.Status, p.Attempts, p.StatusChangedAt.UTC().Format(time.RFC3339))
+	if p.LastError != "" {
+		fmt.Fprintf(w, "last error\t%s\n", p.LastError)
+	}
+	fmt.Fprintln(w, "\nhistory")
+	fmt.Fprintf(w, "  %s\t\textract_pending\tdiscovered\n", p.DiscoveredAt.UTC().Format(time.RFC3339))
+	for _, h := range hist {
+		fmt.Fprintf(w, "  %s\t%s\t-> %s\t%s\t%s\n", h.ChangedAt.UTC().Format(time.RFC3339), h.From, h.To, h.Actor, h.Reason)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if md == nil {
+		fmt.Fprintln(app.stdout, "\n(no Markdown extracted)")
+		return nil
+	}
+	fmt.Fprintf(app.stdout, "\nmarkdown (extractor %s, sha256 %s, %s)\n\n%s\n", md.ExtractorVersion, md.ContentHash[:12], md.ExtractedAt.UTC().Format(time.RFC3339), md.Text)
+	return nil
+}

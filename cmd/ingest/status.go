@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ingest-dev/ingest/internal/run"
+	"github.com/ingest-dev/ingest/internal/status"
+)
+
+// sourceReport is one pipeline's part of `ingest status`.
+type sourceReport struct {
+	Name    string          `json:"name"`
+	Table   string          `json:"table"`
+	Counts  []countJSON     `json:"counts"`
+	Reasons []reasonJSON    `json:"reasons"`
+	machine *status.Machine `json:"-"`
+}
+
+type countJSON struct {
+	Scope  string `json:"scope,omitempty"`
+	Status string `json:"status"`
+	Count  int64  `json:"count"`
+}
+
+type reasonJSON struct {
+	Status string `json:"status"`
+	Reason string `json:"reason"`
+	Count  int64  `json:"count"`
+}
+
+type runJSON struct {
+	ID         int64              `json:"id"`
+	Command    string             `json:"command"`
+	StartedAt  time.Time          `json:"started_at"`
+	FinishedAt *time.Time         `json:"finished_at"`
+	Outcome    string             `json:"outcome"`
+	Counters   map[string]float64 `json:"counters"`
+	Error      string             `json:"error,omitempty"`
+}
+
+const recentRuns = 10
+
+func (app *app) status(ctx context.Context, machines []*status.Machine, asJSON bool) error {
+	var reports []sourceReport
+	var commands []string
+	for _, m := range machines {
+		rep := sourceReport{Name: m.Name, Table: m.Table, machine: m, Counts: []countJSON{}, Reasons: []reasonJSON{}}
+		counts, err := m.Counts(ctx, app.pool)
+		if err != nil {
+			return err
+		}
+		for _, c := range counts {
+			rep.Counts = append(rep.Counts, countJSON{Scope: c.Scope, Status: string(c.Status), Count: c.N})
+		}
+		reasons, err := m.TopReasons(ctx, app.pool, m.Attention, 5)
+		if err != nil {
+			return err
+		}
+		for _, r := range reasons {
+			rep.Reasons = append(rep.Reasons, reasonJSON{Status: string(r.Status), Reason: r.Reason, Count: r.N})
+		}
+		reports = append(reports, rep)
+		if len(machines) == 1 {
+			commands = commandsOf(m.Name)
+		}
+	}
+	runs, err := run.Recent(ctx, app.pool, commands, recentRuns)
+	if err != nil {
+		return err
+	}
+	runsOut := make([]runJSON, len(runs))
+	for i, r := range runs {
+		runsOut[i] = runJSON(r)
+	}
+	if asJSON {
+		enc := json.NewEncoder(app.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"sources": reports, "runs": runsOut})
+	}
+	w := tabwriter.NewWriter(app.stdout, 0, 0, 2, ' ', 0)
+	for _, rep := range reports {
+		fmt.Fprintf(w, "%s (%s)\n", rep.Name, rep.Table)
+		scoped := rep.machine.Scope != ""
+		if scoped {
+			fmt.Fprintf(w, "  %s\tSTATUS\tCOUNT\n", strings.ToUpper(rep.machine.Scope))
+		} else {
+			fmt.Fprintln(w, "  STATUS\tCOUNT")
+		}
+		for _, c := range rep.Counts {
+			if scoped {
+				fmt.Fprintf(w, "  %s\t%s\t%d\n", c.Scope, c.Status, c.Count)
+			} else {
+				fmt.Fprintf(w, "  %s\t%d\n", c.Status, c.Count)
+			}
+		}
+		if len(rep.Reasons) > 0 {
+			fmt.Fprintln(w, "  most common reasons:")
+			for _, r := range rep.Reasons {
+				fmt.Fprintf(w, "    %s\t%d\t%s\n", r.Status, r.Count, oneLine(r.Reason, 100))
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w, "last runs")
+	if len(runsOut) == 0 {
+		fmt.Fprintln(w, "  (none yet)")
+	} else {
+		fmt.Fprintln(w, "  ID\tCOMMAND\tSTARTED (UTC)\tTOOK\tOUTCOME\tCOUNTERS / ERROR")
+	}
+	for _, r := range runsOut {
+		took := "-"
+		if r.FinishedAt != nil {
+			took = r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond).String()
+		}
+		detail := formatCounters(r.Counters)
+		if r.Error != "" {
+			detail = oneLine(r.Error, 100)
+		}
+		fmt.Fprintf(w, "  %d\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Command, r.StartedAt.UTC().Format("2006-01-02 15:04:05"), took, r.Outcome, detail)
+	}
+	return w.Flush()
+}
+
+// commandsOf lists the run names of a source's commands, for `ingest status SOURCE`.
+func commandsOf(source string) []string {
+	switch source {
+	case "habr":
+		return []string{"discover habr", "extract habr"}
+	}
+	return nil
+}
+
+// formatCounters shows the non-zero counters of a run, shortest first, e.g.
+// "records_extracted_total{entity=habr_publications}=12".
+func formatCounters(c map[string]float64) string {
+	var parts []string
+	for k, v := range c {
+		if v != 0 && !strings.HasPrefix(k, "duration_ms") {
+			parts = append(parts, fmt.Sprintf("%s=%g", k, v))
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}
+
+func oneLine(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > max {
+		return string(r[:max-1]) + "…"
+	}
+	return s
+}
+
+func (app *app) statusSet(ctx context.Context, c *statusSetCmd) error {
+	var m *status.Machine
+	var names []string
+	for _, x := range app.machines() {
+		names = append(names, x.Name)
+		if x.Name == c.Source {
+			m = x
+		}
+	}
+	if m == nil {
+		return configError{fmt.Sprintf("status set: unknown source %q (known: %s)", c.Source, strings.Join(names, ", "))}
+	}
+	to, err := m.Parse(c.To)
+	if err != nil {
+		return configError{"status set --to: " + err.Error()}
+	}
+	if strings.TrimSpace(c.Reason) == "" {
+		return configError{"status set --reason: say why; it is kept in the status history"}
+	}
+	by := strings.TrimSpace(c.By)
+	if by == "" {
+		by = "unknown"
+	}
+	results, err := m.SetManual(ctx, app.pool, c.IDs, to, c.Reason, "manual: "+by)
+	if err != nil {
+		return err
+	}
+	refused := 0
+	for _, r := range results {
+		switch {
+		case r.Err != nil:
+			refused++
+			fmt.Fprintf(app.stdout, "%s %d: refused: %v\n", m.Name, r.ID, r.Err)
+		case r.From == to:
+			fmt.Fprintf(app.stdout, "%s %d: already %s\n", m.Name, r.ID, to)
+		default:
+			fmt.Fprintf(app.stdout, "%s %d: %s -> %s\n", m.Name, r.ID, r.From, to)
+		}
+		app.log.Info("manual status change", "source", m.Name, "id", r.ID, "from", r.From, "to", to, "by", by, "reason", c.Reason, "refused", r.Err != nil)
+	}
+	if refused > 0 {
+		fmt.Fprintf(app.stderr, "ingest: %d of %d records not changed\n", refused, len(results))
+		return errReported
+	}
+	return nil
+}
