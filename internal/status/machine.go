@@ -33,6 +33,9 @@ type Machine struct {
 	Auto []Transition
 	// Manual lists the moves a person may make with `ingest status set`.
 	Manual []Transition
+	// Attention lists the statuses whose records need a look (failures): reports show their
+	// most common reasons.
+	Attention []Status
 }
 
 // Parse returns the status named s, or an error listing the valid ones.
