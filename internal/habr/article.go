@@ -1,0 +1,202 @@
+package habr
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
+	"github.com/PuerkitoBio/goquery"
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/charset"
+)
+
+// ExtractorVersion is stored with every Markdown row; bump it when the
+// Markdown produced for the same page changes.
+const ExtractorVersion = "1"
+
+// Article is what Extract reads from an article page.
+type Article struct {
+	Title       string
+	Markdown    string    // the article body only, ending in one newline
+	Author      string    // login; empty if the page does not show it
+	PublishedAt time.Time // UTC; zero if the page gives no exact time
+	Hubs        []string  // including a company blog, as Habr lists it
+	Tags        []string
+}
+
+// ErrStructure is matched by every error of a page that arrived but holds no
+// complete article. Fetching it again will not help.
+var ErrStructure = errors.New("no article in page")
+
+// StructureError says why a page holds no extractable article.
+type StructureError struct {
+	Reason string
+}
+
+func (e *StructureError) Error() string { return "no article in page: " + e.Reason }
+
+// Is makes errors.Is(err, ErrStructure) true for every *StructureError.
+func (e *StructureError) Is(target error) bool { return target == ErrStructure }
+
+func structural(format string, args ...any) error {
+	return &StructureError{Reason: fmt.Sprintf(format, args...)}
+}
+
+// Extractor converts Habr article pages to Markdown. Build one per run with
+// NewExtractor: it holds a single html-to-markdown converter, whose setup is
+// the costly part, and it is safe for concurrent use.
+type Extractor struct {
+	conv *converter.Converter
+}
+
+// NewExtractor returns an Extractor.
+func NewExtractor() *Extractor {
+	return &Extractor{conv: newConverter()}
+}
+
+// Extract reads the article in page, the HTML of pageURL as it was fetched.
+// pageURL is the base for relative links and images. Pages that are not
+// UTF-8 are decoded by the charset their <meta> declares.
+//
+// An error for which errors.Is(err, ErrStructure) is true means the page
+// holds no complete article: it is a stub of a deleted or hidden
+// publication, a listing, not HTML at all, or a layout without a known body.
+func (e *Extractor) Extract(pageURL string, page []byte) (Article, error) {
+	return e.extract(pageURL, "", page)
+}
+
+// ExtractReader is Extract for a page read from r, such as an HTTP response
+// body; contentType is that response's Content-Type header, whose charset
+// takes precedence over the page's own declaration.
+func (e *Extractor) ExtractReader(pageURL, contentType string, r io.Reader) (Article, error) {
+	page, err := io.ReadAll(r)
+	if err != nil {
+		return Article{}, fmt.Errorf("read %s: %w", pageURL, err)
+	}
+	return e.extract(pageURL, contentType, page)
+}
+
+func (e *Extractor) extract(pageURL, contentType string, page []byte) (Article, error) {
+	if sniffed := http.DetectContentType(page); !strings.HasPrefix(sniffed, "text/") {
+		return Article{}, structural("not an HTML page: content is %s", sniffed)
+	}
+	page, err := toUTF8(page, contentType)
+	if err != nil {
+		return Article{}, structural("cannot decode page: %v", err)
+	}
+	root, err := html.Parse(bytes.NewReader(page))
+	if err != nil {
+		// Reading from memory cannot fail, so this is the parser's limit
+		// on nesting (512 open elements).
+		return Article{}, structural("HTML cannot be parsed: %v", err)
+	}
+	doc := goquery.NewDocumentFromNode(root)
+	if !hasMarkup(root) {
+		return Article{}, structural("not an HTML page: no markup")
+	}
+
+	body, container := findBody(doc)
+	if body == nil {
+		return Article{}, whyNoBody(doc)
+	}
+	art := readMeta(doc)
+
+	cleanBody(body, baseURL(pageURL))
+	md, err := e.conv.ConvertNode(body.Nodes[0], converter.WithDomain(habrRoot))
+	if err != nil {
+		return Article{}, fmt.Errorf("convert %s to markdown: %w", pageURL, err)
+	}
+	md = bytes.TrimSpace(md)
+	if len(md) == 0 {
+		return Article{}, structural("body container %s is empty", container)
+	}
+	art.Markdown = string(md) + "\n"
+	return art, nil
+}
+
+const habrRoot = "https://habr.com"
+
+// baseURL is the base for the body's relative URLs: Habr's own links are
+// root-relative, and every former Habr host now redirects to habr.com.
+func baseURL(pageURL string) *url.URL {
+	base := &url.URL{Scheme: "https", Host: "habr.com", Path: "/"}
+	if u, err := url.Parse(pageURL); err == nil && u.Path != "" {
+		base.Path = u.Path
+	}
+	return base
+}
+
+// toUTF8 returns page as UTF-8, decoding it by the charset of contentType,
+// a byte-order mark or a <meta> in its first 1024 bytes.
+func toUTF8(page []byte, contentType string) ([]byte, error) {
+	if utf8.Valid(page) {
+		return page, nil
+	}
+	r, err := charset.NewReader(bytes.NewReader(page), contentType)
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(r)
+}
+
+// hasMarkup reports whether the document has any element besides the html,
+// head and body the parser adds to every input, even plain text.
+func hasMarkup(n *html.Node) bool {
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type == html.ElementNode {
+			switch c.Data {
+			case "html", "head", "body":
+			default:
+				return true
+			}
+		}
+		if hasMarkup(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// bodyContainers locate the article body, most specific first. The
+// evidence for each is in shared/research/habr.md §1.
+var bodyContainers = []string{
+	// SPA 2020–2025 (in 2025 inside div.article-body), editor v1 and v2,
+	// and megaposts, which lack the inner .article-formatted-body.
+	"#post-content-body",
+	// Server-rendered desktop site up to 2020 (habrahabr.ru, geektimes.ru,
+	// habr.com). A listing shows previews in .post_preview instead.
+	".post_full .post__text",
+	// The 2019 Vue site on m.habr.com.
+	".tm-article-body_formatted",
+}
+
+func findBody(doc *goquery.Document) (*goquery.Selection, string) {
+	for _, sel := range bodyContainers {
+		if s := doc.Find(sel).First(); s.Length() > 0 {
+			return s, sel
+		}
+	}
+	return nil, ""
+}
+
+// whyNoBody explains a page without a body container: a feed or listing, a
+// stub of an unavailable publication, or an unknown layout.
+func whyNoBody(doc *goquery.Document) error {
+	if doc.Find("rss channel, feed entry").Length() > 0 {
+		return structural("an RSS or Atom feed instead of an article")
+	}
+	if n := doc.Find(".tm-articles-list__item, .post_preview").Length(); n > 0 {
+		return structural("a listing page with %d article previews instead of an article", n)
+	}
+	if reason := stubReason(doc); reason != "" {
+		return structural("%s", reason)
+	}
+	return structural("body container %s missing", strings.Join(bodyContainers, ", "))
+}

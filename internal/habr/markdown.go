@@ -1,0 +1,174 @@
+package habr
+
+import (
+	"bytes"
+	"strings"
+
+	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
+	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/base"
+	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/commonmark"
+	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/strikethrough"
+	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/table"
+	"golang.org/x/net/html"
+)
+
+// newConverter builds the one html-to-markdown converter an Extractor uses
+// for every page. It expects a body already normalised by cleanBody: the
+// renderers below only cover what the stock plugins cannot express.
+func newConverter() *converter.Converter {
+	conv := converter.NewConverter(converter.WithPlugins(
+		base.NewBasePlugin(),
+		commonmark.NewCommonmarkPlugin(
+			commonmark.WithHeadingStyle(commonmark.HeadingStyleATX),
+			commonmark.WithCodeBlockFence("```"),
+			commonmark.WithBulletListMarker("-"),
+			commonmark.WithHorizontalRule("---"),
+			// The marker comment that separates two adjacent lists is
+			// noise in stored text; merging such lists loses nothing.
+			commonmark.WithListEndComment(false),
+		),
+		// Habr tables have no <thead>: the first row is the header.
+		// A cell with line breaks or blocks cannot be a GFM cell; such
+		// tables fall through to renderRawHTML below.
+		table.NewTablePlugin(
+			table.WithHeaderPromotion(true),
+			table.WithCellPaddingBehavior(table.CellPaddingBehaviorMinimal),
+		),
+		strikethrough.NewStrikethroughPlugin(),
+	))
+	conv.Register.RendererFor("table", converter.TagTypeBlock, renderTableHTML, converter.PriorityStandard+1)
+	conv.Register.RendererFor("details", converter.TagTypeBlock, renderDetails, converter.PriorityEarly)
+	conv.Register.RendererFor("img", converter.TagTypeInline, renderFormula, converter.PriorityEarly)
+	// Markdown has no super- or subscript; inline HTML keeps "x<sup>2</sup>"
+	// from reading as "x2".
+	conv.Register.RendererFor("sup", converter.TagTypeInline, base.RenderAsHTML, converter.PriorityEarly)
+	conv.Register.RendererFor("sub", converter.TagTypeInline, base.RenderAsHTML, converter.PriorityEarly)
+	conv.Register.PostRenderer(blankWhitespaceLines, converter.PriorityStandard-1)
+	return conv
+}
+
+// blankWhitespaceLines empties lines that hold only spaces, such as the one
+// the converter puts between a list item and its nested list, so that the
+// text carries no invisible trailing space.
+//
+// It runs before the commonmark plugin restores the newlines of code
+// blocks (at PriorityLate): code cannot be touched, since at this point
+// each code block is still a single line.
+func blankWhitespaceLines(_ converter.Context, md []byte) []byte {
+	lines := bytes.Split(md, []byte("\n"))
+	for i, l := range lines {
+		if len(bytes.TrimLeft(l, " \t")) == 0 {
+			lines[i] = nil
+		}
+	}
+	return bytes.Join(lines, []byte("\n"))
+}
+
+// renderDetails writes a spoiler as an HTML <details> block with Markdown
+// inside. The blank lines around the content let CommonMark parse it as
+// Markdown; renderers such as GitHub's show it folded, as on Habr, and a
+// plain-text reader sees exactly where the spoiler starts and ends.
+func renderDetails(ctx converter.Context, w converter.Writer, n *html.Node) converter.RenderStatus {
+	var (
+		title   string
+		content []*html.Node
+	)
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type == html.ElementNode && c.Data == "summary" && title == "" {
+			title = squash(textOf(c))
+			continue
+		}
+		content = append(content, c)
+	}
+	w.WriteString("\n\n<details>\n")
+	if title != "" {
+		w.WriteString("<summary>" + htmlText.Replace(title) + "</summary>\n")
+	}
+	w.WriteString("\n")
+	ctx.RenderNodes(ctx, w, content...)
+	w.WriteString("\n\n</details>\n\n")
+	return converter.RenderSuccess
+}
+
+// renderTableHTML writes a table that GFM cannot express as raw HTML, one
+// row per line so that the Markdown stays readable as text.
+func renderTableHTML(_ converter.Context, w converter.Writer, table *html.Node) converter.RenderStatus {
+	w.WriteString("\n\n<table>\n")
+	for c := table.FirstChild; c != nil; c = c.NextSibling {
+		switch c.Data {
+		case "thead", "tbody", "tfoot":
+			w.WriteString("<" + c.Data + ">\n")
+			for row := c.FirstChild; row != nil; row = row.NextSibling {
+				writeHTMLLine(w, row)
+			}
+			w.WriteString("</" + c.Data + ">\n")
+		default:
+			writeHTMLLine(w, c)
+		}
+	}
+	w.WriteString("</table>\n\n")
+	return converter.RenderSuccess
+}
+
+func writeHTMLLine(w converter.Writer, n *html.Node) {
+	if n.Type == html.TextNode && strings.TrimSpace(n.Data) == "" {
+		return
+	}
+	_ = html.Render(w, n) // writes to memory; cannot fail
+	w.WriteString("\n")
+}
+
+// htmlText escapes text for an HTML context without the &#34; clutter of
+// html.EscapeString.
+var htmlText = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+// renderFormula writes a formula image as TeX: $…$ inline, $$…$$ on its own
+// lines for a display formula. cleanBody has put the TeX into the "source"
+// attribute and marked inline formulas; every other image is left to the
+// commonmark renderer.
+func renderFormula(_ converter.Context, w converter.Writer, n *html.Node) converter.RenderStatus {
+	if !hasClass(n, "formula") {
+		return converter.RenderTryNext
+	}
+	tex, ok := attr(n, "source")
+	tex = strings.TrimSpace(tex)
+	if !ok || tex == "" {
+		return converter.RenderTryNext
+	}
+	if hasClass(n, "inline") {
+		w.WriteString("$" + squash(tex) + "$")
+		return converter.RenderSuccess
+	}
+	w.WriteString("\n\n$$\n" + tex + "\n$$\n\n")
+	return converter.RenderSuccess
+}
+
+func textOf(n *html.Node) string {
+	if n.Type == html.TextNode {
+		return n.Data
+	}
+	var b strings.Builder
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		b.WriteString(textOf(c))
+	}
+	return b.String()
+}
+
+func attr(n *html.Node, key string) (string, bool) {
+	for _, a := range n.Attr {
+		if a.Namespace == "" && a.Key == key {
+			return a.Val, true
+		}
+	}
+	return "", false
+}
+
+func hasClass(n *html.Node, class string) bool {
+	v, _ := attr(n, "class")
+	for _, c := range strings.Fields(v) {
+		if c == class {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,271 @@
+package habr
+
+import (
+	"net/url"
+	"path"
+	"regexp"
+	"strings"
+
+	"github.com/PuerkitoBio/goquery"
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+)
+
+// cleanBody rewrites the article body in place so that the converter sees
+// plain, self-contained HTML: absolute URLs, real image sources, spoilers as
+// <details>, formulas and embeds in a form it can render, code blocks with a
+// language class it understands, and no page machinery.
+func cleanBody(body *goquery.Selection, base *url.URL) {
+	body.Find("script, style, noscript, template, form, button, input, textarea, select").Remove()
+	// Anchors without a target: the habracut marker, footnote targets.
+	body.Find("a:not([href])").Each(func(_ int, a *goquery.Selection) { a.ReplaceWithSelection(a.Contents()) })
+
+	cleanSpoilers(body)
+	cleanFormulas(body)
+	cleanImages(body, base)
+	cleanFigures(body)
+	cleanEmbeds(body, base)
+	cleanCode(body)
+	cleanLinks(body, base)
+	cleanAttributes(body)
+}
+
+// cleanSpoilers turns the legacy spoiler
+//
+//	<div class="spoiler"><b class="spoiler_title">T</b><div class="spoiler_text">…</div></div>
+//
+// into the <details><summary>T</summary>…</details> that the editor-v2 markup
+// already uses and renderDetails writes out.
+func cleanSpoilers(body *goquery.Selection) {
+	// Innermost first, so that a spoiler inside a spoiler is converted
+	// before its parent moves it.
+	spoilers := body.Find("div.spoiler")
+	for i := spoilers.Length() - 1; i >= 0; i-- {
+		sp := spoilers.Eq(i)
+		text := sp.ChildrenFiltered(".spoiler_text")
+		if text.Length() == 0 {
+			continue // not a spoiler after all; its content stays as is
+		}
+		title := strings.TrimSpace(sp.ChildrenFiltered(".spoiler_title").First().Text())
+		details := newElement("details")
+		summary := newElement("summary")
+		summary.AppendChild(&html.Node{Type: html.TextNode, Data: title})
+		details.AppendChild(summary)
+		for _, n := range text.Contents().Nodes {
+			n.Parent.RemoveChild(n)
+			details.AppendChild(n)
+		}
+		sp.ReplaceWithNodes(details)
+	}
+}
+
+// cleanFormulas gives every formula image the editor-v2 form that
+// renderFormula reads: <img class="formula [inline]" source="TeX">.
+//
+// Editor v2 already writes that. Editor v1 wrote the TeX, with its $ signs,
+// into alt and marked the kind in data-tex; a display formula sat in <math>.
+func cleanFormulas(body *goquery.Selection) {
+	body.Find("img[data-tex]").Each(func(_ int, img *goquery.Selection) {
+		if _, ok := img.Attr("source"); ok {
+			return
+		}
+		tex := strings.Trim(strings.TrimSpace(img.AttrOr("alt", "")), "$")
+		class := "formula"
+		if img.AttrOr("data-tex", "") != "display" {
+			class += " inline"
+		}
+		img.SetAttr("class", class)
+		img.SetAttr("source", tex)
+	})
+	body.Find("math").Each(func(_ int, m *goquery.Selection) { m.ReplaceWithSelection(m.Contents()) })
+}
+
+// resizedImage matches habrastorage's resizing prefix, /r/w780q1/ (the
+// blurred placeholder of editor v1) or /r/w1560/ (the 2025 srcset), which
+// sits in front of the path of the original image.
+var resizedImage = regexp.MustCompile(`^(https?://habrastorage\.org)/r/w\d+(?:q\d+)?/`)
+
+// webtName is the file name of an image on habrastorage's webt storage,
+// which keeps it at /webt/ab/cd/ef/abcdef….ext.
+var webtName = regexp.MustCompile(`^[0-9a-z_-]{27}\.(?:png|jpe?g|gif|webp)$`)
+
+// cleanImages sets each image's src to the original picture and drops
+// images that have none.
+func cleanImages(body *goquery.Selection, base *url.URL) {
+	body.Find("img").Each(func(_ int, img *goquery.Selection) {
+		if img.HasClass("formula") {
+			return
+		}
+		src := imageSource(img, base)
+		if src == "" {
+			img.Remove()
+			return
+		}
+		img.SetAttr("src", src)
+		alt := squash(img.AttrOr("alt", ""))
+		img.SetAttr("alt", alt)
+		if title, ok := img.Attr("title"); ok && squash(title) == alt {
+			img.RemoveAttr("title")
+		}
+	})
+}
+
+// imageSource picks an image's real URL: the lazy-loading data-src over the
+// placeholder in src, never the resized copy. A page saved by a browser
+// points at local "<page>_files/<name>" copies; a webt picture can be mapped
+// back to habrastorage (the mapping is checked against data-src in the
+// saved-page fixture), any other local copy is unusable.
+func imageSource(img *goquery.Selection, base *url.URL) string {
+	for _, key := range []string{"data-src", "src"} {
+		v := strings.TrimSpace(img.AttrOr(key, ""))
+		if v == "" || strings.HasPrefix(v, "data:") || strings.HasSuffix(v, "/img/px.gif") || strings.HasSuffix(v, "/image-loader.svg") {
+			continue
+		}
+		u, err := url.Parse(v)
+		if err != nil {
+			continue
+		}
+		if u.Host == "" && strings.Contains(u.Path, "_files/") {
+			name := path.Base(u.Path)
+			if !webtName.MatchString(name) {
+				continue
+			}
+			return "https://habrastorage.org/webt/" + name[0:2] + "/" + name[2:4] + "/" + name[4:6] + "/" + name
+		}
+		return resizedImage.ReplaceAllString(base.ResolveReference(u).String(), "$1/")
+	}
+	return ""
+}
+
+// cleanFigures keeps a figure's caption as an emphasised line under the
+// image, unless it only repeats the image's alt text.
+func cleanFigures(body *goquery.Selection) {
+	body.Find("figure figcaption").Each(func(_ int, fc *goquery.Selection) {
+		caption := squash(fc.Text())
+		alt := squash(fc.Parent().Find("img").First().AttrOr("alt", ""))
+		if caption == "" || caption == alt {
+			fc.Remove()
+			return
+		}
+		p, em := newElement("p"), newElement("em")
+		p.AppendChild(em)
+		for _, n := range fc.Contents().Nodes {
+			n.Parent.RemoveChild(n)
+			em.AppendChild(n)
+		}
+		fc.ReplaceWithNodes(p)
+	})
+}
+
+// cleanEmbeds replaces embedded players, which the converter would drop, by
+// a link to what they show. Server-rendered pages carry the player as an
+// empty div.tm-iframe_temp that Habr's script turns into an iframe.
+func cleanEmbeds(body *goquery.Selection, base *url.URL) {
+	body.Find("iframe, div.tm-iframe_temp").Each(func(_ int, e *goquery.Selection) {
+		src := strings.TrimSpace(e.AttrOr("src", ""))
+		if src == "" {
+			src = strings.TrimSpace(e.AttrOr("data-src", ""))
+		}
+		u, err := url.Parse(src)
+		if src == "" || err != nil {
+			e.Remove()
+			return
+		}
+		u = base.ResolveReference(u)
+		text := "Embedded content"
+		if watch := youTubeWatch(u); watch != nil {
+			u, text = watch, "Video"
+		} else if e.HasClass("embed_video") || isVideoHost(u.Hostname()) {
+			text = "Video"
+		}
+		// A paragraph of its own, as the player had a line of its own.
+		p, a := newElement("p"), newElement("a")
+		a.Attr = []html.Attribute{{Key: "href", Val: u.String()}}
+		a.AppendChild(&html.Node{Type: html.TextNode, Data: text})
+		p.AppendChild(a)
+		e.ReplaceWithNodes(p)
+	})
+}
+
+// youTubeWatch maps a YouTube player URL (/embed/ID) to the page a reader
+// would open, or returns nil.
+func youTubeWatch(u *url.URL) *url.URL {
+	host := strings.TrimPrefix(u.Hostname(), "www.")
+	id, ok := strings.CutPrefix(u.Path, "/embed/")
+	if (host != "youtube.com" && host != "youtube-nocookie.com") || !ok || id == "" || strings.Contains(id, "/") {
+		return nil
+	}
+	return &url.URL{Scheme: "https", Host: "www.youtube.com", Path: "/watch", RawQuery: url.Values{"v": {id}}.Encode()}
+}
+
+func isVideoHost(host string) bool {
+	host = strings.TrimPrefix(host, "www.")
+	switch host {
+	case "player.vimeo.com", "vimeo.com", "rutube.ru", "vk.com", "vkvideo.ru", "youtu.be":
+		return true
+	}
+	return false
+}
+
+// cleanCode rewrites Habr's bare language class, <code class="bash hljs">,
+// to the language-bash form the converter turns into a fence info string.
+// "hljs" is added by highlight.js in the browser and is not a language.
+func cleanCode(body *goquery.Selection) {
+	body.Find("pre code[class], pre[class]").Each(func(_ int, c *goquery.Selection) {
+		var lang string
+		for _, class := range strings.Fields(c.AttrOr("class", "")) {
+			if class == "hljs" || strings.HasPrefix(class, "hljs-") {
+				continue
+			}
+			lang = strings.TrimPrefix(strings.TrimPrefix(class, "language-"), "lang-")
+			break
+		}
+		if lang == "" {
+			c.RemoveAttr("class")
+			return
+		}
+		c.SetAttr("class", "language-"+lang)
+	})
+}
+
+// cleanLinks makes every link absolute; a link that cannot be followed
+// keeps its text only.
+func cleanLinks(body *goquery.Selection, base *url.URL) {
+	body.Find("a[href]").Each(func(_ int, a *goquery.Selection) {
+		u, err := url.Parse(strings.TrimSpace(a.AttrOr("href", "")))
+		if err != nil || (u.Scheme != "" && u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "mailto") {
+			a.ReplaceWithSelection(a.Contents())
+			return
+		}
+		a.SetAttr("href", base.ResolveReference(u).String())
+	})
+}
+
+// keptAttributes are the attributes that carry content. Everything else
+// (ids, styles, widths, data-*, Vue's data-v-*) would only clutter the
+// tables that stay raw HTML.
+var keptAttributes = map[string]bool{
+	"href": true, "src": true, "alt": true, "title": true,
+	"colspan": true, "rowspan": true, "source": true, "class": true,
+}
+
+// classUsers are the elements whose class the converter still reads: the
+// code language and the formula marker.
+var classUsers = map[string]bool{"code": true, "pre": true, "img": true}
+
+func cleanAttributes(body *goquery.Selection) {
+	body.Find("*").Each(func(_ int, s *goquery.Selection) {
+		n := s.Nodes[0]
+		kept := n.Attr[:0]
+		for _, a := range n.Attr {
+			if keptAttributes[a.Key] && (a.Key != "class" || classUsers[n.Data]) {
+				kept = append(kept, a)
+			}
+		}
+		n.Attr = kept
+	})
+}
+
+func newElement(tag string) *html.Node {
+	return &html.Node{Type: html.ElementNode, Data: tag, DataAtom: atom.Lookup([]byte(tag))}
+}

@@ -1,0 +1,172 @@
+package habr
+
+import (
+	"testing"
+)
+
+// inPage wraps body HTML in a minimal editor-v2 article page.
+func inPage(body string) []byte {
+	return []byte(`<!DOCTYPE html><html lang="ru"><head><meta charset="utf-8"><title>t</title></head><body>` +
+		`<div class="tm-article-presenter__header"><a class="tm-user-info__username" href="/ru/users/someone/">someone</a></div>` +
+		`<div class="article-body"><div id="post-content-body"><div><div class="article-formatted-body article-formatted-body_version-2">` +
+		`<div xmlns="http://www.w3.org/1999/xhtml">` + body + `</div></div></div></div></div>` +
+		`<div class="tm-article-presenter__meta"><a class="tm-tags-list__link" href="/ru/search/?q=%5Bgo%5D">go</a></div>` +
+		`<script>window.stats = 1</script></body></html>`)
+}
+
+func TestMarkdownFeatures(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want string
+	}{
+		{
+			name: "headings, paragraphs, emphasis, strikethrough",
+			body: `<h2>Раздел</h2><p>Текст с <b>жирным</b>, <i>курсивом</i>, <strong>strong</strong> и <s>зачёркнутым</s>.</p><h3>Подраздел</h3><p>Второй абзац</p>`,
+			want: "## Раздел\n\nТекст с **жирным**, *курсивом*, **strong** и ~~зачёркнутым~~.\n\n### Подраздел\n\nВторой абзац\n",
+		},
+		{
+			name: "legacy text separated by br",
+			body: `Первая строка<br/>вторая строка<br/><br/>Новый абзац<br/>`,
+			want: "Первая строка  \nвторая строка\n\nНовый абзац\n",
+		},
+		{
+			name: "nested lists",
+			body: `<ul><li><p>один</p></li><li><p>два</p><ol><li><p>два.один</p></li><li><p>два.два</p></li></ol></li></ul>`,
+			want: "- один\n- два\n\n  1. два.один\n  2. два.два\n",
+		},
+		{
+			name: "blockquote",
+			body: `<blockquote><p>Цитата</p><p>вторая часть</p></blockquote><p>после</p>`,
+			want: "> Цитата\n> \n> вторая часть\n\nпосле\n",
+		},
+		{
+			name: "relative and odd links",
+			body: `<p><a href="/ru/users/x/">автор</a>, <a href="#sec">раздел</a>, <a href="javascript:alert(1)">скрипт</a>, <a href="https://go.dev/">Go</a></p>`,
+			want: "[автор](https://habr.com/ru/users/x/), [раздел](https://habr.com/ru/articles/1/#sec), скрипт, [Go](https://go.dev/)\n",
+		},
+		{
+			name: "lazy image: data-src over the blurred placeholder",
+			body: `<p><img src="https://habrastorage.org/r/w780q1/webt/sk/la/0r/skla0rb4ggcljeuxyqmgvmmxfp4.jpeg" alt="image" data-src="https://habrastorage.org/webt/sk/la/0r/skla0rb4ggcljeuxyqmgvmmxfp4.jpeg" data-blurred="true"/></p>`,
+			want: "![image](https://habrastorage.org/webt/sk/la/0r/skla0rb4ggcljeuxyqmgvmmxfp4.jpeg)\n",
+		},
+		{
+			name: "mobile placeholder src",
+			body: `<img src="/img/px.gif" data-src="https://habrastorage.org/webt/8_/cb/vq/8_cbvq8dprb4-dhysq6u0u1aw_8.png"/>`,
+			want: "![](https://habrastorage.org/webt/8_/cb/vq/8_cbvq8dprb4-dhysq6u0u1aw_8.png)\n",
+		},
+		{
+			name: "2025 resized src and srcset",
+			body: `<figure class="full-width "><img src="https://habrastorage.org/r/w1560/getpro/habr/upload_files/28f/eab/4e1/28f.png" srcset="https://habrastorage.org/r/w780/getpro/habr/upload_files/28f/eab/4e1/28f.png 780w" loading="lazy"/></figure>`,
+			want: "![](https://habrastorage.org/getpro/habr/upload_files/28f/eab/4e1/28f.png)\n",
+		},
+		{
+			name: "browser-saved copies: webt name mapped back, other copies dropped",
+			body: `<p><img src="page_files/gr_3kn9i3dfajdbkguvqssgah6w.png"/></p><p><img src="page_files/a2ebb081c4eb8a00beaf5fa5a599c145.jpg" alt="avatar"/>текст</p>`,
+			want: "![](https://habrastorage.org/webt/gr/_3/kn/gr_3kn9i3dfajdbkguvqssgah6w.png)\n\nтекст\n",
+		},
+		{
+			name: "relative image, title that repeats alt",
+			body: `<p><img src="/img/logo.png" alt=" Логотип  Хабра " title="Логотип Хабра"/></p>`,
+			want: "![Логотип Хабра](https://habr.com/img/logo.png)\n",
+		},
+		{
+			name: "figure caption kept unless it repeats alt",
+			body: `<figure class="full-width "><img src="https://habrastorage.org/a.png" alt="Схема"><figcaption>Рис. 1. <a href="/ru/post/2/">Схема</a> из статьи</figcaption></figure>` +
+				`<figure><img src="https://habrastorage.org/b.png" alt="Схема два"><figcaption>Схема два</figcaption></figure>`,
+			want: "![Схема](https://habrastorage.org/a.png)\n\n*Рис. 1. [Схема](https://habr.com/ru/post/2/) из статьи*\n\n![Схема два](https://habrastorage.org/b.png)\n",
+		},
+		{
+			name: "code blocks with Habr language classes, inline code",
+			body: `<pre><code class="bash hljs">sudo yum install <span class="hljs-string">"certbot"</span> -y</code></pre>` +
+				`<pre><code class="cpp">int main() {}</code></pre><pre><code>plain
+  indented</code></pre><p>Вызовите <code>go test</code>.</p>`,
+			want: "```bash\nsudo yum install \"certbot\" -y\n```\n\n```cpp\nint main() {}\n```\n\n```\nplain\n  indented\n```\n\nВызовите `go test`.\n",
+		},
+		{
+			name: "simple table becomes GFM with the first row as header",
+			body: `<div class="table"><table><tbody><tr><td data-colwidth="396" width="396"><p>Язык</p></td><td><p>Год</p></td></tr>` +
+				`<tr><td><p>Go</p></td><td><p>2009</p></td></tr></tbody></table></div>`,
+			want: "| Язык | Год |\n|---|---|\n| Go | 2009 |\n",
+		},
+		{
+			name: "table with blocks in a cell stays HTML, one row per line",
+			body: `<table><tbody><tr><td data-colwidth="396"><p>Было</p></td><td><p>Стало</p></td></tr>` +
+				`<tr><td><p>раз</p><p>два</p></td><td rowspan="2"><p><a href="/ru/hubs/go/">хаб</a></p></td></tr></tbody></table>`,
+			want: "<table>\n<tbody>\n<tr><td><p>Было</p></td><td><p>Стало</p></td></tr>\n" +
+				`<tr><td><p>раз</p><p>два</p></td><td rowspan="2"><p><a href="https://habr.com/ru/hubs/go/">хаб</a></p></td></tr>` +
+				"\n</tbody>\n</table>\n",
+		},
+		{
+			name: "table with a line break in a cell stays HTML",
+			body: `<table><tr><td>a<br>b</td><td>c</td></tr></table>`,
+			want: "<table>\n<tbody>\n<tr><td>a<br/>b</td><td>c</td></tr>\n</tbody>\n</table>\n",
+		},
+		{
+			name: "legacy spoiler",
+			body: `<div class="spoiler"><b class="spoiler_title">Весь код</b><div class="spoiler_text"><pre><code class="python hljs">print(1)</code></pre></div></div>`,
+			want: "<details>\n<summary>Весь код</summary>\n\n```python\nprint(1)\n```\n\n</details>\n",
+		},
+		{
+			name: "editor-v2 spoiler with a nested spoiler and markup in the title",
+			body: `<details class="spoiler"><summary>Ответ <b>&lt;JSON&gt;</b></summary><div class="spoiler__content"><p>Снаружи</p>` +
+				`<details class="spoiler"><summary>Внутри</summary><div class="spoiler__content"><p>Глубже</p></div></details></div></details>`,
+			want: "<details>\n<summary>Ответ &lt;JSON&gt;</summary>\n\nСнаружи\n\n<details>\n<summary>Внутри</summary>\n\nГлубже\n\n</details>\n\n</details>\n",
+		},
+		{
+			name: "div with class spoiler but no spoiler text is left alone",
+			body: `<div class="spoiler"><p>просто текст</p></div>`,
+			want: "просто текст\n",
+		},
+		{
+			name: "editor-v2 formulas",
+			body: `<p>Сложность <img class="formula inline" source="O(n \log n)" alt="O(n \log n)" src="https://habrastorage.org/getpro/habr/formulas/a.svg"/> в среднем.</p>` +
+				`<p><img class="formula" source="\sum_{i=1}^{n} i = \frac{n(n+1)}{2}" src="https://habrastorage.org/getpro/habr/formulas/b.svg"/></p>`,
+			want: "Сложность $O(n \\log n)$ в среднем.\n\n$$\n\\sum_{i=1}^{n} i = \\frac{n(n+1)}{2}\n$$\n",
+		},
+		{
+			name: "editor-v1 formulas",
+			body: `<p>Пусть <img src="https://habrastorage.org/getpro/habr/formulas/c.svg" alt="$a_1 * b$" data-tex="inline"/>.</p>` +
+				`<p><math><img src="https://habrastorage.org/getpro/habr/formulas/d.svg" alt="$H(P) = 21$" data-tex="display"/></math></p>`,
+			want: "Пусть $a_1 * b$.\n\n$$\nH(P) = 21\n$$\n",
+		},
+		{
+			name: "embedded videos and other embeds become links",
+			body: `<p>Смотрите:</p><iframe id="6115035b920526a288c7e1bc" src="https://embedd.srv.habr.com/iframe/6115035b920526a288c7e1bc" class="embed_video embed__content" allowfullscreen="true"></iframe>` +
+				`<div class="tm-iframe_temp" data-src="https://embedd.srv.habr.com/iframe/62a1" data-style="" id="62a1" width=""></div>` +
+				`<div class="oembed"><iframe src="//www.youtube.com/embed/dQw4w9WgXcQ?rel=0"></iframe></div>` +
+				`<iframe src="https://codepen.io/x/embed/y"></iframe><iframe></iframe>`,
+			want: "Смотрите:\n\n[Video](https://embedd.srv.habr.com/iframe/6115035b920526a288c7e1bc)\n\n[Embedded content](https://embedd.srv.habr.com/iframe/62a1)\n\n" +
+				"[Video](https://www.youtube.com/watch?v=dQw4w9WgXcQ)\n\n[Embedded content](https://codepen.io/x/embed/y)\n",
+		},
+		{
+			name: "page machinery inside the body is dropped",
+			body: `<p>Текст<a name="habracut"></a></p><script>alert(1)</script><style>p{}</style><form><input name="q"><button>Голосовать</button></form><noscript>включите JS</noscript><p>конец</p>`,
+			want: "Текст\n\nконец\n",
+		},
+		{
+			name: "super- and subscripts stay HTML",
+			body: `<p>E = mc<sup>2</sup>, H<sub>2</sub>O</p>`,
+			want: "E = mc<sup>2</sup>, H<sub>2</sub>O\n",
+		},
+		{
+			name: "lines with only spaces are emptied, code keeps its spaces",
+			body: `<ol><li><p>пункт</p><ol><li><p>вложенный</p></li></ol></li></ol><pre><code class="python">if x:
+    
+    pass</code></pre>`,
+			want: "1. пункт\n\n   1. вложенный\n\n```python\nif x:\n    \n    pass\n```\n",
+		},
+	}
+	e := NewExtractor()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := e.Extract("https://habr.com/ru/articles/1/", inPage(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Markdown != tt.want {
+				t.Errorf("markdown:\n%s\nwant:\n%s\n(got %q)", a.Markdown, tt.want, a.Markdown)
+			}
+		})
+	}
+}
