@@ -136,14 +136,37 @@ func commandsOf(source string) []string {
 	return nil
 }
 
-// formatCounters shows the non-zero counters of a run, shortest first, e.g.
-// "records_extracted_total{entity=habr_publications}=12".
+// formatCounters shows a run's per-record outcomes compactly, e.g. "extracted=85
+// extract_failed=2", from records_processed_total (prefixed by entity when a run touched several).
 func formatCounters(c map[string]float64) string {
-	var parts []string
+	type outcome struct{ entity, name string }
+	got := map[outcome]float64{}
+	entities := map[string]bool{}
 	for k, v := range c {
-		if v != 0 && !strings.HasPrefix(k, "duration_ms") {
-			parts = append(parts, fmt.Sprintf("%s=%g", k, v))
+		labels, ok := strings.CutPrefix(k, "records_processed_total{")
+		if !ok || v == 0 {
+			continue
 		}
+		var o outcome
+		for _, kv := range strings.Split(strings.TrimSuffix(labels, "}"), ",") {
+			name, val, _ := strings.Cut(kv, "=")
+			switch name {
+			case "entity":
+				o.entity = val
+			case "outcome":
+				o.name = val
+			}
+		}
+		got[o] += v
+		entities[o.entity] = true
+	}
+	var parts []string
+	for o, v := range got {
+		name := o.name
+		if len(entities) > 1 {
+			name = o.entity + "." + name
+		}
+		parts = append(parts, fmt.Sprintf("%s=%g", name, v))
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, " ")

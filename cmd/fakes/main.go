@@ -1,0 +1,127 @@
+// Command fakes runs the project's fake external systems on local ports, for `make demo` and
+// for trying ingest by hand: Habr (feeds and article pages from the real fixtures).
+//
+//	fakes --env-file .demo/fakes.env [--habr-fault /ru/articles/1/=503 ...]
+//
+// Once every server listens, it writes the URLs to point ingest at as an env file
+// (HABR_BASE_URL=...) and serves until SIGINT or SIGTERM.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/alexflint/go-arg"
+
+	"github.com/ingest-dev/ingest/internal/fakes/habrfake"
+)
+
+type args struct {
+	Listen       string   `arg:"--listen" default:"127.0.0.1" help:"address to listen on (each fake gets a free port)"`
+	Fixtures     string   `arg:"--fixtures" default:"../shared/fixtures" help:"the shared fixtures directory"`
+	EnvFile      string   `arg:"--env-file" help:"write the fakes' URLs here as KEY=value lines once they listen"`
+	HabrFaults   []string `arg:"--habr-fault,separate" help:"PATH=FAULT, e.g. /ru/articles/1/=503 (see habrfake.ParseFault)"`
+	HabrArticles int      `arg:"--habr-extra-articles" help:"synthetic Habr articles to add to the feeds"`
+}
+
+func (args) Description() string {
+	return "fakes: local fake Habr for ingest's demo and manual testing"
+}
+
+func main() {
+	var a args
+	arg.MustParse(&a)
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, a, log); err != nil {
+		log.Error("fakes", "error", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, a args, log *slog.Logger) error {
+	faults := map[string]habrfake.Fault{}
+	for _, f := range a.HabrFaults {
+		path, spec, ok := strings.Cut(f, "=")
+		if !ok {
+			return fmt.Errorf("--habr-fault %q: want PATH=FAULT", f)
+		}
+		fault, err := habrfake.ParseFault(spec)
+		if err != nil {
+			return fmt.Errorf("--habr-fault %q: %w", f, err)
+		}
+		faults[path] = fault
+	}
+	habr, err := habrfake.New(habrfake.Options{
+		Fixtures:      os.DirFS(filepath.Join(a.Fixtures, "habr")),
+		ExtraArticles: a.HabrArticles,
+		Faults:        faults,
+	})
+	if err != nil {
+		return err
+	}
+
+	env := map[string]string{}
+	servers := []*http.Server{}
+	serve := func(name, key string, h http.Handler, url func(base string) string) error {
+		ln, err := net.Listen("tcp", net.JoinHostPort(a.Listen, "0"))
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		servers = append(servers, srv)
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error(name, "error", err)
+			}
+		}()
+		base := "http://" + ln.Addr().String()
+		env[key] = url(base)
+		log.Info("fake listening", "fake", name, "url", base)
+		return nil
+	}
+	if err := serve("habr", "HABR_BASE_URL", habr.Handler(), func(b string) string { return b }); err != nil {
+		return err
+	}
+	if a.EnvFile != "" {
+		if err := writeEnv(a.EnvFile, env); err != nil {
+			return err
+		}
+	}
+	<-ctx.Done()
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, s := range servers {
+		_ = s.Shutdown(shutdown)
+	}
+	return nil
+}
+
+// writeEnv writes the file atomically, so a reader polling for it never sees half of it.
+func writeEnv(path string, env map[string]string) error {
+	var b strings.Builder
+	for _, k := range []string{"HABR_BASE_URL", "BITRIX_WEBHOOK_URL", "TARGET_WEBHOOK_URL"} {
+		if v, ok := env[k]; ok {
+			fmt.Fprintf(&b, "%s=%s\n", k, v)
+		}
+	}
+	tmp := path + ".tmp"
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(tmp, []byte(b.String()), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

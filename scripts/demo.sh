@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# demo.sh: the main jobs end to end on local fakes; run by `make demo` (which builds bin/ and
+# provides DATABASE_URL through scripts/with-pg.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+: "${DATABASE_URL:?run me through make demo}"
+export LOG_FORMAT=${LOG_FORMAT:-text}
+
+state=.demo
+rm -rf "$state" && mkdir -p "$state"
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+# The fake Habr serves the real fixture pages and feeds. A few publications misbehave the way
+# Habr does, so the demo shows every outcome: a 503 (extract_failed, retried
+# next run) and a deleted publication (extract_broken, left for a person).
+bin/fakes --env-file "$state/fakes.env" --habr-extra-articles 20 \
+  --habr-fault /ru/post/461211/=503 \
+  --habr-fault /ru/post/461403/=deleted \
+  2>"$state/fakes.log" &
+fakes=$!
+trap 'kill $fakes 2>/dev/null || true' EXIT
+for _ in $(seq 1 100); do [ -f "$state/fakes.env" ] && break; sleep 0.1; done
+[ -f "$state/fakes.env" ] || { cat "$state/fakes.log"; echo "demo: the fakes did not start" >&2; exit 1; }
+set -a; . "$state/fakes.env"; set +a
+
+step "ingest migrate"
+bin/ingest migrate
+
+step "ingest discover habr   (RSS feeds from $HABR_BASE_URL)"
+bin/ingest discover habr
+
+step "ingest extract habr    (batches of 10, 5 s pause between batches)"
+bin/ingest extract habr 2>&1 | tee "$state/extract.log" &
+extract=$!
+sleep 1
+step "a second ingest extract habr while the first runs: refused by the advisory lock"
+code=0; bin/ingest extract habr || code=$?
+echo "exit code: $code (75 = another run holds the lock)"
+wait $extract
+
+step "ingest status habr"
+bin/ingest status habr
+
+step "fix a status by hand: ingest status set habr --id 461403 --to extract_pending --reason ..."
+bin/ingest status set habr --id 461403 --to extract_pending --reason "demo: publication restored by its author" --by demo
+step "ingest show habr 461403   (metadata and status history)"
+bin/ingest show habr 461403 | head -20
+
+step "ingest show habr 769102   (a 2025 article: metadata, history, Markdown)"
+bin/ingest show habr 769102 | head -40
+echo "..."
+
+step "ingest status"
+bin/ingest status
