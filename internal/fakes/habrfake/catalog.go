@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/PuerkitoBio/goquery"
+	"golang.org/x/net/html"
 )
 
 // article is one publication the fake serves, either as a real fixture page
@@ -99,12 +99,7 @@ func loadFixturePages(fsys fs.FS) ([]*article, error) {
 		if err != nil {
 			return nil, err
 		}
-		doc, err := goquery.NewDocumentFromReader(bytes.NewReader(page))
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", fp.file, err)
-		}
-		title, _ := doc.Find(`meta[property="og:title"]`).Attr("content")
-		lead, _ := doc.Find(`meta[property="og:description"]`).Attr("content")
+		title, lead := ogTags(page)
 		published, err := time.Parse(time.RFC3339, fp.published)
 		if err != nil || title == "" {
 			return nil, fmt.Errorf("%s: no og:title or bad date %q", fp.file, fp.published)
@@ -122,6 +117,41 @@ func loadFixturePages(fsys fs.FS) ([]*article, error) {
 		})
 	}
 	return out, nil
+}
+
+// ogTags returns a page's og:title and og:description. It reads only as
+// far as the end of <head>: parsing whole pages made New slow.
+func ogTags(page []byte) (title, description string) {
+	z := html.NewTokenizer(bytes.NewReader(page))
+	for {
+		tt := z.Next()
+		switch {
+		case tt == html.ErrorToken:
+			return title, description
+		case tt == html.EndTagToken && z.Token().Data == "head":
+			return title, description
+		case tt == html.StartTagToken || tt == html.SelfClosingTagToken:
+			tok := z.Token()
+			if tok.Data != "meta" {
+				continue
+			}
+			var property, content string
+			for _, a := range tok.Attr {
+				switch a.Key {
+				case "property":
+					property = a.Val
+				case "content":
+					content = a.Val
+				}
+			}
+			switch property {
+			case "og:title":
+				title = content
+			case "og:description":
+				description = content
+			}
+		}
+	}
 }
 
 // apiPost is the part of a post in Habr's legacy mobile API

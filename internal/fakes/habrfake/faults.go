@@ -86,7 +86,11 @@ func ParseFault(s string) (Fault, error) {
 	case "deleted":
 		f = Fault{Kind: FaultDeleted}
 		if hasArg {
-			f.Code, _ = strconv.Atoi(arg)
+			code, err := strconv.Atoi(arg)
+			if err != nil {
+				return Fault{}, fmt.Errorf("fault %q: bad status: %w", s, err)
+			}
+			f.Code = code
 		}
 	case string(FaultTruncated), string(FaultListing), string(FaultMalformedFeed),
 		string(FaultOffSiteItem), string(FaultWindows1251):

@@ -11,7 +11,8 @@
 //     2021 page of article 568382 used as a template: the 20 real posts of
 //     the API fixture (with their real full text), the items of the three
 //     real feeds (with the item's lead as the text, all a feed has), and
-//     Options.ExtraArticles synthetic ones.
+//     Options.ExtraArticles synthetic ones. Rendered pages have no
+//     window.__INITIAL_STATE__: the template's holds article 568382.
 //   - Feeds: the real fixture feeds verbatim (FeedAll2019, FeedInteresting,
 //     FeedMedsurg) and two generated from everything above in today's item
 //     format (FeedArticles, FeedNews). Every item of every feed resolves to a

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"strconv"
@@ -371,5 +372,23 @@ func TestNewNeedsFixtures(t *testing.T) {
 	}
 	if _, err := New(Options{Fixtures: os.DirFS(t.TempDir())}); err == nil {
 		t.Error("New with an empty fixtures directory succeeded")
+	}
+}
+
+// BenchmarkRenderedPage measures what the fake adds to a benchmark run
+// against it: rendering and gzipping one templated article page.
+func BenchmarkRenderedPage(b *testing.B) {
+	s, err := New(Options{Fixtures: fixtures, ExtraArticles: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := httptest.NewRequest(http.MethodGet, "/ru/articles/1100001/", nil)
+	req.Header.Set("Accept-Encoding", "gzip")
+	for b.Loop() {
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, req)
+		if w.Code != http.StatusOK {
+			b.Fatalf("status %d", w.Code)
+		}
 	}
 }

@@ -47,7 +47,6 @@ const (
 	tplAuthor = "rvnikita"
 	tplTitle  = "Digital-мероприятия в Москве c 19 по 25 июля"
 	tplISO    = "2021-07-19T07:02:37.000Z"
-	tplTime   = "2021-07-19, 10:02"
 )
 
 // moscow is the zone Habr shows times in.
@@ -64,11 +63,18 @@ type pageTemplate struct {
 }
 
 func newPageTemplate(src []byte) (*pageTemplate, error) {
-	article, err := markArticle(src)
+	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(src))
 	if err != nil {
 		return nil, err
 	}
-	errPage, err := markErrorPage(src)
+	removeAppState(doc)
+	errDoc := goquery.NewDocumentFromNode(doc.Clone().Nodes[0])
+
+	article, err := markArticle(doc)
+	if err != nil {
+		return nil, err
+	}
+	errPage, err := markErrorPage(errDoc)
 	if err != nil {
 		return nil, err
 	}
@@ -77,13 +83,7 @@ func newPageTemplate(src []byte) (*pageTemplate, error) {
 
 // markArticle replaces the article-specific parts of the template page with
 // markers and checks that every marker landed.
-func markArticle(src []byte) (string, error) {
-	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(src))
-	if err != nil {
-		return "", err
-	}
-	removeAppState(doc)
-
+func markArticle(doc *goquery.Document) (string, error) {
 	doc.Find("head > title").SetText(mTitle + " / Хабр")
 	doc.Find(`script[type="application/ld+json"]`).SetText(mLDJSON)
 	doc.Find(`meta[name="description"], meta[itemprop="description"], meta[property="og:description"],`+
@@ -139,12 +139,7 @@ func markArticle(src []byte) (string, error) {
 // "access closed" pages this way (research habr.md §2: div.tm-error-message
 // with __code, __title and __body); the wording of the detail line is
 // reconstructed, not copied from a real page.
-func markErrorPage(src []byte) (string, error) {
-	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(src))
-	if err != nil {
-		return "", err
-	}
-	removeAppState(doc)
+func markErrorPage(doc *goquery.Document) (string, error) {
 	doc.Find(`script[type="application/ld+json"], link[rel="canonical"], link[rel="alternate"], link[image_src]`).Remove()
 	doc.Find("meta").FilterFunction(func(_ int, s *goquery.Selection) bool {
 		return strings.Contains(s.AttrOr("content", ""), tplTitle) ||
@@ -166,8 +161,7 @@ func markErrorPage(src []byte) (string, error) {
 		return "", err
 	}
 	if strings.Contains(text, tplID) || strings.Contains(text, tplTitle) {
-		i := strings.Index(text, tplID)
-		return "", fmt.Errorf("error page template still mentions article %s: %q", tplID, text[max(0, i-200):i+50])
+		return "", fmt.Errorf("error page template still mentions article %s", tplID)
 	}
 	return text, checkMarkers(text, mCode, mErrTitle, mErrDetail)
 }
@@ -212,9 +206,10 @@ func checkMarkers(text string, markers ...string) error {
 func (t *pageTemplate) render(a *article) []byte {
 	local := a.published.In(moscow)
 	canonical := "https://habr.com" + a.path
+	lead := leadText(a.lead)
 	return []byte(strings.NewReplacer(
 		mTitle, escape(a.title),
-		mLead, escape(leadText(a.lead)),
+		mLead, escape(lead),
 		mAuthor, escape(a.author),
 		mAuthorPath, escape(url.PathEscape(a.author)),
 		mID, strconv.Itoa(a.id),
@@ -224,7 +219,7 @@ func (t *pageTemplate) render(a *article) []byte {
 		mISO, a.published.UTC().Format("2006-01-02T15:04:05.000Z"),
 		mTimeTitle, local.Format("2006-01-02, 15:04"),
 		mTimeText, fmt.Sprintf("%d %s %d в %s", local.Day(), monthsGenitive[local.Month()-1], local.Year(), local.Format("15:04")),
-		mLDJSON, ldJSON(a, canonical),
+		mLDJSON, ldJSON(a, canonical, lead),
 		mHubs, hubsTop(a.hubs),
 		mTags, tagLinks(a.tags),
 		mHubLinks, hubLinks(a.hubs),
@@ -244,7 +239,7 @@ func (t *pageTemplate) renderError(code int, title, detail string) []byte {
 
 // ldJSON is the schema.org Article object Habr puts in <head>, in the shape
 // of the template's.
-func ldJSON(a *article, canonical string) string {
+func ldJSON(a *article, canonical, lead string) string {
 	type thing struct {
 		Type string `json:"@type"`
 		ID   string `json:"@id,omitempty"`
@@ -271,7 +266,7 @@ func ldJSON(a *article, canonical string) string {
 		DateModified:     published,
 		Author:           thing{Type: "Person", Name: a.author},
 		Publisher:        thing{Type: "Organization", Name: "Habr"},
-		Description:      leadText(a.lead),
+		Description:      lead,
 		URL:              canonical + "#post-content-body",
 	})
 	if err != nil {
