@@ -67,7 +67,7 @@ func acceptsGzip(r *http.Request) bool {
 func gzipBytes(b []byte) []byte {
 	var buf bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed) // a valid level cannot fail
-	zw.Write(b) // writes to a bytes.Buffer cannot fail
+	zw.Write(b)                                        // writes to a bytes.Buffer cannot fail
 	zw.Close()
 	return buf.Bytes()
 }
