@@ -129,7 +129,7 @@ func (s *Server) generatedFeed(info channelInfo, q url.Values) *response {
 	return &response{status: http.StatusOK, contentType: feedContentType, body: append([]byte(xml.Header), body...)}
 }
 
-// feedItem is a in today's item format: the link carries Habr's utm
+// feedItem renders a in today's item format: the link carries Habr's utm
 // parameters in the 2026 order, the description is the lead plus the
 // read-more link to #habracut.
 func feedItem(a *article) rssOut {
