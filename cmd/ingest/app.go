@@ -34,6 +34,12 @@ type configError struct{ msg string }
 
 func (e configError) Error() string { return e.msg }
 
+// usageError is a command line the parser accepted but the command cannot use (exit 2); it is
+// found before anything connects.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
 // newApp validates the configuration and connects. On failure it prints why and returns the
 // exit code.
 func newApp(ctx context.Context, a args, stdout, stderr io.Writer) (*app, int) {
@@ -158,6 +164,7 @@ func (app *app) exitCode(err error) int {
 	var cfgErr configError
 	var sigErr signalError
 	switch {
+
 	case errors.Is(err, status.ErrLocked):
 		app.log.Warn(err.Error())
 		return exitLocked

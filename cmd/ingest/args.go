@@ -34,9 +34,9 @@ type statusCmd struct {
 
 type statusSetCmd struct {
 	Source string  `arg:"positional,required" help:"the pipeline: habr" placeholder:"SOURCE"`
-	IDs    []int64 `arg:"--id,required" help:"record ids (for habr: the article id), space-separated" placeholder:"ID"`
-	To     string  `arg:"--to,required" help:"the new status" placeholder:"STATUS"`
-	Reason string  `arg:"--reason,required" help:"why: kept in the status history" placeholder:"TEXT"`
+	IDs    []int64 `arg:"--id" help:"record ids (for habr: the article id), space-separated; required" placeholder:"ID"`
+	To     string  `arg:"--to" help:"the new status; required" placeholder:"STATUS"`
+	Reason string  `arg:"--reason" help:"why: kept in the status history; required" placeholder:"TEXT"`
 	By     string  `arg:"--by,env:USER" help:"who is making the change" placeholder:"NAME"`
 }
 

@@ -87,6 +87,13 @@ func Main(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 		}
 		return exitUsage
 	}
+	if command == "status set" {
+		if err := a.Status.Set.check(); err != nil {
+			_ = p.WriteUsageForSubcommand(stderr, names...)
+			fmt.Fprintln(stderr, "error:", err)
+			return exitUsage
+		}
+	}
 	if command == "version" {
 		fmt.Fprintln(stdout, a.Version())
 		return exitOK

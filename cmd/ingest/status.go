@@ -180,6 +180,19 @@ func oneLine(s string, max int) string {
 	return s
 }
 
+// check validates the flags the parser cannot: it runs before anything connects.
+func (c *statusSetCmd) check() error {
+	switch {
+	case len(c.IDs) == 0:
+		return usageError{"status set: --id is required (the records to change)"}
+	case c.To == "":
+		return usageError{"status set: --to is required (the new status)"}
+	case strings.TrimSpace(c.Reason) == "":
+		return usageError{"status set: --reason is required (why; it is kept in the status history)"}
+	}
+	return nil
+}
+
 func (app *app) statusSet(ctx context.Context, c *statusSetCmd) error {
 	var m *status.Machine
 	var names []string
@@ -195,9 +208,6 @@ func (app *app) statusSet(ctx context.Context, c *statusSetCmd) error {
 	to, err := m.Parse(c.To)
 	if err != nil {
 		return configError{"status set --to: " + err.Error()}
-	}
-	if strings.TrimSpace(c.Reason) == "" {
-		return configError{"status set --reason: say why; it is kept in the status history"}
 	}
 	by := strings.TrimSpace(c.By)
 	if by == "" {

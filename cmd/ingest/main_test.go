@@ -1,0 +1,317 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ingest-dev/ingest/internal/dbtest"
+	"github.com/ingest-dev/ingest/internal/fakes/habrfake"
+)
+
+// binary is the ingest binary built once for the tests that run it as a real process.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ingest-bin")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "ingest")
+	if out, err := exec.Command("go", "build", "-race", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build ingest: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type cliBundle struct {
+	ctx  context.Context
+	url  string
+	pool *pgxpool.Pool
+	fake *habrfake.Server
+	base string
+}
+
+func setupCLI(t *testing.T) *cliBundle {
+	t.Helper()
+	url := dbtest.URL(t)
+	pool, err := pgxpool.New(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	fake, base := habrfake.Start(t, habrfake.Options{Fixtures: os.DirFS("../../../shared/fixtures/habr")})
+	return &cliBundle{ctx: context.Background(), url: url, pool: pool, fake: fake, base: base}
+}
+
+// command prepares `ingest args...` against the test database and the fake Habr.
+func (b *cliBundle) command(args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+b.url, "HABR_BASE_URL="+b.base, "LOG_FORMAT=json")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	return cmd, &stdout, &stderr
+}
+
+// run runs `ingest args...` to the end and returns its exit code and output.
+func (b *cliBundle) run(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	cmd, stdout, stderr := b.command(args...)
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("ingest %v: %v", args, err)
+	}
+	return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
+}
+
+// registerFew discovers from the fake and keeps only the n lowest ids, so an extraction is one
+// or two batches long.
+func (b *cliBundle) registerFew(t *testing.T, n int) []int64 {
+	t.Helper()
+	if code, _, stderr := b.run(t, "discover", "habr"); code != 0 {
+		t.Fatalf("discover: exit %d\n%s", code, stderr)
+	}
+	if _, err := b.pool.Exec(b.ctx, `DELETE FROM habr_publications WHERE id NOT IN
+(SELECT id FROM habr_publications ORDER BY id LIMIT $1)`, n); err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	rows, _ := b.pool.Query(b.ctx, "SELECT id FROM habr_publications ORDER BY id")
+	for rows.Next() {
+		var id int64
+		_ = rows.Scan(&id)
+		ids = append(ids, id)
+	}
+	if rows.Err() != nil || len(ids) != n {
+		t.Fatalf("registered %v (%v), want %d", ids, rows.Err(), n)
+	}
+	return ids
+}
+
+// slowPages makes every registered page answer after d.
+func (b *cliBundle) slowPages(t *testing.T, d time.Duration) {
+	t.Helper()
+	rows, _ := b.pool.Query(b.ctx, "SELECT url FROM habr_publications")
+	for rows.Next() {
+		var u string
+		_ = rows.Scan(&u)
+		path := strings.TrimPrefix(u, "https://habr.com")
+		if err := b.fake.SetFault(path, habrfake.Fault{Kind: habrfake.FaultSlow, Delay: d}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func (b *cliBundle) scalar(t *testing.T, sql string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	if err := b.pool.QueryRow(b.ctx, sql, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+func TestUsageAndConfigErrors(t *testing.T) {
+	t.Parallel()
+	b := &cliBundle{url: "postgres://ingest:s3cretpw@127.0.0.1:1/none"}
+	tests := []struct {
+		args []string
+		env  string
+		code int
+		want string
+	}{
+		{nil, "", exitUsage, "a command is required"},
+		{[]string{"extract"}, "", exitUsage, `"extract" needs a subcommand`},
+		{[]string{"status", "--bogus"}, "", exitUsage, "unknown argument --bogus"},
+		{[]string{"status", "set", "habr", "--to", "extracted"}, "", exitUsage, "--id is required"},
+		{[]string{"status", "set", "--id", "1"}, "", exitUsage, "SOURCE is required"},
+		{[]string{"status"}, "DATABASE_URL=", exitConfig, "DATABASE_URL (or --database-url) is required"},
+		{[]string{"status"}, "DATABASE_URL=mysql://x", exitConfig, "not a valid Postgres URL"},
+		{[]string{"status"}, "LOG_LEVEL=loud", exitConfig, "LOG_LEVEL"},
+		{[]string{"status"}, "", exitFailed, "cannot connect to Postgres"},
+	}
+	for _, tt := range tests {
+		cmd, _, stderr := b.command(tt.args...)
+		if tt.env != "" {
+			cmd.Env = append(cmd.Env, tt.env)
+		}
+		_ = cmd.Run()
+		if code := cmd.ProcessState.ExitCode(); code != tt.code || !strings.Contains(stderr.String(), tt.want) {
+			t.Errorf("ingest %v (%s) = exit %d, stderr:\n%s\nwant exit %d mentioning %q", tt.args, tt.env, code, stderr, tt.code, tt.want)
+		}
+		if strings.Contains(stderr.String(), "s3cretpw") {
+			t.Errorf("ingest %v: the database password leaked:\n%s", tt.args, stderr)
+		}
+	}
+	code, stdout, _ := b.run(t, "version")
+	if code != 0 || !strings.HasPrefix(stdout, "ingest ") {
+		t.Errorf("version = %d %q", code, stdout)
+	}
+}
+
+func TestSecondRunIsRefusedByTheLock(t *testing.T) {
+	t.Parallel()
+	b := setupCLI(t)
+	b.registerFew(t, 4)
+	b.slowPages(t, 700*time.Millisecond)
+
+	first, _, firstErr := b.command("extract", "habr")
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the first run holds the lock and works.
+	deadline := time.Now().Add(20 * time.Second)
+	for b.scalar(t, "SELECT count(*) FROM runs WHERE command = 'extract habr' AND outcome = 'running'") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("first run never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	start := time.Now()
+	code, _, stderr := b.run(t, "extract", "habr")
+	if code != exitLocked || !strings.Contains(stderr, "already running") {
+		t.Errorf("second run = exit %d\n%s\nwant %d and a clear message", code, stderr, exitLocked)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("second run took %s to give up", took)
+	}
+	// A different command is not blocked.
+	if code, _, stderr := b.run(t, "discover", "habr"); code != 0 {
+		t.Errorf("discover during extract = exit %d\n%s", code, stderr)
+	}
+	if err := first.Wait(); err != nil {
+		t.Fatalf("first run: %v\n%s", err, firstErr)
+	}
+	if n := b.scalar(t, "SELECT count(*) FROM habr_publications WHERE status = 'extracted'"); n != 4 {
+		t.Errorf("first run extracted %d, want 4", n)
+	}
+	if n := b.scalar(t, "SELECT count(*) FROM runs WHERE command = 'extract habr'"); n != 1 {
+		t.Errorf("%d extract runs recorded, want 1 (the refused one records nothing)", n)
+	}
+}
+
+func TestSIGTERMMidBatchThenRerun(t *testing.T) {
+	t.Parallel()
+	b := setupCLI(t)
+	ids := b.registerFew(t, 6)
+	b.slowPages(t, 400*time.Millisecond)
+
+	cmd, _, stderr := b.command("extract", "habr")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for b.scalar(t, "SELECT count(*) FROM habr_publications WHERE status = 'extracted'") < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no progress\n%s", stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != exitSIGTERM {
+		t.Fatalf("exit %d after SIGTERM, want %d\n%s", code, exitSIGTERM, stderr)
+	}
+	if n := b.scalar(t, "SELECT count(*) FROM runs WHERE outcome = 'interrupted'"); n != 1 {
+		t.Errorf("%d interrupted runs recorded, want 1", n)
+	}
+	if n := b.scalar(t, "SELECT count(*) FROM habr_publications WHERE status <> 'extracted' AND status <> 'extract_pending'"); n != 0 {
+		t.Errorf("%d publications failed or broken by the stop", n)
+	}
+
+	// The lock was released: a rerun starts at once and finishes the rest.
+	code, _, rerunErr := b.run(t, "extract", "habr")
+	if code != 0 {
+		t.Fatalf("rerun = exit %d\n%s", code, rerunErr)
+	}
+	if n := b.scalar(t, "SELECT count(*) FROM habr_publications WHERE status = 'extracted'"); n != int64(len(ids)) {
+		t.Errorf("%d extracted after rerun, want %d", n, len(ids))
+	}
+	if n := b.scalar(t, "SELECT count(*) FROM habr_markdown"); n != int64(len(ids)) {
+		t.Errorf("%d markdown rows, want %d", n, len(ids))
+	}
+}
+
+func TestKillMidBatchThenRerun(t *testing.T) {
+	t.Parallel()
+	b := setupCLI(t)
+	ids := b.registerFew(t, 6)
+	b.slowPages(t, 300*time.Millisecond)
+
+	for kills := 0; kills < 3; kills++ {
+		cmd, _, _ := b.command("extract", "habr")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(500+kills*350) * time.Millisecond)
+		_ = cmd.Process.Kill() // SIGKILL: no cleanup at all
+		_ = cmd.Wait()
+	}
+	code, _, stderr := b.run(t, "extract", "habr")
+	if code != 0 {
+		t.Fatalf("rerun after kills = exit %d\n%s", code, stderr)
+	}
+	if n := b.scalar(t, "SELECT count(*) FROM habr_publications WHERE status = 'extracted'"); n != int64(len(ids)) {
+		t.Errorf("%d extracted, want %d", n, len(ids))
+	}
+	if n := b.scalar(t, "SELECT count(*) FROM habr_markdown"); n != int64(len(ids)) {
+		t.Errorf("%d markdown rows, want %d (no duplicates, none lost)", n, len(ids))
+	}
+	if n := b.scalar(t, "SELECT count(*) FROM habr_publications"); n != int64(len(ids)) {
+		t.Errorf("%d publications, want %d", n, len(ids))
+	}
+	// Every killed run is found and marked abandoned by the next one.
+	if n := b.scalar(t, "SELECT count(*) FROM runs WHERE outcome = 'running'"); n != 0 {
+		t.Errorf("%d runs still marked running", n)
+	}
+	if n := b.scalar(t, "SELECT count(*) FROM runs WHERE outcome = 'abandoned'"); n == 0 {
+		t.Error("no run marked abandoned")
+	}
+}
+
+func TestStatusSetByHand(t *testing.T) {
+	t.Parallel()
+	b := setupCLI(t)
+	ids := b.registerFew(t, 2)
+	broken := fmt.Sprint(ids[0])
+	if _, err := b.pool.Exec(b.ctx, "UPDATE habr_publications SET status = 'extract_broken', last_error = 'stub page' WHERE id = $1", ids[0]); err != nil {
+		t.Fatal(err)
+	}
+
+	code, stdout, _ := b.run(t, "status", "set", "habr", "--id", broken, fmt.Sprint(ids[1]), "--to", "extracted", "--reason", "x")
+	if code != exitFailed || !strings.Contains(stdout, "refused") || !strings.Contains(stdout, "you may move to: extract_pending") {
+		t.Errorf("refused set = exit %d\n%s", code, stdout)
+	}
+	code, _, stderr := b.run(t, "status", "set", "habr", "--id", broken, "--to", "nonsense", "--reason", "x")
+	if code != exitConfig || !strings.Contains(stderr, "valid: extract_pending, extracted, extract_failed, extract_broken") {
+		t.Errorf("unknown status = exit %d\n%s", code, stderr)
+	}
+	code, stdout, stderr = b.run(t, "status", "set", "habr", "--id", broken, "--to", "extract_pending", "--reason", "selector fixed", "--by", "alice")
+	if code != 0 || !strings.Contains(stdout, "extract_broken -> extract_pending") {
+		t.Fatalf("set = exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	code, stdout, _ = b.run(t, "show", "habr", broken)
+	if code != 0 || !strings.Contains(stdout, "manual: alice") || !strings.Contains(stdout, "selector fixed") {
+		t.Errorf("show after set = exit %d\n%s", code, stdout)
+	}
+	code, stdout, _ = b.run(t, "status", "habr", "--json")
+	if code != 0 || !strings.Contains(stdout, `"status": "extract_pending"`) {
+		t.Errorf("status --json = exit %d\n%s", code, stdout)
+	}
+}
