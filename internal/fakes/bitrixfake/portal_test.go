@@ -348,7 +348,7 @@ func TestResolveString(t *testing.T) {
 		{"n=$result[o][x]", "n=5"},
 		{"$result[a][3][ID]", []any{map[string]any{"ID": "7"}}}, // stops at a
 		{"x $result[a][3][ID]", "x $result[a][3][ID]"},          // not a scalar: text stays
-		{"$RESULT[a][0][ID]", nil},                               // keys are case-sensitive
+		{"$RESULT[a][0][ID]", nil},                              // keys are case-sensitive
 		{"no reference", "no reference"},
 	}
 	for _, tt := range tests {
