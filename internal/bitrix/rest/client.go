@@ -1,0 +1,486 @@
+// Package rest is a client for the Bitrix24 REST API called through an
+// incoming webhook (https://<portal>/rest/<user>/<token>/<method>.json).
+//
+// It keeps to the portal's limits instead of discovering them: a token
+// bucket in step with the portal's leaky bucket paces every request, the
+// operating time the portal reports per method pauses that method before it
+// gets blocked, and the failures that still happen are sorted into retryable
+// (rate limit, operating-time block, and for read methods 5xx answers,
+// timeouts and broken connections) and permanent (authentication, scope,
+// permissions, unknown methods), the latter with a message that says what
+// to fix. The webhook token is part of every request URL and of nothing
+// else: errors and logs name the method and Redacted() address only.
+package rest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/ingest-dev/ingest/internal/retry"
+)
+
+const (
+	// defaultTimeout is longer than the 60 s after which the portal itself
+	// interrupts a request, so a slow but valid answer is not cut off.
+	defaultTimeout = 70 * time.Second
+	// maxBodyBytes bounds an answer; a 50-page batch of wide rows is a few
+	// megabytes.
+	maxBodyBytes = 256 << 20
+	maxRedirects = 5
+	// maxOperatingWaits bounds how often one call sits out a 429: enough for
+	// the ten one-minute buckets of the portal's window to drain, plus one.
+	maxOperatingWaits = 11
+)
+
+// Options configure a Client. The zero value is usable.
+type Options struct {
+	// HTTPClient sends the requests; nil means a new http.Client. Its
+	// redirect policy is replaced: redirects are handled by the client.
+	HTTPClient *http.Client
+	// Limiter paces every HTTP request. Share one limiter among all the
+	// clients of a process, since the portal counts all our requests
+	// together. Nil means DefaultRate().NewLimiter().
+	Limiter *rate.Limiter
+	// Retry is the schedule for retryable failures; nil Delays means
+	// retry.Default(). Its Sleep, if nil, is taken from Sleep below.
+	Retry retry.Policy
+	// Timeout bounds one HTTP request; 0 means 70 s.
+	Timeout time.Duration
+	// OperatingLimit is the portal's operating-time limit per method over
+	// 10 minutes; 0 means 480 s, the documented cloud value.
+	OperatingLimit time.Duration
+	// OperatingHeadroom is how far below OperatingLimit a method is paused
+	// pre-emptively until the portal's window frees up; 0 means 60 s, the
+	// longest a single request may run.
+	OperatingHeadroom time.Duration
+	// ReadOnly reports whether a method only reads, which makes it safe to
+	// repeat after a timeout or a 5xx answer. Nil means IsReadMethod.
+	ReadOnly func(method string) bool
+	// Logger receives retries, pauses and redirects; nil means slog.Default().
+	Logger *slog.Logger
+	// Now and Sleep are the clock for operating-time pauses and retry
+	// waits; nil means the real clock. Tests pass a fake one shared with a
+	// fake portal.
+	Now   func() time.Time
+	Sleep func(ctx context.Context, d time.Duration) error
+	// UserAgent is sent with every request, as the documentation asks;
+	// empty means "ingest".
+	UserAgent string
+}
+
+// Client calls one portal through one webhook. It is safe for concurrent
+// use.
+type Client struct {
+	http      *http.Client
+	limiter   *rate.Limiter
+	retry     retry.Policy
+	timeout   time.Duration
+	readOnly  func(string) bool
+	log       *slog.Logger
+	now       func() time.Time
+	sleep     func(context.Context, time.Duration) error
+	userAgent string
+	ops       *operating
+	stats     counters
+
+	mu   sync.Mutex
+	base url.URL // the webhook address, ending in "/"; changes when the portal moves
+}
+
+// New returns a client for the webhook at webhookURL, like
+// https://portal.bitrix24.ru/rest/1/TOKEN/. Its errors never contain the
+// token.
+func New(webhookURL string, opts Options) (*Client, error) {
+	u, err := url.Parse(strings.TrimSpace(webhookURL))
+	if err != nil {
+		return nil, errors.New("bitrix webhook URL does not parse as a URL")
+	}
+	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, fmt.Errorf("bitrix webhook URL %s: want an absolute http(s) address", redact(u))
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("bitrix webhook URL %s: want no user info, query or fragment", redact(u))
+	}
+	if !strings.HasSuffix(u.Path, "/") {
+		u.Path += "/"
+	}
+	u.RawPath = ""
+
+	c := &Client{
+		limiter:   opts.Limiter,
+		retry:     opts.Retry,
+		timeout:   opts.Timeout,
+		readOnly:  opts.ReadOnly,
+		log:       opts.Logger,
+		now:       opts.Now,
+		sleep:     opts.Sleep,
+		userAgent: opts.UserAgent,
+		base:      *u,
+	}
+	if c.limiter == nil {
+		c.limiter = DefaultRate().NewLimiter()
+	}
+	if c.retry.Delays == nil {
+		c.retry = retry.Default()
+	}
+	if c.timeout <= 0 {
+		c.timeout = defaultTimeout
+	}
+	if c.readOnly == nil {
+		c.readOnly = IsReadMethod
+	}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.sleep == nil {
+		c.sleep = retry.Sleep
+	}
+	if c.retry.Sleep == nil {
+		c.retry.Sleep = c.sleep
+	}
+	if c.userAgent == "" {
+		c.userAgent = "ingest"
+	}
+	limit, headroom := opts.OperatingLimit, opts.OperatingHeadroom
+	if limit <= 0 {
+		limit = 480 * time.Second
+	}
+	if headroom <= 0 {
+		headroom = 60 * time.Second
+	}
+	c.ops = newOperating(limit, headroom)
+
+	hc := http.Client{}
+	if opts.HTTPClient != nil {
+		hc = *opts.HTTPClient
+	}
+	// Go turns a POST into a GET on 302 and drops its body; the portal's
+	// move notice must instead be answered by re-sending the POST.
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	c.http = &hc
+	return c, nil
+}
+
+// Redacted returns the webhook address with the token masked, for logs.
+func (c *Client) Redacted() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return redact(&c.base)
+}
+
+// Stats returns what the client has done so far.
+func (c *Client) Stats() Stats { return c.stats.snapshot() }
+
+// Call runs one method with params (anything that marshals to a JSON
+// object, or to a list for the few methods with positional parameters; nil
+// means none) and returns its answer. Failures are *APIError or
+// *TransportError values; rate limits and operating-time blocks are waited
+// out, and read methods are retried after 5xx answers and network failures.
+func (c *Client) Call(ctx context.Context, method string, params any) (*Response, error) {
+	if err := checkMethod(method); err != nil {
+		return nil, err
+	}
+	body, err := encodeParams(params)
+	if err != nil {
+		return nil, fmt.Errorf("bitrix %s: encode params: %w", method, err)
+	}
+	env, err := c.send(ctx, method, []string{method}, body, c.readOnly(method))
+	if err != nil {
+		return nil, err
+	}
+	return &Response{Result: env.Result, Next: env.Next, Total: env.Total, Time: env.Time}, nil
+}
+
+// IsReadMethod reports whether a method only reads, judged by its last
+// word: get, list, getlist, fields or current.
+func IsReadMethod(method string) bool {
+	m := strings.ToLower(method)
+	last := m[strings.LastIndexByte(m, '.')+1:]
+	switch last {
+	case "get", "list", "getlist", "fields", "current":
+		return true
+	}
+	return false
+}
+
+var methodName = regexp.MustCompile(`^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*$`)
+
+func checkMethod(method string) error {
+	if !methodName.MatchString(method) {
+		return fmt.Errorf("bitrix: invalid method name %q", method)
+	}
+	return nil
+}
+
+func encodeParams(params any) ([]byte, error) {
+	switch p := params.(type) {
+	case nil:
+		return []byte("{}"), nil
+	case json.RawMessage:
+		return p, nil
+	}
+	return json.Marshal(params)
+}
+
+// send runs a call under the retry policy. gate lists the methods whose
+// operating-time pauses the call must respect: the method itself, and for
+// a batch the methods of its commands.
+func (c *Client) send(ctx context.Context, method string, gate []string, body []byte, idempotent bool) (*envelope, error) {
+	var env *envelope
+	err := c.retry.Do(ctx, func(ctx context.Context) error {
+		var err error
+		env, err = c.attempt(ctx, method, gate, body)
+		return err
+	}, func(err error) bool {
+		switch classify(err) {
+		case failRateLimit:
+			return true // refused before running: repeating is always safe
+		case failTransient:
+			return idempotent // a write may have happened: never repeat it
+		}
+		return false
+	}, func(attempt int, err error, wait time.Duration) {
+		c.stats.retries.Add(1)
+		c.log.Warn("bitrix call failed, retrying", "method", method, "retry", attempt, "wait", wait, "err", err)
+	})
+	return env, err
+}
+
+// attempt makes one call. It first waits until none of the gate methods is
+// paused, and sits out OPERATION_TIME_LIMIT answers by pausing the method
+// and trying again, since the portal refuses such calls before running them.
+func (c *Client) attempt(ctx context.Context, method string, gate []string, body []byte) (*envelope, error) {
+	for waits := 0; ; waits++ {
+		for _, m := range gate {
+			if err := c.waitOperating(ctx, m); err != nil {
+				return nil, fmt.Errorf("bitrix %s: %w", method, err)
+			}
+		}
+		env, err := c.post(ctx, method, body)
+		if err == nil {
+			c.observe(method, env.Time)
+			return env, nil
+		}
+		switch classify(err) {
+		case failRateLimit:
+			c.stats.queryLimit.Add(1)
+			c.assumeBucketFull()
+		case failTransient:
+			c.stats.serverErrors.Add(1)
+		case failOperating:
+			c.stats.operationLimit.Add(1)
+			if waits < maxOperatingWaits {
+				until := c.ops.blocked(method, c.now())
+				c.log.Warn("bitrix method blocked by its operating time limit, pausing it", "method", method, "until", until)
+				continue
+			}
+		}
+		return nil, err
+	}
+}
+
+// observe feeds a successful answer's timing to the operating-time tracker.
+func (c *Client) observe(method string, t Time) {
+	if until := c.ops.observe(method, t, c.now()); !until.IsZero() {
+		c.log.Info("bitrix method close to its operating time limit, pausing it",
+			"method", method, "operating_s", t.Operating, "until", until)
+	}
+}
+
+func (c *Client) waitOperating(ctx context.Context, method string) error {
+	d := c.ops.pausedUntil(method).Sub(c.now())
+	if d <= 0 {
+		return nil
+	}
+	c.stats.paused.Add(int64(d))
+	return c.sleep(ctx, d)
+}
+
+// assumeBucketFull empties the limiter after a 503: the portal's bucket was
+// fuller than ours thought (another client on our address, or a previous
+// run), so go on at the drain rate until it has room again.
+func (c *Client) assumeBucketFull() {
+	now := time.Now()
+	if n := int(c.limiter.TokensAt(now)); n > 0 {
+		c.limiter.ReserveN(now, n)
+	}
+}
+
+// post sends the request, re-sending it to the portal's new address when
+// the portal answers that it moved.
+func (c *Client) post(ctx context.Context, method string, body []byte) (*envelope, error) {
+	for hop := 0; ; hop++ {
+		if err := c.limiter.Wait(ctx); err != nil {
+			return nil, fmt.Errorf("bitrix %s: wait for rate limiter: %w", method, err)
+		}
+		status, header, data, err := c.roundTrip(ctx, method, body)
+		if err != nil {
+			return nil, err
+		}
+		switch status {
+		case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+			http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+			if hop >= maxRedirects {
+				return nil, &APIError{Method: method, HTTPStatus: status, Description: "too many redirects"}
+			}
+			if err := c.moveTo(header.Get("Location")); err != nil {
+				return nil, &APIError{Method: method, HTTPStatus: status, Description: err.Error()}
+			}
+			continue
+		}
+		return decodeAnswer(method, status, header.Get("Content-Type"), data)
+	}
+}
+
+func (c *Client) roundTrip(ctx context.Context, method string, body []byte) (int, http.Header, []byte, error) {
+	rctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, c.endpoint(method), bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("bitrix %s: build request: %w", method, stripURL(err))
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", c.userAgent)
+	c.stats.requests.Add(1)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, nil, nil, c.transportError(ctx, method, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBodyBytes))
+	if err != nil {
+		return 0, nil, nil, c.transportError(ctx, method, err)
+	}
+	return resp.StatusCode, resp.Header, data, nil
+}
+
+// transportError turns a failed request into a TransportError without the
+// request URL, or into the caller's own context error if that ended it.
+func (c *Client) transportError(ctx context.Context, method string, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("bitrix %s: %w", method, context.Cause(ctx))
+	}
+	err = stripURL(err)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("no answer within %v: %w", c.timeout, context.DeadlineExceeded)
+	}
+	return &TransportError{Method: method, Err: err}
+}
+
+// stripURL drops the *url.Error layer, whose message quotes the URL and so
+// the token.
+func stripURL(err error) error {
+	if uerr, ok := errors.AsType[*url.Error](err); ok {
+		return uerr.Err
+	}
+	return err
+}
+
+func (c *Client) endpoint(method string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.base.String() + method + ".json"
+}
+
+// moveTo switches to the portal's new address after a redirect. Only the
+// scheme and host are taken from Location: a renamed portal keeps its
+// webhook path, and refusing anything else keeps a stray redirect from
+// sending the token somewhere unexpected.
+func (c *Client) moveTo(location string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if location == "" {
+		return errors.New("redirect without a Location")
+	}
+	u, err := c.base.Parse(location)
+	if err != nil {
+		return errors.New("redirect to an address that does not parse")
+	}
+	if u.Scheme != "https" && u.Scheme != c.base.Scheme {
+		return fmt.Errorf("refusing redirect from %s to %s", c.base.Scheme, u.Scheme)
+	}
+	if u.Host == c.base.Host {
+		return errors.New("redirect to the same host")
+	}
+	from := c.base.Host
+	c.base.Scheme, c.base.Host = u.Scheme, u.Host
+	c.stats.redirects.Add(1)
+	c.log.Warn("bitrix portal moved to a new address; using it from now on",
+		"from", from, "to", u.Host, "webhook", redact(&c.base))
+	return nil
+}
+
+// redact masks the token in a webhook address: the segment after the user
+// id in /rest/<user>/<token>/, or the whole path when it has another form.
+func redact(u *url.URL) string {
+	origin := u.Scheme + "://" + u.Host
+	segs := strings.Split(strings.Trim(u.Path, "/"), "/")
+	for i, s := range segs {
+		if s == "rest" && i+2 < len(segs) {
+			segs[i+2] = "***"
+			return origin + "/" + strings.Join(segs, "/") + "/"
+		}
+	}
+	if u.Path != "" && u.Path != "/" {
+		return origin + "/***/"
+	}
+	return origin
+}
+
+// envelope is the JSON shape of every answer, success or error.
+type envelope struct {
+	Result           json.RawMessage `json:"result"`
+	Next             *int            `json:"next"`
+	Total            *int            `json:"total"`
+	Time             Time            `json:"time"`
+	Error            json.RawMessage `json:"error"`
+	ErrorDescription string          `json:"error_description"`
+}
+
+func decodeAnswer(method string, status int, contentType string, data []byte) (*envelope, error) {
+	var env envelope
+	if err := json.Unmarshal(data, &env); err != nil {
+		if contentType == "" {
+			contentType = "no content type"
+		}
+		return nil, &APIError{Method: method, HTTPStatus: status, notJSON: true,
+			Description: fmt.Sprintf("answer is not the JSON envelope (%s, %d bytes)", contentType, len(data))}
+	}
+	if env.Error != nil {
+		return nil, &APIError{Method: method, HTTPStatus: status, Code: errorCode(env.Error), Description: env.ErrorDescription}
+	}
+	if env.Result == nil {
+		return nil, &APIError{Method: method, HTTPStatus: status, Description: "answer has neither result nor error"}
+	}
+	if status < 200 || status > 299 {
+		return nil, &APIError{Method: method, HTTPStatus: status, Description: "result with an error status"}
+	}
+	return &env, nil
+}
+
+// errorCode reads the "error" member, a string in nearly every answer but
+// a number in a few (tasks.task.list has sent "0" and 0).
+func errorCode(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return strings.TrimSpace(string(raw))
+}

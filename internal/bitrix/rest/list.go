@@ -1,0 +1,345 @@
+package rest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strconv"
+)
+
+// PageSize is the fixed number of rows per page of Bitrix list methods.
+const PageSize = 50
+
+// Page is one page of a listing. Pages are handed to the callback in order,
+// each before the next request is made, so the callback can store the rows
+// together with Next and a later run can resume from there.
+type Page struct {
+	Rows []json.RawMessage
+	// Cursor is where the page starts: for ListByID the ID its rows come
+	// after ("0" at the beginning), for ListByStart the offset of its
+	// first row.
+	Cursor string
+	// Next is the cursor to resume from once this page is stored.
+	Next string
+	// Total is the row count the portal reported, or -1 if it reported
+	// none. For ListByID it is the count of rows after the listing's
+	// starting cursor, taken once when the listing began; for ListByStart
+	// each page's own count.
+	Total int
+	// Last is set on the final page.
+	Last bool
+}
+
+// Scan describes how to walk a list method by ID: sorted by ID ascending,
+// filtered to IDs above the last one seen, with start=-1 so the portal
+// skips counting. Each page costs the same however deep into the table it
+// is, which plain offsets do not.
+type Scan struct {
+	Method string
+	// Params are the method's other parameters (select, filter...). They
+	// must not set start; a filter given under FilterParam is kept and the
+	// ID condition added to it.
+	Params map[string]any
+	// FilterParam is the name of the filter parameter; "" means "filter".
+	FilterParam string
+	// IDField is the key of the ID in each row; "" means "ID".
+	IDField string
+	// FilterField is the ID's name in filters and sorts when it differs
+	// from IDField (tasks.task.list returns "id" but filters by "ID");
+	// "" means IDField.
+	FilterField string
+	// Order holds the parameters that sort by ID ascending; nil means
+	// {"order": {FilterField: "ASC"}}.
+	Order map[string]any
+	// RowsPath leads from the result to the list of rows for methods that
+	// nest it ({"tasks": [...]} is RowsPath ["tasks"]).
+	RowsPath []string
+}
+
+// UsersScan walks user.get, which takes its sort as two top-level
+// parameters and its filter as FILTER.
+func UsersScan(params map[string]any) Scan {
+	return Scan{
+		Method:      "user.get",
+		Params:      params,
+		FilterParam: "FILTER",
+		Order:       map[string]any{"sort": "ID", "order": "ASC"},
+	}
+}
+
+// GroupsScan walks sonet_group.get, whose default order is ID descending.
+func GroupsScan(params map[string]any) Scan {
+	return Scan{
+		Method:      "sonet_group.get",
+		Params:      params,
+		FilterParam: "FILTER",
+		Order:       map[string]any{"ORDER": map[string]any{"ID": "ASC"}},
+	}
+}
+
+func (s Scan) idField() string { return orDefault(s.IDField, "ID") }
+
+func (s Scan) filterField() string { return orDefault(s.FilterField, s.idField()) }
+
+func orDefault(v, fallback string) string {
+	if v == "" {
+		return fallback
+	}
+	return v
+}
+
+// params returns the request parameters for the page after the ID after.
+// after is a string ID or a $result reference.
+func (s Scan) params(after string, start int) (map[string]any, error) {
+	p := make(map[string]any, len(s.Params)+3)
+	maps.Copy(p, s.Params)
+	order := s.Order
+	if order == nil {
+		order = map[string]any{"order": map[string]any{s.filterField(): "ASC"}}
+	}
+	maps.Copy(p, order)
+	filterParam := orDefault(s.FilterParam, "filter")
+	filter := map[string]any{}
+	if f, ok := p[filterParam]; ok {
+		fm, ok := f.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("list %s: %s must be a map[string]any, not %T", s.Method, filterParam, f)
+		}
+		maps.Copy(filter, fm)
+	}
+	filter[">"+s.filterField()] = after
+	p[filterParam] = filter
+	p["start"] = start
+	return p, nil
+}
+
+// ListByID walks a list method by ID from the cursor after ("" or "0" for
+// the beginning) and calls fn with every page in order; an error from fn
+// stops the listing and is returned.
+//
+// The first request is a single call that also counts the remaining rows.
+// After that, pages are chained inside batches: command i filters on the
+// last ID of command i-1 through a $result reference, so one HTTP request
+// brings up to 50 pages (2,500 rows). A batch holds only as many commands
+// as the count says are needed, and the listing ends at the first page with
+// fewer than 50 rows; answers after a short page are discarded, because a
+// reference into a short page does not fail, it resolves to garbage.
+func (c *Client) ListByID(ctx context.Context, s Scan, after string, fn func(Page) error) error {
+	if after == "" {
+		after = "0"
+	}
+	params, err := s.params(after, 0)
+	if err != nil {
+		return err
+	}
+	resp, err := c.Call(ctx, s.Method, params)
+	if err != nil {
+		return fmt.Errorf("list %s after %s: %w", s.Method, after, err)
+	}
+	total := -1
+	if resp.Total != nil {
+		total = *resp.Total
+	}
+	rows, err := resp.Rows(s.RowsPath...)
+	if err != nil {
+		return fmt.Errorf("list %s after %s: %w", s.Method, after, err)
+	}
+	remaining := total - len(rows)
+	next, done, err := deliverByID(s, after, rows, total, fn)
+	if err != nil || done {
+		return err
+	}
+	after = next
+
+	for operatingWaits := 0; ; {
+		pages := MaxBatch
+		if total >= 0 {
+			pages = min(max((remaining+PageSize-1)/PageSize, 1), MaxBatch)
+		}
+		cmds, err := s.chain(after, pages)
+		if err != nil {
+			return err
+		}
+		br, err := c.Batch(ctx, cmds, true)
+		if err != nil {
+			return fmt.Errorf("list %s after %s: %w", s.Method, after, err)
+		}
+		for _, cmd := range cmds {
+			resp, err := br.Response(cmd.Key)
+			if HasCode(err, CodeOperationTimeLimit) && operatingWaits < maxOperatingWaits {
+				operatingWaits++ // Batch paused the method; resume the chain from here
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("list %s after %s: %w", s.Method, after, err)
+			}
+			operatingWaits = 0
+			rows, err := resp.Rows(s.RowsPath...)
+			if err != nil {
+				return fmt.Errorf("list %s after %s: %w", s.Method, after, err)
+			}
+			next, done, err := deliverByID(s, after, rows, total, fn)
+			if err != nil || done {
+				return err
+			}
+			after = next
+			remaining -= len(rows)
+		}
+	}
+}
+
+// chain builds the commands for the given number of pages after the ID
+// after, each filtering on the last ID of the one before.
+func (s Scan) chain(after string, pages int) ([]Command, error) {
+	cmds := make([]Command, pages)
+	cursor := after
+	for i := range cmds {
+		key := "p" + strconv.Itoa(i)
+		params, err := s.params(cursor, -1)
+		if err != nil {
+			return nil, err
+		}
+		cmds[i] = Command{Key: key, Method: s.Method, Params: params}
+		path := append(append([]string{}, s.RowsPath...), strconv.Itoa(PageSize-1), s.idField())
+		cursor = Ref(key, path...)
+	}
+	return cmds, nil
+}
+
+// deliverByID hands one page to fn and returns the cursor after it and
+// whether the listing is over.
+func deliverByID(s Scan, after string, rows []json.RawMessage, total int, fn func(Page) error) (string, bool, error) {
+	page := Page{Rows: rows, Cursor: after, Next: after, Total: total, Last: len(rows) < PageSize}
+	if len(rows) > 0 {
+		last, err := rowID(rows[len(rows)-1], s.idField())
+		if err != nil {
+			return "", false, fmt.Errorf("list %s after %s: %w", s.Method, after, err)
+		}
+		if !idAfter(last, after) {
+			return "", false, fmt.Errorf("list %s: page after %s ends at %s: %w", s.Method, after, last, ErrCursorStalled)
+		}
+		page.Next = last
+	}
+	if err := fn(page); err != nil {
+		return "", false, err
+	}
+	return page.Next, page.Last, nil
+}
+
+func rowID(row json.RawMessage, field string) (string, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(row, &fields); err != nil {
+		return "", fmt.Errorf("decode row: %w", err)
+	}
+	raw, ok := fields[field]
+	if !ok {
+		return "", fmt.Errorf("row has no %s field", field)
+	}
+	var id ID
+	if err := json.Unmarshal(raw, &id); err != nil {
+		return "", err
+	}
+	return string(id), nil
+}
+
+// idAfter reports whether ID a sorts after ID b: numerically when both are
+// integers, by text otherwise.
+func idAfter(a, b string) bool {
+	x, errA := strconv.ParseInt(a, 10, 64)
+	y, errB := strconv.ParseInt(b, 10, 64)
+	if errA == nil && errB == nil {
+		return x > y
+	}
+	return a > b
+}
+
+// List describes a list method paged by offset (start=0, 50, 100...), for
+// methods whose IDs cannot be filtered by range.
+type List struct {
+	Method string
+	// Params are the method's other parameters; they must not set start.
+	// Give a stable order, or pages shift under concurrent changes.
+	Params map[string]any
+	// RowsPath leads from the result to the list of rows, as in Scan.
+	RowsPath []string
+}
+
+func (l List) params(start int) map[string]any {
+	p := make(map[string]any, len(l.Params)+1)
+	maps.Copy(p, l.Params)
+	p["start"] = start
+	return p
+}
+
+// ListByStart pages through a list method by offset from start and calls
+// fn with every page in order. The first call learns the total; the pages
+// after it are requested up to 50 at a time in one batch. Each of those
+// still costs the portal a count query, which is why ListByID is faster
+// wherever it applies.
+func (c *Client) ListByStart(ctx context.Context, l List, start int, fn func(Page) error) error {
+	resp, err := c.Call(ctx, l.Method, l.params(start))
+	if err != nil {
+		return fmt.Errorf("list %s from %d: %w", l.Method, start, err)
+	}
+	next, done, err := deliverByStart(l, start, resp, fn)
+	if err != nil || done {
+		return err
+	}
+	total := -1
+	if resp.Total != nil {
+		total = *resp.Total
+	}
+
+	for operatingWaits := 0; ; {
+		pages := MaxBatch
+		if total >= 0 {
+			pages = min(max((total-next+PageSize-1)/PageSize, 1), MaxBatch)
+		}
+		cmds := make([]Command, pages)
+		for i := range cmds {
+			cmds[i] = Command{Key: "p" + strconv.Itoa(i), Method: l.Method, Params: l.params(next + i*PageSize)}
+		}
+		br, err := c.Batch(ctx, cmds, false)
+		if err != nil {
+			return fmt.Errorf("list %s from %d: %w", l.Method, next, err)
+		}
+		for _, cmd := range cmds {
+			resp, err := br.Response(cmd.Key)
+			if HasCode(err, CodeOperationTimeLimit) && operatingWaits < maxOperatingWaits {
+				operatingWaits++
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("list %s from %d: %w", l.Method, next, err)
+			}
+			operatingWaits = 0
+			n, done, err := deliverByStart(l, next, resp, fn)
+			if err != nil || done {
+				return err
+			}
+			next = n
+		}
+	}
+}
+
+func deliverByStart(l List, start int, resp *Response, fn func(Page) error) (int, bool, error) {
+	rows, err := resp.Rows(l.RowsPath...)
+	if err != nil {
+		return 0, false, fmt.Errorf("list %s from %d: %w", l.Method, start, err)
+	}
+	next := start + len(rows)
+	last := resp.Next == nil || len(rows) == 0
+	if !last {
+		next = *resp.Next
+	}
+	total := -1
+	if resp.Total != nil {
+		total = *resp.Total
+	}
+	page := Page{Rows: rows, Cursor: strconv.Itoa(start), Next: strconv.Itoa(next), Total: total, Last: last}
+	if err := fn(page); err != nil {
+		return 0, false, err
+	}
+	return next, last, nil
+}

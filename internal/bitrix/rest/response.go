@@ -1,0 +1,199 @@
+package rest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+)
+
+// ID is a Bitrix24 identifier. Legacy methods send IDs as JSON strings
+// ("42"), newer ones as numbers (42); ID accepts both and keeps the text.
+// JSON null decodes to the empty ID.
+type ID string
+
+// UnmarshalJSON accepts a JSON string, a JSON number or null.
+func (id *ID) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch {
+	case len(b) == 0:
+		return fmt.Errorf("decode ID: empty input")
+	case string(b) == "null":
+		*id = ""
+		return nil
+	case b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return fmt.Errorf("decode ID: %w", err)
+		}
+		*id = ID(s)
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("decode ID %s: not a string or number", b)
+	}
+	*id = ID(n.String())
+	return nil
+}
+
+// Int64 returns the ID as an integer, for IDs that are numeric.
+func (id ID) Int64() (int64, error) {
+	n, err := strconv.ParseInt(string(id), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("ID %q is not an integer", string(id))
+	}
+	return n, nil
+}
+
+// String returns the ID's text.
+func (id ID) String() string { return string(id) }
+
+// Time is the timing block the portal attaches to every answer, and to
+// every command of a batch. Start and Finish are Unix seconds (sometimes
+// sent as integers); Operating is the seconds this method has run for this
+// webhook over the last 10 minutes, which the portal limits.
+type Time struct {
+	Start            float64 `json:"start"`
+	Finish           float64 `json:"finish"`
+	Duration         float64 `json:"duration"`
+	Processing       float64 `json:"processing"`
+	DateStart        string  `json:"date_start"`
+	DateFinish       string  `json:"date_finish"`
+	Operating        float64 `json:"operating"`
+	OperatingResetAt float64 `json:"operating_reset_at"`
+}
+
+// ResetAt returns when the oldest minute of operating time drops out of the
+// portal's 10-minute window, or the zero time when the portal did not say.
+func (t Time) ResetAt() time.Time {
+	if t.OperatingResetAt <= 0 {
+		return time.Time{}
+	}
+	sec, frac := math.Modf(t.OperatingResetAt)
+	return time.Unix(int64(sec), int64(frac*1e9))
+}
+
+// Response is a successful answer of one method.
+type Response struct {
+	// Result is the method's payload, undecoded.
+	Result json.RawMessage
+	// Next is the start offset of the following page; nil on the last page
+	// and for methods that do not page.
+	Next *int
+	// Total is the number of rows matching the request; nil when the method
+	// does not count (for example list methods called with start=-1).
+	Total *int
+	// Time is the portal's timing block.
+	Time Time
+}
+
+// Decode unmarshals the result into v.
+func (r *Response) Decode(v any) error {
+	if err := json.Unmarshal(r.Result, v); err != nil {
+		return fmt.Errorf("decode result: %w", err)
+	}
+	return nil
+}
+
+// Rows returns the list of rows in the result. path names the keys that
+// lead to the list for methods that nest it (tasks.task.list puts rows
+// under "tasks", crm.item.list under "items"); with no path the result is
+// the list itself. An empty result ([] or {} or null) gives no rows.
+func (r *Response) Rows(path ...string) ([]json.RawMessage, error) {
+	return rowsAt(r.Result, path)
+}
+
+func rowsAt(raw json.RawMessage, path []string) ([]json.RawMessage, error) {
+	for _, key := range path {
+		var obj map[string]json.RawMessage
+		if isEmptyJSON(raw) {
+			return nil, nil
+		}
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			return nil, fmt.Errorf("result: want an object holding %q: %w", key, err)
+		}
+		raw = obj[key]
+	}
+	if isEmptyJSON(raw) {
+		return nil, nil
+	}
+	return decodeList(raw)
+}
+
+// decodeList reads a JSON array, or a JSON object whose values are taken
+// in document order: PHP serialises an array with non-sequential keys as an
+// object, so lists sometimes arrive in that shape.
+func decodeList(raw json.RawMessage) ([]json.RawMessage, error) {
+	if len(raw) > 0 && raw[0] == '[' {
+		var list []json.RawMessage
+		if err := json.Unmarshal(raw, &list); err != nil {
+			return nil, fmt.Errorf("decode list: %w", err)
+		}
+		return list, nil
+	}
+	pairs, err := decodeObject(raw)
+	if err != nil {
+		return nil, fmt.Errorf("decode list: %w", err)
+	}
+	list := make([]json.RawMessage, len(pairs))
+	for i, p := range pairs {
+		list[i] = p.value
+	}
+	return list, nil
+}
+
+type rawPair struct {
+	key   string
+	value json.RawMessage
+}
+
+// decodeObject reads a JSON object keeping the order of its keys.
+func decodeObject(raw json.RawMessage) ([]rawPair, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, fmt.Errorf("want an array or an object, got %s", firstBytes(raw))
+	}
+	var pairs []rawPair
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key, _ := tok.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		pairs = append(pairs, rawPair{key, v})
+	}
+	return pairs, nil
+}
+
+// isEmptyJSON reports whether raw is absent, null, [], {} or false (im.*
+// methods send false for missing values).
+func isEmptyJSON(raw json.RawMessage) bool {
+	s := string(bytes.TrimSpace(raw))
+	switch s {
+	case "", "null", "[]", "{}", "false":
+		return true
+	}
+	if (s[0] == '[' || s[0] == '{') && len(bytes.TrimSpace([]byte(s[1:len(s)-1]))) == 0 {
+		return true
+	}
+	return false
+}
+
+func firstBytes(b []byte) string {
+	const n = 40
+	if len(b) > n {
+		return string(b[:n]) + "…"
+	}
+	return string(b)
+}
