@@ -189,13 +189,13 @@ type Row struct {
 	Error      string
 }
 
-// Recent returns the latest runs, newest first; only those whose command starts with prefix
-// when prefix is not empty (e.g. "" for all, or a source's commands).
+// Recent returns the latest runs, newest first: of the given commands, or of all when none
+// are given.
 func Recent(ctx context.Context, db interface {
 	Query(context.Context, string, ...any) (pgx.Rows, error)
 }, commands []string, limit int) ([]Row, error) {
 	rows, err := db.Query(ctx, `SELECT id, command, started_at, finished_at, outcome, counters, coalesce(error, '')
-FROM runs WHERE cardinality($1::text[]) = 0 OR command = ANY($1) ORDER BY id DESC LIMIT $2`, commands, limit)
+FROM runs WHERE coalesce(cardinality($1::text[]), 0) = 0 OR command = ANY($1) ORDER BY id DESC LIMIT $2`, commands, limit)
 	if err != nil {
 		return nil, fmt.Errorf("recent runs: %w", err)
 	}
