@@ -257,7 +257,7 @@ func TestFaultsAsSeenByFetch(t *testing.T) {
 		{"windows-1251", Fault{Kind: FaultWindows1251}, false, nil},
 	}
 	s, base := Start(t, Options{Fixtures: fixtures})
-	c, err := fetch.New(fetch.Config{BaseURL: base, UserAgent: "ingest/test", Timeout: 200 * time.Millisecond})
+	c, err := fetch.New(fetch.Config{BaseURL: base, UserAgent: "ingest/test", Timeout: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
