@@ -33,9 +33,14 @@ type pipelineBundle struct {
 	log   *slog.Logger
 }
 
-func setupPipeline(t *testing.T) *pipelineBundle {
+func setupPipeline(t testing.TB) *pipelineBundle {
 	t.Helper()
-	fake, base := habrfake.Start(t, habrfake.Options{Fixtures: os.DirFS(fixtures)})
+	return setupPipelineWith(t, habrfake.Options{Fixtures: os.DirFS(fixtures)})
+}
+
+func setupPipelineWith(t testing.TB, opts habrfake.Options) *pipelineBundle {
+	t.Helper()
+	fake, base := habrfake.Start(t, opts)
 	client, err := fetch.New(fetch.Config{BaseURL: base, UserAgent: "ingest-test", Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
