@@ -97,16 +97,16 @@ func (e *Extractor) extract(pageURL, contentType string, page []byte) (Article, 
 		// on nesting (512 open elements).
 		return Article{}, structural("HTML cannot be parsed: %v", err)
 	}
-	doc := goquery.NewDocumentFromNode(root)
 	if !hasMarkup(root) {
 		return Article{}, structural("not an HTML page: no markup")
 	}
+	doc := goquery.NewDocumentFromNode(root)
 
-	body, container := findBody(doc)
+	body, lay := findBody(doc)
 	if body == nil {
 		return Article{}, whyNoBody(doc)
 	}
-	art := readMeta(doc)
+	art := readMeta(doc, lay)
 
 	cleanBody(body, baseURL(pageURL))
 	md, err := e.conv.ConvertNode(body.Nodes[0], converter.WithDomain(habrRoot))
@@ -115,7 +115,7 @@ func (e *Extractor) extract(pageURL, contentType string, page []byte) (Article, 
 	}
 	md = bytes.TrimSpace(md)
 	if len(md) == 0 {
-		return Article{}, structural("body container %s is empty", container)
+		return Article{}, structural("body container %s is empty", lay.body)
 	}
 	art.Markdown = string(md) + "\n"
 	return art, nil
@@ -164,26 +164,15 @@ func hasMarkup(n *html.Node) bool {
 	return false
 }
 
-// bodyContainers locate the article body, most specific first. The
-// evidence for each is in shared/research/habr.md §1.
-var bodyContainers = []string{
-	// SPA 2020–2025 (in 2025 inside div.article-body), editor v1 and v2,
-	// and megaposts, which lack the inner .article-formatted-body.
-	"#post-content-body",
-	// Server-rendered desktop site up to 2020 (habrahabr.ru, geektimes.ru,
-	// habr.com). A listing shows previews in .post_preview instead.
-	".post_full .post__text",
-	// The 2019 Vue site on m.habr.com.
-	".tm-article-body_formatted",
-}
-
-func findBody(doc *goquery.Document) (*goquery.Selection, string) {
-	for _, sel := range bodyContainers {
-		if s := doc.Find(sel).First(); s.Length() > 0 {
-			return s, sel
+// findBody returns the article body and the layout it was found by, or
+// nil if the page has no body container of any known layout.
+func findBody(doc *goquery.Document) (*goquery.Selection, *layout) {
+	for i := range layouts {
+		if s := doc.FindMatcher(goquery.Single(layouts[i].body)); s.Length() > 0 {
+			return s, &layouts[i]
 		}
 	}
-	return nil, ""
+	return nil, nil
 }
 
 // whyNoBody explains a page without a body container: a feed or listing, a
@@ -198,5 +187,9 @@ func whyNoBody(doc *goquery.Document) error {
 	if reason := stubReason(doc); reason != "" {
 		return structural("%s", reason)
 	}
-	return structural("body container %s missing", strings.Join(bodyContainers, ", "))
+	containers := make([]string, len(layouts))
+	for i, l := range layouts {
+		containers[i] = l.body
+	}
+	return structural("body container missing (looked for %s)", strings.Join(containers, ", "))
 }

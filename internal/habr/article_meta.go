@@ -6,67 +6,91 @@ import (
 	"github.com/PuerkitoBio/goquery"
 )
 
-// The metadata selectors, one list per field, newest layout first; the
-// first selector that matches wins. Each is scoped to the article's own
-// header, because every layout also shows other articles' authors and hubs.
-var (
-	titleSelectors = []string{
-		"h1.tm-title span",                     // SPA 2023–2025
-		"h1.tm-article-snippet__title_h1 span", // SPA 2021–2022
-		"h1.tm-article-title_fullview",         // m.habr.com 2019
-		".post_full .post__title-text",         // legacy
-	}
-	authorSelectors = []string{
-		".tm-article-presenter__header a.tm-user-info__username", // SPA 2022–2025
-		".tm-article-snippet__meta a.tm-user-info__username",     // SPA 2021
-		".tm-user-meta .tm-user-info__username",                  // m.habr.com 2019
-		".post_full .post__meta .user-info__nickname",            // legacy
-	}
-	hubSelectors = []string{
-		".tm-publication-hub__link",           // SPA 2023–2025
-		".tm-article-snippet__hubs-item-link", // SPA 2021–2022
-		".tm-article-hubs__link",              // m.habr.com 2019
-		".post_full .post__hubs a.hub-link",   // legacy
-	}
-	tagSelectors = []string{
-		".tm-tags-list__link", // SPA 2022–2025
-		// SPA 2021 lists tags and hubs in one block; tags link to search.
-		`.tm-article-body__tags-item-link[href*="/search/"]`,
-		".tm-article__tags a",      // m.habr.com 2019
-		".post_full .post__tags a", // legacy
-	}
-	// Exact publication times, each an attribute in UTC or with an offset.
-	// Pages before 2019 and m.habr.com show only local, relative text
-	// ("вчера в 21:22"), which cannot be turned into a time.
-	timeSelectors = []struct{ selector, attr string }{
-		{`meta[property="aiturec:datetime"]`, "content"},                       // SPA
-		{".tm-article-datetime-published time[datetime]", "datetime"},          // SPA 2023–2025
-		{".tm-article-snippet__datetime-published time[datetime]", "datetime"}, // SPA 2021–2022
-		{".post_full .post__time[data-time_published]", "data-time_published"}, // legacy 2019
-	}
-	// Layouts of the attributes above: "2023-10-22T11:31:04.000Z" (RFC 3339
-	// with fractions parses with time.RFC3339) and the legacy
-	// "2019-08-06T20:33Z", without seconds.
-	timeLayouts = []string{time.RFC3339, "2006-01-02T15:04Z07:00"}
-)
+// A layout is one generation of Habr's article page: where its body is and
+// where it shows the article's metadata. Every list is tried in order, the
+// newest markup of that generation first; see shared/research/habr.md §1.
+//
+// The metadata selectors are scoped to the article's own header, because
+// every page also shows other articles' authors, hubs and times. Knowing
+// the layout from the body keeps the number of passes over the page, which
+// can hold 100,000 nodes of comments, small.
+type layout struct {
+	body   string // the body container
+	title  []string
+	author []string
+	hubs   []string
+	tags   []string
+	// Exact publication times, each an attribute in UTC or with an
+	// offset. Pages before 2019 and m.habr.com show only local, relative
+	// text ("вчера в 21:22"), which cannot be turned into a time.
+	times []timeAttr
+}
 
-// readMeta reads the title, author, time, hubs and tags of the article page.
-func readMeta(doc *goquery.Document) Article {
-	var a Article
-	a.Title = firstText(doc, titleSelectors)
-	if a.Title == "" {
-		a.Title = squash(doc.Find(`meta[property="og:title"]`).AttrOr("content", ""))
+type timeAttr struct{ selector, attr string }
+
+var layouts = []layout{
+	{
+		// The Vue site, 2020–2025 (in 2025 inside div.article-body), editor
+		// v1 and v2, and megaposts, which lack .article-formatted-body.
+		body:   "#post-content-body",
+		title:  []string{"h1.tm-title span", "h1.tm-article-snippet__title_h1 span"},
+		author: []string{".tm-article-presenter__header a.tm-user-info__username", ".tm-article-snippet__meta a.tm-user-info__username"},
+		hubs:   []string{".tm-publication-hub__link", ".tm-article-snippet__hubs-item-link"},
+		tags: []string{
+			".tm-tags-list__link",
+			// 2021 lists tags and hubs in one block; tags link to search.
+			`.tm-article-body__tags-item-link[href*="/search/"]`,
+		},
+		times: []timeAttr{
+			{`meta[property="aiturec:datetime"]`, "content"},
+			{".tm-article-datetime-published time[datetime]", "datetime"},
+			{".tm-article-snippet__datetime-published time[datetime]", "datetime"},
+		},
+	},
+	{
+		// The server-rendered desktop site up to 2020: habrahabr.ru,
+		// geektimes.ru, habr.com. A listing shows .post_preview instead.
+		body:   ".post_full .post__text",
+		title:  []string{".post_full .post__title-text"},
+		author: []string{".post_full .post__meta .user-info__nickname"},
+		hubs:   []string{".post_full .post__hubs a.hub-link"},
+		tags:   []string{".post_full .post__tags a"},
+		times:  []timeAttr{{".post_full .post__time[data-time_published]", "data-time_published"}},
+	},
+	{
+		// The 2019 Vue site on m.habr.com.
+		body:   ".tm-article-body_formatted",
+		title:  []string{"h1.tm-article-title_fullview"},
+		author: []string{".tm-user-meta .tm-user-info__username"},
+		hubs:   []string{".tm-article-hubs__link"},
+		tags:   []string{".tm-article__tags a"},
+	},
+}
+
+// timeLayouts parse the time attributes: "2023-10-22T11:31:04.000Z"
+// (RFC 3339; the fraction is accepted) and the legacy "2019-08-06T20:33Z",
+// without seconds.
+var timeLayouts = []string{time.RFC3339, "2006-01-02T15:04Z07:00"}
+
+// readMeta reads the title, author, time, hubs and tags of an article page
+// of layout l.
+func readMeta(doc *goquery.Document, l *layout) Article {
+	a := Article{
+		Title:       firstText(doc, l.title),
+		Author:      firstText(doc, l.author),
+		Hubs:        allTexts(doc, l.hubs),
+		Tags:        allTexts(doc, l.tags),
+		PublishedAt: publishedAt(doc, l.times),
 	}
-	a.Author = firstText(doc, authorSelectors)
-	a.Hubs = allTexts(doc, hubSelectors)
-	a.Tags = allTexts(doc, tagSelectors)
-	a.PublishedAt = publishedAt(doc)
+	if a.Title == "" {
+		a.Title = squash(doc.FindMatcher(goquery.Single(`meta[property="og:title"]`)).AttrOr("content", ""))
+	}
 	return a
 }
 
 func firstText(doc *goquery.Document, selectors []string) string {
 	for _, sel := range selectors {
-		if t := squash(doc.Find(sel).First().Text()); t != "" {
+		if t := squash(doc.FindMatcher(goquery.Single(sel)).Text()); t != "" {
 			return t
 		}
 	}
@@ -93,14 +117,14 @@ func allTexts(doc *goquery.Document, selectors []string) []string {
 	return nil
 }
 
-func publishedAt(doc *goquery.Document) time.Time {
-	for _, ts := range timeSelectors {
-		v, ok := doc.Find(ts.selector).First().Attr(ts.attr)
+func publishedAt(doc *goquery.Document, attrs []timeAttr) time.Time {
+	for _, ta := range attrs {
+		v, ok := doc.FindMatcher(goquery.Single(ta.selector)).Attr(ta.attr)
 		if !ok {
 			continue
 		}
-		for _, layout := range timeLayouts {
-			if t, err := time.Parse(layout, v); err == nil {
+		for _, tl := range timeLayouts {
+			if t, err := time.Parse(tl, v); err == nil {
 				return t.UTC()
 			}
 		}

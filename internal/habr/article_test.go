@@ -340,7 +340,7 @@ func TestExtractStructureErrors(t *testing.T) {
 		{"empty", nil, "not an HTML page: no markup"},
 		{"too deep", []byte(strings.Repeat("<div>", 600) + "x"), "HTML cannot be parsed: html: open stack of elements exceeds 512 nodes"},
 		{"unknown layout", page(`<main><p>Статья</p></main>`),
-			"body container #post-content-body, .post_full .post__text, .tm-article-body_formatted missing"},
+			"body container missing (looked for #post-content-body, .post_full .post__text, .tm-article-body_formatted)"},
 		{"empty body", page(`<div id="post-content-body"><div class="article-formatted-body"> <br> <p> </p></div></div>`),
 			"body container #post-content-body is empty"},
 		{"listing", page(`<div class="tm-articles-list"><article class="tm-articles-list__item">a</article><article class="tm-articles-list__item">b</article></div>`),
@@ -456,4 +456,28 @@ func TestExtractConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+func FuzzExtract(f *testing.F) {
+	f.Add(inPage(`<h2>T</h2><p>a <b>b</b> <a href="/x">c</a></p><ul><li>d<ol><li>e</li></ol></li></ul>`))
+	f.Add(inPage(`<div class="spoiler"><b class="spoiler_title">s</b><div class="spoiler_text"><pre><code class="go hljs">x</code></pre></div></div>`))
+	f.Add(inPage(`<details class="spoiler"><summary>s</summary><div class="spoiler__content"><table><tr><td><p>a</p><p>b</p></td></tr></table></div></details>`))
+	f.Add(inPage(`<p><img class="formula inline" source="x^2"/><math><img data-tex="display" alt="$y$"/></math><iframe src="//www.youtube.com/embed/a"></iframe></p>`))
+	f.Add(inPage(`<figure><img src="/r/w780q1/a.png" data-src="b_files/gr_3kn9i3dfajdbkguvqssgah6w.png"><figcaption>c</figcaption></figure><sup>1</sup>`))
+	f.Add([]byte(`<div class="tm-error-message"><div class="tm-error-message__code">404</div></div>`))
+	f.Add([]byte(`<div class="post_full"><div class="post__text">a<br/><br/>b<a name="habracut"></a></div></div>`))
+	e := NewExtractor()
+	f.Fuzz(func(t *testing.T, page []byte) {
+		a, err := e.Extract("https://habr.com/ru/articles/1/", page)
+		if err != nil {
+			var se *StructureError
+			if errors.As(err, &se) && se.Reason == "" {
+				t.Errorf("structure error without a reason")
+			}
+			return
+		}
+		if strings.TrimSpace(a.Markdown) == "" || !strings.HasSuffix(a.Markdown, "\n") {
+			t.Errorf("markdown %q: want non-empty text ending in a newline", a.Markdown)
+		}
+	})
 }

@@ -211,7 +211,7 @@ func isVideoHost(host string) bool {
 // to the language-bash form the converter turns into a fence info string.
 // "hljs" is added by highlight.js in the browser and is not a language.
 func cleanCode(body *goquery.Selection) {
-	body.Find("pre code[class], pre[class]").Each(func(_ int, c *goquery.Selection) {
+	body.Find("pre code[class]").Each(func(_ int, c *goquery.Selection) {
 		var lang string
 		for _, class := range strings.Fields(c.AttrOr("class", "")) {
 			if class == "hljs" || strings.HasPrefix(class, "hljs-") {

@@ -108,6 +108,12 @@ func TestMarkdownFeatures(t *testing.T) {
 			want: "<details>\n<summary>Весь код</summary>\n\n```python\nprint(1)\n```\n\n</details>\n",
 		},
 		{
+			name: "legacy spoiler inside a legacy spoiler",
+			body: `<div class="spoiler"><b class="spoiler_title">Снаружи</b><div class="spoiler_text">текст<br/>` +
+				`<div class="spoiler"><b class="spoiler_title">Внутри</b><div class="spoiler_text">глубже</div></div></div></div>`,
+			want: "<details>\n<summary>Снаружи</summary>\n\nтекст\n\n<details>\n<summary>Внутри</summary>\n\nглубже\n\n</details>\n\n</details>\n",
+		},
+		{
 			name: "editor-v2 spoiler with a nested spoiler and markup in the title",
 			body: `<details class="spoiler"><summary>Ответ <b>&lt;JSON&gt;</b></summary><div class="spoiler__content"><p>Снаружи</p>` +
 				`<details class="spoiler"><summary>Внутри</summary><div class="spoiler__content"><p>Глубже</p></div></details></div></details>`,
