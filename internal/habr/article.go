@@ -181,11 +181,12 @@ func whyNoBody(doc *goquery.Document) error {
 	if doc.Find("rss channel, feed entry").Length() > 0 {
 		return structural("an RSS or Atom feed instead of an article")
 	}
-	if n := doc.Find(".tm-articles-list__item, .post_preview").Length(); n > 0 {
-		return structural("a listing page with %d article previews instead of an article", n)
-	}
+	// A stub may show a few recommended articles: it is checked first.
 	if reason := stubReason(doc); reason != "" {
 		return structural("%s", reason)
+	}
+	if n := doc.Find(".tm-articles-list__item, .post_preview").Length(); n > 0 {
+		return structural("a listing page with %d article previews instead of an article", n)
 	}
 	containers := make([]string, len(layouts))
 	for i, l := range layouts {

@@ -352,6 +352,10 @@ func TestExtractStructureErrors(t *testing.T) {
 		{"deleted", page(`<div class="tm-error-message"><div class="tm-error-message__code">404</div>` +
 			`<h1 class="tm-error-message__title">Страница не найдена</h1><div class="tm-error-message__body"><p>Страница устарела, была удалена или не существовала вовсе</p></div></div>`),
 			`stub of a deleted or missing publication (error 404: "Страница не найдена")`},
+		{"deleted, with recommendations", page(`<div class="tm-error-message"><div class="tm-error-message__code">404</div>` +
+			`<h1 class="tm-error-message__title">Страница не найдена</h1></div>` +
+			`<div class="tm-articles-list"><article class="tm-articles-list__item">a</article></div>`),
+			`stub of a deleted or missing publication (error 404: "Страница не найдена")`},
 		{"hidden", page(`<div class="tm-error-message"><div class="tm-error-message__code">403</div>` +
 			`<h1 class="tm-error-message__title">Доступ к публикации закрыт</h1><div class="tm-error-message__body"><p>Автор или модераторы перенесли публикацию в черновики</p></div></div>`),
 			`stub of a hidden publication (error 403: "Доступ к публикации закрыт")`},

@@ -30,11 +30,11 @@ type ItemError struct {
 	Err   error
 }
 
-func (e *ItemError) Error() string {
+func (e ItemError) Error() string {
 	return fmt.Sprintf("feed item %d (link %q): %v", e.Index, e.Link, e.Err)
 }
 
-func (e *ItemError) Unwrap() error { return e.Err }
+func (e ItemError) Unwrap() error { return e.Err }
 
 // FeedError reports a feed that cannot be read as a whole, with the position
 // where reading stopped.

@@ -211,6 +211,10 @@ func TestParseFeedSkipsBadItems(t *testing.T) {
 			t.Errorf("bad[%d] = %d %q, want index %d and message containing %q", i, b.Index, b.Error(), w.index, w.msg)
 		}
 	}
+	var asError error = bad[0] // an ItemError is an error as a value, too
+	if !strings.Contains(asError.Error(), "feed item 2") {
+		t.Errorf("ItemError.Error() = %q", asError.Error())
+	}
 	if bad[1].Link != "https://example.com/ru/post/3/" || bad[1].GUID != "https://example.com/ru/post/3/" {
 		t.Errorf("bad[1] keeps link %q and guid %q as received", bad[1].Link, bad[1].GUID)
 	}
