@@ -1,6 +1,7 @@
 package bitrixfake
 
 import (
+	"encoding/json"
 	"net/http"
 	"regexp"
 	"slices"
@@ -42,8 +43,7 @@ func (p *Portal) batch(params map[string]any, order []string, now time.Time) ans
 		sections[section][key] = v
 		sectionKeys[section] = append(sectionKeys[section], key)
 	}
-	// refs holds the same answers as plain JSON values, which is what the
-	// portal walks when it resolves a reference.
+	// refs holds the answers by $arResult section, for references.
 	refs := map[string]map[string]any{
 		"result": {}, "next": {}, "total": {}, "time": {}, "error": {},
 	}
@@ -74,25 +74,25 @@ func (p *Portal) batch(params map[string]any, order []string, now time.Time) ans
 		if a.failed() {
 			e := object{{"error", a.code}, {"error_description", a.description}}
 			put("error", key, e)
-			refs["error"][key] = toGeneric(e)
+			refs["error"][key] = e
 			if halt {
 				break
 			}
 			continue
 		}
 		put("result", key, a.result)
-		refs["result"][key] = toGeneric(a.result)
+		refs["result"][key] = a.result
 		if a.total != nil {
 			put("total", key, *a.total)
-			refs["total"][key] = float64(*a.total)
+			refs["total"][key] = *a.total
 		}
 		if a.next != nil {
 			put("next", key, *a.next)
-			refs["next"][key] = float64(*a.next)
+			refs["next"][key] = *a.next
 		}
 		t := p.timing(a, now)
 		put("time", key, t)
-		refs["time"][key] = toGeneric(t)
+		refs["time"][key] = t
 	}
 
 	result := object{
@@ -168,34 +168,49 @@ func resolveString(s string, refs map[string]map[string]any) any {
 			node = next
 		}
 		if m[0] == s {
-			return node
+			return toGeneric(node) // arrays arrive as PHP arrays, not as our rows
 		}
 		current, isString := out.(string)
 		if !isString {
 			continue
 		}
 		switch n := node.(type) {
-		case string:
-			out = strings.ReplaceAll(current, m[0], n)
-		case float64:
-			out = strings.ReplaceAll(current, m[0], strconv.FormatFloat(n, 'f', -1, 64))
+		case string, int, float64:
+			out = strings.ReplaceAll(current, m[0], strval(n))
 		}
 	}
 	return out
 }
 
-// index is PHP's isset($node[$key]) followed by $node[$key].
+// index is PHP's isset($node[$key]) followed by $node[$key], over the
+// values answers are made of.
 func index(node any, key string) (any, bool) {
 	var v any
+	i, err := strconv.Atoi(key)
+	inRange := func(n int) bool { return err == nil && i >= 0 && i < n }
 	switch t := node.(type) {
 	case map[string]any:
 		v = t[key]
+	case object:
+		v, _ = t.get(key)
 	case []any:
-		i, err := strconv.Atoi(key)
-		if err != nil || i < 0 || i >= len(t) {
-			return nil, false
+		if inRange(len(t)) {
+			v = t[i]
 		}
-		v = t[i]
+	case []object:
+		if inRange(len(t)) {
+			v = t[i]
+		}
+	case []int:
+		if inRange(len(t)) {
+			v = t[i]
+		}
+	case []json.RawMessage:
+		if inRange(len(t)) {
+			var decoded any
+			_ = json.Unmarshal(t[i], &decoded)
+			v = decoded
+		}
 	}
 	return v, v != nil
 }

@@ -275,9 +275,14 @@ func (p *Portal) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	out, status := p.envelope(a, now)
 	p.mu.Unlock()
 
+	body, err = appendJSON(nil, out)
+	if err != nil {
+		http.Error(w, "encode answer: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(out)
+	_, _ = w.Write(append(body, '\n'))
 }
 
 // splitPath reads /rest/<user>/<token>/<method>[.json].
