@@ -1,0 +1,117 @@
+package bitrix
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Date is one date field of a record as seed 000 "Часовые пояса" asks to keep it: the value as
+// received, its UTC instant and its original offset. Comparisons use UTC.
+type Date struct {
+	// Raw is the value exactly as the portal sent it.
+	Raw string `json:"raw"`
+	// UTC is the instant; zero when Err is set.
+	UTC time.Time `json:"utc,omitzero"`
+	// Offset is the value's own offset ("+03:00"), or the portal's when the value had none.
+	Offset string `json:"offset,omitempty"`
+	// Assumed is set when the value carried no offset and the portal's zone was assumed.
+	Assumed bool `json:"assumed,omitempty"`
+	// Err says why the value could not be read; the record then fails on set.
+	Err string `json:"error,omitempty"`
+}
+
+// ErrDate is wrapped by the errors of ParseDate.
+var ErrDate = errors.New("unrecognised date")
+
+// Layouts Bitrix24 uses. REST answers carry ISO 8601 with an offset (PHP date('c')); some fields
+// of user.get arrive in the portal's display formats without an offset (research/bitrix.md §5:
+// TIMESTAMP_X "24.08.2023 13:19:39", LAST_ACTIVITY_DATE "2024-08-29 10:30:11"); date fields may
+// be bare dates.
+var (
+	offsetLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05-0700", "2006-01-02T15:04:05-07"}
+	localLayouts  = []string{"2006-01-02 15:04:05", "02.01.2006 15:04:05", "2006-01-02T15:04:05",
+		"2006-01-02", "02.01.2006", "02.01.2006 15:04"}
+)
+
+// ParseDate reads a date in any format Bitrix24 sends. Values without an offset are read in
+// zone, the portal's time zone. ok is false for an empty value ("", null, false, {} or []), which
+// is no date at all rather than a bad one.
+func ParseDate(raw json.RawMessage, zone *time.Location) (d Date, ok bool, err error) {
+	if isEmptyValue(raw) {
+		return Date{}, false, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		d.Raw = string(raw)
+		return d, true, fmt.Errorf("%w: %s is not a string", ErrDate, raw)
+	}
+	d.Raw = s
+	s = strings.TrimSpace(s)
+	for _, layout := range offsetLayouts {
+		if t, err := time.Parse(layout, s); err == nil {
+			d.UTC, d.Offset = t.UTC(), offsetOf(t)
+			return d, true, nil
+		}
+	}
+	for _, layout := range localLayouts {
+		if t, err := time.ParseInLocation(layout, s, zone); err == nil {
+			d.UTC, d.Offset, d.Assumed = t.UTC(), offsetOf(t), true
+			return d, true, nil
+		}
+	}
+	return d, true, fmt.Errorf("%w: %q", ErrDate, s)
+}
+
+func offsetOf(t time.Time) string {
+	_, sec := t.Zone()
+	sign := '+'
+	if sec < 0 {
+		sign, sec = '-', -sec
+	}
+	return fmt.Sprintf("%c%02d:%02d", sign, sec/3600, sec%3600/60)
+}
+
+// isEmptyValue reports whether a field holds no value: absent, null, "", false, {} or [] (the
+// portal sends all of these for "not set").
+func isEmptyValue(raw json.RawMessage) bool {
+	s := bytes.TrimSpace(raw)
+	switch string(s) {
+	case "", "null", `""`, "false":
+		return true
+	}
+	if len(s) >= 2 && (s[0] == '{' || s[0] == '[') && len(bytes.TrimSpace(s[1:len(s)-1])) == 0 {
+		return true
+	}
+	return false
+}
+
+// parseDates reads the named date fields of a payload. A field that cannot be read is kept with
+// its error, so the record fails on set naming the field and its value; the others are unaffected.
+func parseDates(fields map[string]json.RawMessage, names []string, zone *time.Location) map[string]Date {
+	out := map[string]Date{}
+	for _, name := range names {
+		d, ok, err := ParseDate(fields[name], zone)
+		if !ok {
+			continue
+		}
+		if err != nil {
+			d.Err = err.Error()
+		}
+		out[name] = d
+	}
+	return out
+}
+
+// dateError returns the first unreadable date of a record, in field order, as a reason.
+func dateError(dates map[string]Date, names []string) string {
+	for _, name := range names {
+		if d, ok := dates[name]; ok && d.Err != "" {
+			return fmt.Sprintf("date field %s: cannot parse %q: %s", name, d.Raw, d.Err)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,108 @@
+package bitrix_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/time/rate"
+
+	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/rest"
+	"github.com/ingest-dev/ingest/internal/dbtest"
+	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
+	"github.com/ingest-dev/ingest/internal/fakes/targetfake"
+	"github.com/ingest-dev/ingest/internal/metrics"
+	"github.com/ingest-dev/ingest/internal/retry"
+)
+
+// env is one test's world: a fresh database, a fake portal and a fake target over HTTP, and
+// the log the engine writes.
+type env struct {
+	t       *testing.T
+	ctx     context.Context
+	pool    *pgxpool.Pool
+	portal  *bitrixfake.Portal
+	source  *rest.Client
+	target  *targetfake.Server
+	client  *bitrix.Target
+	log     *syncBuffer
+	metrics *metrics.Metrics
+}
+
+func newEnv(t *testing.T, opts bitrixfake.Options) *env {
+	t.Helper()
+	v := &env{t: t, ctx: context.Background(), pool: dbtest.Pool(t), log: &syncBuffer{}, metrics: metrics.New()}
+	v.portal = bitrixfake.New(opts)
+	srv := httptest.NewServer(v.portal)
+	t.Cleanup(srv.Close)
+	var err error
+	v.source, err = rest.New(srv.URL+v.portal.WebhookPath(), rest.Options{
+		Limiter: rate.NewLimiter(rate.Inf, 1),
+		Retry:   retry.Policy{Delays: []time.Duration{0, 0, 0}},
+		Logger:  v.logger(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.target = targetfake.New(targetfake.Options{})
+	tsrv := httptest.NewServer(v.target)
+	t.Cleanup(tsrv.Close)
+	u, _ := url.Parse(tsrv.URL + "/api/v1/")
+	u.User = url.UserPassword("import", v.target.Token())
+	if v.client, err = bitrix.NewTarget(u.String(), bitrix.TargetOptions{Logger: v.logger()}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("engine log:\n%s", v.log.String())
+		}
+		for _, secret := range []string{v.portal.Token(), v.target.Token()} {
+			if strings.Contains(v.log.String(), secret) {
+				t.Errorf("a token appears in the log")
+			}
+		}
+	})
+	return v
+}
+
+func (v *env) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(v.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// engine returns an engine on the env's database, source and target.
+func (v *env) engine() *bitrix.Engine {
+	return &bitrix.Engine{
+		Pool:    v.pool,
+		Source:  v.source,
+		Target:  v.client,
+		Log:     v.logger(),
+		Metrics: v.metrics,
+		Actor:   "test",
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,196 @@
+package bitrix
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// FieldStats sums up fields-get or fields-set.
+type FieldStats struct {
+	// Read counts the custom fields read from the source (fields-get).
+	Read int
+	// Created counts fields created on the target; Existing those it already had (fields-set).
+	Created, Existing int
+	// Failed counts fields the target refused, with its reasons in the log (fields-set).
+	Failed int
+	// Unsupported is set for an entity without custom fields in the REST API.
+	Unsupported bool
+}
+
+// noCustomFields explains why groups have no fields phases to run.
+const noCustomFields = "workgroups have no custom fields in the Bitrix24 REST API (sonet_group has no userfield methods): nothing to do"
+
+// FieldsGet reads the entity's custom fields from the source into bitrix_fields (seed 000
+// "<entity>-custom-fields-get"). For users that is user.userfield.list, which lists the
+// portal's UF_USR_* fields (administrators only); groups have none.
+func (e *Engine) FieldsGet(ctx context.Context, entity string) (FieldStats, error) {
+	k, err := lookup(entity)
+	if err != nil {
+		return FieldStats{}, err
+	}
+	if k.name != Users {
+		e.Log.Info(noCustomFields, "entity", k.name, "phase", "fields-get")
+		return FieldStats{Unsupported: true}, nil
+	}
+	defer e.Metrics.Phase(k.name, "fields-get")()
+	resp, err := e.Source.Call(ctx, "user.userfield.list", map[string]any{"order": map[string]string{"ID": "ASC"}})
+	if err != nil {
+		return FieldStats{}, fmt.Errorf("fields-get %s: %w", k.name, err)
+	}
+	rows, err := resp.Rows()
+	if err != nil {
+		return FieldStats{}, fmt.Errorf("fields-get %s: %w", k.name, err)
+	}
+	b := &pgx.Batch{}
+	for _, row := range rows {
+		fields, err := fieldsOf(row)
+		if err != nil {
+			return FieldStats{}, fmt.Errorf("fields-get %s: %w", k.name, err)
+		}
+		name := text(fields, "FIELD_NAME")
+		if name == "" {
+			return FieldStats{}, fmt.Errorf("fields-get %s: field without FIELD_NAME: %.200s", k.name, row)
+		}
+		sum, err := checksum(row, nil)
+		if err != nil {
+			return FieldStats{}, err
+		}
+		b.Queue(`INSERT INTO bitrix_fields (entity, field_name, payload, checksum) VALUES ($1, $2, $3, $4)
+ON CONFLICT (entity, field_name) DO UPDATE SET payload = EXCLUDED.payload, checksum = EXCLUDED.checksum, fetched_at = now()`,
+			k.name, name, string(row), sum)
+	}
+	if err := e.Pool.SendBatch(ctx, b).Close(); err != nil {
+		return FieldStats{}, fmt.Errorf("fields-get %s: store: %w", k.name, err)
+	}
+	e.Log.Info("custom fields read", "entity", k.name, "fields", len(rows))
+	return FieldStats{Read: len(rows)}, nil
+}
+
+// FieldsSet creates on the target the custom fields fields-get read that it does not have yet
+// (seed 000 "<entity>-custom-fields-set"). The target creates by name idempotently, so a rerun
+// creates nothing twice; custom_fields_created_total counts the fields created.
+func (e *Engine) FieldsSet(ctx context.Context, entity string) (FieldStats, error) {
+	k, err := lookup(entity)
+	if err != nil {
+		return FieldStats{}, err
+	}
+	if k.name != Users {
+		e.Log.Info(noCustomFields, "entity", k.name, "phase", "fields-set")
+		return FieldStats{Unsupported: true}, nil
+	}
+	defer e.Metrics.Phase(k.name, "fields-set")()
+	var st FieldStats
+	rows, err := e.Pool.Query(ctx, `SELECT field_name, payload FROM bitrix_fields WHERE entity = $1 AND NOT on_target ORDER BY field_name`, k.name)
+	if err != nil {
+		return st, fmt.Errorf("fields-set %s: %w", k.name, err)
+	}
+	var want []TargetField
+	var name string
+	var payload []byte
+	_, err = pgx.ForEachRow(rows, []any{&name, &payload}, func() error {
+		f, err := targetField(payload)
+		if err != nil {
+			return fmt.Errorf("field %s: %w", name, err)
+		}
+		want = append(want, f)
+		return nil
+	})
+	if err != nil {
+		return st, fmt.Errorf("fields-set %s: %w", k.name, err)
+	}
+	if len(want) == 0 {
+		e.Log.Info("no custom fields to create", "entity", k.name)
+		return st, nil
+	}
+	results, err := e.Target.AddFields(ctx, k.name, want)
+	if err != nil {
+		return st, fmt.Errorf("fields-set %s: %w", k.name, err)
+	}
+	for i, res := range results {
+		if res.Error != nil {
+			st.Failed++
+			e.Log.Warn("custom field not created on the target", "entity", k.name, "field", want[i].Name, "cause", res.Error.Error())
+			continue
+		}
+		created := res.Status == "created"
+		_, err := e.Pool.Exec(ctx, `UPDATE bitrix_fields SET on_target = true,
+created_at = CASE WHEN $3 THEN now() ELSE created_at END WHERE entity = $1 AND field_name = $2`, k.name, want[i].Name, created)
+		if err != nil {
+			return st, fmt.Errorf("fields-set %s: %w", k.name, err)
+		}
+		if created {
+			st.Created++
+		} else {
+			st.Existing++
+		}
+	}
+	e.Metrics.CustomFieldsCreated.WithLabelValues(k.name).Add(float64(st.Created))
+	e.Log.Info("custom fields set", "entity", k.name, "created", st.Created, "existing", st.Existing, "failed", st.Failed)
+	if st.Failed > 0 {
+		return st, fmt.Errorf("fields-set %s: the target refused %d custom fields (see the log)", k.name, st.Failed)
+	}
+	return st, nil
+}
+
+// targetField maps a user.userfield.list row (research/bitrix.md §5.1) to the target's field.
+func targetField(payload []byte) (TargetField, error) {
+	var uf struct {
+		FieldName      string          `json:"FIELD_NAME"`
+		UserTypeID     string          `json:"USER_TYPE_ID"`
+		Multiple       string          `json:"MULTIPLE"`
+		Settings       json.RawMessage `json:"SETTINGS"`
+		EditFormLabel  json.RawMessage `json:"EDIT_FORM_LABEL"`
+		ListColumnName json.RawMessage `json:"LIST_COLUMN_LABEL"`
+		List           []struct {
+			Sort  json.RawMessage `json:"SORT"`
+			Value string          `json:"VALUE"`
+			Def   string          `json:"DEF"`
+			XMLID string          `json:"XML_ID"`
+		} `json:"LIST"`
+	}
+	if err := json.Unmarshal(payload, &uf); err != nil {
+		return TargetField{}, fmt.Errorf("decode userfield: %w", err)
+	}
+	f := TargetField{Name: uf.FieldName, Type: uf.UserTypeID, Multiple: uf.Multiple == "Y", Label: uf.FieldName}
+	for _, raw := range []json.RawMessage{uf.EditFormLabel, uf.ListColumnName} {
+		if l := label(raw); l != "" {
+			f.Label = l
+			break
+		}
+	}
+	if !isEmptyValue(uf.Settings) {
+		f.Settings = uf.Settings
+	}
+	for _, o := range uf.List {
+		sort, _ := strconv.Atoi(text(map[string]json.RawMessage{"s": o.Sort}, "s"))
+		f.Options = append(f.Options, FieldOption{Value: o.Value, Sort: sort, Default: o.Def == "Y", XMLID: o.XMLID})
+	}
+	return f, nil
+}
+
+// label reads a label given as a string or as {lang: text}, preferring Russian, then English.
+func label(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var byLang map[string]string
+	if json.Unmarshal(raw, &byLang) != nil {
+		return ""
+	}
+	for _, lang := range []string{"ru", "en"} {
+		if byLang[lang] != "" {
+			return byLang[lang]
+		}
+	}
+	for _, k := range sortedKeys(byLang) {
+		if byLang[k] != "" {
+			return byLang[k]
+		}
+	}
+	return ""
+}

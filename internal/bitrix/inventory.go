@@ -1,0 +1,143 @@
+package bitrix
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ingest-dev/ingest/internal/status"
+)
+
+// Inventory is an entity's SourceInventory row (seed 000 §12): what the source reported, how far
+// the get pass has come, and whether the entity is verified.
+type Inventory struct {
+	Entity string `json:"entity"`
+	// SourceTotal is the row count the portal reported for the current pass, nil before any.
+	SourceTotal *int64 `json:"source_total"`
+	// Pass numbers the full passes of get; PassRows counts the rows read in the current one.
+	Pass     int   `json:"pass"`
+	PassRows int64 `json:"pass_rows"`
+	// Cursor is the last ID stored; an interrupted get resumes after it.
+	Cursor string `json:"cursor"`
+	// Complete is set when the pass reached the end (or the test limit): the next get starts a
+	// new pass, which is how records changed on the source are found.
+	Complete bool `json:"complete"`
+	// Limit is the test_limit the pass ran with, nil for a full pass.
+	Limit      *int       `json:"test_limit,omitempty"`
+	StartedAt  *time.Time `json:"get_started_at,omitempty"`
+	FinishedAt *time.Time `json:"get_finished_at,omitempty"`
+	// Verified is the entity's VERIFIED flag: set by a clean verify, cleared as soon as a get
+	// adds or changes a record.
+	Verified   bool       `json:"verified"`
+	VerifiedAt *time.Time `json:"verified_at,omitempty"`
+	// LastVerify is the report of the last verify, clean or not.
+	LastVerify *VerifyReport `json:"last_verify,omitempty"`
+}
+
+const inventoryColumns = `entity, source_total, pass, pass_rows, get_cursor, get_complete, get_limit,
+get_started_at, get_finished_at, verified, verified_at, verify_report`
+
+// loadInventory returns the entity's inventory row, creating it on first use.
+func loadInventory(ctx context.Context, db status.DB, entity string) (Inventory, error) {
+	if _, err := db.Exec(ctx, `INSERT INTO bitrix_inventory (entity) VALUES ($1) ON CONFLICT DO NOTHING`, entity); err != nil {
+		return Inventory{}, fmt.Errorf("inventory of %s: %w", entity, err)
+	}
+	rows, err := db.Query(ctx, `SELECT `+inventoryColumns+` FROM bitrix_inventory WHERE entity = $1`, entity)
+	if err != nil {
+		return Inventory{}, fmt.Errorf("inventory of %s: %w", entity, err)
+	}
+	inv, err := pgx.CollectExactlyOneRow(rows, scanInventory)
+	if err != nil {
+		return Inventory{}, fmt.Errorf("inventory of %s: %w", entity, err)
+	}
+	return inv, nil
+}
+
+func scanInventory(row pgx.CollectableRow) (Inventory, error) {
+	var inv Inventory
+	var report []byte
+	err := row.Scan(&inv.Entity, &inv.SourceTotal, &inv.Pass, &inv.PassRows, &inv.Cursor, &inv.Complete,
+		&inv.Limit, &inv.StartedAt, &inv.FinishedAt, &inv.Verified, &inv.VerifiedAt, &report)
+	if err != nil || report == nil {
+		return inv, err
+	}
+	inv.LastVerify = &VerifyReport{}
+	if err := json.Unmarshal(report, inv.LastVerify); err != nil {
+		return inv, fmt.Errorf("decode verify report: %w", err)
+	}
+	return inv, nil
+}
+
+// startPass begins a new full pass of get from the first ID.
+func startPass(ctx context.Context, db status.DB, entity string, limit int) (Inventory, error) {
+	var lim *int
+	if limit > 0 {
+		lim = &limit
+	}
+	_, err := db.Exec(ctx, `UPDATE bitrix_inventory SET pass = pass + 1, pass_rows = 0, get_cursor = '0',
+get_complete = false, get_limit = $2, source_total = NULL, get_started_at = now(), get_finished_at = NULL,
+updated_at = now() WHERE entity = $1`, entity, lim)
+	if err != nil {
+		return Inventory{}, fmt.Errorf("start get pass of %s: %w", entity, err)
+	}
+	return loadInventory(ctx, db, entity)
+}
+
+// pageRecord is one page of a get, as logged in bitrix_page_log.
+type pageRecord struct {
+	pass         int
+	cursor, next string
+	count        int
+	// total is the pass's row count as far as the portal said, nil if it did not.
+	total *int64
+	// last ends the pass.
+	last bool
+}
+
+// logPage records a page and moves the inventory's cursor past it. Called in the transaction
+// that stores the page's records, so the cursor never runs ahead of (or behind) the data.
+func logPage(ctx context.Context, tx pgx.Tx, entity string, runID int64, p pageRecord) error {
+	_, err := tx.Exec(ctx, `INSERT INTO bitrix_page_log (entity, pass, cursor, next_cursor, count, total, run_id)
+VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, 0))`, entity, p.pass, p.cursor, p.next, p.count, p.total, runID)
+	if err != nil {
+		return fmt.Errorf("log page of %s after %s: %w", entity, p.cursor, err)
+	}
+	_, err = tx.Exec(ctx, `UPDATE bitrix_inventory SET get_cursor = $2, pass_rows = pass_rows + $3,
+source_total = coalesce($4, source_total), get_complete = $5,
+get_finished_at = CASE WHEN $5 THEN now() END, updated_at = now() WHERE entity = $1`,
+		entity, p.next, p.count, p.total, p.last)
+	if err != nil {
+		return fmt.Errorf("advance get cursor of %s: %w", entity, err)
+	}
+	return nil
+}
+
+// unverify clears an entity's VERIFIED flag: its records changed since the last verify.
+func unverify(ctx context.Context, db status.DB, entity string) error {
+	_, err := db.Exec(ctx, `UPDATE bitrix_inventory SET verified = false, updated_at = now()
+WHERE entity = $1 AND verified`, entity)
+	if err != nil {
+		return fmt.Errorf("clear verified flag of %s: %w", entity, err)
+	}
+	return nil
+}
+
+// saveVerify stores a verify report, and sets or clears the VERIFIED flag by its outcome.
+func saveVerify(ctx context.Context, db status.DB, entity string, r VerifyReport) error {
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encode verify report of %s: %w", entity, err)
+	}
+	if _, err := loadInventory(ctx, db, entity); err != nil {
+		return err
+	}
+	_, err = db.Exec(ctx, `UPDATE bitrix_inventory SET verify_report = $2, verify_at = now(), verified = $3,
+verified_at = CASE WHEN $3 THEN now() ELSE verified_at END, updated_at = now() WHERE entity = $1`, entity, raw, r.Clean())
+	if err != nil {
+		return fmt.Errorf("store verify report of %s: %w", entity, err)
+	}
+	return nil
+}

@@ -1,0 +1,35 @@
+package bitrix
+
+import "github.com/ingest-dev/ingest/internal/status"
+
+// Record statuses, exactly as seed 000 names them.
+const (
+	// New: read from the source (or changed there since the last import), waiting for set.
+	New status.Status = "NEW"
+	// ImportOK: the target holds the record; its target id is in bitrix_id_map.
+	ImportOK status.Status = "IMPORT_OK"
+	// ImportErr: the import failed for good (a permanent error, an unresolvable reference, an
+	// unreadable date, or retries used up); left alone until a person moves it back to NEW.
+	ImportErr status.Status = "IMPORT_ERR"
+	// ErrorRetry: a retryable failure; set tries again when next_attempt_at comes.
+	ErrorRetry status.Status = "ERROR_RETRY"
+)
+
+// Machine is the record state machine of the Bitrix24 migration: one table for every entity,
+// scoped by its entity column.
+var Machine = &status.Machine{
+	Name:     "bitrix",
+	Table:    "bitrix_records",
+	Scope:    "entity",
+	Statuses: []status.Status{New, ImportOK, ImportErr, ErrorRetry},
+	Auto: []status.Transition{
+		{From: New, To: ImportOK}, {From: New, To: ErrorRetry}, {From: New, To: ImportErr},
+		{From: ErrorRetry, To: ImportOK}, {From: ErrorRetry, To: ErrorRetry}, {From: ErrorRetry, To: ImportErr},
+		// A re-get that finds the record changed on the source sends it through set again.
+		{From: ImportOK, To: New}, {From: ImportErr, To: New}, {From: ErrorRetry, To: New},
+	},
+	Manual: []status.Transition{
+		{From: ImportErr, To: New}, {From: ErrorRetry, To: New}, {From: ImportOK, To: New},
+	},
+	Attention: []status.Status{ImportErr, ErrorRetry},
+}

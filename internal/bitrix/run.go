@@ -1,0 +1,125 @@
+package bitrix
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Phases lists the phases of the single-pass model in the order Run runs them.
+var Phases = []string{"fields-get", "fields-set", "get", "set", "verify"}
+
+// Phase runs one phase of an entity by its command name ("fields-get", "get", ...).
+func (e *Engine) Phase(ctx context.Context, entity, phase string) error {
+	var err error
+	switch phase {
+	case "fields-get":
+		_, err = e.FieldsGet(ctx, entity)
+	case "fields-set":
+		_, err = e.FieldsSet(ctx, entity)
+	case "get":
+		_, err = e.Get(ctx, entity)
+	case "set":
+		_, err = e.Set(ctx, entity)
+	case "verify":
+		var r VerifyReport
+		r, err = e.Verify(ctx, entity)
+		if err == nil && !r.Clean() {
+			err = fmt.Errorf("%s: %w: %s", entity, ErrNotVerified, r.Summary())
+		}
+	default:
+		return fmt.Errorf("unknown bitrix phase %q (valid: fields-get, fields-set, get, set, verify, run)", phase)
+	}
+	return err
+}
+
+// Run runs every phase of the entity in order and stops at the first that fails; a verify that
+// finds problems is a failure (ErrNotVerified).
+func (e *Engine) Run(ctx context.Context, entity string) error {
+	if _, err := lookup(entity); err != nil {
+		return err
+	}
+	for _, phase := range Phases {
+		e.Log.Info("phase started", "entity", entity, "phase", phase)
+		if err := e.Phase(ctx, entity, phase); err != nil {
+			return fmt.Errorf("bitrix %s %s: %w", entity, phase, err)
+		}
+	}
+	return nil
+}
+
+// StatusReport is what `ingest bitrix status` shows.
+type StatusReport struct {
+	Entities []EntityStatus `json:"entities"`
+}
+
+// EntityStatus is one entity's state: its records by status, the commonest failure reasons,
+// its inventory (for users and groups) and last verify.
+type EntityStatus struct {
+	Entity   string           `json:"entity"`
+	ByStatus map[string]int64 `json:"by_status"`
+	// Reasons are the most common reasons of records in IMPORT_ERR and ERROR_RETRY.
+	Reasons []ReasonCount `json:"reasons,omitempty"`
+	// Inventory is nil for memberships, which are read and verified with their groups.
+	Inventory *Inventory `json:"inventory,omitempty"`
+	// Fields counts the custom fields read, and how many the target has.
+	Fields         int64 `json:"fields"`
+	FieldsOnTarget int64 `json:"fields_on_target"`
+}
+
+// ReasonCount is how many records of one status share one reason.
+type ReasonCount struct {
+	Status string `json:"status"`
+	Reason string `json:"reason"`
+	N      int64  `json:"n"`
+}
+
+// Report returns the state of every entity.
+func (e *Engine) Report(ctx context.Context) (StatusReport, error) {
+	counts, err := Machine.Counts(ctx, e.Pool)
+	if err != nil {
+		return StatusReport{}, err
+	}
+	var out StatusReport
+	for _, name := range []string{Users, Groups, GroupMembers} {
+		es := EntityStatus{Entity: name, ByStatus: map[string]int64{}}
+		for _, st := range Machine.Statuses {
+			es.ByStatus[string(st)] = 0
+		}
+		for _, c := range counts {
+			if c.Scope == name {
+				es.ByStatus[string(c.Status)] = c.N
+			}
+		}
+		if es.Reasons, err = topReasons(ctx, e, name); err != nil {
+			return out, err
+		}
+		if name != GroupMembers {
+			inv, err := loadInventory(ctx, e.Pool, name)
+			if err != nil {
+				return out, err
+			}
+			es.Inventory = &inv
+		}
+		if err := e.Pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE on_target) FROM bitrix_fields WHERE entity = $1`,
+			name).Scan(&es.Fields, &es.FieldsOnTarget); err != nil {
+			return out, fmt.Errorf("count %s fields: %w", name, err)
+		}
+		out.Entities = append(out.Entities, es)
+	}
+	return out, nil
+}
+
+func topReasons(ctx context.Context, e *Engine, entity string) ([]ReasonCount, error) {
+	rows, err := e.Pool.Query(ctx, `SELECT status, coalesce(last_error, ''), count(*) FROM bitrix_records
+WHERE entity = $1 AND status = ANY($2) GROUP BY 1, 2 ORDER BY 3 DESC, 2 LIMIT 5`, entity, []string{string(ImportErr), string(ErrorRetry)})
+	if err != nil {
+		return nil, fmt.Errorf("reasons of %s: %w", entity, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[ReasonCount])
+	if err != nil {
+		return nil, fmt.Errorf("reasons of %s: %w", entity, err)
+	}
+	return out, nil
+}

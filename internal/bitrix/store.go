@@ -1,0 +1,226 @@
+package bitrix
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ingest-dev/ingest/internal/status"
+)
+
+// Record is a row of bitrix_records.
+type Record struct {
+	ID             int64
+	Entity         string
+	SourceID       string
+	ParentSourceID string
+	Payload        json.RawMessage
+	Checksum       string
+	Dates          map[string]Date
+	Status         status.Status
+	Attempts       int
+	LastError      string
+	Retries        int
+	NextAttemptAt  *time.Time
+}
+
+// IdempotencyKey is what the target deduplicates the record on (seed 000): source:<entity>:<id>.
+func (r Record) IdempotencyKey() string { return idempotencyKey(r.Entity, r.SourceID) }
+
+func idempotencyKey(entity, sourceID string) string { return "source:" + entity + ":" + sourceID }
+
+// incoming is a record as a get read it, before it is stored.
+type incoming struct {
+	sourceID, parent string
+	payload          json.RawMessage
+	checksum         string
+	dates            map[string]Date
+}
+
+// newIncoming prepares a source row: its checksum and parsed dates.
+func newIncoming(k kind, sourceID, parent string, payload json.RawMessage, zone *time.Location) (incoming, error) {
+	sum, err := checksum(payload, k.volatile)
+	if err != nil {
+		return incoming{}, fmt.Errorf("%s %s: %w", k.name, sourceID, err)
+	}
+	in := incoming{sourceID: sourceID, parent: parent, payload: payload, checksum: sum, dates: map[string]Date{}}
+	if len(k.dates) > 0 {
+		fields, err := fieldsOf(payload)
+		if err != nil {
+			return incoming{}, fmt.Errorf("%s %s: %w", k.name, sourceID, err)
+		}
+		in.dates = parseDates(fields, k.dates, zone)
+	}
+	return in, nil
+}
+
+// saved counts what storing a page did.
+type saved struct {
+	inserted, changed, unchanged int
+}
+
+// saveRecords stores records of one entity read from the source (seed 000 "Idempotency"): a new
+// one is inserted as NEW; one whose checksum differs gets the new payload and goes back to NEW
+// through the state machine, so its history shows why; an unchanged one keeps its payload and
+// status and only records that it was seen.
+func saveRecords(ctx context.Context, tx pgx.Tx, entity string, recs []incoming, c status.Change) (saved, error) {
+	var out saved
+	if len(recs) == 0 {
+		return out, nil
+	}
+	ids := make([]string, len(recs))
+	for i, r := range recs {
+		ids[i] = r.sourceID
+	}
+	type current struct {
+		id       int64
+		status   status.Status
+		checksum string
+	}
+	rows, err := tx.Query(ctx, `SELECT source_id, id, status, checksum FROM bitrix_records
+WHERE entity = $1 AND source_id = ANY($2) ORDER BY id FOR UPDATE`, entity, ids)
+	if err != nil {
+		return out, fmt.Errorf("load %s records: %w", entity, err)
+	}
+	known := map[string]current{}
+	for rows.Next() {
+		var sid, st string
+		var cur current
+		if err := rows.Scan(&sid, &cur.id, &st, &cur.checksum); err != nil {
+			rows.Close()
+			return out, fmt.Errorf("load %s records: %w", entity, err)
+		}
+		cur.status = status.Status(st)
+		known[sid] = cur
+	}
+	if err := rows.Err(); err != nil {
+		return out, fmt.Errorf("load %s records: %w", entity, err)
+	}
+
+	var fresh, changed []incoming
+	var seen []string
+	back := map[status.Status][]int64{} // changed records to move to NEW, by their status
+	for _, r := range recs {
+		cur, ok := known[r.sourceID]
+		switch {
+		case !ok:
+			fresh = append(fresh, r)
+		case cur.checksum != r.checksum:
+			changed = append(changed, r)
+			if cur.status != New {
+				back[cur.status] = append(back[cur.status], cur.id)
+			}
+		default:
+			seen = append(seen, r.sourceID)
+		}
+	}
+	if len(fresh) > 0 {
+		tag, err := tx.Exec(ctx, `INSERT INTO bitrix_records (entity, source_id, parent_source_id, payload, checksum, dates)
+SELECT $1, s, NULLIF(p, ''), pl, c, d FROM unnest($2::text[], $3::text[], $4::jsonb[], $5::text[], $6::jsonb[]) AS u(s, p, pl, c, d)
+ON CONFLICT (entity, source_id) DO NOTHING`, append([]any{entity}, columns(fresh)...)...)
+		if err != nil {
+			return out, fmt.Errorf("insert %s records: %w", entity, err)
+		}
+		out.inserted = int(tag.RowsAffected())
+	}
+	if len(changed) > 0 {
+		_, err := tx.Exec(ctx, `UPDATE bitrix_records r SET parent_source_id = NULLIF(u.p, ''), payload = u.pl,
+checksum = u.c, dates = u.d, retries = 0, next_attempt_at = NULL, fetched_at = now(), updated_at = now()
+FROM unnest($2::text[], $3::text[], $4::jsonb[], $5::text[], $6::jsonb[]) AS u(s, p, pl, c, d)
+WHERE r.entity = $1 AND r.source_id = u.s`, append([]any{entity}, columns(changed)...)...)
+		if err != nil {
+			return out, fmt.Errorf("update changed %s records: %w", entity, err)
+		}
+		out.changed = len(changed)
+		for from, ids := range back {
+			if _, err := Machine.MoveMany(ctx, tx, ids, from, New, c); err != nil {
+				return out, err
+			}
+		}
+	}
+	if len(seen) > 0 {
+		_, err := tx.Exec(ctx, `UPDATE bitrix_records SET fetched_at = now() WHERE entity = $1 AND source_id = ANY($2)`, entity, seen)
+		if err != nil {
+			return out, fmt.Errorf("mark %s records seen: %w", entity, err)
+		}
+		out.unchanged = len(seen)
+	}
+	return out, nil
+}
+
+// columns turns records into the parallel arrays the unnest statements take.
+func columns(recs []incoming) []any {
+	sids := make([]string, len(recs))
+	parents := make([]string, len(recs))
+	payloads := make([]string, len(recs))
+	sums := make([]string, len(recs))
+	dates := make([]string, len(recs))
+	for i, r := range recs {
+		sids[i], parents[i], payloads[i], sums[i] = r.sourceID, r.parent, string(r.payload), r.checksum
+		d, _ := json.Marshal(r.dates) // a map of plain structs always marshals
+		dates[i] = string(d)
+	}
+	return []any{sids, parents, payloads, sums, dates}
+}
+
+const recordColumns = `id, entity, source_id, coalesce(parent_source_id, ''), payload, checksum, dates, status,
+attempts, coalesce(last_error, ''), retries, next_attempt_at`
+
+func scanRecord(row pgx.CollectableRow) (Record, error) {
+	var r Record
+	var st string
+	var dates []byte
+	err := row.Scan(&r.ID, &r.Entity, &r.SourceID, &r.ParentSourceID, &r.Payload, &r.Checksum, &dates, &st,
+		&r.Attempts, &r.LastError, &r.Retries, &r.NextAttemptAt)
+	if err != nil {
+		return r, err
+	}
+	r.Status = status.Status(st)
+	if err := json.Unmarshal(dates, &r.Dates); err != nil {
+		return r, fmt.Errorf("decode dates of record %d: %w", r.ID, err)
+	}
+	return r, nil
+}
+
+// loadRecords returns the records with the given ids, in id order.
+func loadRecords(ctx context.Context, db status.DB, ids []int64) ([]Record, error) {
+	rows, err := db.Query(ctx, `SELECT `+recordColumns+` FROM bitrix_records WHERE id = ANY($1) ORDER BY id`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("load records: %w", err)
+	}
+	recs, err := pgx.CollectRows(rows, scanRecord)
+	if err != nil {
+		return nil, fmt.Errorf("load records: %w", err)
+	}
+	return recs, nil
+}
+
+// GetRecord returns one record by entity and source id.
+func GetRecord(ctx context.Context, db status.DB, entity, sourceID string) (Record, error) {
+	rows, err := db.Query(ctx, `SELECT `+recordColumns+` FROM bitrix_records WHERE entity = $1 AND source_id = $2`, entity, sourceID)
+	if err != nil {
+		return Record{}, fmt.Errorf("%s record %s: %w", entity, sourceID, err)
+	}
+	r, err := pgx.CollectExactlyOneRow(rows, scanRecord)
+	if err != nil {
+		return Record{}, fmt.Errorf("%s record %s: %w", entity, sourceID, err)
+	}
+	return r, nil
+}
+
+// missing returns those of the source ids that have no record of the entity.
+func missing(ctx context.Context, db status.DB, entity string, ids []string) ([]string, error) {
+	rows, err := db.Query(ctx, `SELECT s FROM unnest($2::text[]) AS s
+WHERE NOT EXISTS (SELECT 1 FROM bitrix_records r WHERE r.entity = $1 AND r.source_id = s) ORDER BY s`, entity, ids)
+	if err != nil {
+		return nil, fmt.Errorf("find missing %s: %w", entity, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("find missing %s: %w", entity, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,380 @@
+package bitrix
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ingest-dev/ingest/internal/retry"
+)
+
+// TargetAPI is the target system's import API (docs/target-import-api.md); *Target implements
+// it over HTTP.
+type TargetAPI interface {
+	Import(ctx context.Context, entity string, items []ImportItem) ([]ImportResult, error)
+	Count(ctx context.Context, entity string) (int64, error)
+	GetByKeys(ctx context.Context, entity string, keys []string) ([]TargetRecord, []string, error)
+	Fields(ctx context.Context, entity string) ([]TargetField, error)
+	AddFields(ctx context.Context, entity string, fields []TargetField) ([]FieldResult, error)
+}
+
+// MaxTargetItems is the most items one import.<entity>.batch or .get request may carry.
+const MaxTargetItems = 100
+
+// ImportItem is one record sent to import.<entity>.batch.
+type ImportItem struct {
+	Key      string          `json:"key"`
+	Checksum string          `json:"checksum"`
+	Payload  json.RawMessage `json:"payload"`
+}
+
+// ImportResult is the target's answer for one item: a target id, or an error.
+type ImportResult struct {
+	Key      string     `json:"key"`
+	TargetID string     `json:"target_id,omitempty"`
+	Status   string     `json:"status,omitempty"` // created, updated or unchanged
+	Error    *ItemError `json:"error,omitempty"`
+}
+
+// ItemError is why the target did not take one item.
+type ItemError struct {
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	Retryable bool   `json:"retryable"`
+}
+
+func (e *ItemError) Error() string { return fmt.Sprintf("target: %s: %s", e.Code, e.Message) }
+
+// TargetRecord is a record as import.<entity>.get returns it.
+type TargetRecord struct {
+	Key       string          `json:"key"`
+	TargetID  string          `json:"target_id"`
+	Checksum  string          `json:"checksum"`
+	Payload   json.RawMessage `json:"payload"`
+	UpdatedAt time.Time       `json:"updated_at"`
+}
+
+// TargetField is a custom field on the target.
+type TargetField struct {
+	Name     string          `json:"name"`
+	Type     string          `json:"type"`
+	Multiple bool            `json:"multiple"`
+	Label    string          `json:"label,omitempty"`
+	Settings json.RawMessage `json:"settings,omitempty"`
+	Options  []FieldOption   `json:"options,omitempty"`
+}
+
+// FieldOption is one value of an enumeration field.
+type FieldOption struct {
+	Value   string `json:"value"`
+	Sort    int    `json:"sort"`
+	Default bool   `json:"default"`
+	XMLID   string `json:"xml_id,omitempty"`
+}
+
+// FieldResult is the target's answer for one field of import.<entity>.fields.add.
+type FieldResult struct {
+	Name   string     `json:"name"`
+	Status string     `json:"status,omitempty"` // created or exists
+	Error  *ItemError `json:"error,omitempty"`
+}
+
+// TargetError is a failure of a whole request to the target: an error answer (4xx, 5xx) or no
+// usable answer at all (Err: timeout, dropped connection). It never carries the token.
+type TargetError struct {
+	Method     string
+	HTTPStatus int // 0 when no answer arrived
+	Code       string
+	Message    string
+	Err        error
+}
+
+func (e *TargetError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "target %s:", e.Method)
+	if e.HTTPStatus != 0 {
+		fmt.Fprintf(&b, " HTTP %d", e.HTTPStatus)
+	}
+	if e.Code != "" {
+		fmt.Fprintf(&b, " %s", e.Code)
+	}
+	if e.Message != "" {
+		fmt.Fprintf(&b, ": %s", e.Message)
+	}
+	if e.Err != nil {
+		fmt.Fprintf(&b, ": %v", e.Err)
+	}
+	if e.HTTPStatus == http.StatusUnauthorized {
+		b.WriteString(" (check the token in TARGET_WEBHOOK_URL)")
+	}
+	return b.String()
+}
+
+func (e *TargetError) Unwrap() error { return e.Err }
+
+// Retryable reports whether sending the same request again may succeed: no answer, a 5xx, or
+// a 429 the client gave up waiting for.
+func (e *TargetError) Retryable() bool {
+	return e.HTTPStatus == 0 || e.HTTPStatus >= 500 || e.HTTPStatus == http.StatusTooManyRequests
+}
+
+// IsRetryableTarget reports whether err is a request-level target failure worth sending again.
+func IsRetryableTarget(err error) bool {
+	te, ok := errors.AsType[*TargetError](err)
+	return ok && te.Retryable()
+}
+
+// TargetOptions configure a Target. The zero value is usable.
+type TargetOptions struct {
+	// HTTPClient sends the requests; nil means a new http.Client.
+	HTTPClient *http.Client
+	// Timeout bounds one request; 0 means 60 s.
+	Timeout time.Duration
+	// MaxRateWaits bounds how often one request waits out a 429 and goes again; 0 means 5.
+	MaxRateWaits int
+	// Logger receives rate-limit waits; nil means slog.Default().
+	Logger *slog.Logger
+	// Sleep waits out a 429's Retry-After; nil means a real timer.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Target calls the target's import API. It is safe for concurrent use.
+type Target struct {
+	base     string // ends in "/", no user info
+	token    string
+	http     *http.Client
+	timeout  time.Duration
+	maxWaits int
+	log      *slog.Logger
+	sleep    func(ctx context.Context, d time.Duration) error
+}
+
+// NewTarget returns a client for the import API at rawURL, TARGET_WEBHOOK_URL: the token is
+// its password (https://import:TOKEN@target.example.com/api/v1/). The token is sent only as a
+// bearer header; errors name the address without it.
+func NewTarget(rawURL string, opts TargetOptions) (*Target, error) {
+	u, err := url.Parse(strings.TrimSpace(rawURL))
+	if err != nil {
+		return nil, errors.New("target URL does not parse as a URL")
+	}
+	token := ""
+	if u.User != nil {
+		token, _ = u.User.Password()
+		u.User = nil
+	}
+	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, fmt.Errorf("target URL %s: want an absolute http(s) address", u.Redacted())
+	}
+	if token == "" {
+		return nil, fmt.Errorf("target URL %s: want the token as its password (https://import:TOKEN@host/...)", u.Redacted())
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("target URL %s: want no query or fragment", u.Redacted())
+	}
+	if !strings.HasSuffix(u.Path, "/") {
+		u.Path += "/"
+	}
+	t := &Target{base: u.String(), token: token, timeout: opts.Timeout, maxWaits: opts.MaxRateWaits,
+		log: opts.Logger, sleep: opts.Sleep, http: opts.HTTPClient}
+	if t.http == nil {
+		t.http = &http.Client{}
+	}
+	if t.timeout <= 0 {
+		t.timeout = 60 * time.Second
+	}
+	if t.maxWaits <= 0 {
+		t.maxWaits = 5
+	}
+	if t.log == nil {
+		t.log = slog.Default()
+	}
+	if t.sleep == nil {
+		t.sleep = retry.Sleep
+	}
+	return t, nil
+}
+
+// Address returns the API's base address, which carries no secret.
+func (t *Target) Address() string { return t.base }
+
+// Import sends up to MaxTargetItems items to import.<entity>.batch and returns one result per
+// item, in the items' order.
+func (t *Target) Import(ctx context.Context, entity string, items []ImportItem) ([]ImportResult, error) {
+	method := "import." + entity + ".batch"
+	if len(items) == 0 || len(items) > MaxTargetItems {
+		return nil, fmt.Errorf("target %s: %d items, want 1 to %d", method, len(items), MaxTargetItems)
+	}
+	var out struct {
+		Results []ImportResult `json:"results"`
+	}
+	if err := t.call(ctx, method, map[string]any{"items": items}, &out); err != nil {
+		return nil, err
+	}
+	if len(out.Results) != len(items) {
+		return nil, &TargetError{Method: method, HTTPStatus: http.StatusOK,
+			Message: fmt.Sprintf("%d results for %d items", len(out.Results), len(items))}
+	}
+	for i, r := range out.Results {
+		if r.Key != items[i].Key {
+			return nil, &TargetError{Method: method, HTTPStatus: http.StatusOK,
+				Message: fmt.Sprintf("result %d is for key %q, want %q", i, r.Key, items[i].Key)}
+		}
+		if r.Error == nil && r.TargetID == "" {
+			return nil, &TargetError{Method: method, HTTPStatus: http.StatusOK,
+				Message: fmt.Sprintf("result for %q has neither target_id nor error", r.Key)}
+		}
+	}
+	return out.Results, nil
+}
+
+// Count returns how many records of the entity the target holds.
+func (t *Target) Count(ctx context.Context, entity string) (int64, error) {
+	var out struct {
+		Count *int64 `json:"count"`
+	}
+	method := "import." + entity + ".count"
+	if err := t.call(ctx, method, struct{}{}, &out); err != nil {
+		return 0, err
+	}
+	if out.Count == nil {
+		return 0, &TargetError{Method: method, HTTPStatus: http.StatusOK, Message: "answer has no count"}
+	}
+	return *out.Count, nil
+}
+
+// GetByKeys returns the records the target holds under up to MaxTargetItems keys, and the keys
+// it does not hold.
+func (t *Target) GetByKeys(ctx context.Context, entity string, keys []string) ([]TargetRecord, []string, error) {
+	method := "import." + entity + ".get"
+	if len(keys) == 0 || len(keys) > MaxTargetItems {
+		return nil, nil, fmt.Errorf("target %s: %d keys, want 1 to %d", method, len(keys), MaxTargetItems)
+	}
+	var out struct {
+		Items   []TargetRecord `json:"items"`
+		Missing []string       `json:"missing"`
+	}
+	if err := t.call(ctx, method, map[string]any{"keys": keys}, &out); err != nil {
+		return nil, nil, err
+	}
+	return out.Items, out.Missing, nil
+}
+
+// Fields returns the entity's custom fields on the target.
+func (t *Target) Fields(ctx context.Context, entity string) ([]TargetField, error) {
+	var out struct {
+		Fields []TargetField `json:"fields"`
+	}
+	if err := t.call(ctx, "import."+entity+".fields", struct{}{}, &out); err != nil {
+		return nil, err
+	}
+	return out.Fields, nil
+}
+
+// AddFields creates custom fields on the target; a field whose name exists is left as it is.
+func (t *Target) AddFields(ctx context.Context, entity string, fields []TargetField) ([]FieldResult, error) {
+	var out struct {
+		Results []FieldResult `json:"results"`
+	}
+	method := "import." + entity + ".fields.add"
+	if err := t.call(ctx, method, map[string]any{"fields": fields}, &out); err != nil {
+		return nil, err
+	}
+	if len(out.Results) != len(fields) {
+		return nil, &TargetError{Method: method, HTTPStatus: http.StatusOK,
+			Message: fmt.Sprintf("%d results for %d fields", len(out.Results), len(fields))}
+	}
+	return out.Results, nil
+}
+
+var targetMethod = regexp.MustCompile(`^import\.[a-z][a-z0-9_]*\.[a-z.]+$`)
+
+// call posts one request, waiting out 429 answers for their Retry-After. It never repeats a
+// request after any other failure: the engine decides that, item by item.
+func (t *Target) call(ctx context.Context, method string, body, out any) error {
+	if !targetMethod.MatchString(method) {
+		return fmt.Errorf("target: invalid method %q", method)
+	}
+	data, err := json.Marshal(body)
+	if err != nil {
+		return fmt.Errorf("target %s: encode request: %w", method, err)
+	}
+	for waits := 0; ; waits++ {
+		wait, err := t.post(ctx, method, data, out)
+		if wait <= 0 || waits >= t.maxWaits {
+			return err
+		}
+		t.log.Warn("target rate limit, waiting", "method", method, "wait", wait)
+		if err := t.sleep(ctx, wait); err != nil {
+			return fmt.Errorf("target %s: %w", method, err)
+		}
+	}
+}
+
+// post makes one request. It returns the wait a 429 asked for along with its error.
+func (t *Target) post(ctx context.Context, method string, data []byte, out any) (time.Duration, error) {
+	rctx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, t.base+method, bytes.NewReader(data))
+	if err != nil {
+		return 0, &TargetError{Method: method, Err: stripURL(err)}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Authorization", "Bearer "+t.token)
+	resp, err := t.http.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, fmt.Errorf("target %s: %w", method, context.Cause(ctx))
+		}
+		return 0, &TargetError{Method: method, Err: stripURL(err)}
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return 0, &TargetError{Method: method, HTTPStatus: resp.StatusCode, Err: stripURL(err)}
+	}
+	if resp.StatusCode != http.StatusOK {
+		te := &TargetError{Method: method, HTTPStatus: resp.StatusCode}
+		var env struct {
+			Error struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(raw, &env) == nil {
+			te.Code, te.Message = env.Error.Code, env.Error.Message
+		} else {
+			te.Message = fmt.Sprintf("answer is not JSON (%s, %d bytes)", resp.Header.Get("Content-Type"), len(raw))
+		}
+		var wait time.Duration
+		if resp.StatusCode == http.StatusTooManyRequests {
+			wait = time.Second
+			if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+				wait = time.Duration(s) * time.Second
+			}
+		}
+		return wait, te
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return 0, &TargetError{Method: method, HTTPStatus: resp.StatusCode, Message: "answer does not decode: " + err.Error()}
+	}
+	return 0, nil
+}
+
+// stripURL drops the *url.Error layer, whose message quotes the request URL.
+func stripURL(err error) error {
+	if uerr, ok := errors.AsType[*url.Error](err); ok {
+		return uerr.Err
+	}
+	return err
+}
