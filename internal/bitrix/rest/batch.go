@@ -124,9 +124,11 @@ func (c *Client) Batch(ctx context.Context, cmds []Command, halt bool) (*BatchRe
 	if err != nil {
 		return nil, err
 	}
-	for key, t := range res.Times {
-		if t.Operating > 0 || t.OperatingResetAt > 0 {
-			c.observe(methods[key], t)
+	// In command order, so that for a method called several times the
+	// last, highest reading is the one that stays.
+	for _, cmd := range cmds {
+		if t, ok := res.Times[cmd.Key]; ok && (t.Operating > 0 || t.OperatingResetAt > 0) {
+			c.observe(cmd.Method, t)
 		}
 	}
 	for _, e := range res.Errors {

@@ -78,6 +78,25 @@ func TestListByIDFetchesEverythingIn2500RowRequests(t *testing.T) {
 	}
 }
 
+func TestListByIDWithoutCounting(t *testing.T) {
+	e := newEnv(t, bitrixfake.Options{Users: 2600, Seed: 1}, rest.Options{})
+	scan := rest.UsersScan(nil)
+	scan.SkipCount = true
+	c := &collector{t: t}
+	if err := e.client.ListByID(t.Context(), scan, "", c.add); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.ids, e.portal.UserIDs()) {
+		t.Fatalf("listed %d users, want %d", len(c.ids), 2600)
+	}
+	if got := e.portal.Stats().Requests; got != 2 { // 50 pages, then 2 pages and a short one
+		t.Errorf("%d requests, want 2", got)
+	}
+	if c.pages[0].Total != -1 {
+		t.Errorf("Total = %d without a count, want -1", c.pages[0].Total)
+	}
+}
+
 func TestListByIDResumesFromACursor(t *testing.T) {
 	e := newEnv(t, bitrixfake.Options{Users: 1500, Seed: 2}, rest.Options{})
 	scan := rest.UsersScan(nil)
