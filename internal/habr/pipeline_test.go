@@ -29,6 +29,7 @@ type pipelineBundle struct {
 	ctx   context.Context
 	pool  *pgxpool.Pool
 	fake  *habrfake.Server
+	base  string // the fake's URL
 	fetch *fetch.Client
 	log   *slog.Logger
 }
@@ -41,11 +42,19 @@ func setupPipeline(t testing.TB) *pipelineBundle {
 func setupPipelineWith(t testing.TB, opts habrfake.Options) *pipelineBundle {
 	t.Helper()
 	fake, base := habrfake.Start(t, opts)
+	b := newPipelineBundle(t, base)
+	b.fake = fake
+	return b
+}
+
+// newPipelineBundle works against the Habr at base (fake is left nil).
+func newPipelineBundle(t testing.TB, base string) *pipelineBundle {
+	t.Helper()
 	client, err := fetch.New(fetch.Config{BaseURL: base, UserAgent: "ingest-test", Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &pipelineBundle{ctx: context.Background(), pool: dbtest.Pool(t), fake: fake, fetch: client,
+	return &pipelineBundle{ctx: context.Background(), pool: dbtest.Pool(t), base: base, fetch: client,
 		log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 }
 
