@@ -25,7 +25,7 @@ type Date struct {
 }
 
 // ErrDate is wrapped by the errors of ParseDate.
-var ErrDate = errors.New("unrecognised date")
+var ErrDate = errors.New("not a date")
 
 // Layouts Bitrix24 uses. REST answers carry ISO 8601 with an offset (PHP date('c')); some fields
 // of user.get arrive in the portal's display formats without an offset (research/bitrix.md §5:
@@ -47,7 +47,7 @@ func ParseDate(raw json.RawMessage, zone *time.Location) (d Date, ok bool, err e
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
 		d.Raw = string(raw)
-		return d, true, fmt.Errorf("%w: %s is not a string", ErrDate, raw)
+		return d, true, fmt.Errorf("%w: a JSON %s, not a string", ErrDate, jsonKind(raw))
 	}
 	d.Raw = s
 	s = strings.TrimSpace(s)
@@ -63,7 +63,21 @@ func ParseDate(raw json.RawMessage, zone *time.Location) (d Date, ok bool, err e
 			return d, true, nil
 		}
 	}
-	return d, true, fmt.Errorf("%w: %q", ErrDate, s)
+	return d, true, fmt.Errorf("%w in any format Bitrix24 sends", ErrDate)
+}
+
+func jsonKind(raw json.RawMessage) string {
+	switch s := bytes.TrimSpace(raw); {
+	case len(s) == 0:
+		return "nothing"
+	case s[0] == '{':
+		return "object"
+	case s[0] == '[':
+		return "list"
+	case s[0] == 't' || s[0] == 'f':
+		return "boolean"
+	}
+	return "number"
 }
 
 func offsetOf(t time.Time) string {
@@ -110,7 +124,7 @@ func parseDates(fields map[string]json.RawMessage, names []string, zone *time.Lo
 func dateError(dates map[string]Date, names []string) string {
 	for _, name := range names {
 		if d, ok := dates[name]; ok && d.Err != "" {
-			return fmt.Sprintf("date field %s: cannot parse %q: %s", name, d.Raw, d.Err)
+			return fmt.Sprintf("date field %s: cannot read %q: %s", name, d.Raw, d.Err)
 		}
 	}
 	return ""

@@ -106,3 +106,44 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// count runs a count query.
+func (v *env) count(sql string, args ...any) int {
+	v.t.Helper()
+	var n int
+	if err := v.pool.QueryRow(v.ctx, sql, args...).Scan(&n); err != nil {
+		v.t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+// record returns one stored record.
+func (v *env) record(entity, sourceID string) bitrix.Record {
+	v.t.Helper()
+	r, err := bitrix.GetRecord(v.ctx, v.pool, entity, sourceID)
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	return r
+}
+
+// phases runs phases of an entity and fails the test on the first error.
+func (v *env) phases(e *bitrix.Engine, entity string, phases ...string) {
+	v.t.Helper()
+	for _, p := range phases {
+		if err := e.Phase(v.ctx, entity, p); err != nil {
+			v.t.Fatalf("%s %s: %v", entity, p, err)
+		}
+	}
+}
+
+// migrateUsers reads, imports and verifies the users.
+func (v *env) migrateUsers(e *bitrix.Engine) {
+	v.t.Helper()
+	v.phases(e, bitrix.Users, "get", "set", "verify")
+}
+
+// metric returns a counter's value from the run's metrics.
+func (v *env) metric(name string) float64 {
+	return v.metrics.Snapshot()[name]
+}

@@ -3,6 +3,10 @@ package bitrix
 import (
 	"context"
 	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -122,4 +126,48 @@ WHERE entity = $1 AND status = ANY($2) GROUP BY 1, 2 ORDER BY 3 DESC, 2 LIMIT 5`
 		return nil, fmt.Errorf("reasons of %s: %w", entity, err)
 	}
 	return out, nil
+}
+
+// WriteText writes the report for people: per entity its counts by status, the commonest
+// failure reasons, the inventory and the last verify.
+func (r StatusReport) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, es := range r.Entities {
+		fmt.Fprintf(tw, "%s\n", es.Entity)
+		for _, st := range Machine.Statuses {
+			fmt.Fprintf(tw, "  %s\t%d\n", st, es.ByStatus[string(st)])
+		}
+		for _, rc := range es.Reasons {
+			fmt.Fprintf(tw, "  %s ×%d\t%s\n", rc.Status, rc.N, rc.Reason)
+		}
+		if inv := es.Inventory; inv != nil {
+			total := "unknown"
+			if inv.SourceTotal != nil {
+				total = strconv.FormatInt(*inv.SourceTotal, 10)
+			}
+			state := "complete"
+			if !inv.Complete {
+				state = "interrupted after id " + inv.Cursor
+			}
+			if inv.Pass == 0 {
+				state = "never run"
+			}
+			if inv.Limit != nil {
+				state += fmt.Sprintf(" (test_limit %d)", *inv.Limit)
+			}
+			fmt.Fprintf(tw, "  source\t%s rows; get pass %d %s, %d rows read\n", total, inv.Pass, state, inv.PassRows)
+			verified := "no"
+			if inv.Verified {
+				verified = "yes, at " + inv.VerifiedAt.UTC().Format(time.RFC3339)
+			}
+			fmt.Fprintf(tw, "  verified\t%s\n", verified)
+			if inv.LastVerify != nil {
+				fmt.Fprintf(tw, "  last verify\t%s: %s\n", inv.LastVerify.At.Format(time.RFC3339), inv.LastVerify.Summary())
+			}
+		}
+		if es.Fields > 0 {
+			fmt.Fprintf(tw, "  custom fields\t%d read, %d on the target\n", es.Fields, es.FieldsOnTarget)
+		}
+	}
+	return tw.Flush()
 }
