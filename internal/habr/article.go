@@ -165,14 +165,29 @@ func hasMarkup(n *html.Node) bool {
 }
 
 // findBody returns the article body and the layout it was found by, or
-// nil if the page has no body container of any known layout.
+// nil if the page has no body container of any known layout. One pass
+// looks for all containers at once; a page has at most one of them.
 func findBody(doc *goquery.Document) (*goquery.Selection, *layout) {
+	body := doc.FindMatcher(anyBody)
+	if body.Length() == 0 {
+		return nil, nil
+	}
 	for i := range layouts {
-		if s := doc.FindMatcher(goquery.Single(layouts[i].body)); s.Length() > 0 {
-			return s, &layouts[i]
+		if body.Is(layouts[i].body) {
+			return body, &layouts[i]
 		}
 	}
-	return nil, nil
+	return nil, nil // unreachable: anyBody matches only the layouts' bodies
+}
+
+var anyBody = goquery.Single(bodySelectors())
+
+func bodySelectors() string {
+	s := make([]string, len(layouts))
+	for i, l := range layouts {
+		s[i] = l.body
+	}
+	return strings.Join(s, ", ")
 }
 
 // whyNoBody explains a page without a body container: a feed or listing, a
@@ -188,9 +203,5 @@ func whyNoBody(doc *goquery.Document) error {
 	if n := doc.Find(".tm-articles-list__item, .post_preview").Length(); n > 0 {
 		return structural("a listing page with %d article previews instead of an article", n)
 	}
-	containers := make([]string, len(layouts))
-	for i, l := range layouts {
-		containers[i] = l.body
-	}
-	return structural("body container missing (looked for %s)", strings.Join(containers, ", "))
+	return structural("body container missing (looked for %s)", bodySelectors())
 }

@@ -15,7 +15,10 @@ import (
 // the layout from the body keeps the number of passes over the page, which
 // can hold 100,000 nodes of comments, small.
 type layout struct {
-	body   string // the body container
+	body string // the body container
+	// scope, if set, is the element that holds the article with its
+	// metadata; the metadata selectors then search it, not the page.
+	scope  string
 	title  []string
 	author []string
 	hubs   []string
@@ -50,12 +53,14 @@ var layouts = []layout{
 	{
 		// The server-rendered desktop site up to 2020: habrahabr.ru,
 		// geektimes.ru, habr.com. A listing shows .post_preview instead.
+		// Its pages carry every comment; the scope spares a pass over them.
 		body:   ".post_full .post__text",
-		title:  []string{".post_full .post__title-text"},
-		author: []string{".post_full .post__meta .user-info__nickname"},
-		hubs:   []string{".post_full .post__hubs a.hub-link"},
-		tags:   []string{".post_full .post__tags a"},
-		times:  []timeAttr{{".post_full .post__time[data-time_published]", "data-time_published"}},
+		scope:  ".post_full",
+		title:  []string{".post__title-text"},
+		author: []string{".post__meta .user-info__nickname"},
+		hubs:   []string{".post__hubs a.hub-link"},
+		tags:   []string{".post__tags a"},
+		times:  []timeAttr{{".post__time[data-time_published]", "data-time_published"}},
 	},
 	{
 		// The 2019 Vue site on m.habr.com.
@@ -75,12 +80,16 @@ var timeLayouts = []string{time.RFC3339, "2006-01-02T15:04Z07:00"}
 // readMeta reads the title, author, time, hubs and tags of an article page
 // of layout l.
 func readMeta(doc *goquery.Document, l *layout) Article {
+	in := doc.Selection
+	if l.scope != "" {
+		in = doc.FindMatcher(goquery.Single(l.scope))
+	}
 	a := Article{
-		Title:       firstText(doc, l.title),
-		Author:      firstText(doc, l.author),
-		Hubs:        allTexts(doc, l.hubs),
-		Tags:        allTexts(doc, l.tags),
-		PublishedAt: publishedAt(doc, l.times),
+		Title:       firstText(in, l.title),
+		Author:      firstText(in, l.author),
+		Hubs:        allTexts(in, l.hubs),
+		Tags:        allTexts(in, l.tags),
+		PublishedAt: publishedAt(in, l.times),
 	}
 	if a.Title == "" {
 		a.Title = squash(doc.FindMatcher(goquery.Single(`meta[property="og:title"]`)).AttrOr("content", ""))
@@ -88,9 +97,9 @@ func readMeta(doc *goquery.Document, l *layout) Article {
 	return a
 }
 
-func firstText(doc *goquery.Document, selectors []string) string {
+func firstText(in *goquery.Selection, selectors []string) string {
 	for _, sel := range selectors {
-		if t := squash(doc.FindMatcher(goquery.Single(sel)).Text()); t != "" {
+		if t := squash(in.FindMatcher(goquery.Single(sel)).Text()); t != "" {
 			return t
 		}
 	}
@@ -100,10 +109,10 @@ func firstText(doc *goquery.Document, selectors []string) string {
 // allTexts returns the link texts of the first selector that matches. A
 // hub link may end in a "*" mark for a profile hub, which is not part of
 // its name.
-func allTexts(doc *goquery.Document, selectors []string) []string {
+func allTexts(in *goquery.Selection, selectors []string) []string {
 	for _, sel := range selectors {
 		var texts []string
-		doc.Find(sel).Each(func(_ int, s *goquery.Selection) {
+		in.Find(sel).Each(func(_ int, s *goquery.Selection) {
 			s = s.Clone()
 			s.Find(".tm-article-snippet__profiled-hub").Remove()
 			if t := squash(s.Text()); t != "" {
@@ -117,9 +126,9 @@ func allTexts(doc *goquery.Document, selectors []string) []string {
 	return nil
 }
 
-func publishedAt(doc *goquery.Document, attrs []timeAttr) time.Time {
+func publishedAt(in *goquery.Selection, attrs []timeAttr) time.Time {
 	for _, ta := range attrs {
-		v, ok := doc.FindMatcher(goquery.Single(ta.selector)).Attr(ta.attr)
+		v, ok := in.FindMatcher(goquery.Single(ta.selector)).Attr(ta.attr)
 		if !ok {
 			continue
 		}
