@@ -1,10 +1,13 @@
 // Command fakes runs the project's fake external systems on local ports, for `make demo` and
-// for trying ingest by hand: Habr (feeds and article pages from the real fixtures).
+// for trying ingest by hand: Habr (feeds and article pages from the real fixtures), a Bitrix24
+// portal (generated users and workgroups shaped like the real samples) and the target import
+// API.
 //
-//	fakes --env-file .demo/fakes.env [--habr-fault /ru/articles/1/=503 ...]
+//	fakes --env-file .demo/fakes.env [--habr-fault /ru/articles/1/=503 ...] [--bitrix-users N]
 //
 // Once every server listens, it writes the URLs to point ingest at as an env file
-// (HABR_BASE_URL=...) and serves until SIGINT or SIGTERM.
+// (HABR_BASE_URL=..., BITRIX_WEBHOOK_URL=..., TARGET_WEBHOOK_URL=...) and serves until SIGINT or
+// SIGTERM.
 package main
 
 import (
@@ -23,7 +26,9 @@ import (
 
 	"github.com/alexflint/go-arg"
 
+	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
 	"github.com/ingest-dev/ingest/internal/fakes/habrfake"
+	"github.com/ingest-dev/ingest/internal/fakes/targetfake"
 )
 
 type args struct {
@@ -32,10 +37,13 @@ type args struct {
 	EnvFile      string   `arg:"--env-file" help:"write the fakes' URLs here as KEY=value lines once they listen"`
 	HabrFaults   []string `arg:"--habr-fault,separate" help:"PATH=FAULT, e.g. /ru/articles/1/=503 (see habrfake.ParseFault)"`
 	HabrArticles int      `arg:"--habr-extra-articles" help:"synthetic Habr articles to add to the feeds"`
+	BitrixUsers  int      `arg:"--bitrix-users" default:"500" help:"users on the fake Bitrix24 portal"`
+	BitrixGroups int      `arg:"--bitrix-groups" default:"40" help:"workgroups on the fake Bitrix24 portal"`
+	BitrixSeed   uint64   `arg:"--bitrix-seed" default:"1" help:"seed of the portal's generated data"`
 }
 
 func (args) Description() string {
-	return "fakes: local fake Habr for ingest's demo and manual testing"
+	return "fakes: local fake Habr, Bitrix24 portal and target import API for ingest's demo and manual testing"
 }
 
 func main() {
@@ -94,6 +102,16 @@ func run(ctx context.Context, a args, log *slog.Logger) error {
 	if err := serve("habr", "HABR_BASE_URL", habr.Handler(), func(b string) string { return b }); err != nil {
 		return err
 	}
+	portal := bitrixfake.New(bitrixfake.Options{Users: a.BitrixUsers, Groups: a.BitrixGroups, Seed: a.BitrixSeed})
+	if err := serve("bitrix", "BITRIX_WEBHOOK_URL", portal, func(b string) string { return b + portal.WebhookPath() }); err != nil {
+		return err
+	}
+	target := targetfake.New(targetfake.Options{Token: demoTargetToken})
+	if err := serve("target", "TARGET_WEBHOOK_URL", target, func(b string) string {
+		return strings.Replace(b, "http://", "http://import:"+demoTargetToken+"@", 1) + "/api/v1/"
+	}); err != nil {
+		return err
+	}
 	if a.EnvFile != "" {
 		if err := writeEnv(a.EnvFile, env); err != nil {
 			return err
@@ -107,6 +125,9 @@ func run(ctx context.Context, a args, log *slog.Logger) error {
 	}
 	return nil
 }
+
+// demoTargetToken is the fake target's bearer token: not a secret, but ingest treats it as one.
+const demoTargetToken = "demo0target0token"
 
 // writeEnv writes the file atomically, so a reader polling for it never sees half of it.
 func writeEnv(path string, env map[string]string) error {

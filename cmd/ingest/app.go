@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ingest-dev/ingest/internal/bitrix"
 	"github.com/ingest-dev/ingest/internal/habr"
 	"github.com/ingest-dev/ingest/internal/redact"
 	"github.com/ingest-dev/ingest/internal/run"
@@ -42,9 +43,9 @@ func (e usageError) Error() string { return e.msg }
 
 // newApp validates the configuration and connects. On failure it prints why and returns the
 // exit code.
-func newApp(ctx context.Context, a args, stdout, stderr io.Writer) (*app, int) {
+func newApp(ctx context.Context, command string, a args, stdout, stderr io.Writer) (*app, int) {
 	r := redact.New()
-	if err := validate(&a, r); err != nil {
+	if err := validate(command, &a, r); err != nil {
 		fmt.Fprintln(stderr, "ingest: configuration:", r.String(err.Error()))
 		return nil, exitConfig
 	}
@@ -68,8 +69,9 @@ func newApp(ctx context.Context, a args, stdout, stderr io.Writer) (*app, int) {
 	return &app{args: a, stdout: stdout, stderr: stderr, log: log, redactor: r, pool: pool}, exitOK
 }
 
-// validate checks the configuration before any work starts and registers its secrets with r.
-func validate(a *args, r *redact.Redactor) error {
+// validate checks the configuration command needs before any work starts and registers its
+// secrets with r.
+func validate(command string, a *args, r *redact.Redactor) error {
 	if strings.TrimSpace(a.DatabaseURL) == "" {
 		return configError{"DATABASE_URL (or --database-url) is required, e.g. postgres://ingest@db.example:5432/ingest?sslmode=require (password in the URL or PGPASSWORD)"}
 	}
@@ -81,6 +83,11 @@ func validate(a *args, r *redact.Redactor) error {
 	if a.PushgatewayURL != "" {
 		if err := checkHTTPURL(a.PushgatewayURL); err != nil {
 			return configError{"PUSHGATEWAY_URL: " + err.Error()}
+		}
+	}
+	if _, phase, ok := bitrixCommand(command); ok {
+		if err := a.Bitrix.check(phase, r.Add); err != nil {
+			return err
 		}
 	}
 	if a.HabrBaseURL != "" {
@@ -134,12 +141,17 @@ func (app *app) close() { app.pool.Close() }
 
 // machines lists every pipeline's state machine, in report order.
 func (app *app) machines() []*status.Machine {
-	return []*status.Machine{habr.Machine}
+	return []*status.Machine{habr.Machine, bitrix.Machine}
 }
 
 // exec runs fn as a locked, recorded run of command (see package run). It refuses to start on
 // a database whose schema is behind the binary.
 func (app *app) exec(ctx context.Context, command string, fn func(ctx context.Context, r *run.Run) error) error {
+	return app.execLocked(ctx, command, command, fn)
+}
+
+// execLocked is exec with a lock shared by several commands (lockName).
+func (app *app) execLocked(ctx context.Context, command, lockName string, fn func(ctx context.Context, r *run.Run) error) error {
 	pending, err := migrations.Pending(ctx, app.pool)
 	if err != nil {
 		return err
@@ -150,6 +162,7 @@ func (app *app) exec(ctx context.Context, command string, fn func(ctx context.Co
 	return run.Exec(ctx, run.Options{
 		Pool:            app.pool,
 		Command:         command,
+		LockName:        lockName,
 		Log:             app.log.With("cmd", command),
 		PushgatewayURL:  app.args.PushgatewayURL,
 		MetricsTextfile: app.args.MetricsTextfile,

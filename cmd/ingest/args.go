@@ -17,6 +17,7 @@ type args struct {
 	Show       *showCmd     `arg:"subcommand:show" help:"one record: metadata, status history and content"`
 	Discover   *discoverCmd `arg:"subcommand:discover" help:"register new publications from a source's feeds"`
 	Extract    *extractCmd  `arg:"subcommand:extract" help:"extract the text of pending publications"`
+	Bitrix     *bitrixCmd   `arg:"subcommand:bitrix" help:"migrate a Bitrix24 portal entity by entity: ENTITY fields-get|fields-set|get|set|verify|run, or status"`
 	VersionCmd *versionCmd  `arg:"subcommand:version" help:"print the version"`
 }
 
@@ -28,13 +29,14 @@ type migrateCmd struct {
 type statusCmd struct {
 	JSON bool `arg:"--json" help:"print JSON instead of tables"`
 
-	Habr *struct{}     `arg:"subcommand:habr" help:"Habr publications only"`
-	Set  *statusSetCmd `arg:"subcommand:set" help:"move records to another status by hand (recorded with who, when and why)"`
+	Habr   *struct{}     `arg:"subcommand:habr" help:"Habr publications only"`
+	Bitrix *struct{}     `arg:"subcommand:bitrix" help:"Bitrix24 records only (ids for status set are the records' ids shown here and in verify reports)"`
+	Set    *statusSetCmd `arg:"subcommand:set" help:"move records to another status by hand (recorded with who, when and why)"`
 }
 
 type statusSetCmd struct {
-	Source string  `arg:"positional,required" help:"the pipeline: habr" placeholder:"SOURCE"`
-	IDs    []int64 `arg:"--id" help:"record ids (for habr: the article id), space-separated; required" placeholder:"ID"`
+	Source string  `arg:"positional,required" help:"the pipeline: habr or bitrix" placeholder:"SOURCE"`
+	IDs    []int64 `arg:"--id" help:"record ids (habr: the article id; bitrix: the record id), space-separated; required" placeholder:"ID"`
 	To     string  `arg:"--to" help:"the new status; required" placeholder:"STATUS"`
 	Reason string  `arg:"--reason" help:"why: kept in the status history; required" placeholder:"TEXT"`
 	By     string  `arg:"--by,env:USER" help:"who is making the change" placeholder:"NAME"`

@@ -99,7 +99,7 @@ func Main(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 
-	app, code := newApp(ctx, a, stdout, stderr)
+	app, code := newApp(ctx, command, a, stdout, stderr)
 	if app == nil {
 		return code
 	}
@@ -112,11 +112,12 @@ func Main(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 func isLeaf(command string) bool {
 	switch command {
 	case "migrate", "migrate up", "migrate status",
-		"status", "status habr", "status set",
-		"show habr", "discover habr", "extract habr", "version":
+		"status", "status habr", "status bitrix", "status set",
+		"show habr", "discover habr", "extract habr", "bitrix status", "version":
 		return true
 	}
-	return false
+	_, _, ok := bitrixCommand(command)
+	return ok
 }
 
 func (app *app) dispatch(ctx context.Context, command string, a args) error {
@@ -129,6 +130,10 @@ func (app *app) dispatch(ctx context.Context, command string, a args) error {
 		return app.status(ctx, app.machines(), a.Status.JSON)
 	case "status habr":
 		return app.status(ctx, app.machines()[:1], a.Status.JSON)
+	case "status bitrix":
+		return app.status(ctx, app.machines()[1:2], a.Status.JSON)
+	case "bitrix status":
+		return app.bitrixStatus(ctx, a.Bitrix.Status.JSON)
 	case "status set":
 		return app.statusSet(ctx, a.Status.Set)
 	case "show habr":
@@ -137,6 +142,9 @@ func (app *app) dispatch(ctx context.Context, command string, a args) error {
 		return app.discoverHabr(ctx)
 	case "extract habr":
 		return app.extractHabr(ctx)
+	}
+	if entity, phase, ok := bitrixCommand(command); ok {
+		return app.bitrixPhase(ctx, command, entity, phase)
 	}
 	return fmt.Errorf("unknown command %q", command)
 }

@@ -132,6 +132,8 @@ func commandsOf(source string) []string {
 	switch source {
 	case "habr":
 		return []string{"discover habr", "extract habr"}
+	case "bitrix":
+		return bitrixCommands()
 	}
 	return nil
 }

@@ -30,8 +30,11 @@ const (
 type Options struct {
 	// Pool is the database. Its config is copied for the lock's own connection.
 	Pool *pgxpool.Pool
-	// Command names the command, e.g. "extract habr": it keys the lock and labels the run.
+	// Command names the command, e.g. "extract habr": it labels the run and, unless LockName
+	// is set, keys the lock.
 	Command string
+	// LockName keys the lock when commands share one (e.g. every phase of a Bitrix24 entity).
+	LockName string
 	// Log receives the run's lines; each carries run_id and cmd.
 	Log *slog.Logger
 	// PushgatewayURL, when set, receives the run's metrics at the end.
@@ -61,7 +64,11 @@ func (r *Run) Actor() string { return fmt.Sprintf("run %d (%s)", r.ID, r.Command
 // another run of the same command holds the lock, in which case nothing is recorded or done;
 // and the context's cause when the run was stopped.
 func Exec(ctx context.Context, o Options, fn func(ctx context.Context, r *Run) error) error {
-	lock, err := status.AcquireLock(ctx, o.Pool.Config().ConnConfig, o.Command)
+	lockName := o.LockName
+	if lockName == "" {
+		lockName = o.Command
+	}
+	lock, err := status.AcquireLock(ctx, o.Pool.Config().ConnConfig, lockName)
 	if err != nil {
 		return err
 	}

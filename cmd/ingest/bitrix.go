@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/rest"
+	"github.com/ingest-dev/ingest/internal/run"
+)
+
+// bitrixCmd is `ingest bitrix ...`: the Bitrix24 migration, entity by entity.
+type bitrixCmd struct {
+	WebhookURL string `arg:"--webhook-url,env:BITRIX_WEBHOOK_URL" help:"source portal incoming webhook, https://PORTAL/rest/USER/TOKEN/ (secret)" placeholder:"URL"`
+	TargetURL  string `arg:"--target-url,env:TARGET_WEBHOOK_URL" help:"target import API, https://import:TOKEN@HOST/PATH/ (secret)" placeholder:"URL"`
+	Rate       string `arg:"--rate,env:BITRIX_RATE" default:"2/50" help:"portal request limit as drain/burst: 2/50 (standard) or 5/250 (Enterprise)" placeholder:"R/B"`
+	TestLimit  int    `arg:"--test-limit,env:BITRIX_TEST_LIMIT" help:"get reads only the first N records of the entity (dependencies come along)" placeholder:"N"`
+
+	Users  *bitrixEntityCmd `arg:"subcommand:users" help:"portal users"`
+	Groups *bitrixEntityCmd `arg:"subcommand:groups" help:"workgroups and their members (users must be imported and verified first)"`
+	Status *bitrixStatusCmd `arg:"subcommand:status" help:"per entity: records by status, inventory, verified flag, last verify report"`
+}
+
+type bitrixEntityCmd struct {
+	FieldsGet *struct{} `arg:"subcommand:fields-get" help:"read the entity's custom fields from the portal"`
+	FieldsSet *struct{} `arg:"subcommand:fields-set" help:"create the missing custom fields on the target"`
+	Get       *struct{} `arg:"subcommand:get" help:"page through the portal into Postgres (status NEW); resumes an interrupted pass"`
+	Set       *struct{} `arg:"subcommand:set" help:"import NEW and ERROR_RETRY records into the target"`
+	Verify    *struct{} `arg:"subcommand:verify" help:"compare counts, coverage and a sample with the target; set VERIFIED"`
+	Run       *struct{} `arg:"subcommand:run" help:"all phases in order, stopping at the first that fails"`
+}
+
+type bitrixStatusCmd struct {
+	JSON bool `arg:"--json" help:"print JSON"`
+}
+
+// bitrixCommand splits "bitrix users get" into entity and phase; ok is false for other commands.
+func bitrixCommand(command string) (entity, phase string, ok bool) {
+	f := strings.Fields(command)
+	if len(f) != 3 || f[0] != "bitrix" || !slices.Contains(bitrix.Entities, f[1]) {
+		return "", "", false
+	}
+	if f[2] != "run" && !slices.Contains(bitrix.Phases, f[2]) {
+		return "", "", false
+	}
+	return f[1], f[2], true
+}
+
+// bitrixCommands lists every `bitrix ENTITY PHASE` run name, for `ingest status bitrix`.
+func bitrixCommands() []string {
+	var out []string
+	for _, e := range bitrix.Entities {
+		for _, p := range append(slices.Clone(bitrix.Phases), "run") {
+			out = append(out, "bitrix "+e+" "+p)
+		}
+	}
+	return out
+}
+
+// check validates the Bitrix24 configuration a phase needs, before anything connects, and
+// registers the secrets for redaction.
+func (c *bitrixCmd) check(phase string, redact func(string)) error {
+	needSource := phase != "fields-set" && phase != "set" && phase != ""
+	needTarget := phase != "fields-get" && phase != "get" && phase != ""
+	if needSource {
+		if c.WebhookURL == "" {
+			return configError{"BITRIX_WEBHOOK_URL (or --webhook-url) is required for " + phase + ": the portal's incoming webhook, https://PORTAL/rest/USER/TOKEN/"}
+		}
+		if u, err := url.Parse(c.WebhookURL); err != nil || u.Host == "" {
+			return configError{"BITRIX_WEBHOOK_URL is not a URL"}
+		} else {
+			for _, part := range strings.Split(u.Path, "/") {
+				redact(part)
+			}
+		}
+	}
+	if needTarget {
+		if c.TargetURL == "" {
+			return configError{"TARGET_WEBHOOK_URL (or --target-url) is required for " + phase + ": the target import API, https://import:TOKEN@HOST/PATH/"}
+		}
+		if u, err := url.Parse(c.TargetURL); err != nil || u.Host == "" {
+			return configError{"TARGET_WEBHOOK_URL is not a URL"}
+		} else if pw, ok := u.User.Password(); ok {
+			redact(pw)
+		}
+	}
+	if _, err := rest.ParseRate(c.Rate); err != nil {
+		return configError{"BITRIX_RATE: " + err.Error()}
+	}
+	if c.TestLimit < 0 {
+		return configError{"BITRIX_TEST_LIMIT must be 0 (no limit) or positive"}
+	}
+	return nil
+}
+
+// bitrixEngine builds the engine for one run, with the phase's clients.
+func (app *app) bitrixEngine(r *run.Run, phase string) (*bitrix.Engine, error) {
+	c := app.args.Bitrix
+	e := &bitrix.Engine{Pool: app.pool, Log: r.Log, Metrics: r.Metrics, Actor: r.Actor(), RunID: r.ID, TestLimit: c.TestLimit}
+	rt, _ := rest.ParseRate(c.Rate) // checked before the run
+	if c.WebhookURL != "" {
+		src, err := rest.New(c.WebhookURL, rest.Options{Limiter: rt.NewLimiter(), Logger: r.Log,
+			UserAgent: "ingest/" + version})
+		if err != nil {
+			return nil, configError{"BITRIX_WEBHOOK_URL: " + err.Error()}
+		}
+		e.Source = src
+	}
+	if c.TargetURL != "" {
+		t, err := bitrix.NewTarget(c.TargetURL, bitrix.TargetOptions{Logger: r.Log})
+		if err != nil {
+			return nil, configError{"TARGET_WEBHOOK_URL: " + err.Error()}
+		}
+		e.Target = t
+	}
+	return e, nil
+}
+
+func (app *app) bitrixPhase(ctx context.Context, command, entity, phase string) error {
+	// One lock per entity: two phases of the same entity never overlap, while users and groups
+	// (or Habr) may run side by side.
+	return app.execLocked(ctx, command, "bitrix "+entity, func(ctx context.Context, r *run.Run) error {
+		e, err := app.bitrixEngine(r, phase)
+		if err != nil {
+			return err
+		}
+		if phase == "run" {
+			return e.Run(ctx, entity)
+		}
+		return e.Phase(ctx, entity, phase)
+	})
+}
+
+func (app *app) bitrixStatus(ctx context.Context, asJSON bool) error {
+	e := &bitrix.Engine{Pool: app.pool, Log: app.log}
+	rep, err := e.Report(ctx)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(app.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	w := tabwriter.NewWriter(app.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "ENTITY\tNEW\tIMPORT_OK\tERROR_RETRY\tIMPORT_ERR\tSOURCE TOTAL\tGET\tFIELDS (ON TARGET)\tVERIFIED")
+	for _, es := range rep.Entities {
+		total, get, verified := "-", "-", "-"
+		if inv := es.Inventory; inv != nil {
+			if inv.SourceTotal != nil {
+				total = fmt.Sprint(*inv.SourceTotal)
+			}
+			switch {
+			case inv.Pass == 0:
+				get = "never"
+			case inv.Complete:
+				get = fmt.Sprintf("pass %d complete (%d rows)", inv.Pass, inv.PassRows)
+			default:
+				get = fmt.Sprintf("pass %d interrupted after ID %s (%d rows)", inv.Pass, inv.Cursor, inv.PassRows)
+			}
+			if inv.Limit != nil {
+				get += fmt.Sprintf(", test_limit %d", *inv.Limit)
+			}
+			verified = "no"
+			if inv.Verified && inv.VerifiedAt != nil {
+				verified = "yes, " + inv.VerifiedAt.UTC().Format(time.RFC3339)
+			}
+		}
+		b := es.ByStatus
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%d (%d)\t%s\n", es.Entity, b["NEW"], b["IMPORT_OK"], b["ERROR_RETRY"], b["IMPORT_ERR"],
+			total, get, es.Fields, es.FieldsOnTarget, verified)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	for _, es := range rep.Entities {
+		for _, r := range es.Reasons {
+			fmt.Fprintf(app.stdout, "  %s %s x%d: %s\n", es.Entity, r.Status, r.N, oneLine(r.Reason, 120))
+		}
+		if inv := es.Inventory; inv != nil && inv.LastVerify != nil {
+			v := inv.LastVerify
+			fmt.Fprintf(app.stdout, "  %s last verify %s: %s\n", es.Entity, v.At.UTC().Format(time.RFC3339), oneLine(v.Summary(), 200))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
+	"github.com/ingest-dev/ingest/internal/fakes/targetfake"
+)
+
+// bitrixEnv starts a fake portal and a fake target and returns the env that points ingest at
+// them, with the secrets the output must never show.
+func bitrixEnv(t *testing.T, users, groups int) (env []string, secrets []string, target *targetfake.Server) {
+	t.Helper()
+	portal := bitrixfake.New(bitrixfake.Options{Users: users, Groups: groups, Seed: 7, Token: "s3cretwebhooktoken"})
+	ps := httptest.NewServer(portal)
+	t.Cleanup(ps.Close)
+	target = targetfake.New(targetfake.Options{Token: "s3crettargettoken"})
+	ts := httptest.NewServer(target)
+	t.Cleanup(ts.Close)
+	env = []string{
+		"BITRIX_WEBHOOK_URL=" + ps.URL + portal.WebhookPath(),
+		"TARGET_WEBHOOK_URL=" + strings.Replace(ts.URL, "http://", "http://import:s3crettargettoken@", 1) + "/api/v1/",
+	}
+	return env, []string{"s3cretwebhooktoken", "s3crettargettoken"}, target
+}
+
+func TestBitrixCommands(t *testing.T) {
+	t.Parallel()
+	b := setupCLI(t)
+	env, secrets, target := bitrixEnv(t, 300, 12)
+	run := func(args ...string) (int, string, string) {
+		cmd, stdout, stderr := b.command(args...)
+		cmd.Env = append(cmd.Env, env...)
+		_ = cmd.Run()
+		out, errOut := stdout.String(), stderr.String()
+		for _, s := range secrets {
+			if strings.Contains(out+errOut, s) {
+				t.Errorf("ingest %v leaked a token:\n%s\n%s", args, out, errOut)
+			}
+		}
+		return cmd.ProcessState.ExitCode(), out, errOut
+	}
+
+	// Groups refuse to import before users are imported and verified.
+	if code, _, stderr := run("bitrix", "groups", "get"); code != 0 {
+		t.Fatalf("groups get = exit %d\n%s", code, stderr)
+	}
+	code, _, stderr := run("bitrix", "groups", "set")
+	if code != exitFailed || !strings.Contains(stderr, "users must be imported and verified first") {
+		t.Errorf("groups set before users = exit %d\n%s", code, stderr)
+	}
+	if code, _, stderr := run("bitrix", "users", "run"); code != 0 {
+		t.Fatalf("users run = exit %d\n%s", code, stderr)
+	}
+	if code, _, stderr := run("bitrix", "groups", "run"); code != 0 {
+		t.Fatalf("groups run = exit %d\n%s", code, stderr)
+	}
+	if st := target.Stats(); st.Duplicates != 0 {
+		t.Errorf("target duplicates = %d", st.Duplicates)
+	}
+	code, stdout, _ := run("bitrix", "status")
+	if code != 0 || !strings.Contains(stdout, "users") || strings.Count(stdout, "yes, ") != 2 {
+		t.Errorf("bitrix status = exit %d\n%s", code, stdout)
+	}
+
+	// A missing webhook is a configuration error naming the variable, found before any work.
+	cmd, _, errBuf := b.command("bitrix", "users", "get")
+	cmd.Env = append(cmd.Env, "BITRIX_WEBHOOK_URL=")
+	_ = cmd.Run()
+	if code := cmd.ProcessState.ExitCode(); code != exitConfig || !strings.Contains(errBuf.String(), "BITRIX_WEBHOOK_URL") {
+		t.Errorf("users get without webhook = exit %d\n%s", code, errBuf)
+	}
+	code, _, stderr = run("bitrix", "users", "frobnicate")
+	if code != exitUsage {
+		t.Errorf("unknown phase = exit %d\n%s", code, stderr)
+	}
+}
