@@ -40,6 +40,7 @@ type StructureError struct {
 	Reason string
 }
 
+// Error implements error.
 func (e *StructureError) Error() string { return "no article in page: " + e.Reason }
 
 // Is makes errors.Is(err, ErrStructure) true for every *StructureError.
@@ -108,6 +109,7 @@ func (e *Extractor) extract(pageURL, contentType string, page []byte) (Article, 
 	}
 	art := readMeta(doc, lay)
 
+	// Both steps rewrite the tree in place; the document is this call's own.
 	cleanBody(body, baseURL(pageURL))
 	md, err := e.conv.ConvertNode(body.Nodes[0], converter.WithDomain(habrRoot))
 	if err != nil {

@@ -30,10 +30,12 @@ type ItemError struct {
 	Err   error
 }
 
+// Error implements error.
 func (e ItemError) Error() string {
 	return fmt.Sprintf("feed item %d (link %q): %v", e.Index, e.Link, e.Err)
 }
 
+// Unwrap returns the reason the item was skipped.
 func (e ItemError) Unwrap() error { return e.Err }
 
 // FeedError reports a feed that cannot be read as a whole, with the position
@@ -44,10 +46,12 @@ type FeedError struct {
 	Err          error
 }
 
+// Error implements error.
 func (e *FeedError) Error() string {
 	return fmt.Sprintf("rss feed: line %d, column %d (byte %d): %v", e.Line, e.Column, e.Offset, e.Err)
 }
 
+// Unwrap returns the decoder's error or why the document is not RSS.
 func (e *FeedError) Unwrap() error { return e.Err }
 
 // ErrNotRSS is wrapped by the FeedError of a document that is well-formed

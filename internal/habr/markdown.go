@@ -29,7 +29,7 @@ func newConverter() *converter.Converter {
 		),
 		// Habr tables have no <thead>: the first row is the header.
 		// A cell with line breaks or blocks cannot be a GFM cell; such
-		// tables fall through to renderRawHTML below.
+		// tables fall through to renderTableHTML below.
 		table.NewTablePlugin(
 			table.WithHeaderPromotion(true),
 			table.WithCellPaddingBehavior(table.CellPaddingBehaviorMinimal),
