@@ -385,7 +385,10 @@ func TestExtractStructureErrors(t *testing.T) {
 			}
 			var se *StructureError
 			if !errors.As(err, &se) || se.Reason != tt.reason {
-				t.Errorf("reason = %q, want %q", se.Reason, tt.reason)
+				t.Fatalf("reason = %q, want %q", se.Reason, tt.reason)
+			}
+			if want := "no article in page: " + tt.reason; err.Error() != want {
+				t.Errorf("err = %q, want %q", err, want)
 			}
 		})
 	}

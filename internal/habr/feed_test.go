@@ -211,6 +211,9 @@ func TestParseFeedSkipsBadItems(t *testing.T) {
 			t.Errorf("bad[%d] = %d %q, want index %d and message containing %q", i, b.Index, b.Error(), w.index, w.msg)
 		}
 	}
+	if !errors.Is(bad[3], errBadID) {
+		t.Errorf("bad[3] = %v, want it to wrap errBadID", bad[3])
+	}
 	var asError error = bad[0] // an ItemError is an error as a value, too
 	if !strings.Contains(asError.Error(), "feed item 2") {
 		t.Errorf("ItemError.Error() = %q", asError.Error())

@@ -80,8 +80,9 @@ func TestMarkdownFeatures(t *testing.T) {
 			name: "code blocks with Habr language classes, inline code",
 			body: `<pre><code class="bash hljs">sudo yum install <span class="hljs-string">"certbot"</span> -y</code></pre>` +
 				`<pre><code class="cpp">int main() {}</code></pre><pre><code>plain
-  indented</code></pre><p>Вызовите <code>go test</code>.</p>`,
-			want: "```bash\nsudo yum install \"certbot\" -y\n```\n\n```cpp\nint main() {}\n```\n\n```\nplain\n  indented\n```\n\nВызовите `go test`.\n",
+  indented</code></pre><pre><code class="hljs">highlighted, no language</code></pre><p>Вызовите <code>go test</code>.</p>`,
+			want: "```bash\nsudo yum install \"certbot\" -y\n```\n\n```cpp\nint main() {}\n```\n\n```\nplain\n  indented\n```\n\n" +
+				"```\nhighlighted, no language\n```\n\nВызовите `go test`.\n",
 		},
 		{
 			name: "simple table becomes GFM with the first row as header",
@@ -141,9 +142,9 @@ func TestMarkdownFeatures(t *testing.T) {
 			body: `<p>Смотрите:</p><iframe id="6115035b920526a288c7e1bc" src="https://embedd.srv.habr.com/iframe/6115035b920526a288c7e1bc" class="embed_video embed__content" allowfullscreen="true"></iframe>` +
 				`<div class="tm-iframe_temp" data-src="https://embedd.srv.habr.com/iframe/62a1" data-style="" id="62a1" width=""></div>` +
 				`<div class="oembed"><iframe src="//www.youtube.com/embed/dQw4w9WgXcQ?rel=0"></iframe></div>` +
-				`<iframe src="https://codepen.io/x/embed/y"></iframe><iframe></iframe>`,
+				`<iframe src="https://player.vimeo.com/video/1"></iframe><iframe src="https://codepen.io/x/embed/y"></iframe><iframe></iframe>`,
 			want: "Смотрите:\n\n[Video](https://embedd.srv.habr.com/iframe/6115035b920526a288c7e1bc)\n\n[Embedded content](https://embedd.srv.habr.com/iframe/62a1)\n\n" +
-				"[Video](https://www.youtube.com/watch?v=dQw4w9WgXcQ)\n\n[Embedded content](https://codepen.io/x/embed/y)\n",
+				"[Video](https://www.youtube.com/watch?v=dQw4w9WgXcQ)\n\n[Video](https://player.vimeo.com/video/1)\n\n[Embedded content](https://codepen.io/x/embed/y)\n",
 		},
 		{
 			name: "page machinery inside the body is dropped",
