@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# demo.sh: the main jobs end to end on local fakes; run by `make demo` (which builds bin/ and
-# provides DATABASE_URL through scripts/with-pg.sh).
+# demo.sh: the main jobs end to end on local fakes (Habr, a Bitrix24 portal, the target import
+# API); run by `make demo` (which builds bin/ and provides DATABASE_URL through
+# scripts/with-pg.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${DATABASE_URL:?run me through make demo}"
@@ -49,6 +50,20 @@ bin/ingest show habr 461403 | head -20
 step "ingest show habr 769102   (a 2025 article: metadata, history, Markdown)"
 bin/ingest show habr 769102 | head -40
 echo "..."
+
+step "Bitrix24: ingest bitrix groups get, then groups set before users are verified (refused)"
+bin/ingest bitrix groups get
+code=0; bin/ingest bitrix groups set || code=$?
+echo "exit code: $code (groups wait for users)"
+
+step "ingest bitrix users run   (fields-get, fields-set, get, set, verify: fake portal -> fake target)"
+bin/ingest bitrix users run
+
+step "ingest bitrix groups run  (workgroups, then their members once each group is IMPORT_OK)"
+bin/ingest bitrix groups run
+
+step "ingest bitrix status"
+bin/ingest bitrix status
 
 step "ingest status"
 bin/ingest status
