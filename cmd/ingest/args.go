@@ -35,11 +35,12 @@ type statusCmd struct {
 }
 
 type statusSetCmd struct {
-	Source string  `arg:"positional,required" help:"the pipeline: habr or bitrix" placeholder:"SOURCE"`
-	IDs    []int64 `arg:"--id" help:"record ids (habr: the article id; bitrix: the record id), space-separated; required" placeholder:"ID"`
-	To     string  `arg:"--to" help:"the new status; required" placeholder:"STATUS"`
-	Reason string  `arg:"--reason" help:"why: kept in the status history; required" placeholder:"TEXT"`
-	By     string  `arg:"--by,env:USER" help:"who is making the change" placeholder:"NAME"`
+	Source string   `arg:"positional,required" help:"the pipeline: habr or bitrix" placeholder:"SOURCE"`
+	IDs    []string `arg:"--id" help:"records, space-separated; required. habr: article ids; bitrix: the portal's ids with --entity (e.g. --entity users --id 42 57), or record ids without it" placeholder:"ID"`
+	Entity string   `arg:"--entity" help:"bitrix: the entity the --id values belong to (users, groups, group_members)" placeholder:"ENTITY"`
+	To     string   `arg:"--to" help:"the new status; required" placeholder:"STATUS"`
+	Reason string   `arg:"--reason" help:"why: kept in the status history; required" placeholder:"TEXT"`
+	By     string   `arg:"--by,env:USER" help:"who is making the change" placeholder:"NAME"`
 }
 
 type showCmd struct {

@@ -65,6 +65,16 @@ func TestBitrixCommands(t *testing.T) {
 		t.Errorf("bitrix status = exit %d\n%s", code, stdout)
 	}
 
+	// A person sends a record through set again by its portal id.
+	code, stdout, stderr = run("status", "set", "bitrix", "--entity", "users", "--id", "1", "999999", "--to", "NEW", "--reason", "re-import after fix", "--by", "bob")
+	if code != exitFailed || !strings.Contains(stdout, "IMPORT_OK -> NEW") || !strings.Contains(stdout, "users 999999: refused: no such record") {
+		t.Errorf("status set by portal id = exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	code, _, stderr = run("status", "set", "bitrix", "--id", "users:1", "--to", "NEW", "--reason", "x")
+	if code != exitConfig || !strings.Contains(stderr, "add --entity") {
+		t.Errorf("status set with a non-numeric id = exit %d\n%s", code, stderr)
+	}
+
 	// A missing webhook is a configuration error naming the variable, found before any work.
 	cmd, _, errBuf := b.command("bitrix", "users", "get")
 	cmd.Env = append(cmd.Env, "BITRIX_WEBHOOK_URL=")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -182,6 +183,43 @@ func oneLine(s string, max int) string {
 	return s
 }
 
+// resolveIDs turns the --id values into record ids: numbers as they are, or, with --entity, the
+// source's own ids looked up in that entity. It returns the keys that match no record.
+func (app *app) resolveIDs(ctx context.Context, m *status.Machine, c *statusSetCmd) ([]int64, []string, error) {
+	if c.Entity == "" {
+		ids := make([]int64, len(c.IDs))
+		for i, s := range c.IDs {
+			id, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				hint := ""
+				if m.Key != "" {
+					hint = fmt.Sprintf(" (to name %s records by the source's ids, add --entity)", m.Name)
+				}
+				return nil, nil, configError{fmt.Sprintf("status set --id %q: not a record id%s", s, hint)}
+			}
+			ids[i] = id
+		}
+		return ids, nil, nil
+	}
+	if m.Key == "" {
+		return nil, nil, configError{fmt.Sprintf("status set --entity: %s records are named by id alone", m.Name)}
+	}
+	found, err := m.Resolve(ctx, app.pool, c.Entity, c.IDs)
+	if err != nil {
+		return nil, nil, err
+	}
+	var ids []int64
+	var unknown []string
+	for _, key := range c.IDs {
+		if id, ok := found[key]; ok {
+			ids = append(ids, id)
+		} else {
+			unknown = append(unknown, key)
+		}
+	}
+	return ids, unknown, nil
+}
+
 // check validates the flags the parser cannot: it runs before anything connects.
 func (c *statusSetCmd) check() error {
 	switch {
@@ -215,11 +253,18 @@ func (app *app) statusSet(ctx context.Context, c *statusSetCmd) error {
 	if by == "" {
 		by = "unknown"
 	}
-	results, err := m.SetManual(ctx, app.pool, c.IDs, to, c.Reason, "manual: "+by)
+	ids, unknown, err := app.resolveIDs(ctx, m, c)
 	if err != nil {
 		return err
 	}
-	refused := 0
+	for _, key := range unknown {
+		fmt.Fprintf(app.stdout, "%s %s %s: refused: no such record\n", m.Name, c.Entity, key)
+	}
+	results, err := m.SetManual(ctx, app.pool, ids, to, c.Reason, "manual: "+by)
+	if err != nil {
+		return err
+	}
+	refused := len(unknown)
 	for _, r := range results {
 		switch {
 		case r.Err != nil:
@@ -233,7 +278,7 @@ func (app *app) statusSet(ctx context.Context, c *statusSetCmd) error {
 		app.log.Info("manual status change", "source", m.Name, "id", r.ID, "from", r.From, "to", to, "by", by, "reason", c.Reason, "refused", r.Err != nil)
 	}
 	if refused > 0 {
-		fmt.Fprintf(app.stderr, "ingest: %d of %d records not changed\n", refused, len(results))
+		fmt.Fprintf(app.stderr, "ingest: %d of %d records not changed\n", refused, len(c.IDs))
 		return errReported
 	}
 	return nil

@@ -21,6 +21,7 @@ var Machine = &status.Machine{
 	Name:     "bitrix",
 	Table:    "bitrix_records",
 	Scope:    "entity",
+	Key:      "source_id",
 	Statuses: []status.Status{New, ImportOK, ImportErr, ErrorRetry},
 	Auto: []status.Transition{
 		{From: New, To: ImportOK}, {From: New, To: ErrorRetry}, {From: New, To: ImportErr},

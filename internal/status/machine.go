@@ -26,6 +26,9 @@ type Machine struct {
 	// Scope, when set, is a column that partitions the table (e.g. "entity" for Bitrix24): picks
 	// and counts can be limited to one value of it.
 	Scope string
+	// Key, when set, is a text column naming a record within its scope the way people know it
+	// (e.g. the portal's "source_id"); see Resolve.
+	Key string
 	// Statuses lists every status, in the order reports show them.
 	Statuses []Status
 	// Auto lists the moves the pipeline makes by itself. A status may move to itself (another

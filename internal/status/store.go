@@ -262,6 +262,31 @@ FROM status_history WHERE machine = $1 AND record_id = $2 ORDER BY id`, m.Name, 
 	return out, nil
 }
 
+// Resolve maps the natural keys of records in one scope (see Machine.Key) to their ids. Keys
+// with no record are missing from the map.
+func (m *Machine) Resolve(ctx context.Context, db DB, scope string, keys []string) (map[string]int64, error) {
+	if m.Scope == "" || m.Key == "" {
+		return nil, fmt.Errorf("%s records have no scope and key to look them up by; use their ids", m.Name)
+	}
+	sql := fmt.Sprintf("SELECT %s, id FROM %s WHERE %s = $1 AND %s = ANY($2)",
+		pgx.Identifier{m.Key}.Sanitize(), m.table(), pgx.Identifier{m.Scope}.Sanitize(), pgx.Identifier{m.Key}.Sanitize())
+	rows, err := db.Query(ctx, sql, scope, keys)
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s %s keys: %w", m.Name, scope, err)
+	}
+	out := map[string]int64{}
+	var key string
+	var id int64
+	_, err = pgx.ForEachRow(rows, []any{&key, &id}, func() error {
+		out[key] = id
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s %s keys: %w", m.Name, scope, err)
+	}
+	return out, nil
+}
+
 func (m *Machine) table() string { return pgx.Identifier{m.Table}.Sanitize() }
 
 func joinStatuses(ss []Status) string {
