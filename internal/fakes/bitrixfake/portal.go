@@ -17,7 +17,11 @@
 //     for a wrong webhook, 404 ERROR_METHOD_NOT_FOUND, insufficient_scope,
 //     all with the real bodies;
 //   - faults on demand: a 502 HTML page, a slow answer, a dropped
-//     connection.
+//     connection;
+//   - chats (im.*, see im.go): the webhook user's recent list with pages
+//     that overlap, message history behind LAST_ID/FIRST_ID cursors capped
+//     at 50, participants, chat lookup by entity, and 403 ACCESS_ERROR for
+//     the chats that user is not in.
 //
 // Processing time is virtual: methods cost what Options says and the
 // portal's clock is injectable, so the operating-time limit can be
@@ -54,6 +58,13 @@ var userUserfieldListSample []byte
 type Options struct {
 	// Users and Groups are how many of each the portal holds.
 	Users, Groups int
+	// Chats is how many chats the webhook's user takes part in, besides the
+	// workgroup chats (one per group, whose participants are the group's
+	// members): 1:1 dialogs, group chats, open chats and task chats, mixed
+	// as on a real portal. OpenLines adds that many Open Channel
+	// conversations, each with an external guest that user.get does not
+	// list. MessagesPerChat is how many messages every chat holds; 0 means 20.
+	Chats, OpenLines, MessagesPerChat int
 	// Seed selects the generated data; the same seed gives the same portal.
 	Seed uint64
 	// UserID and Token form the webhook path /rest/<UserID>/<Token>/;
@@ -128,6 +139,7 @@ type Portal struct {
 	bucket         leakyBucket
 	windows        map[string]*operatingWindow
 	faults         map[string][]Fault
+	im             imState
 	stats          Stats
 	last           Request
 }
@@ -215,6 +227,7 @@ func New(opts Options) *Portal {
 		"sonet_group.get":      p.groupGet,
 		"sonet_group.user.get": p.groupUserGet,
 	}
+	p.initIM()
 	return p
 }
 
@@ -227,6 +240,8 @@ func scopeOf(method string) string {
 		return "user"
 	case strings.HasPrefix(method, "sonet_group."):
 		return "sonet"
+	case strings.HasPrefix(method, "im."):
+		return "im"
 	}
 	return ""
 }
