@@ -205,7 +205,7 @@ func (g *getter) decode(rows []json.RawMessage) ([]incoming, []string, error) {
 		if id == "" {
 			return nil, nil, fmt.Errorf("get %s: row without ID: %.200s", g.k.name, row)
 		}
-		in, err := newIncoming(g.k, id, "", row, g.zone)
+		in, err := newIncoming(g.k, id, "", row, fields, g.zone)
 		if err != nil {
 			return nil, nil, err
 		}

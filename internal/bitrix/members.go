@@ -2,7 +2,6 @@ package bitrix
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -74,7 +73,7 @@ func (e *Engine) fetchMembers(ctx context.Context, groupIDs []string, zone *time
 			if user == "" {
 				return fmt.Errorf("members of group %s: row without USER_ID: %.200s", group, row)
 			}
-			in, err := newIncoming(members, group+":"+user, group, row, zone)
+			in, err := newIncoming(members, group+":"+user, group, row, fields, zone)
 			if err != nil {
 				return err
 			}
@@ -142,7 +141,7 @@ func (e *Engine) pullUsers(ctx context.Context, groups, members []incoming, zone
 			if err != nil {
 				return fmt.Errorf("pull users: %w", err)
 			}
-			in, err := newIncoming(users, text(fields, "ID"), "", json.RawMessage(row), zone)
+			in, err := newIncoming(users, text(fields, "ID"), "", row, fields, zone)
 			if err != nil {
 				return err
 			}

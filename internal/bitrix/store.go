@@ -40,21 +40,15 @@ type incoming struct {
 	dates            map[string]Date
 }
 
-// newIncoming prepares a source row: its checksum and parsed dates.
-func newIncoming(k kind, sourceID, parent string, payload json.RawMessage, zone *time.Location) (incoming, error) {
+// newIncoming prepares a source row, given as its raw JSON and its decoded fields: its checksum
+// and parsed dates.
+func newIncoming(k kind, sourceID, parent string, payload json.RawMessage, fields map[string]json.RawMessage, zone *time.Location) (incoming, error) {
 	sum, err := checksum(payload, k.volatile)
 	if err != nil {
 		return incoming{}, fmt.Errorf("%s %s: %w", k.name, sourceID, err)
 	}
-	in := incoming{sourceID: sourceID, parent: parent, payload: payload, checksum: sum, dates: map[string]Date{}}
-	if len(k.dates) > 0 {
-		fields, err := fieldsOf(payload)
-		if err != nil {
-			return incoming{}, fmt.Errorf("%s %s: %w", k.name, sourceID, err)
-		}
-		in.dates = parseDates(fields, k.dates, zone)
-	}
-	return in, nil
+	return incoming{sourceID: sourceID, parent: parent, payload: payload, checksum: sum,
+		dates: parseDates(fields, k.dates, zone)}, nil
 }
 
 // saved counts what storing a page did.

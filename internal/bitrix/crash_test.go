@@ -1,0 +1,301 @@
+package bitrix_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/dbtest"
+	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
+	"github.com/ingest-dev/ingest/internal/fakes/targetfake"
+)
+
+// The crash test runs the migration in a child process (testdata/crashchild) and kills it with
+// SIGKILL at random moments, rerunning it each time, as cron would after a node died. The fakes
+// and the databases live in the test and outlive the kills.
+const minKills = 20
+
+// buildChild compiles testdata/crashchild, without the race detector: killing a process that
+// runs at production speed is the point.
+func buildChild(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "crashchild")
+	out, err := exec.Command("go", "build", "-o", bin, "./testdata/crashchild").CombinedOutput()
+	if err != nil {
+		t.Fatalf("build the child: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// world is one database and one target the child migrates into.
+type world struct {
+	dbURL  string
+	target *targetfake.Server
+	addr   string // TARGET_WEBHOOK_URL
+}
+
+func newWorld(t *testing.T) *world {
+	w := &world{dbURL: dbtest.URL(t), target: targetfake.New(targetfake.Options{})}
+	srv := httptest.NewServer(w.target)
+	t.Cleanup(srv.Close)
+	u, _ := url.Parse(srv.URL + "/api/")
+	u.User = url.UserPassword("import", w.target.Token())
+	w.addr = u.String()
+	return w
+}
+
+// child is one run of the child process.
+type child struct {
+	cmd    *exec.Cmd
+	phase  chan string // the phases it announces; closed when its stdout ends
+	stderr bytes.Buffer
+}
+
+func startChild(t *testing.T, bin string, w *world, portal string) *child {
+	t.Helper()
+	c := &child{cmd: exec.Command(bin), phase: make(chan string, 16)}
+	c.cmd.Env = append(os.Environ(), "BITRIX_CRASH_DB="+w.dbURL, "BITRIX_CRASH_PORTAL="+portal, "BITRIX_CRASH_TARGET="+w.addr)
+	c.cmd.Stderr = &c.stderr
+	out, err := c.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(c.phase)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if p, ok := strings.CutPrefix(sc.Text(), "phase "); ok {
+				c.phase <- p
+			}
+		}
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	return c
+}
+
+// run lets the child run until phase starts and then for a random part of within before
+// killing it; it returns the phase the child was in when killed (or the last it announced) and
+// whether it was killed. An empty phase means: let it finish.
+func (c *child) run(t *testing.T, phase string, within time.Duration, rng *rand.Rand) (last string, killed bool) {
+	t.Helper()
+	var kill <-chan time.Time
+	for {
+		select {
+		case p, ok := <-c.phase:
+			if ok {
+				last = p
+				if p == phase && kill == nil {
+					kill = time.After(time.Duration(rng.Int64N(int64(within))))
+				}
+				continue
+			}
+			if err := c.cmd.Wait(); err != nil {
+				t.Fatalf("child failed on its own after %q: %v\n%s", last, err, c.stderr.String())
+			}
+			return last, false
+		case <-kill:
+			if err := c.cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			_ = c.cmd.Wait()
+			for p := range c.phase {
+				last = p
+			}
+			return last, true
+		}
+	}
+}
+
+// timedPhases runs a child to the end and returns how long each of its phases took.
+func (c *child) timedPhases(t *testing.T) map[string]time.Duration {
+	t.Helper()
+	took := map[string]time.Duration{}
+	last, at := "", time.Now()
+	for p := range c.phase {
+		if last != "" {
+			took[last] = time.Since(at)
+		}
+		last, at = p, time.Now()
+	}
+	if err := c.cmd.Wait(); err != nil || last != "done" {
+		t.Fatalf("reference run ended after %q: %v\n%s", last, err, c.stderr.String())
+	}
+	return took
+}
+
+func TestKilledRunsConverge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills child processes for a while")
+	}
+	dbtest.URL(t) // skips without a database, before anything starts
+	t.Parallel()
+	portal := bitrixfake.New(bitrixfake.Options{Users: 2_000, Groups: 100, Seed: 51})
+	psrv := httptest.NewServer(portal)
+	defer psrv.Close()
+	webhook := psrv.URL + portal.WebhookPath()
+
+	bin := buildChild(t)
+
+	// The uninterrupted run the crashed one must end up equal to.
+	ref := newWorld(t)
+	took := startChild(t, bin, ref, webhook).timedPhases(t)
+
+	// Each kill aims at a random moment early in one of the phases that write, so that the
+	// work of a phase is cut several times before it is done; a phase whose work an earlier
+	// run finished passes quickly, and the kill lands in a later one.
+	crashed := newWorld(t)
+	rng := rand.New(rand.NewPCG(51, 1))
+	var aims []string
+	for _, a := range []struct {
+		phase string
+		kills int
+	}{{"users get", 4}, {"users set", 6}, {"groups get", 4}, {"groups set", 6}} {
+		aims = append(aims, slices.Repeat([]string{a.phase}, a.kills)...)
+	}
+	killedIn := map[string]int{}
+	for kills := 0; kills < minKills; {
+		aim := aims[kills]
+		last, killed := startChild(t, bin, crashed, webhook).run(t, aim, took[aim]/3+time.Millisecond, rng)
+		if killed {
+			kills++
+			killedIn[last]++
+		}
+	}
+	if last, _ := startChild(t, bin, crashed, webhook).run(t, "", 0, rng); last != "done" {
+		t.Fatalf("final run ended after %q", last)
+	}
+	t.Logf("uninterrupted phases took %v; kills by phase: %v", took, killedIn)
+	var gets, sets int
+	for phase, n := range killedIn {
+		switch {
+		case strings.HasSuffix(phase, " get"):
+			gets += n
+		case strings.HasSuffix(phase, " set"):
+			sets += n
+		}
+	}
+	if gets == 0 || sets == 0 {
+		t.Errorf("kills landed in %d gets and %d sets; want both", gets, sets)
+	}
+
+	// The target holds every record exactly once, with the content of the uninterrupted run's.
+	// Target ids may differ (memberships of groups imported by an earlier run are sent later),
+	// so references are compared by the key of the record they name.
+	if s := crashed.target.Stats(); s.Duplicates != 0 {
+		t.Errorf("%d duplicates on the target", s.Duplicates)
+	}
+	want, got := ref.contents(t), crashed.contents(t)
+	if len(got) != len(want) {
+		t.Errorf("%d records on the target, want %d", len(got), len(want))
+	}
+	for key, w := range want {
+		if got[key] != w {
+			t.Errorf("target record %s = %s, want %s", key, got[key], w)
+			break
+		}
+	}
+	// The database holds the same records, statuses and inventory, and its id map names what
+	// the target holds.
+	for _, q := range []string{
+		`SELECT entity, source_id, status, checksum, payload::text, dates::text, coalesce(last_error, '') FROM bitrix_records ORDER BY entity, source_id`,
+		`SELECT entity, source_id, checksum FROM bitrix_id_map ORDER BY entity, source_id`,
+		`SELECT entity, source_total::text, get_complete::text, verified::text FROM bitrix_inventory ORDER BY entity`,
+	} {
+		want, got := dumpRows(t, ref.dbURL, q), dumpRows(t, crashed.dbURL, q)
+		if len(want) == 0 || len(got) != len(want) {
+			t.Errorf("%s: %d rows, want %d", q, len(got), len(want))
+			continue
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("%s: row %d = %s, want %s", q, i, got[i], want[i])
+				break
+			}
+		}
+	}
+	for _, row := range dumpRows(t, crashed.dbURL, `SELECT entity || ' ' || source_id || ' ' || target_id FROM bitrix_id_map`) {
+		var entity, sourceID, targetID string
+		fmt.Sscan(row, &entity, &sourceID, &targetID)
+		if rec, ok := crashed.target.Lookup(entity, "source:"+entity+":"+sourceID); !ok || rec.TargetID != targetID {
+			t.Errorf("id map %s %s -> %s, the target holds %+v", entity, sourceID, targetID, rec)
+			break
+		}
+	}
+}
+
+// contents returns the target's records by key: checksum and payload, with the target ids in
+// references replaced by the keys of the records they name.
+func (w *world) contents(t *testing.T) map[string]string {
+	t.Helper()
+	keyOf := map[string]map[string]string{} // entity -> target id -> key
+	for _, entity := range []string{bitrix.Users, bitrix.Groups} {
+		keyOf[entity] = map[string]string{}
+		for _, r := range w.target.Records(entity) {
+			keyOf[entity][r.TargetID] = r.Key
+		}
+	}
+	refs := map[string]string{"OWNER_ID": bitrix.Users, "USER_ID": bitrix.Users, "GROUP_ID": bitrix.Groups}
+	out := map[string]string{}
+	for _, entity := range []string{bitrix.Users, bitrix.Groups, bitrix.GroupMembers} {
+		for _, r := range w.target.Records(entity) {
+			var payload map[string]any
+			if err := json.Unmarshal(r.Payload, &payload); err != nil {
+				t.Fatal(err)
+			}
+			for field, to := range refs {
+				if id, ok := payload[field].(string); ok && entity != bitrix.Users {
+					payload[field] = keyOf[to][id]
+				}
+			}
+			b, _ := json.Marshal(payload)
+			out[r.Key] = r.Checksum + " " + string(b)
+		}
+	}
+	return out
+}
+
+// dumpRows returns a query's rows as text.
+func dumpRows(t *testing.T, dbURL, q string) []string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fmt.Sprint(vals...))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

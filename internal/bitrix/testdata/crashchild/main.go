@@ -1,0 +1,59 @@
+// Command crashchild runs every phase of users and then groups against the fakes of
+// TestKilledRunsConverge, which kills it at random moments. It is built by that test, without
+// the race detector so that a run takes as long as it would in production.
+//
+// It prints "phase <entity> <phase>" as each phase starts and "phase done" at the end; the
+// database, portal and target addresses come from the environment.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/time/rate"
+
+	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/rest"
+	"github.com/ingest-dev/ingest/internal/metrics"
+	"github.com/ingest-dev/ingest/internal/retry"
+)
+
+func main() {
+	if err := run(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "crashchild:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context) error {
+	pool, err := pgxpool.New(ctx, os.Getenv("BITRIX_CRASH_DB"))
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	source, err := rest.New(os.Getenv("BITRIX_CRASH_PORTAL"), rest.Options{Limiter: rate.NewLimiter(rate.Inf, 1), Logger: log})
+	if err != nil {
+		return err
+	}
+	target, err := bitrix.NewTarget(os.Getenv("BITRIX_CRASH_TARGET"), bitrix.TargetOptions{Logger: log})
+	if err != nil {
+		return err
+	}
+	e := &bitrix.Engine{Pool: pool, Source: source, Target: target, Log: log, Metrics: metrics.New(),
+		Actor: "crash test", RetryPolicy: retry.Policy{Delays: []time.Duration{0, 0, 0}}}
+	for _, entity := range bitrix.Entities {
+		for _, phase := range []string{"get", "set", "verify"} {
+			fmt.Printf("phase %s %s\n", entity, phase)
+			if err := e.Phase(ctx, entity, phase); err != nil {
+				return fmt.Errorf("%s %s: %w", entity, phase, err)
+			}
+		}
+	}
+	fmt.Println("phase done")
+	return nil
+}
