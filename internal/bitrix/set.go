@@ -129,7 +129,7 @@ func (e *Engine) requireVerified(ctx context.Context, entity, phase, needs strin
 		needs).Scan(&pending); err != nil {
 		return fmt.Errorf("check %s: %w", needs, err)
 	}
-	reason := fmt.Sprintf("%s are not verified", needs)
+	var reason string
 	switch {
 	case inv.Pass == 0:
 		reason = fmt.Sprintf("%s were never read; run `ingest bitrix %s run`", needs, needs)

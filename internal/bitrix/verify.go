@@ -128,10 +128,11 @@ func (e *Engine) Verify(ctx context.Context, entity string) (VerifyReport, error
 			return r, err
 		}
 	}
-	for _, sk := range []kind{k, kinds[GroupMembers]} {
-		if sk.name == GroupMembers && k.name != Groups {
-			break
-		}
+	sampled := []kind{k}
+	if k.name == Groups {
+		sampled = append(sampled, kinds[GroupMembers])
+	}
+	for _, sk := range sampled {
 		if err := e.verifySample(ctx, sk, &r); err != nil {
 			return r, err
 		}
