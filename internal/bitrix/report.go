@@ -1,0 +1,158 @@
+package bitrix
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// maxListed bounds every list in a verify report; the counts stay exact.
+const maxListed = 50
+
+// VerifyReport is what verify found (seed 000 "<entity>-verify", seed 001 "Верификация"). It is
+// stored in the inventory, clean or not, and shown by `ingest bitrix status`.
+type VerifyReport struct {
+	Entity string    `json:"entity"`
+	At     time.Time `json:"at"`
+	// SourceCount is the portal's count of the entity at verify time.
+	SourceCount int64 `json:"source_count"`
+	// Expected is how many records the target must hold: SourceCount, or under test_limit the
+	// records the limited get read (TestLimit is then set).
+	Expected  int64 `json:"expected"`
+	TestLimit *int  `json:"test_limit,omitempty"`
+	// TargetCount is import.<entity>.count.
+	TargetCount int64 `json:"target_count"`
+	// ByStatus counts the entity's records by status.
+	ByStatus map[string]int64 `json:"by_status"`
+	// NotImported lists records not in IMPORT_OK, with the reason (up to 50).
+	NotImported []RecordIssue `json:"not_imported,omitempty"`
+	// Members is the membership coverage (groups only).
+	Members *MemberCoverage `json:"members,omitempty"`
+	// UnresolvedOwners lists groups whose owner has no target id, or whose owner on the target
+	// is not the owner's target id (groups only).
+	UnresolvedOwners []RecordIssue `json:"unresolved_owners,omitempty"`
+	// Sampled is how many IMPORT_OK records were compared field by field; Mismatches lists
+	// every difference found (up to 50).
+	Sampled    int        `json:"sampled"`
+	Mismatches []Mismatch `json:"mismatches,omitempty"`
+	// MismatchedRecords counts sampled records with at least one difference.
+	MismatchedRecords int `json:"mismatched_records"`
+	// Problems says in words what keeps the entity from being verified; none means clean.
+	Problems []string `json:"problems"`
+}
+
+// RecordIssue names one record and what is wrong with it.
+type RecordIssue struct {
+	Entity   string `json:"entity"`
+	SourceID string `json:"source_id"`
+	Status   string `json:"status,omitempty"`
+	Reason   string `json:"reason"`
+}
+
+// MemberCoverage compares the memberships read from the source with the target.
+type MemberCoverage struct {
+	// Source counts the membership records read; Target is import.group_members.count.
+	Source, Target int64
+	// Missing counts memberships the target does not hold; Groups lists the groups they belong
+	// to with their user ids (up to 50 groups).
+	Missing int64           `json:"missing"`
+	Groups  []GroupCoverage `json:"groups,omitempty"`
+}
+
+// GroupCoverage is one group whose memberships the target does not fully hold.
+type GroupCoverage struct {
+	GroupID       string   `json:"group_id"`
+	Source        int      `json:"source"`
+	OnTarget      int      `json:"on_target"`
+	MissingUsers  []string `json:"missing_users"`
+	GroupImported bool     `json:"group_imported"`
+}
+
+// Mismatch is one field that differs between a record and the target's copy.
+type Mismatch struct {
+	Entity   string `json:"entity"`
+	SourceID string `json:"source_id"`
+	TargetID string `json:"target_id,omitempty"`
+	Field    string `json:"field"`
+	Want     string `json:"want"`
+	Got      string `json:"got"`
+}
+
+// Clean reports whether verify found nothing wrong.
+func (r VerifyReport) Clean() bool { return len(r.Problems) == 0 }
+
+// Summary is the report in one line.
+func (r VerifyReport) Summary() string {
+	if r.Clean() {
+		return fmt.Sprintf("clean: %d on target of %d expected, %d sampled", r.TargetCount, r.Expected, r.Sampled)
+	}
+	return strings.Join(r.Problems, "; ")
+}
+
+// ErrNotVerified is returned (wrapped) by Run when verify finds problems.
+var ErrNotVerified = errors.New("verify found problems")
+
+func (r *VerifyReport) problem(format string, args ...any) {
+	r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
+}
+
+// diffPayloads lists the fields whose values differ between two JSON objects, in field order.
+// Values are compared in canonical form, so formatting and key order do not count.
+func diffPayloads(want, got json.RawMessage) ([]Mismatch, error) {
+	w, err := fieldsOf(want)
+	if err != nil {
+		return nil, err
+	}
+	g, err := fieldsOf(got)
+	if err != nil {
+		return nil, fmt.Errorf("target payload: %w", err)
+	}
+	names := sortedKeys(w)
+	for name := range g {
+		if _, ok := w[name]; !ok {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	var out []Mismatch
+	for _, name := range names {
+		a, b := canonical(w[name]), canonical(g[name])
+		if !bytes.Equal(a, b) {
+			out = append(out, Mismatch{Field: name, Want: clip(a), Got: clip(b)})
+		}
+	}
+	return out, nil
+}
+
+// canonical re-encodes a JSON value with sorted keys; an absent value stays empty.
+func canonical(raw json.RawMessage) []byte {
+	if len(raw) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return raw
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
+func clip(b []byte) string {
+	if b == nil {
+		return "(absent)"
+	}
+	const n = 200
+	if len(b) > n {
+		return string(b[:n]) + "…"
+	}
+	return string(b)
+}
