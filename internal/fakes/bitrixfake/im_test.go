@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 const me = 1 // the webhook's user in every test portal
@@ -537,5 +538,28 @@ func TestIMSameSeedSameData(t *testing.T) {
 	}
 	if dump(7) == dump(8) {
 		t.Error("portals with seeds 7 and 8 are identical")
+	}
+}
+
+func TestLatencyCountsTheMethodsAnAnswerRan(t *testing.T) {
+	p, srv := start(t, Options{Users: 5, Seed: 1, CommandLatency: time.Millisecond})
+	tests := []struct {
+		method, body string
+		wantRun      int
+	}{
+		{"user.get", `{}`, 1},
+		{"batch", `{"cmd":{"a":"user.get","b":"user.get","c":"user.current"}}`, 3},
+		{"no.such.method", `{}`, 0},
+	}
+	for _, tt := range tests {
+		before := p.executed
+		call(t, srv, p, tt.method, tt.body)
+		if run := p.executed - before; run != tt.wantRun {
+			t.Errorf("%s ran %d methods, want %d", tt.method, run, tt.wantRun)
+		}
+	}
+	p.opts.Latency = 20 * time.Millisecond
+	if got, want := p.latency(50), 70*time.Millisecond; got != want {
+		t.Errorf("latency of a 50-command batch = %v, want %v", got, want)
 	}
 }

@@ -90,6 +90,12 @@ type Options struct {
 	CallCost, RowCost, CountCost time.Duration
 	// SlowDelay is how long FaultSlow holds an answer; 0 means 2 s.
 	SlowDelay time.Duration
+	// Latency and CommandLatency hold every answer back in real time, the
+	// first per HTTP request and the second per method run (so a batch of
+	// 50 commands takes Latency + 50*CommandLatency), without blocking
+	// other requests: the network and the portal's own work, which is what
+	// concurrent clients overlap. Zero means answers come at once.
+	Latency, CommandLatency time.Duration
 	// Now is the portal's clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -141,6 +147,7 @@ type Portal struct {
 	faults         map[string][]Fault
 	im             imState
 	stats          Stats
+	executed       int // methods run, batch commands included
 	last           Request
 }
 
@@ -272,6 +279,7 @@ func (p *Portal) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	p.mu.Lock()
+	executedBefore := p.executed
 	now := p.opts.Now()
 	params := requestParams(r, body)
 	p.last = Request{Verb: r.Method, Method: method, Params: params}
@@ -288,7 +296,11 @@ func (p *Portal) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a = p.execute(method, params, now)
 	}
 	out, status := p.envelope(a, now)
+	executed := p.executed - executedBefore
 	p.mu.Unlock()
+	if !p.hold(r, executed) {
+		return
+	}
 
 	body, err = appendJSON(nil, out)
 	if err != nil {
@@ -298,6 +310,28 @@ func (p *Portal) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
 	_, _ = w.Write(append(body, '\n'))
+}
+
+// hold waits out the latency of an answer that ran n methods, outside the
+// portal's lock; it reports false if the client went away meanwhile.
+func (p *Portal) hold(r *http.Request, n int) bool {
+	d := p.latency(n)
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}
+
+// latency is how long an answer that ran n methods is held back.
+func (p *Portal) latency(n int) time.Duration {
+	return p.opts.Latency + time.Duration(n)*p.opts.CommandLatency
 }
 
 // splitPath reads /rest/<user>/<token>/<method>[.json].
@@ -363,6 +397,7 @@ func (p *Portal) execute(method string, params map[string]any, now time.Time) an
 	}
 	a := h(params)
 	p.stats.Calls[method]++
+	p.executed++
 	window.add(now, a.cost.Seconds())
 	a.method = method
 	a.operating = window.sum(now)
