@@ -56,6 +56,13 @@ type Engine struct {
 	SourceZone *time.Location
 	// SampleSize is how many IMPORT_OK records verify compares field by field; 0 means 50.
 	SampleSize int
+	// Concurrency is how many batches of message reads chats get keeps in flight at once
+	// (BITRIX_CONCURRENCY); 0 means 4. Every request still waits for the shared rate limiter.
+	Concurrency int
+	// ChatRescan makes chats get read every chat's whole history again instead of only the
+	// messages newer than the newest one stored: the way to find edited messages, whose hash
+	// changes (they go back to NEW).
+	ChatRescan bool
 	// Now is the clock for retry schedules; nil means time.Now.
 	Now func() time.Time
 }

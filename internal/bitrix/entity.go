@@ -11,10 +11,12 @@ const (
 	Users        = "users"
 	Groups       = "groups"
 	GroupMembers = "group_members"
+	Chats        = "chats"
+	ChatMessages = "chat_messages"
 )
 
 // Entities lists the entities `ingest bitrix ENTITY PHASE` accepts, in migration order.
-var Entities = []string{Users, Groups}
+var Entities = []string{Users, Groups, Chats}
 
 // kind describes how one entity is read, stored and imported.
 type kind struct {
@@ -60,6 +62,10 @@ func lookup(name string) (kind, error) {
 		return kinds[name], nil
 	case GroupMembers:
 		return kind{}, fmt.Errorf("bitrix entity %q is migrated as part of %q: run `ingest bitrix groups ...`", name, Groups)
+	case ChatMessages:
+		return kind{}, fmt.Errorf("bitrix entity %q is migrated as part of %q: run `ingest bitrix chats ...`", name, Chats)
+	case Chats:
+		return kind{}, fmt.Errorf("bitrix entity %q has phases of its own: GetChats, SetChats, VerifyChats (or Phase)", name)
 	}
-	return kind{}, fmt.Errorf("unknown bitrix entity %q (valid: users, groups)", name)
+	return kind{}, fmt.Errorf("unknown bitrix entity %q (valid: users, groups, chats)", name)
 }

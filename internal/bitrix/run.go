@@ -16,6 +16,9 @@ var Phases = []string{"fields-get", "fields-set", "get", "set", "verify"}
 
 // Phase runs one phase of an entity by its command name ("fields-get", "get", ...).
 func (e *Engine) Phase(ctx context.Context, entity, phase string) error {
+	if entity == Chats {
+		return e.chatPhase(ctx, phase)
+	}
 	var err error
 	switch phase {
 	case "fields-get":
@@ -41,7 +44,7 @@ func (e *Engine) Phase(ctx context.Context, entity, phase string) error {
 // Run runs every phase of the entity in order and stops at the first that fails; a verify that
 // finds problems is a failure (ErrNotVerified).
 func (e *Engine) Run(ctx context.Context, entity string) error {
-	if _, err := lookup(entity); err != nil {
+	if _, err := lookup(entity); err != nil && entity != Chats {
 		return err
 	}
 	for _, phase := range Phases {
@@ -86,7 +89,7 @@ func (e *Engine) Report(ctx context.Context) (StatusReport, error) {
 		return StatusReport{}, err
 	}
 	var out StatusReport
-	for _, name := range []string{Users, Groups, GroupMembers} {
+	for _, name := range []string{Users, Groups, GroupMembers, Chats, ChatMessages} {
 		es := EntityStatus{Entity: name, ByStatus: map[string]int64{}}
 		for _, st := range Machine.Statuses {
 			es.ByStatus[string(st)] = 0

@@ -1,0 +1,119 @@
+package bitrix
+
+// Chats and their messages (seed 002), in the same single-pass model as the other entities but
+// read the only way the portal allows (research/bitrix.md §5.3; docs/bitrix-chats.md):
+//
+//   - no method lists every chat of a portal: get reads the chats of the webhook's user from
+//     im.recent.list (pages that overlap, de-duplicated by chat id) and the chats of the
+//     workgroups already read (im.chat.get by SONET_GROUP). A chat that user cannot read is
+//     stored with the portal's refusal and put in IMPORT_ERR, so verify lists it: nothing is
+//     dropped silently;
+//   - messages come from im.dialog.messages.get, 50 at a time behind a cursor, chat by chat;
+//     where a chat's walk stands is in the page log, so a killed get resumes each chat where it
+//     was; later gets only top up (FIRST_ID = the newest stored message), and ChatRescan reads
+//     whole histories again to find edited messages by their hash;
+//   - set imports chats (20 per call) and then, only for chats in IMPORT_OK, their messages
+//     in id order (100 per call), with user ids translated through the id map.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/ingest-dev/ingest/internal/bitrix/rest"
+)
+
+var (
+	chatsKind = kind{name: Chats, dates: []string{"date_create"}, batch: 20}
+	// A message's "unread" says whether the webhook's user has read it, not what it is.
+	messagesKind = kind{name: ChatMessages, dates: []string{"date"}, volatile: []string{"unread"}, batch: 100}
+)
+
+// chatRow is the payload of a chats record: the chat as the portal describes it to the
+// webhook's user, put together from im.recent.list (or im.dialog.get, for a chat found through
+// its workgroup) and im.chat.user.list. Ids are the portal's.
+type chatRow struct {
+	ID int64 `json:"id"`
+	// DialogID is how the portal addresses the chat: "chat<ID>", or for a 1:1 dialog the other
+	// user's id.
+	DialogID    string `json:"dialog_id"`
+	Type        string `json:"type"` // private, chat, open, sonetGroup, tasksTask, lines...
+	MessageType string `json:"message_type,omitempty"`
+	Name        string `json:"name"`
+	Owner       int64  `json:"owner,omitempty"`
+	EntityType  string `json:"entity_type,omitempty"` // SONET_GROUP, TASKS_TASK, LINES, CRM...
+	EntityID    string `json:"entity_id,omitempty"`
+	DateCreate  string `json:"date_create,omitempty"`
+	// Participants are the user ids im.chat.user.list returned.
+	Participants []int64 `json:"participants"`
+	// ParticipantsUnavailable says why the participants could not be read; the chat then
+	// cannot be imported (never half-mapped).
+	ParticipantsUnavailable string `json:"participants_unavailable,omitempty"`
+	// Unreachable is the portal's refusal to show the chat to the webhook's user; nil when the
+	// chat can be read.
+	Unreachable *Unreachable `json:"unreachable,omitempty"`
+}
+
+// Unreachable is why a chat could not be read: the method and the portal's error. HTTPStatus is
+// 0 when the refusal came inside a batch, whose answer is a 200 (the portal's own status for it
+// is 403).
+type Unreachable struct {
+	Method      string `json:"method"`
+	HTTPStatus  int    `json:"http_status,omitempty"`
+	Code        string `json:"code"`
+	Description string `json:"description"`
+}
+
+// Reason says in words why the chat is out of reach, for IMPORT_ERR and the verify report.
+func (u *Unreachable) Reason() string {
+	return fmt.Sprintf("out of reach: %s refused with %s (%s): the webhook's user is not a participant "+
+		"and only participants may read a chat; it needs a token of one of its participants",
+		u.Method, u.Code, u.Description)
+}
+
+// unreachableFrom turns a refusal of the portal into an Unreachable, if it is one: ACCESS_ERROR
+// (403) is what the portal answers to everyone outside a chat.
+func unreachableFrom(method string, err error) (*Unreachable, bool) {
+	if !rest.HasCode(err, "ACCESS_ERROR") {
+		return nil, false
+	}
+	u := &Unreachable{Method: method, Code: "ACCESS_ERROR"}
+	if api, ok := errors.AsType[*rest.APIError](err); ok {
+		u.HTTPStatus, u.Code, u.Description = api.HTTPStatus, api.Code, api.Description
+	}
+	return u, true
+}
+
+func decodeChatRow(payload json.RawMessage) (chatRow, error) {
+	var row chatRow
+	if err := json.Unmarshal(payload, &row); err != nil {
+		return row, fmt.Errorf("decode chat: %w", err)
+	}
+	return row, nil
+}
+
+// noChatFields is why fields-get and fields-set do nothing for chats.
+const noChatFields = "chats have no custom fields in the Bitrix24 REST API: nothing to do"
+
+// chatPhase runs one phase of chats by its command name.
+func (e *Engine) chatPhase(ctx context.Context, phase string) error {
+	switch phase {
+	case "fields-get", "fields-set":
+		e.Log.Info(noChatFields, "entity", Chats, "phase", phase)
+		return nil
+	case "get":
+		_, err := e.GetChats(ctx)
+		return err
+	case "set":
+		_, err := e.SetChats(ctx)
+		return err
+	case "verify":
+		r, err := e.VerifyChats(ctx)
+		if err == nil && !r.Clean() {
+			err = fmt.Errorf("%s: %w: %s", Chats, ErrNotVerified, r.Summary())
+		}
+		return err
+	}
+	return fmt.Errorf("unknown bitrix phase %q (valid: fields-get, fields-set, get, set, verify, run)", phase)
+}

@@ -1,0 +1,446 @@
+package bitrix
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ingest-dev/ingest/internal/bitrix/rest"
+	"github.com/ingest-dev/ingest/internal/status"
+)
+
+// ChatGetStats sums up a chats get.
+type ChatGetStats struct {
+	// Chats counts the chats found, Unreachable those among them the webhook's user cannot read;
+	// NewChats and ChangedChats count what storing them did.
+	Chats, Unreachable, NewChats, ChangedChats int
+	// Pass is the pass of the message walk; Resumed is set when it continued an interrupted one.
+	Pass    int
+	Resumed bool
+	// Pages and Messages count what was read of the messages.
+	Pages, Messages int
+	// NewMessages, ChangedMessages and UnchangedMessages count what storing them did: a message
+	// whose hash changed (an edit) is Changed and back in NEW.
+	NewMessages, ChangedMessages, UnchangedMessages int
+}
+
+const (
+	// recentLimit is im.recent.list's largest page.
+	recentLimit = 200
+	// recentPagesPerBatch is how many recent-list pages one batch asks for once the first page
+	// says there are more: their offsets do not depend on each other.
+	recentPagesPerBatch = 10
+)
+
+// GetChats reads the chats of the webhook's user and their messages into bitrix_records (seed
+// 002 "chats-get"): the chats from im.recent.list and the workgroups' chats, with their
+// participants; then every readable chat's messages, through a queue of chats worked by
+// Concurrency batches at a time. A chat that cannot be read is stored with the reason, in
+// IMPORT_ERR. With TestLimit only the first TestLimit chats are read, with all their messages.
+func (e *Engine) GetChats(ctx context.Context) (ChatGetStats, error) {
+	defer e.Metrics.Phase(Chats, "get")()
+	var st ChatGetStats
+	if _, err := loadInventory(ctx, e.Pool, Chats); err != nil { // creates the row startPass updates
+		return st, err
+	}
+	inv, err := startPass(ctx, e.Pool, Chats, e.TestLimit)
+	if err != nil {
+		return st, err
+	}
+	rows, zone, err := e.findChats(ctx, inv.Pass)
+	if err != nil {
+		return st, fmt.Errorf("get chats: %w", err)
+	}
+	if err := e.saveChats(ctx, rows, zone, &st); err != nil {
+		return st, fmt.Errorf("get chats: %w", err)
+	}
+	e.Log.Info("chats found", "entity", Chats, "chats", st.Chats, "new", st.NewChats, "changed", st.ChangedChats,
+		"unreachable", st.Unreachable)
+	if err := e.walkMessages(ctx, zone, &st); err != nil {
+		return st, fmt.Errorf("get chat messages: %w", err)
+	}
+	e.Log.Info("get done", "entity", ChatMessages, "pass", st.Pass, "resumed", st.Resumed, "pages", st.Pages,
+		"messages", st.Messages, "new", st.NewMessages, "changed", st.ChangedMessages, "unchanged", st.UnchangedMessages)
+	return st, nil
+}
+
+// recentPage is the result of im.recent.list.
+type recentPage struct {
+	Items   []recentItem `json:"items"`
+	HasMore bool         `json:"hasMore"`
+}
+
+// recentItem is one dialog of the recent list; id is the other user's id for a 1:1 dialog and
+// "chat<ID>" for a chat.
+type recentItem struct {
+	ID     rest.ID  `json:"id"`
+	ChatID rest.ID  `json:"chat_id"`
+	Type   string   `json:"type"` // user or chat
+	Title  string   `json:"title"`
+	Chat   chatCard `json:"chat"`
+}
+
+// chatCard is the part of a chat's description (recent item "chat", im.dialog.get) a chat
+// record keeps. Ids arrive as numbers or strings.
+type chatCard struct {
+	ID          rest.ID `json:"id"`
+	Name        string  `json:"name"`
+	Owner       rest.ID `json:"owner"`
+	Type        string  `json:"type"`
+	MessageType string  `json:"message_type"`
+	EntityType  string  `json:"entity_type"`
+	EntityID    string  `json:"entity_id"`
+	DateCreate  string  `json:"date_create"`
+}
+
+func (c chatCard) row(id int64) chatRow {
+	owner, _ := c.Owner.Int64()
+	return chatRow{ID: id, DialogID: "chat" + strconv.FormatInt(id, 10), Type: c.Type, MessageType: c.MessageType,
+		Name: c.Name, Owner: owner, EntityType: c.EntityType, EntityID: c.EntityID, DateCreate: c.DateCreate}
+}
+
+func (it recentItem) row() (chatRow, error) {
+	id, err := it.ChatID.Int64()
+	if err != nil {
+		return chatRow{}, fmt.Errorf("recent item %q: chat_id: %w", it.ID, err)
+	}
+	if it.Type == "user" { // a 1:1 dialog: the item describes the other user, not the chat
+		return chatRow{ID: id, DialogID: it.ID.String(), Type: "private", MessageType: "P", Name: it.Title}, nil
+	}
+	return it.Chat.row(id), nil
+}
+
+// findChats lists the chats to read: the recent list's, de-duplicated, then the workgroups'
+// chats it does not have, each with its participants. It returns them in that order, and the
+// portal's time zone.
+func (e *Engine) findChats(ctx context.Context, pass int) ([]*chatRow, *time.Location, error) {
+	rows, zone, err := e.recentChats(ctx, pass)
+	if err != nil {
+		return nil, nil, err
+	}
+	known := map[int64]bool{}
+	for _, r := range rows {
+		known[r.ID] = true
+	}
+	more, err := e.workgroupChats(ctx, known)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows = append(rows, more...)
+	if lim := e.TestLimit; lim > 0 && len(rows) > lim {
+		rows = rows[:lim]
+	}
+	if err := e.chatParticipants(ctx, rows); err != nil {
+		return nil, nil, err
+	}
+	return rows, zone, nil
+}
+
+// recentChats reads the webhook user's recent list. The first page comes alone; if it says
+// there is more, the following pages come recentPagesPerBatch at a time, OFFSET advancing by
+// LIMIT as the docs advise (next, OFFSET plus the items returned, re-reads records). Pages
+// overlap: a chat is kept once, where it first appears. Each page is logged in the chats
+// pass given; pass 0 logs nothing (verify's look at the list).
+func (e *Engine) recentChats(ctx context.Context, pass int) ([]*chatRow, *time.Location, error) {
+	params := func(offset int) map[string]any { return map[string]any{"OFFSET": offset, "LIMIT": recentLimit} }
+	resp, err := e.Source.Call(ctx, "im.recent.list", params(0))
+	if err != nil {
+		return nil, nil, err
+	}
+	zone, err := e.zoneOf(resp)
+	if err != nil {
+		return nil, nil, err
+	}
+	var rows []*chatRow
+	seen := map[int64]bool{}
+	take := func(offset int, r *rest.Response) (bool, error) {
+		var page recentPage
+		if err := r.Decode(&page); err != nil {
+			return false, fmt.Errorf("im.recent.list OFFSET %d: %w", offset, err)
+		}
+		for _, it := range page.Items {
+			row, err := it.row()
+			if err != nil {
+				return false, err
+			}
+			if !seen[row.ID] {
+				seen[row.ID] = true
+				rows = append(rows, &row)
+			}
+		}
+		next := "recent end"
+		if page.HasMore {
+			next = "recent OFFSET=" + strconv.Itoa(offset+recentLimit)
+		}
+		if pass == 0 {
+			return page.HasMore, nil
+		}
+		err := pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
+			return logPage(ctx, tx, Chats, e.RunID, pageRecord{pass: pass, cursor: "recent OFFSET=" + strconv.Itoa(offset),
+				next: next, count: len(page.Items)})
+		})
+		return page.HasMore, err
+	}
+	more, err := take(0, resp)
+	for offset := recentLimit; more && err == nil; offset += recentLimit * recentPagesPerBatch {
+		cmds := make([]rest.Command, recentPagesPerBatch)
+		for i := range cmds {
+			cmds[i] = rest.Command{Key: "r" + strconv.Itoa(offset+i*recentLimit), Method: "im.recent.list",
+				Params: params(offset + i*recentLimit)}
+		}
+		pages := map[string]*rest.Response{}
+		err = e.batchEach(ctx, cmds, func(key string, r *rest.Response) error {
+			pages[key] = r
+			return nil
+		}, func(key string, err error) error { return fmt.Errorf("im.recent.list OFFSET %s: %w", key[1:], err) })
+		for i := 0; more && i < len(cmds) && err == nil; i++ {
+			more, err = take(offset+i*recentLimit, pages[cmds[i].Key])
+		}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return rows, zone, nil
+}
+
+// zoneOf returns the portal's time zone: SourceZone, or the offset of the portal's clock in an
+// answer (im dates always carry their offset; the zone only matters for those that would not).
+func (e *Engine) zoneOf(resp *rest.Response) (*time.Location, error) {
+	if e.SourceZone != nil {
+		return e.SourceZone, nil
+	}
+	t, err := time.Parse(time.RFC3339, resp.Time.DateStart)
+	if err != nil {
+		return nil, fmt.Errorf("the portal's time.date_start %q is not ISO 8601; set the portal's time zone explicitly", resp.Time.DateStart)
+	}
+	_, offset := t.Zone()
+	return time.FixedZone(offsetOf(t), offset), nil
+}
+
+// workgroupChats finds the chats of the workgroups already read (im.chat.get by SONET_GROUP,
+// which answers for any group, member or not) that are not among the known ones, and asks for
+// each one's card: a chat the webhook's user is not in is refused (ACCESS_ERROR) and comes back
+// marked unreachable.
+func (e *Engine) workgroupChats(ctx context.Context, known map[int64]bool) ([]*chatRow, error) {
+	rows, err := e.Pool.Query(ctx, `SELECT source_id FROM bitrix_records WHERE entity = 'groups' ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("list workgroups: %w", err)
+	}
+	groups, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("list workgroups: %w", err)
+	}
+	if len(groups) == 0 {
+		e.Log.Info("no workgroups read yet: only the recent list's chats are read", "entity", Chats)
+		return nil, nil
+	}
+	cmds := make([]rest.Command, len(groups))
+	for i, g := range groups {
+		cmds[i] = rest.Command{Key: "g" + g, Method: "im.chat.get", Params: map[string]any{"ENTITY_TYPE": "SONET_GROUP", "ENTITY_ID": g}}
+	}
+	groupOf := map[int64]string{}
+	var found []int64
+	err = e.batchEach(ctx, cmds, func(key string, r *rest.Response) error {
+		var res *struct {
+			ID rest.ID `json:"ID"`
+		}
+		if err := r.Decode(&res); err != nil {
+			return fmt.Errorf("im.chat.get for workgroup %s: %w", key[1:], err)
+		}
+		if res == nil { // the group has no chat
+			return nil
+		}
+		id, err := res.ID.Int64()
+		if err != nil {
+			return fmt.Errorf("im.chat.get for workgroup %s: %w", key[1:], err)
+		}
+		if !known[id] {
+			groupOf[id] = key[1:]
+			found = append(found, id)
+		}
+		return nil
+	}, func(key string, err error) error { return fmt.Errorf("chat of workgroup %s: %w", key[1:], err) })
+	if err != nil || len(found) == 0 {
+		return nil, err
+	}
+
+	cmds = cmds[:0]
+	for _, id := range found {
+		cmds = append(cmds, rest.Command{Key: "c" + strconv.FormatInt(id, 10), Method: "im.dialog.get",
+			Params: map[string]any{"DIALOG_ID": "chat" + strconv.FormatInt(id, 10)}})
+	}
+	byID := map[int64]*chatRow{}
+	err = e.batchEach(ctx, cmds, func(key string, r *rest.Response) error {
+		id, _ := strconv.ParseInt(key[1:], 10, 64)
+		var card chatCard
+		if err := r.Decode(&card); err != nil {
+			return fmt.Errorf("im.dialog.get chat%d: %w", id, err)
+		}
+		row := card.row(id)
+		byID[id] = &row
+		return nil
+	}, func(key string, err error) error {
+		id, _ := strconv.ParseInt(key[1:], 10, 64)
+		u, ok := unreachableFrom("im.dialog.get", err)
+		if !ok {
+			return fmt.Errorf("chat%d of workgroup %s: %w", id, groupOf[id], err)
+		}
+		byID[id] = &chatRow{ID: id, DialogID: "chat" + key[1:], Type: "sonetGroup", EntityType: "SONET_GROUP",
+			EntityID: groupOf[id], Unreachable: u}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*chatRow, 0, len(found))
+	for _, id := range found {
+		out = append(out, byID[id])
+	}
+	return out, nil
+}
+
+// chatParticipants reads the participants of the readable chats, 50 chats per batch.
+// im.chat.user.list answers an empty list, not an error, to someone who may not see them: for a
+// chat that is readable that, or a refusal, leaves the participants unavailable.
+func (e *Engine) chatParticipants(ctx context.Context, rows []*chatRow) error {
+	byID := map[int64]*chatRow{}
+	var cmds []rest.Command
+	for _, r := range rows {
+		if r.Unreachable == nil {
+			byID[r.ID] = r
+			cmds = append(cmds, rest.Command{Key: "u" + strconv.FormatInt(r.ID, 10), Method: "im.chat.user.list",
+				Params: map[string]any{"CHAT_ID": r.ID}})
+		}
+	}
+	rowOf := func(key string) *chatRow {
+		id, _ := strconv.ParseInt(key[1:], 10, 64)
+		return byID[id]
+	}
+	return e.batchEach(ctx, cmds, func(key string, r *rest.Response) error {
+		row := rowOf(key)
+		var ids []rest.ID
+		if err := r.Decode(&ids); err != nil {
+			return fmt.Errorf("im.chat.user.list %d: %w", row.ID, err)
+		}
+		row.Participants = make([]int64, 0, len(ids))
+		for _, id := range ids {
+			n, err := id.Int64()
+			if err != nil {
+				return fmt.Errorf("im.chat.user.list %d: %w", row.ID, err)
+			}
+			row.Participants = append(row.Participants, n)
+		}
+		slices.Sort(row.Participants)
+		if len(ids) == 0 {
+			row.ParticipantsUnavailable = "im.chat.user.list answered an empty list, which is how the portal says the webhook's user may not see them"
+		}
+		return nil
+	}, func(key string, err error) error {
+		if !rest.HasCode(err, "ACCESS_ERROR") {
+			return fmt.Errorf("participants of chat %s: %w", key[1:], err)
+		}
+		row := rowOf(key)
+		row.Participants = []int64{}
+		row.ParticipantsUnavailable = "im.chat.user.list refused: " + err.Error()
+		return nil
+	})
+}
+
+// saveChats stores the chats found, 500 per transaction. Unreachable ones go to IMPORT_ERR with
+// the reason; a chat that was unreachable and no longer is changes, and so is back in NEW.
+func (e *Engine) saveChats(ctx context.Context, rows []*chatRow, zone *time.Location, st *ChatGetStats) error {
+	st.Chats = len(rows)
+	for chunk := range slices.Chunk(rows, 500) {
+		recs := make([]incoming, len(chunk))
+		reasons := map[string][]string{} // reason -> source ids
+		for i, r := range chunk {
+			payload := mustJSON(r)
+			fields, err := fieldsOf(payload)
+			if err != nil {
+				return err
+			}
+			id := strconv.FormatInt(r.ID, 10)
+			if recs[i], err = newIncoming(chatsKind, id, "", payload, fields, zone); err != nil {
+				return err
+			}
+			if r.Unreachable != nil {
+				st.Unreachable++
+				reasons[r.Unreachable.Reason()] = append(reasons[r.Unreachable.Reason()], id)
+			}
+		}
+		err := pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
+			got, err := saveRecords(ctx, tx, Chats, recs, status.Change{Reason: "changed on the source", Actor: e.Actor, RunID: e.RunID})
+			if err != nil {
+				return err
+			}
+			st.NewChats += got.inserted
+			st.ChangedChats += got.changed
+			for _, reason := range sortedKeys(reasons) {
+				if err := e.refuse(ctx, tx, reasons[reason], reason); err != nil {
+					return err
+				}
+			}
+			if got.inserted+got.changed > 0 {
+				return unverify(ctx, tx, Chats)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		e.Metrics.RecordsExtracted.WithLabelValues(Chats).Add(float64(len(chunk)))
+	}
+	return finishPass(ctx, e.Pool, Chats, int64(len(rows)))
+}
+
+// refuse moves the chats that are NEW among the given ones to IMPORT_ERR with the reason: they
+// cannot be read, so they cannot be imported, and verify lists them.
+func (e *Engine) refuse(ctx context.Context, tx pgx.Tx, sourceIDs []string, reason string) error {
+	rows, err := tx.Query(ctx, `SELECT id FROM bitrix_records WHERE entity = 'chats' AND source_id = ANY($1) AND status = 'NEW' ORDER BY id`, sourceIDs)
+	if err != nil {
+		return fmt.Errorf("find unreachable chats: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return fmt.Errorf("find unreachable chats: %w", err)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err = Machine.MoveMany(ctx, tx, ids, New, ImportErr, status.Change{Reason: reason, Actor: e.Actor, RunID: e.RunID})
+	return err
+}
+
+// finishPass marks an entity's get pass complete with the number of rows the source had.
+func finishPass(ctx context.Context, db status.DB, entity string, total int64) error {
+	_, err := db.Exec(ctx, `UPDATE bitrix_inventory SET get_complete = true, get_finished_at = now(),
+source_total = $2, updated_at = now() WHERE entity = $1`, entity, total)
+	if err != nil {
+		return fmt.Errorf("finish get pass of %s: %w", entity, err)
+	}
+	return nil
+}
+
+// storedChats returns the chats stored, readable or not, in id order of their records.
+func storedChats(ctx context.Context, db status.DB) ([]chatRow, error) {
+	rows, err := db.Query(ctx, `SELECT payload FROM bitrix_records WHERE entity = 'chats' ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("load chats: %w", err)
+	}
+	payloads, err := pgx.CollectRows(rows, pgx.RowTo[json.RawMessage])
+	if err != nil {
+		return nil, fmt.Errorf("load chats: %w", err)
+	}
+	out := make([]chatRow, len(payloads))
+	for i, p := range payloads {
+		if out[i], err = decodeChatRow(p); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,394 @@
+package bitrix
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ingest-dev/ingest/internal/bitrix/rest"
+	"github.com/ingest-dev/ingest/internal/status"
+)
+
+// ChatVerifyReport is what chats verify found (seed 002 "chats-verify"). The embedded report
+// covers the chats (counts, records not imported, the sample of chats and messages, Problems);
+// the rest covers the messages, the participants and the chats out of reach.
+type ChatVerifyReport struct {
+	VerifyReport
+	// Messages compares the messages read with the portal's counts and the target.
+	Messages MessageCounts `json:"messages"`
+	// Participants is the coverage of chat participants by the users id map: every participant
+	// of every chat read must have a target id.
+	Participants ParticipantCoverage `json:"participants"`
+	// Unreachable lists the chats the webhook's user cannot read, with the portal's refusal (up
+	// to 50); UnreachableCount counts them all. They are a known limit of what can be migrated,
+	// not a problem of this migration: they do not keep the chats from being verified.
+	Unreachable      []RecordIssue `json:"unreachable,omitempty"`
+	UnreachableCount int           `json:"unreachable_count"`
+}
+
+// MessageCounts compares the messages: what the portal says the chats hold, what get stored,
+// and what the target holds.
+type MessageCounts struct {
+	// Source is the sum of message_count over the readable chats, as im.dialog.get reports it
+	// now; Stored counts the message records; Target is import.chat_messages.count.
+	Source   int64            `json:"source"`
+	Stored   int64            `json:"stored"`
+	Target   int64            `json:"target"`
+	ByStatus map[string]int64 `json:"by_status"`
+	// Behind lists chats of which fewer messages were read than the portal counts (up to 50).
+	Behind []ChatBehind `json:"behind,omitempty"`
+	// NotImported lists messages not in IMPORT_OK, with the reason (up to 50).
+	NotImported []RecordIssue `json:"not_imported,omitempty"`
+}
+
+// ChatBehind is a chat of which fewer messages were read than the portal counts.
+type ChatBehind struct {
+	ChatID string `json:"chat_id"`
+	Source int64  `json:"source"`
+	Stored int64  `json:"stored"`
+}
+
+// ParticipantCoverage counts the participants of the chats read (a user in two chats counts
+// twice) and lists the chats with participants that have no target id.
+type ParticipantCoverage struct {
+	Total    int64              `json:"total"`
+	Mapped   int64              `json:"mapped"`
+	Unmapped []ChatParticipants `json:"unmapped,omitempty"`
+}
+
+// ChatParticipants names a chat and the participants of it that have no target id.
+type ChatParticipants struct {
+	ChatID string   `json:"chat_id"`
+	Users  []string `json:"users"`
+}
+
+// Summary is the report in one line, with the chats out of reach.
+func (r ChatVerifyReport) Summary() string {
+	s := r.VerifyReport.Summary()
+	if r.Clean() {
+		s += fmt.Sprintf("; %d messages on target of %d read", r.Messages.Target, r.Messages.Stored)
+	}
+	if r.UnreachableCount > 0 {
+		s += fmt.Sprintf("; %d chats out of the webhook user's reach (listed, not migrated)", r.UnreachableCount)
+	}
+	return s
+}
+
+// VerifyChats compares the chats and messages on the target with the portal and the database
+// (seed 002 "chats-verify"): chat and message counts, records not imported, chats of which
+// fewer messages were read than the portal counts, chats the recent list shows that were never
+// read, the mapping of every participant, and a random sample of chats and of messages
+// compared field by field (text included) with the target. Chats out of reach are listed with
+// the reason. The report is stored; the VERIFIED flag of chats is set only when it is clean.
+func (e *Engine) VerifyChats(ctx context.Context) (ChatVerifyReport, error) {
+	defer e.Metrics.Phase(Chats, "verify")()
+	r := ChatVerifyReport{VerifyReport: VerifyReport{Entity: Chats, At: e.now().UTC(), ByStatus: map[string]int64{}}}
+	r.Messages.ByStatus = map[string]int64{}
+	chats, err := storedChats(ctx, e.Pool)
+	if err != nil {
+		return r, err
+	}
+	if err := e.verifyChatCounts(ctx, chats, &r); err != nil {
+		return r, err
+	}
+	if err := e.verifyMessageCounts(ctx, chats, &r); err != nil {
+		return r, err
+	}
+	if err := e.verifyParticipants(ctx, &r); err != nil {
+		return r, err
+	}
+	for _, k := range []kind{chatsKind, messagesKind} {
+		if err := e.verifyChatSample(ctx, k, &r.VerifyReport); err != nil {
+			return r, err
+		}
+	}
+	if r.MismatchedRecords > 0 {
+		r.problem("%d of %d sampled chats and messages differ from the target", r.MismatchedRecords, r.Sampled)
+	}
+	if err := saveChatVerify(ctx, e.Pool, r); err != nil {
+		return r, err
+	}
+	if r.Clean() {
+		e.Log.Info("verify clean: chats VERIFIED", "entity", Chats, "summary", r.Summary())
+	} else {
+		e.Log.Warn("verify found problems: chats not verified", "entity", Chats, "problems", r.Summary())
+	}
+	if r.UnreachableCount > 0 {
+		e.Log.Warn("chats out of the webhook user's reach", "entity", Chats, "count", r.UnreachableCount)
+	}
+	return r, nil
+}
+
+// verifyChatCounts compares the readable chats read with the target, lists the unreachable
+// ones, and reads the recent list again to find chats get never read.
+func (e *Engine) verifyChatCounts(ctx context.Context, chats []chatRow, r *ChatVerifyReport) error {
+	read := map[int64]bool{}
+	for _, c := range chats {
+		read[c.ID] = true
+		if c.Unreachable == nil {
+			r.SourceCount++
+			continue
+		}
+		r.UnreachableCount++
+		if len(r.Unreachable) < maxListed {
+			r.Unreachable = append(r.Unreachable, RecordIssue{Entity: Chats, SourceID: strconv.FormatInt(c.ID, 10),
+				Status: string(ImportErr), Reason: c.Unreachable.Reason()})
+		}
+	}
+	r.Expected = r.SourceCount
+	inv, err := loadInventory(ctx, e.Pool, Chats)
+	if err != nil {
+		return err
+	}
+	r.TestLimit = inv.Limit
+	if inv.Limit == nil {
+		recent, _, err := e.recentChats(ctx, 0)
+		if err != nil {
+			return fmt.Errorf("verify chats: %w", err)
+		}
+		var unread []string
+		for _, c := range recent {
+			if !read[c.ID] {
+				unread = append(unread, strconv.FormatInt(c.ID, 10))
+			}
+		}
+		if len(unread) > 0 {
+			r.problem("%d chats of the recent list were never read (run get again): %s", len(unread), clipList(unread))
+		}
+	}
+	if r.TargetCount, err = e.Target.Count(ctx, Chats); err != nil {
+		return fmt.Errorf("verify chats: %w", err)
+	}
+	if r.TargetCount != r.Expected {
+		r.problem("target holds %d chats, expected %d", r.TargetCount, r.Expected)
+	}
+	counts, err := Machine.Counts(ctx, e.Pool)
+	if err != nil {
+		return err
+	}
+	for _, c := range counts {
+		switch c.Scope {
+		case Chats:
+			r.ByStatus[string(c.Status)] = c.N
+		case ChatMessages:
+			r.Messages.ByStatus[string(c.Status)] = c.N
+			r.Messages.Stored += c.N
+		}
+	}
+	rows, err := e.Pool.Query(ctx, `SELECT source_id, status, coalesce(last_error, '') FROM bitrix_records
+WHERE entity = 'chats' AND status <> 'IMPORT_OK' AND payload->'unreachable' IS NULL ORDER BY id`)
+	if err != nil {
+		return fmt.Errorf("list unimported chats: %w", err)
+	}
+	issues, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (RecordIssue, error) {
+		i := RecordIssue{Entity: Chats}
+		return i, row.Scan(&i.SourceID, &i.Status, &i.Reason)
+	})
+	if err != nil {
+		return fmt.Errorf("list unimported chats: %w", err)
+	}
+	if len(issues) > 0 {
+		r.problem("%d readable chats are not IMPORT_OK", len(issues))
+		r.NotImported = issues[:min(len(issues), maxListed)]
+	}
+	return nil
+}
+
+// verifyMessageCounts compares the messages stored with the portal's count of every readable
+// chat (im.dialog.get message_count, 50 chats per batch) and with the target.
+func (e *Engine) verifyMessageCounts(ctx context.Context, chats []chatRow, r *ChatVerifyReport) error {
+	m := &r.Messages
+	stored := map[string]int64{}
+	rows, err := e.Pool.Query(ctx, `SELECT parent_source_id, count(*) FROM bitrix_records WHERE entity = 'chat_messages' GROUP BY 1`)
+	if err != nil {
+		return fmt.Errorf("count messages per chat: %w", err)
+	}
+	var chat string
+	var n int64
+	if _, err := pgx.ForEachRow(rows, []any{&chat, &n}, func() error { stored[chat] = n; return nil }); err != nil {
+		return fmt.Errorf("count messages per chat: %w", err)
+	}
+	var cmds []rest.Command
+	for _, c := range chats {
+		if c.Unreachable == nil {
+			id := strconv.FormatInt(c.ID, 10)
+			cmds = append(cmds, rest.Command{Key: "c" + id, Method: "im.dialog.get", Params: map[string]any{"DIALOG_ID": "chat" + id}})
+		}
+	}
+	behind := 0
+	err = e.batchEach(ctx, cmds, func(key string, resp *rest.Response) error {
+		var card struct {
+			MessageCount int64 `json:"message_count"`
+		}
+		if err := resp.Decode(&card); err != nil {
+			return fmt.Errorf("im.dialog.get %s: %w", key[1:], err)
+		}
+		m.Source += card.MessageCount
+		if got := stored[key[1:]]; got < card.MessageCount {
+			behind++
+			if len(m.Behind) < maxListed {
+				m.Behind = append(m.Behind, ChatBehind{ChatID: key[1:], Source: card.MessageCount, Stored: got})
+			}
+		}
+		return nil
+	}, func(key string, err error) error {
+		if u, ok := unreachableFrom("im.dialog.get", err); ok {
+			r.problem("chat %s can no longer be read (%s): run get again", key[1:], u.Code)
+			return nil
+		}
+		return fmt.Errorf("verify chat %s: %w", key[1:], err)
+	})
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(m.Behind, func(a, b ChatBehind) int { return strings.Compare(a.ChatID, b.ChatID) })
+	if behind > 0 {
+		r.problem("%d chats have more messages on the portal than were read (run get again)", behind)
+	}
+	if m.Target, err = e.Target.Count(ctx, ChatMessages); err != nil {
+		return fmt.Errorf("verify chat messages: %w", err)
+	}
+	if m.Target != m.Stored {
+		r.problem("target holds %d chat messages, %d were read", m.Target, m.Stored)
+	}
+	if n := m.Stored - m.ByStatus[string(ImportOK)]; n > 0 {
+		r.problem("%d chat messages are not IMPORT_OK", n)
+		if m.NotImported, err = notImported(ctx, e.Pool, ChatMessages); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// verifyParticipants checks that every participant of every readable chat has a target id.
+func (e *Engine) verifyParticipants(ctx context.Context, r *ChatVerifyReport) error {
+	p := &r.Participants
+	err := e.Pool.QueryRow(ctx, `SELECT count(*), count(u.source_id) FROM bitrix_records c
+CROSS JOIN jsonb_array_elements_text(c.payload->'participants') AS pid
+LEFT JOIN bitrix_id_map u ON u.entity = 'users' AND u.source_id = pid
+WHERE c.entity = 'chats' AND c.payload->'unreachable' IS NULL`).Scan(&p.Total, &p.Mapped)
+	if err != nil {
+		return fmt.Errorf("verify participants: %w", err)
+	}
+	rows, err := e.Pool.Query(ctx, `SELECT c.source_id, array_agg(pid ORDER BY pid::bigint) FROM bitrix_records c
+CROSS JOIN jsonb_array_elements_text(c.payload->'participants') AS pid
+WHERE c.entity = 'chats' AND c.payload->'unreachable' IS NULL
+  AND NOT EXISTS (SELECT 1 FROM bitrix_id_map u WHERE u.entity = 'users' AND u.source_id = pid)
+GROUP BY c.id, c.source_id ORDER BY c.id LIMIT $1`, maxListed)
+	if err != nil {
+		return fmt.Errorf("verify participants: %w", err)
+	}
+	if p.Unmapped, err = pgx.CollectRows(rows, pgx.RowToStructByPos[ChatParticipants]); err != nil {
+		return fmt.Errorf("verify participants: %w", err)
+	}
+	if n := p.Total - p.Mapped; n > 0 {
+		r.problem("%d of %d chat participants have no target id (users not imported)", n, p.Total)
+	}
+	return nil
+}
+
+// verifyChatSample compares a random sample of IMPORT_OK chats or messages with the target,
+// field by field, against what set would send for them now.
+func (e *Engine) verifyChatSample(ctx context.Context, k kind, r *VerifyReport) error {
+	size := e.SampleSize
+	if size <= 0 {
+		size = 50
+	}
+	rows, err := e.Pool.Query(ctx, `SELECT `+recordColumns+` FROM bitrix_records WHERE entity = $1 AND status = 'IMPORT_OK'
+ORDER BY random() LIMIT $2`, k.name, size)
+	if err != nil {
+		return fmt.Errorf("verify %s: sample: %w", k.name, err)
+	}
+	recs, err := pgx.CollectRows(rows, scanRecord)
+	if err != nil {
+		return fmt.Errorf("verify %s: sample: %w", k.name, err)
+	}
+	build := chatPayload
+	if k.name == ChatMessages {
+		build = messagePayload
+	}
+	for chunk := range slices.Chunk(recs, MaxTargetItems) {
+		rf, err := loadChatRefs(ctx, e.Pool, chunk)
+		if err != nil {
+			return err
+		}
+		keys := make([]string, len(chunk))
+		for i, rec := range chunk {
+			keys[i] = rec.IdempotencyKey()
+		}
+		items, _, err := e.Target.GetByKeys(ctx, k.name, keys)
+		if err != nil {
+			return fmt.Errorf("verify %s: sample: %w", k.name, err)
+		}
+		onTarget := map[string]TargetRecord{}
+		for _, it := range items {
+			onTarget[it.Key] = it
+		}
+		for _, rec := range chunk {
+			r.Sampled++
+			diffs, err := compareChatRecord(rec, build, rf, onTarget)
+			if err != nil {
+				return fmt.Errorf("verify %s %s: %w", k.name, rec.SourceID, err)
+			}
+			for _, d := range diffs {
+				d.Entity, d.SourceID = k.name, rec.SourceID
+				if len(r.Mismatches) < maxListed {
+					r.Mismatches = append(r.Mismatches, d)
+				}
+			}
+			if len(diffs) > 0 {
+				r.MismatchedRecords++
+				e.Metrics.VerifyMismatch.WithLabelValues(k.name).Inc()
+			}
+		}
+	}
+	return nil
+}
+
+// compareChatRecord lists the differences between what set would send for a chat or message
+// now and the target's copy of it.
+func compareChatRecord(rec Record, build func(Record, chatRefs) (json.RawMessage, error), rf chatRefs, onTarget map[string]TargetRecord) ([]Mismatch, error) {
+	want, err := build(rec, rf)
+	if err != nil {
+		return []Mismatch{{Field: "*", Want: "a payload", Got: err.Error()}}, nil
+	}
+	tr, ok := onTarget[rec.IdempotencyKey()]
+	if !ok {
+		return []Mismatch{{Field: "*", Want: "the record", Got: "missing on the target"}}, nil
+	}
+	diffs, err := diffPayloads(want, tr.Payload)
+	for i := range diffs {
+		diffs[i].TargetID = tr.TargetID
+	}
+	return diffs, err
+}
+
+// saveChatVerify stores a chats verify report and sets or clears the chats' VERIFIED flag.
+func saveChatVerify(ctx context.Context, db status.DB, r ChatVerifyReport) error {
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encode verify report of chats: %w", err)
+	}
+	if _, err := loadInventory(ctx, db, Chats); err != nil {
+		return err
+	}
+	_, err = db.Exec(ctx, `UPDATE bitrix_inventory SET verify_report = $2, verify_at = now(), verified = $3,
+verified_at = CASE WHEN $3 THEN now() ELSE verified_at END, updated_at = now() WHERE entity = $1`, Chats, raw, r.Clean())
+	if err != nil {
+		return fmt.Errorf("store verify report of chats: %w", err)
+	}
+	return nil
+}
+
+// clipList joins ids for a problem line, at most ten of them.
+func clipList(ids []string) string {
+	if len(ids) > 10 {
+		return strings.Join(ids[:10], ", ") + fmt.Sprintf(" and %d more", len(ids)-10)
+	}
+	return strings.Join(ids, ", ")
+}
