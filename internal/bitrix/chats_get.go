@@ -245,7 +245,7 @@ func (e *Engine) workgroupChats(ctx context.Context, known map[int64]bool) ([]*c
 	}
 	groupOf := map[int64]string{}
 	var found []int64
-	err = e.batchEach(ctx, cmds, func(key string, r *rest.Response) error {
+	err = e.batchEachConcurrently(ctx, cmds, func(key string, r *rest.Response) error {
 		var res *struct {
 			ID rest.ID `json:"ID"`
 		}
@@ -268,6 +268,7 @@ func (e *Engine) workgroupChats(ctx context.Context, known map[int64]bool) ([]*c
 	if err != nil || len(found) == 0 {
 		return nil, err
 	}
+	slices.Sort(found) // answers came in any order
 
 	cmds = cmds[:0]
 	for _, id := range found {
@@ -275,7 +276,7 @@ func (e *Engine) workgroupChats(ctx context.Context, known map[int64]bool) ([]*c
 			Params: map[string]any{"DIALOG_ID": "chat" + strconv.FormatInt(id, 10)}})
 	}
 	byID := map[int64]*chatRow{}
-	err = e.batchEach(ctx, cmds, func(key string, r *rest.Response) error {
+	err = e.batchEachConcurrently(ctx, cmds, func(key string, r *rest.Response) error {
 		id, _ := strconv.ParseInt(key[1:], 10, 64)
 		var card chatCard
 		if err := r.Decode(&card); err != nil {
@@ -321,7 +322,7 @@ func (e *Engine) chatParticipants(ctx context.Context, rows []*chatRow) error {
 		id, _ := strconv.ParseInt(key[1:], 10, 64)
 		return byID[id]
 	}
-	return e.batchEach(ctx, cmds, func(key string, r *rest.Response) error {
+	return e.batchEachConcurrently(ctx, cmds, func(key string, r *rest.Response) error {
 		row := rowOf(key)
 		var ids []rest.ID
 		if err := r.Decode(&ids); err != nil {

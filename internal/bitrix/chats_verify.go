@@ -221,7 +221,7 @@ func (e *Engine) verifyMessageCounts(ctx context.Context, chats []chatRow, r *Ch
 		}
 	}
 	behind := 0
-	err = e.batchEach(ctx, cmds, func(key string, resp *rest.Response) error {
+	err = e.batchEachConcurrently(ctx, cmds, func(key string, resp *rest.Response) error {
 		var card struct {
 			MessageCount int64 `json:"message_count"`
 		}

@@ -207,12 +207,8 @@ type walkJob struct {
 }
 
 func (w *walker) run(ctx context.Context) error {
-	n := w.e.Concurrency
-	if n <= 0 {
-		n = defaultConcurrency
-	}
 	var wg sync.WaitGroup
-	for range n {
+	for range w.e.concurrency() {
 		wg.Go(func() {
 			for {
 				job := w.take()

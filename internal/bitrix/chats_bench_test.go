@@ -1,0 +1,81 @@
+package bitrix_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/rest"
+	"github.com/ingest-dev/ingest/internal/dbtest"
+	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
+	"github.com/ingest-dev/ingest/internal/metrics"
+)
+
+// BenchmarkGetChats runs a whole chats get (recent list, participants, every message, stored in
+// a fresh database) against a fake portal holding BITRIX_BENCH_CHATS chats (default 1,000) of
+// BITRIX_BENCH_MESSAGES messages each (default 200), at the standard plan's limit (2 requests/s,
+// bucket 50, starting empty) with the concurrency cap at 1, 4 and 8, and reports per run:
+//
+//	http_calls     requests sent            calls/msg  http_calls per message read
+//	wall_s         real time                floor_s    the least time the rate limit allows
+//	x_floor        wall_s / floor_s         503s       QUERY_LIMIT_EXCEEDED answers
+//
+// Everything runs in real time, no accelerated clock. The portal holds every answer back for
+// 50 ms plus 20 ms per method it ran (a batch of 50 message pages takes about a second, as on a
+// real portal), outside its lock, so concurrent batches overlap their waiting the way they
+// would on a real one.
+func BenchmarkGetChats(b *testing.B) {
+	chats := envInt(b, "BITRIX_BENCH_CHATS", 1_000)
+	perChat := envInt(b, "BITRIX_BENCH_MESSAGES", 200)
+	std := rest.DefaultRate()
+	for _, conc := range []int{1, 4, 8} {
+		b.Run(fmt.Sprintf("concurrency=%d", conc), func(b *testing.B) {
+			for range b.N {
+				b.StopTimer()
+				pool := dbtest.Pool(b)
+				portal := bitrixfake.New(bitrixfake.Options{Users: chats, Chats: chats, MessagesPerChat: perChat, Seed: 62,
+					Rate: std.PerSecond, Burst: std.Burst, Latency: 50 * time.Millisecond, CommandLatency: 20 * time.Millisecond})
+				srv := httptest.NewServer(portal)
+				src, err := rest.New(srv.URL+portal.WebhookPath(), rest.Options{
+					Limiter: rate.NewLimiter(rate.Limit(std.PerSecond), std.Burst-1),
+					Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				e := &bitrix.Engine{Pool: pool, Source: src, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+					Metrics: metrics.New(), Actor: "bench", Concurrency: conc}
+				b.StartTimer()
+
+				start := time.Now()
+				st, err := e.GetChats(context.Background())
+				wall := time.Since(start).Seconds()
+				if err != nil {
+					b.Fatal(err)
+				}
+				srv.Close()
+				if st.Messages != chats*perChat {
+					b.Fatalf("read %d messages, want %d", st.Messages, chats*perChat)
+				}
+				calls := float64(src.Stats().Requests)
+				floor := math.Max(0, calls-float64(std.Burst-1)) / std.PerSecond
+				b.ReportMetric(calls, "http_calls")
+				b.ReportMetric(calls/float64(st.Messages), "calls/msg")
+				b.ReportMetric(wall, "wall_s")
+				b.ReportMetric(floor, "floor_s")
+				if floor > 0 {
+					b.ReportMetric(wall/floor, "x_floor")
+				}
+				b.ReportMetric(float64(portal.Stats().QueryLimit), "503s")
+			}
+		})
+	}
+}
