@@ -1,9 +1,9 @@
 // Command fakes runs the project's fake external systems on local ports, for `make demo` and
 // for trying ingest by hand: Habr (feeds and article pages from the real fixtures), a Bitrix24
-// portal (generated users and workgroups shaped like the real samples) and the target import
+// portal (generated users, workgroups, chats and messages shaped like the real samples) and the target import
 // API.
 //
-//	fakes --env-file .demo/fakes.env [--habr-fault /ru/articles/1/=503 ...] [--bitrix-users N]
+//	fakes --env-file .demo/fakes.env [--habr-fault /ru/articles/1/=503 ...] [--bitrix-users N] [--bitrix-chats N]
 //
 // Once every server listens, it writes the URLs to point ingest at as an env file
 // (HABR_BASE_URL=..., BITRIX_WEBHOOK_URL=..., TARGET_WEBHOOK_URL=...) and serves until SIGINT or
@@ -40,6 +40,9 @@ type args struct {
 	BitrixUsers  int      `arg:"--bitrix-users" default:"500" help:"users on the fake Bitrix24 portal"`
 	BitrixGroups int      `arg:"--bitrix-groups" default:"40" help:"workgroups on the fake Bitrix24 portal"`
 	BitrixSeed   uint64   `arg:"--bitrix-seed" default:"1" help:"seed of the portal's generated data"`
+	BitrixChats  int      `arg:"--bitrix-chats" default:"60" help:"chats of the webhook's user (1:1, group, open, task), besides one chat per workgroup"`
+	BitrixLines  int      `arg:"--bitrix-open-lines" default:"3" help:"Open Channel conversations, each with an external guest"`
+	BitrixMsgs   int      `arg:"--bitrix-messages" default:"60" help:"messages in every chat"`
 }
 
 func (args) Description() string {
@@ -102,7 +105,8 @@ func run(ctx context.Context, a args, log *slog.Logger) error {
 	if err := serve("habr", "HABR_BASE_URL", habr.Handler(), func(b string) string { return b }); err != nil {
 		return err
 	}
-	portal := bitrixfake.New(bitrixfake.Options{Users: a.BitrixUsers, Groups: a.BitrixGroups, Seed: a.BitrixSeed})
+	portal := bitrixfake.New(bitrixfake.Options{Users: a.BitrixUsers, Groups: a.BitrixGroups, Seed: a.BitrixSeed,
+		Chats: a.BitrixChats, OpenLines: a.BitrixLines, MessagesPerChat: a.BitrixMsgs})
 	if err := serve("bitrix", "BITRIX_WEBHOOK_URL", portal, func(b string) string { return b + portal.WebhookPath() }); err != nil {
 		return err
 	}

@@ -21,9 +21,14 @@ type bitrixCmd struct {
 	TargetURL  string `arg:"--target-url,env:TARGET_WEBHOOK_URL" help:"target import API, https://import:TOKEN@HOST/PATH/ (secret)" placeholder:"URL"`
 	Rate       string `arg:"--rate,env:BITRIX_RATE" default:"2/50" help:"portal request limit as drain/burst: 2/50 (standard) or 5/250 (Enterprise)" placeholder:"R/B"`
 	TestLimit  int    `arg:"--test-limit,env:BITRIX_TEST_LIMIT" help:"get reads only the first N records of the entity (dependencies come along)" placeholder:"N"`
+	// Concurrency only overlaps the portal's answer times: every request still waits for the
+	// one leaky bucket, so a higher cap never makes the run ruder to the portal.
+	Concurrency int  `arg:"--concurrency,env:BITRIX_CONCURRENCY" default:"4" help:"chats get: batches of message reads in flight at once, all under the one rate limit" placeholder:"N"`
+	ChatRescan  bool `arg:"--chat-rescan,env:BITRIX_CHAT_RESCAN" help:"chats get: read every chat's whole history again (finds edited messages) instead of only the new messages"`
 
 	Users  *bitrixEntityCmd `arg:"subcommand:users" help:"portal users"`
 	Groups *bitrixEntityCmd `arg:"subcommand:groups" help:"workgroups and their members (users must be imported and verified first)"`
+	Chats  *bitrixEntityCmd `arg:"subcommand:chats" help:"chats and their messages (users imported and verified first; see docs/bitrix-chats.md)"`
 	Status *bitrixStatusCmd `arg:"subcommand:status" help:"per entity: records by status, inventory, verified flag, last verify report"`
 }
 
@@ -39,6 +44,10 @@ type bitrixEntityCmd struct {
 type bitrixStatusCmd struct {
 	JSON bool `arg:"--json" help:"print JSON"`
 }
+
+// maxConcurrency bounds BITRIX_CONCURRENCY: past a few batches in flight the leaky bucket, not
+// the portal's answer time, sets the pace, and more only holds more pages in memory.
+const maxConcurrency = 32
 
 // bitrixCommand splits "bitrix users get" into entity and phase; ok is false for other commands.
 func bitrixCommand(command string) (entity, phase string, ok bool) {
@@ -96,13 +105,17 @@ func (c *bitrixCmd) check(phase string, redact func(string)) error {
 	if c.TestLimit < 0 {
 		return configError{"BITRIX_TEST_LIMIT must be 0 (no limit) or positive"}
 	}
+	if c.Concurrency < 1 || c.Concurrency > maxConcurrency {
+		return configError{fmt.Sprintf("BITRIX_CONCURRENCY must be between 1 and %d, got %d", maxConcurrency, c.Concurrency)}
+	}
 	return nil
 }
 
 // bitrixEngine builds the engine for one run, with the phase's clients.
 func (app *app) bitrixEngine(r *run.Run, phase string) (*bitrix.Engine, error) {
 	c := app.args.Bitrix
-	e := &bitrix.Engine{Pool: app.pool, Log: r.Log, Metrics: r.Metrics, Actor: r.Actor(), RunID: r.ID, TestLimit: c.TestLimit}
+	e := &bitrix.Engine{Pool: app.pool, Log: r.Log, Metrics: r.Metrics, Actor: r.Actor(), RunID: r.ID, TestLimit: c.TestLimit,
+		Concurrency: c.Concurrency, ChatRescan: c.ChatRescan}
 	rt, _ := rest.ParseRate(c.Rate) // checked before the run
 	if c.WebhookURL != "" {
 		src, err := rest.New(c.WebhookURL, rest.Options{Limiter: rt.NewLimiter(), Logger: r.Log,

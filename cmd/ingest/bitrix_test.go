@@ -13,7 +13,8 @@ import (
 // them, with the secrets the output must never show.
 func bitrixEnv(t *testing.T, users, groups int) (env []string, secrets []string, target *targetfake.Server) {
 	t.Helper()
-	portal := bitrixfake.New(bitrixfake.Options{Users: users, Groups: groups, Seed: 7, Token: "s3cretwebhooktoken"})
+	portal := bitrixfake.New(bitrixfake.Options{Users: users, Groups: groups, Seed: 7, Token: "s3cretwebhooktoken",
+		Chats: 8, MessagesPerChat: 70})
 	ps := httptest.NewServer(portal)
 	t.Cleanup(ps.Close)
 	target = targetfake.New(targetfake.Options{Token: "s3crettargettoken"})
@@ -57,11 +58,21 @@ func TestBitrixCommands(t *testing.T) {
 	if code, _, stderr := run("bitrix", "groups", "run"); code != 0 {
 		t.Fatalf("groups run = exit %d\n%s", code, stderr)
 	}
+	code, _, stderr = run("bitrix", "--concurrency", "0", "chats", "get")
+	if code != exitConfig || !strings.Contains(stderr, "BITRIX_CONCURRENCY must be between 1 and") {
+		t.Errorf("chats get with concurrency 0 = exit %d\n%s", code, stderr)
+	}
+	// The workgroup chats the webhook's user is not in are listed as out of reach, which does not
+	// stop the chats it can read from being verified.
+	code, _, stderr = run("bitrix", "chats", "run")
+	if code != 0 || !strings.Contains(stderr, "chats out of the webhook user's reach") {
+		t.Fatalf("chats run = exit %d\n%s", code, stderr)
+	}
 	if st := target.Stats(); st.Duplicates != 0 {
 		t.Errorf("target duplicates = %d", st.Duplicates)
 	}
 	code, stdout, _ := run("bitrix", "status")
-	if code != 0 || !strings.Contains(stdout, "users") || strings.Count(stdout, "yes, ") != 2 {
+	if code != 0 || !strings.Contains(stdout, "chat_messages") || strings.Count(stdout, "yes, ") != 3 {
 		t.Errorf("bitrix status = exit %d\n%s", code, stdout)
 	}
 
