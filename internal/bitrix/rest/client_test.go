@@ -89,8 +89,6 @@ func (e *env) newClient(t *testing.T, webhook string, opts rest.Options) *rest.C
 	return c
 }
 
-func (e *env) webhook() string { return e.server.URL + e.portal.WebhookPath() }
-
 func TestCallDecodesTheEnvelope(t *testing.T) {
 	e := newEnv(t, bitrixfake.Options{Users: 120, Groups: 3, Seed: 1}, rest.Options{})
 	resp, err := e.client.Call(t.Context(), "user.get", map[string]any{"start": 50})
