@@ -77,7 +77,7 @@ func stripComments(b []byte) []byte {
 }
 
 // intervalSeconds is the shortest gap between two runs of a simple cron schedule: "*/N * * * *"
-// or "M * * * *" (hourly).
+// (every N minutes), "M * * * *" (hourly) or "M H * * *" (daily).
 func intervalSeconds(t *testing.T, schedule string) int {
 	t.Helper()
 	f := strings.Fields(schedule)
@@ -94,6 +94,8 @@ func intervalSeconds(t *testing.T, schedule string) int {
 		return n * 60
 	case f[1] == "*":
 		return 3600
+	case f[2] == "*" && f[3] == "*" && f[4] == "*":
+		return 86400
 	}
 	t.Fatalf("schedule %q: add its interval to this test", schedule)
 	return 0
@@ -138,7 +140,7 @@ func TestCronJobs(t *testing.T) {
 	if !migrateJob {
 		t.Error("no Job runs `migrate up`")
 	}
-	for _, want := range []string{"discover habr", "extract habr"} {
+	for _, want := range []string{"discover habr", "extract habr", "bitrix users run", "bitrix groups run", "bitrix chats run"} {
 		if !commands[want] {
 			t.Errorf("no CronJob runs %q", want)
 		}
@@ -157,7 +159,7 @@ func checkJob(t *testing.T, name string, job jobSpec) {
 	if pod.RestartPolicy != "Never" {
 		t.Errorf("%s: restartPolicy = %q, want Never", name, pod.RestartPolicy)
 	}
-	// Longer than one Habr batch: 10 fetches of up to 30 s plus the 10 s pause.
+	// Longer than one batch: for Habr 10 fetches of up to 30 s plus the 5 s pause.
 	if pod.TerminationGracePeriodSeconds == nil || *pod.TerminationGracePeriodSeconds < 60 {
 		t.Errorf("%s: terminationGracePeriodSeconds must be set and cover one batch", name)
 	}
@@ -166,9 +168,10 @@ func checkJob(t *testing.T, name string, job jobSpec) {
 		for _, e := range c.Env {
 			if e.Name == "DATABASE_URL" {
 				found = true
-				if e.Value != "" || e.ValueFrom["secretKeyRef"] == nil {
-					t.Errorf("%s: DATABASE_URL must come from a Secret, not a literal", name)
-				}
+			}
+			secret := e.Name == "DATABASE_URL" || strings.HasSuffix(e.Name, "WEBHOOK_URL")
+			if secret && (e.Value != "" || e.ValueFrom["secretKeyRef"] == nil) {
+				t.Errorf("%s: %s must come from a Secret, not a literal", name, e.Name)
 			}
 		}
 		if !found {
