@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -28,8 +29,8 @@ import (
 
 // The crash test runs the migration in a child process (testdata/crashchild) and kills it with
 // SIGKILL at random moments, rerunning it each time, as cron would after a node died. The fakes
-// and the databases live in the test and outlive the kills.
-const minKills = 20
+// and the databases live in the test and outlive the kills: 28 of them, aimed at the phases
+// that write.
 
 // buildChild compiles testdata/crashchild, without the race detector: killing a process that
 // runs at production speed is the point.
@@ -148,7 +149,7 @@ func TestKilledRunsConverge(t *testing.T) {
 	}
 	dbtest.URL(t) // skips without a database, before anything starts
 	t.Parallel()
-	portal := bitrixfake.New(bitrixfake.Options{Users: 2_000, Groups: 100, Seed: 51})
+	portal := bitrixfake.New(bitrixfake.Options{Users: 2_000, Groups: 100, Chats: 150, MessagesPerChat: 120, Seed: 51})
 	psrv := httptest.NewServer(portal)
 	defer psrv.Close()
 	webhook := psrv.URL + portal.WebhookPath()
@@ -168,11 +169,11 @@ func TestKilledRunsConverge(t *testing.T) {
 	for _, a := range []struct {
 		phase string
 		kills int
-	}{{"users get", 4}, {"users set", 6}, {"groups get", 4}, {"groups set", 6}} {
+	}{{"users get", 4}, {"users set", 6}, {"groups get", 4}, {"groups set", 6}, {"chats get", 4}, {"chats set", 4}} {
 		aims = append(aims, slices.Repeat([]string{a.phase}, a.kills)...)
 	}
 	killedIn := map[string]int{}
-	for kills := 0; kills < minKills; {
+	for kills := 0; kills < len(aims); {
 		aim := aims[kills]
 		last, killed := startChild(t, bin, crashed, webhook).run(t, aim, took[aim]/3+time.Millisecond, rng)
 		if killed {
@@ -204,6 +205,14 @@ func TestKilledRunsConverge(t *testing.T) {
 		t.Errorf("%d duplicates on the target", s.Duplicates)
 	}
 	want, got := ref.contents(t), crashed.contents(t)
+	perEntity := map[string]int{}
+	for key := range want {
+		perEntity[strings.Split(key, ":")[1]]++
+	}
+	t.Logf("target records by entity: %v", perEntity)
+	if perEntity[bitrix.ChatMessages] == 0 {
+		t.Error("the uninterrupted run imported no chat messages; the portal should have some")
+	}
 	if len(got) != len(want) {
 		t.Errorf("%d records on the target, want %d", len(got), len(want))
 	}
@@ -247,23 +256,49 @@ func TestKilledRunsConverge(t *testing.T) {
 func (w *world) contents(t *testing.T) map[string]string {
 	t.Helper()
 	keyOf := map[string]map[string]string{} // entity -> target id -> key
-	for _, entity := range []string{bitrix.Users, bitrix.Groups} {
+	for _, entity := range []string{bitrix.Users, bitrix.Groups, bitrix.Chats} {
 		keyOf[entity] = map[string]string{}
 		for _, r := range w.target.Records(entity) {
 			keyOf[entity][r.TargetID] = r.Key
 		}
 	}
-	refs := map[string]string{"OWNER_ID": bitrix.Users, "USER_ID": bitrix.Users, "GROUP_ID": bitrix.Groups}
+	// Where each entity's payload names other records by target id.
+	refs := map[string]map[string]string{
+		bitrix.Groups:       {"OWNER_ID": bitrix.Users},
+		bitrix.GroupMembers: {"USER_ID": bitrix.Users, "GROUP_ID": bitrix.Groups},
+		bitrix.Chats:        {"owner_id": bitrix.Users, "participants": bitrix.Users, "entity_id": bitrix.Groups},
+		bitrix.ChatMessages: {"author_id": bitrix.Users, "chat_id": bitrix.Chats},
+	}
+	mention := regexp.MustCompile(`\[USER=(\d+)`)
 	out := map[string]string{}
-	for _, entity := range []string{bitrix.Users, bitrix.Groups, bitrix.GroupMembers} {
+	for _, entity := range []string{bitrix.Users, bitrix.Groups, bitrix.GroupMembers, bitrix.Chats, bitrix.ChatMessages} {
 		for _, r := range w.target.Records(entity) {
 			var payload map[string]any
 			if err := json.Unmarshal(r.Payload, &payload); err != nil {
 				t.Fatal(err)
 			}
-			for field, to := range refs {
-				if id, ok := payload[field].(string); ok && entity != bitrix.Users {
-					payload[field] = keyOf[to][id]
+			for field, to := range refs[entity] {
+				switch v := payload[field].(type) {
+				case string:
+					if k, ok := keyOf[to][v]; ok || to != bitrix.Groups {
+						payload[field] = k
+					}
+				case []any:
+					for i, id := range v {
+						v[i] = keyOf[to][fmt.Sprint(id)]
+					}
+				}
+			}
+			if text, ok := payload["text"].(string); ok {
+				payload["text"] = mention.ReplaceAllStringFunc(text, func(m string) string {
+					return "[USER=" + keyOf[bitrix.Users][m[len("[USER="):]]
+				})
+			}
+			if params, ok := payload["params"].(map[string]any); ok {
+				if likes, ok := params["LIKE"].([]any); ok {
+					for i, id := range likes {
+						likes[i] = keyOf[bitrix.Users][fmt.Sprint(id)]
+					}
 				}
 			}
 			b, _ := json.Marshal(payload)

@@ -1,6 +1,6 @@
-// Command crashchild runs every phase of users and then groups against the fakes of
-// TestKilledRunsConverge, which kills it at random moments. It is built by that test, without
-// the race detector so that a run takes as long as it would in production.
+// Command crashchild runs get, set and verify of every entity (users, groups, chats) against
+// the fakes of TestKilledRunsConverge, which kills it at random moments. It is built by that
+// test, without the race detector so that a run takes as long as it would in production.
 //
 // It prints "phase <entity> <phase>" as each phase starts and "phase done" at the end; the
 // database, portal and target addresses come from the environment.
