@@ -2,8 +2,6 @@ package bitrix
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 
@@ -181,45 +179,6 @@ func (s *setter) importChatRecords(ctx context.Context, k kind, ids []int64) err
 	if k.name == ChatMessages {
 		build = messagePayload
 	}
-	outs := make([]outcome, 0, len(recs))
-	var items []ImportItem
-	var sent []int // index in outs of each item
-	for _, r := range recs {
-		payload, err := build(r, rf)
-		if err != nil {
-			outs = append(outs, outcome{rec: r, reason: err.Error()})
-			continue
-		}
-		items = append(items, ImportItem{Key: r.IdempotencyKey(), Checksum: payloadChecksum(payload), Payload: payload})
-		sent = append(sent, len(outs))
-		outs = append(outs, outcome{rec: r})
-	}
-	if len(items) > 0 {
-		results, err := s.e.Target.Import(ctx, k.name, items)
-		switch {
-		case err == nil:
-			for i, res := range results {
-				o := &outs[sent[i]]
-				if res.Error != nil {
-					o.reason, o.retryable = res.Error.Error(), res.Error.Retryable
-				} else {
-					o.targetID = res.TargetID
-				}
-			}
-		case IsRetryableTarget(err) && ctx.Err() == nil:
-			// The target may or may not have stored them: the keys make sending them again safe.
-			for _, i := range sent {
-				outs[i].reason, outs[i].retryable = err.Error(), true
-			}
-		default:
-			return fmt.Errorf("set %s: %w", k.name, err)
-		}
-	}
-	_, err = s.record(ctx, k, outs)
+	_, err = s.send(ctx, k, recs, func(r Record) (json.RawMessage, error) { return build(r, rf) })
 	return err
-}
-
-func payloadChecksum(payload json.RawMessage) string {
-	sum := sha256.Sum256(payload)
-	return "sha256:" + hex.EncodeToString(sum[:])
 }

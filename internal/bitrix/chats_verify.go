@@ -295,59 +295,19 @@ GROUP BY c.id, c.source_id ORDER BY c.id LIMIT $1`, maxListed)
 // verifyChatSample compares a random sample of IMPORT_OK chats or messages with the target,
 // field by field, against what set would send for them now.
 func (e *Engine) verifyChatSample(ctx context.Context, k kind, r *VerifyReport) error {
-	size := e.SampleSize
-	if size <= 0 {
-		size = 50
-	}
-	rows, err := e.Pool.Query(ctx, `SELECT `+recordColumns+` FROM bitrix_records WHERE entity = $1 AND status = 'IMPORT_OK'
-ORDER BY random() LIMIT $2`, k.name, size)
-	if err != nil {
-		return fmt.Errorf("verify %s: sample: %w", k.name, err)
-	}
-	recs, err := pgx.CollectRows(rows, scanRecord)
-	if err != nil {
-		return fmt.Errorf("verify %s: sample: %w", k.name, err)
-	}
 	build := chatPayload
 	if k.name == ChatMessages {
 		build = messagePayload
 	}
-	for chunk := range slices.Chunk(recs, MaxTargetItems) {
+	return e.compareSample(ctx, k, r, func(ctx context.Context, chunk []Record) (recordComparer, error) {
 		rf, err := loadChatRefs(ctx, e.Pool, chunk)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		keys := make([]string, len(chunk))
-		for i, rec := range chunk {
-			keys[i] = rec.IdempotencyKey()
-		}
-		items, _, err := e.Target.GetByKeys(ctx, k.name, keys)
-		if err != nil {
-			return fmt.Errorf("verify %s: sample: %w", k.name, err)
-		}
-		onTarget := map[string]TargetRecord{}
-		for _, it := range items {
-			onTarget[it.Key] = it
-		}
-		for _, rec := range chunk {
-			r.Sampled++
-			diffs, err := compareChatRecord(rec, build, rf, onTarget)
-			if err != nil {
-				return fmt.Errorf("verify %s %s: %w", k.name, rec.SourceID, err)
-			}
-			for _, d := range diffs {
-				d.Entity, d.SourceID = k.name, rec.SourceID
-				if len(r.Mismatches) < maxListed {
-					r.Mismatches = append(r.Mismatches, d)
-				}
-			}
-			if len(diffs) > 0 {
-				r.MismatchedRecords++
-				e.Metrics.VerifyMismatch.WithLabelValues(k.name).Inc()
-			}
-		}
-	}
-	return nil
+		return func(rec Record, onTarget map[string]TargetRecord) ([]Mismatch, error) {
+			return compareChatRecord(rec, build, rf, onTarget)
+		}, nil
+	})
 }
 
 // compareChatRecord lists the differences between what set would send for a chat or message

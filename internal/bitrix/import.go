@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -27,17 +28,23 @@ func (s *setter) importRecords(ctx context.Context, k kind, recs []Record) ([]st
 	if err != nil {
 		return nil, err
 	}
+	return s.send(ctx, k, recs, func(r Record) (json.RawMessage, error) { return payloadFor(k, r, rf) })
+}
+
+// send builds each record's payload, imports those that could be built in one call to
+// import.<entity>.batch, and records every outcome: a record whose payload cannot be built
+// (an unresolved reference) fails with that reason and is never sent half-mapped.
+func (s *setter) send(ctx context.Context, k kind, recs []Record, build func(Record) (json.RawMessage, error)) ([]string, error) {
 	outs := make([]outcome, 0, len(recs))
 	var items []ImportItem
 	var sent []int // index in outs of each item
 	for _, r := range recs {
-		payload, err := payloadFor(k, r, rf)
+		payload, err := build(r)
 		if err != nil {
 			outs = append(outs, outcome{rec: r, reason: err.Error()})
 			continue
 		}
-		sum := sha256.Sum256(payload)
-		items = append(items, ImportItem{Key: r.IdempotencyKey(), Checksum: "sha256:" + hex.EncodeToString(sum[:]), Payload: payload})
+		items = append(items, ImportItem{Key: r.IdempotencyKey(), Checksum: payloadChecksum(payload), Payload: payload})
 		sent = append(sent, len(outs))
 		outs = append(outs, outcome{rec: r})
 	}
@@ -63,6 +70,13 @@ func (s *setter) importRecords(ctx context.Context, k kind, recs []Record) ([]st
 		}
 	}
 	return s.record(ctx, k, outs)
+}
+
+// payloadChecksum is the checksum sent with an item: the target compares it to decide whether a
+// record it already holds changed.
+func payloadChecksum(payload json.RawMessage) string {
+	sum := sha256.Sum256(payload)
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // failure is a record that did not reach IMPORT_OK in a batch, and where it went.

@@ -285,6 +285,26 @@ WHERE g.entity = 'groups' AND g.id > $1 ORDER BY g.id LIMIT $2`, after, MaxTarge
 // verifySample compares a random sample of IMPORT_OK records with the target, field by field,
 // against what set would send for them now.
 func (e *Engine) verifySample(ctx context.Context, k kind, r *VerifyReport) error {
+	return e.compareSample(ctx, k, r, func(ctx context.Context, chunk []Record) (recordComparer, error) {
+		rf, err := loadRefs(ctx, e.Pool, k.name, chunk)
+		if err != nil {
+			return nil, err
+		}
+		return func(rec Record, onTarget map[string]TargetRecord) ([]Mismatch, error) {
+			return compareRecord(k, rec, rf, onTarget)
+		}, nil
+	})
+}
+
+// recordComparer lists the differences between a sampled record and the target's copies.
+type recordComparer func(rec Record, onTarget map[string]TargetRecord) ([]Mismatch, error)
+
+// compareSample draws SampleSize random IMPORT_OK records of k, reads their copies from the
+// target a chunk at a time, and adds what the comparer from prepare (which loads what a chunk
+// refers to) finds to r: each mismatch listed (up to maxListed) and each mismatched record
+// counted in verify_sample_mismatch_total.
+func (e *Engine) compareSample(ctx context.Context, k kind, r *VerifyReport,
+	prepare func(ctx context.Context, chunk []Record) (recordComparer, error)) error {
 	size := e.SampleSize
 	if size <= 0 {
 		size = 50
@@ -299,7 +319,7 @@ ORDER BY random() LIMIT $2`, k.name, size)
 		return fmt.Errorf("verify %s: sample: %w", k.name, err)
 	}
 	for chunk := range slices.Chunk(recs, MaxTargetItems) {
-		rf, err := loadRefs(ctx, e.Pool, k.name, chunk)
+		compare, err := prepare(ctx, chunk)
 		if err != nil {
 			return err
 		}
@@ -311,13 +331,13 @@ ORDER BY random() LIMIT $2`, k.name, size)
 		if err != nil {
 			return fmt.Errorf("verify %s: sample: %w", k.name, err)
 		}
-		got := map[string]TargetRecord{}
+		onTarget := map[string]TargetRecord{}
 		for _, it := range items {
-			got[it.Key] = it
+			onTarget[it.Key] = it
 		}
 		for _, rec := range chunk {
 			r.Sampled++
-			diffs, err := compareRecord(k, rec, rf, got)
+			diffs, err := compare(rec, onTarget)
 			if err != nil {
 				return fmt.Errorf("verify %s %s: %w", k.name, rec.SourceID, err)
 			}
