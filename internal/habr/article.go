@@ -92,6 +92,15 @@ func (e *Extractor) extract(pageURL, contentType string, page []byte) (Article, 
 	if err != nil {
 		return Article{}, structural("cannot decode page: %v", err)
 	}
+	if art, ok := e.extractFast(pageURL, page); ok {
+		return art, nil
+	}
+	return e.extractWholePage(pageURL, page)
+}
+
+// extractWholePage parses the whole page. It is the reference for the fast
+// path, and the only path that explains a page without an article.
+func (e *Extractor) extractWholePage(pageURL string, page []byte) (Article, error) {
 	root, err := html.Parse(bytes.NewReader(page))
 	if err != nil {
 		// Reading from memory cannot fail, so this is the parser's limit
@@ -107,8 +116,12 @@ func (e *Extractor) extract(pageURL, contentType string, page []byte) (Article, 
 	if body == nil {
 		return Article{}, whyNoBody(doc)
 	}
-	art := readMeta(doc, lay)
+	return e.convert(pageURL, readMeta(doc, lay), body, lay)
+}
 
+// convert cleans the body and adds its Markdown to art, which holds the
+// page's metadata.
+func (e *Extractor) convert(pageURL string, art Article, body *goquery.Selection, lay *layout) (Article, error) {
 	// Both steps rewrite the tree in place; the document is this call's own.
 	cleanBody(body, baseURL(pageURL))
 	md, err := e.conv.ConvertNode(body.Nodes[0], converter.WithDomain(habrRoot))

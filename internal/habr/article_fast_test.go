@@ -1,0 +1,107 @@
+package habr
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The fast path must give exactly what the whole-page parse gives, and it
+// must be the one taken for every real article page.
+func TestExtractFastMatchesWholePage(t *testing.T) {
+	e := NewExtractor()
+	for _, p := range articlePages {
+		t.Run(p.file, func(t *testing.T) {
+			page := readFixture(t, "html", p.file)
+			fast, ok := e.extractFast(p.url, page)
+			if !ok {
+				t.Fatal("fast path declined a real article page")
+			}
+			whole, err := e.extractWholePage(p.url, page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(fast, whole) {
+				t.Errorf("fast path differs from the whole page:\nfast  %+v\nwhole %+v\n%s",
+					meta(fast), meta(whole), firstDiff(whole.Markdown, fast.Markdown))
+			}
+		})
+	}
+}
+
+func meta(a Article) Article {
+	a.Markdown = ""
+	return a
+}
+
+// fastPage is an article page the fast path can read; each case below
+// breaks it in one way.
+const fastPage = `<!DOCTYPE html><html><head><meta property="og:title" content="OG">` +
+	`<meta property="aiturec:datetime" content="2023-10-22T11:31:04.000Z"></head><body>` +
+	`%s<main><article class="tm-article-presenter__content">` +
+	`<div class="tm-article-presenter__header"><a class="tm-user-info__username" href="/u/">someone</a></div>` +
+	`<h1 class="tm-title"><span>%s</span></h1><a class="tm-publication-hub__link" href="/h/"><span>Go</span></a>` +
+	`<div id="post-content-body"><p>Текст</p></div></article></main>` +
+	`<section class="comments"><article class="comment">a comment</article></section></body></html>`
+
+func TestExtractFastFallback(t *testing.T) {
+	whole := Article{
+		Title: "Title", Author: "someone", Hubs: []string{"Go"},
+		PublishedAt: time.Date(2023, 10, 22, 11, 31, 4, 0, time.UTC), Markdown: "Текст\n",
+	}
+	tests := []struct {
+		name     string
+		before   string // markup before the <main>
+		title    string
+		fast     bool
+		wantMeta Article
+	}{
+		{"plain", ``, "Title", true, whole},
+		{"article in a comment", `<!-- <article><div id="post-content-body">x</div></article> -->`, "Title", true, whole},
+		{"article in a script", `<script>var s = "<article>";</script>`, "Title", true, whole},
+		{"article in an attribute", `<a title='<article>' href="/">x</a>`, "Title", true, whole},
+		// A script that hides its end tag: the scanner gives up.
+		{"escaped script", `<script><!-- <script></script> --></script>`, "Title", false, whole},
+		// Inside <svg> a <style> is no raw text: its tags would count.
+		{"svg with tags in a style", `<svg><style><b>a</b></style></svg>`, "Title", false, whole},
+		{"svg with a title", `<svg><title>Хабр</title></svg>`, "Title", true, whole},
+		// No title in the article: both read og:title from the head.
+		{"title from og:title", ``, "", true, Article{
+			Title: "OG", Author: "someone", Hubs: []string{"Go"}, PublishedAt: whole.PublishedAt, Markdown: "Текст\n",
+		}},
+		// An article inside the article: the first </article> is not its end.
+		{"nested article", `<article class="preview">`, "Title", false, whole},
+	}
+	e := NewExtractor()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			page := []byte(strings.Replace(strings.Replace(fastPage, "%s", tt.before, 1), "%s", tt.title, 1))
+			if _, ok := e.extractFast("https://habr.com/ru/articles/1/", page); ok != tt.fast {
+				t.Errorf("fast path taken: %v, want %v", ok, tt.fast)
+			}
+			a, err := e.Extract("https://habr.com/ru/articles/1/", page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(a, tt.wantMeta) {
+				t.Errorf("got %+v\nwant %+v", a, tt.wantMeta)
+			}
+		})
+	}
+}
+
+// Pages without an article take the whole-page path, which says why.
+func TestExtractFastDeclinesListings(t *testing.T) {
+	e := NewExtractor()
+	for _, file := range listingPages {
+		page := readFixture(t, "html", file)
+		if _, ok := e.extractFast("https://habr.com/ru/all/", page); ok {
+			t.Errorf("%s: fast path took a listing", file)
+		}
+		if _, err := e.Extract("https://habr.com/ru/all/", page); !errors.Is(err, ErrStructure) {
+			t.Errorf("%s: err = %v, want a structure error", file, err)
+		}
+	}
+}
