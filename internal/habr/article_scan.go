@@ -8,7 +8,7 @@ import (
 type prefix struct {
 	article int      // offset of the first <article> start tag
 	hubs    int      // offset of the 2019 mobile hubs block before it, or -1
-	metas   [][2]int // the <meta> tags before it, as [start, end) offsets
+	metas   [][2]int // its <meta property> tags, as [start, end) offsets
 }
 
 // mobileHubs starts the hubs block that the 2019 mobile layout shows right
@@ -16,10 +16,10 @@ type prefix struct {
 var mobileHubs = []byte(`<div class="tm-article-hubs`)
 
 // scanPrefix finds the first <article> start tag of page and the <meta>
-// tags before it. It follows html.Tokenizer's rules for where tags,
-// comments and raw text (scripts, styles) begin and end, so that a "<" in
-// a script, comment or attribute is not taken for a tag, but builds no
-// tokens. Where those rules depend on the parser's state (foreign content,
+// tags with a property before it. It follows html.Tokenizer's rules for
+// where tags, comments and raw text (scripts, styles) begin and end, so
+// that a "<" in a script, comment or attribute is not taken for a tag, but
+// builds no tokens. Where those rules depend on the parser's state (foreign content,
 // CDATA, escaped scripts, plaintext) it gives up and reports false.
 func scanPrefix(page []byte) (prefix, bool) {
 	p := prefix{hubs: -1}
@@ -44,7 +44,10 @@ func scanPrefix(page []byte) (prefix, bool) {
 				p.article = i
 				return p, true
 			case "meta":
-				p.metas = append(p.metas, [2]int{i, end})
+				// The layouts read only meta[property=…] tags.
+				if bytes.Contains(page[i:end], []byte("property")) {
+					p.metas = append(p.metas, [2]int{i, end})
+				}
 			case "div":
 				if rest, ok := bytes.CutPrefix(page[i:], mobileHubs); ok && (rest[0] == '"' || rest[0] == ' ') {
 					p.hubs = i
