@@ -88,14 +88,31 @@ func (e *Extractor) extract(pageURL, contentType string, page []byte) (Article, 
 	if sniffed := http.DetectContentType(page); !strings.HasPrefix(sniffed, "text/") {
 		return Article{}, structural("not an HTML page: content is %s", sniffed)
 	}
+	// Checking that a whole page is valid UTF-8 costs a fifth of the fast path. A page whose
+	// declared (or sniffed) charset is UTF-8 is read as it is, with its invalid bytes, if any,
+	// replaced; so when the bytes the fast path parses are valid, the rest cannot change what
+	// it reads.
+	if declaresUTF8(page, contentType) {
+		if art, ok := e.extractFast(pageURL, page, true); ok {
+			return art, nil
+		}
+	}
 	page, err := toUTF8(page, contentType)
 	if err != nil {
 		return Article{}, structural("cannot decode page: %v", err)
 	}
-	if art, ok := e.extractFast(pageURL, page); ok {
+	if art, ok := e.extractFast(pageURL, page, false); ok {
 		return art, nil
 	}
 	return e.extractWholePage(pageURL, page)
+}
+
+// declaresUTF8 reports whether toUTF8 would decode page as UTF-8 were it not valid UTF-8: by
+// the charset of contentType, a byte-order mark, a <meta> in its first 1024 bytes or, with
+// none of them, those bytes being valid UTF-8.
+func declaresUTF8(page []byte, contentType string) bool {
+	_, name, _ := charset.DetermineEncoding(page[:min(len(page), 1024)], contentType)
+	return name == "utf-8"
 }
 
 // extractWholePage parses the whole page. It is the reference for the fast

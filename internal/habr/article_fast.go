@@ -2,6 +2,7 @@ package habr
 
 import (
 	"bytes"
+	"unicode/utf8"
 
 	"github.com/PuerkitoBio/goquery"
 	"golang.org/x/net/html"
@@ -24,9 +25,10 @@ import (
 // without an article (stubs, listings, feeds) therefore always take the
 // whole-page path, which explains them.
 
-// extractFast returns the article of page if the fast path is sure of it.
-func (e *Extractor) extractFast(pageURL string, page []byte) (Article, bool) {
-	doc, ok := articleDoc(page)
+// extractFast returns the article of page if the fast path is sure of it. With checkUTF8, page
+// is still undecoded, and the fast path declines unless the bytes it parses are valid UTF-8.
+func (e *Extractor) extractFast(pageURL string, page []byte, checkUTF8 bool) (Article, bool) {
+	doc, ok := articleDoc(page, checkUTF8)
 	if !ok {
 		return Article{}, false
 	}
@@ -58,7 +60,8 @@ const regionEnd = "<!--end of article-->"
 
 // articleDoc parses the head's <meta> tags and the page's first article
 // into a document of their own, or reports that it cannot be sure to.
-func articleDoc(page []byte) (*html.Node, bool) {
+// With checkUTF8 it declines if what it would parse is not valid UTF-8.
+func articleDoc(page []byte, checkUTF8 bool) (*html.Node, bool) {
 	pre, ok := scanPrefix(page)
 	if !ok {
 		return nil, false
@@ -80,6 +83,9 @@ func articleDoc(page []byte) (*html.Node, bool) {
 	}
 	buf.Write(region)
 	buf.WriteString(regionEnd)
+	if checkUTF8 && !utf8.Valid(buf.Bytes()) {
+		return nil, false
+	}
 	doc, err := html.Parse(&buf)
 	if err != nil || !wellFormedRegion(doc, pre.hubs >= 0) {
 		return nil, false

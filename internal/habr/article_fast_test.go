@@ -15,17 +15,19 @@ func TestExtractFastMatchesWholePage(t *testing.T) {
 	for _, p := range articlePages {
 		t.Run(p.file, func(t *testing.T) {
 			page := readFixture(t, "html", p.file)
-			fast, ok := e.extractFast(p.url, page)
-			if !ok {
-				t.Fatal("fast path declined a real article page")
-			}
 			whole, err := e.extractWholePage(p.url, page)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(fast, whole) {
-				t.Errorf("fast path differs from the whole page:\nfast  %+v\nwhole %+v\n%s",
-					meta(fast), meta(whole), firstDiff(whole.Markdown, fast.Markdown))
+			for _, checkUTF8 := range []bool{true, false} {
+				fast, ok := e.extractFast(p.url, page, checkUTF8)
+				if !ok {
+					t.Fatalf("fast path (checkUTF8 %v) declined a real article page", checkUTF8)
+				}
+				if !reflect.DeepEqual(fast, whole) {
+					t.Errorf("fast path (checkUTF8 %v) differs from the whole page:\nfast  %+v\nwhole %+v\n%s",
+						checkUTF8, meta(fast), meta(whole), firstDiff(whole.Markdown, fast.Markdown))
+				}
 			}
 		})
 	}
@@ -78,7 +80,7 @@ func TestExtractFastFallback(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			page := []byte(strings.Replace(strings.Replace(fastPage, "%s", tt.before, 1), "%s", tt.title, 1))
-			if _, ok := e.extractFast("https://habr.com/ru/articles/1/", page); ok != tt.fast {
+			if _, ok := e.extractFast("https://habr.com/ru/articles/1/", page, true); ok != tt.fast {
 				t.Errorf("fast path taken: %v, want %v", ok, tt.fast)
 			}
 			a, err := e.Extract("https://habr.com/ru/articles/1/", page)
@@ -97,11 +99,53 @@ func TestExtractFastDeclinesListings(t *testing.T) {
 	e := NewExtractor()
 	for _, file := range listingPages {
 		page := readFixture(t, "html", file)
-		if _, ok := e.extractFast("https://habr.com/ru/all/", page); ok {
+		if _, ok := e.extractFast("https://habr.com/ru/all/", page, true); ok {
 			t.Errorf("%s: fast path took a listing", file)
 		}
 		if _, err := e.Extract("https://habr.com/ru/all/", page); !errors.Is(err, ErrStructure) {
 			t.Errorf("%s: err = %v, want a structure error", file, err)
 		}
+	}
+}
+
+// A UTF-8 page with a bad byte reads as the whole-page path reads the decoded page (the byte
+// replaced by U+FFFD), whether the byte is outside what the fast path parses (then it does not
+// check the whole page) or inside it (then it declines the raw page and reads the decoded one).
+func TestExtractFastInvalidUTF8(t *testing.T) {
+	e := NewExtractor()
+	const url = "https://habr.com/ru/articles/1/"
+	page := strings.Replace(strings.Replace(fastPage, "%s", "", 1), "%s", "Title", 1)
+	page = strings.Replace(page, "<head>", `<head><meta charset="utf-8">`, 1) // as on every Habr page
+	tests := []struct {
+		name      string
+		page      string
+		fastOnRaw bool
+		markdown  string
+	}{
+		{"bad byte in the comments", strings.Replace(page, "a comment", "a \xff comment", 1), true, "Текст\n"},
+		{"bad byte in the body", strings.Replace(page, "<p>Текст", "<p>Те\xffкст", 1), false, "Те\uFFFDкст\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			raw := []byte(tt.page)
+			if _, ok := e.extractFast(url, raw, true); ok != tt.fastOnRaw {
+				t.Errorf("fast path on the raw page taken: %v, want %v", ok, tt.fastOnRaw)
+			}
+			got, err := e.Extract(url, raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			decoded, err := toUTF8(raw, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := e.extractWholePage(url, decoded)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) || got.Markdown != tt.markdown {
+				t.Errorf("got %+v\nwant %+v (Markdown %q)", got, want, tt.markdown)
+			}
+		})
 	}
 }
