@@ -22,7 +22,8 @@ import (
 //	                          overhead that grows with the page, not the body
 //	BenchmarkOverhead         the three above in the same iterations, so that
 //	                          a busy machine slows all of them alike; it
-//	                          reports each in ms/op and our share in percent
+//	                          reports each in ms per page and our share in
+//	                          percent, per page and over all of them
 //
 // Run with: go test -run '^$' -bench . -benchmem ./internal/habr/
 
@@ -77,38 +78,52 @@ func BenchmarkParsePage(b *testing.B) {
 func BenchmarkOverhead(b *testing.B) {
 	e := NewExtractor()
 	conv := newConverter()
+	type fixture struct {
+		url  string
+		page []byte
+		body string
+	}
+	var all []fixture
 	for _, p := range articlePages {
 		page := readFixture(b, "html", p.file)
-		body := bodyHTML(b, page)
-		b.Run(strings.TrimSuffix(p.file, ".html"), func(b *testing.B) {
-			var parse, extract, convert time.Duration
-			for b.Loop() {
+		all = append(all, fixture{p.url, page, bodyHTML(b, page)})
+	}
+	run := func(b *testing.B, pages []fixture) {
+		var parse, extract, convert time.Duration
+		for b.Loop() {
+			for _, f := range pages {
 				t0 := time.Now()
-				if _, err := html.Parse(bytes.NewReader(page)); err != nil {
+				if _, err := html.Parse(bytes.NewReader(f.page)); err != nil {
 					b.Fatal(err)
 				}
 				t1 := time.Now()
-				if _, err := e.Extract(p.url, page); err != nil {
+				if _, err := e.Extract(f.url, f.page); err != nil {
 					b.Fatal(err)
 				}
 				t2 := time.Now()
-				if _, err := conv.ConvertString(body, converter.WithDomain(habrRoot)); err != nil {
+				if _, err := conv.ConvertString(f.body, converter.WithDomain(habrRoot)); err != nil {
 					b.Fatal(err)
 				}
 				t3 := time.Now()
 				parse, extract, convert = parse+t1.Sub(t0), extract+t2.Sub(t1), convert+t3.Sub(t2)
 			}
-			n := float64(b.N)
-			ms := func(d time.Duration) float64 { return d.Seconds() * 1000 / n }
-			b.ReportMetric(ms(extract), "extract-ms/op")
-			b.ReportMetric(ms(parse), "parse-ms/op")
-			b.ReportMetric(ms(convert), "convert-ms/op")
-			// Extract over the bare conversion, all of it and without the
-			// page parse (finding the body, metadata, cleanup).
-			b.ReportMetric(100*float64(extract-convert)/float64(convert), "overhead-%")
-			b.ReportMetric(100*float64(extract-parse-convert)/float64(convert), "own-%")
-		})
+		}
+		n := float64(b.N * len(pages))
+		ms := func(d time.Duration) float64 { return d.Seconds() * 1000 / n }
+		b.ReportMetric(ms(extract), "extract-ms/page")
+		b.ReportMetric(ms(parse), "parse-ms/page")
+		b.ReportMetric(ms(convert), "convert-ms/page")
+		// Extract over the bare conversion: all of it, and without what a
+		// whole-page parse would cost.
+		b.ReportMetric(100*float64(extract-convert)/float64(convert), "overhead-%")
+		b.ReportMetric(100*float64(extract-parse-convert)/float64(convert), "own-%")
 	}
+	for i, p := range articlePages {
+		b.Run(strings.TrimSuffix(p.file, ".html"), func(b *testing.B) { run(b, all[i:i+1]) })
+	}
+	// Every page in each iteration: the CPU time of extracting this mix of
+	// layouts and sizes against converting their bodies.
+	b.Run("all-pages", func(b *testing.B) { run(b, all) })
 }
 
 // bodyHTML returns the outer HTML of the page's body container, untouched.
