@@ -263,6 +263,32 @@ func TestSetResendsAfterLostAnswersWithoutDuplicates(t *testing.T) {
 	}
 }
 
+// A 429 from the target is waited out for its Retry-After and the same batch sent again: it is
+// not a failure of the records, which never pass through ERROR_RETRY.
+func TestSetWaitsOutTargetRateLimit(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, bitrixfake.Options{Users: 120, Seed: 16})
+	e := v.engine()
+	v.phases(e, bitrix.Users, "get")
+	v.target.FailNext("import.users.batch", targetfake.FaultRateLimited, 2)
+	start := time.Now()
+	if _, err := e.Set(v.ctx, bitrix.Users); err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(start); waited < 2*time.Second {
+		t.Errorf("set took %v; two 429s with Retry-After: 1 should hold it at least 2 s", waited)
+	}
+	if n := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'users' AND status = 'IMPORT_OK'`); n != 120 {
+		t.Errorf("%d users imported, want 120", n)
+	}
+	if n := v.count(`SELECT count(*) FROM status_history WHERE machine = 'bitrix' AND to_status = 'ERROR_RETRY'`); n != 0 {
+		t.Errorf("%d records went to ERROR_RETRY over a 429", n)
+	}
+	if s := v.target.Stats(); s.RateLimited != 2 || s.Created != 120 || s.Duplicates != 0 {
+		t.Errorf("target %+v: want 2 rate-limited answers and 120 created once each", s)
+	}
+}
+
 func TestSetNeverImportsHalfMappedRecords(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t, bitrixfake.Options{Users: 200, Groups: 12, Seed: 15})

@@ -47,6 +47,9 @@ const (
 	// FaultLostAnswer applies the request, then closes the connection
 	// instead of answering: the client cannot know what was stored.
 	FaultLostAnswer
+	// FaultRateLimited answers 429 rate_limited with Retry-After: 1, as
+	// the API does when a client sends too fast; nothing is stored.
+	FaultRateLimited
 )
 
 // Server is the fake target; it is an http.Handler.
@@ -118,6 +121,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case FaultDrop:
 		dropConnection(w)
+		return
+	case FaultRateLimited:
+		s.mu.Lock()
+		s.stats.RateLimited++
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{
+			"code": "rate_limited", "message": "too many requests; retry after 1 s"}})
 		return
 	case FaultSlow:
 		t := time.NewTimer(s.opts.SlowDelay)

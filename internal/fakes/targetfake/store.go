@@ -42,6 +42,8 @@ type Stats struct {
 	Created, Updated, Unchanged int
 	// Failed counts items answered with an error.
 	Failed int
+	// RateLimited counts 429 answers (FaultRateLimited).
+	RateLimited int
 	// Duplicates counts records created under a key that names, once
 	// normalised, a source record already stored under another key.
 	Duplicates int
