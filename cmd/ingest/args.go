@@ -37,14 +37,21 @@ type statusCmd struct {
 type statusSetCmd struct {
 	Source string   `arg:"positional,required" help:"the pipeline: habr or bitrix" placeholder:"SOURCE"`
 	IDs    []string `arg:"--id" help:"records, space-separated; required. habr: article ids; bitrix: the portal's ids with --entity (e.g. --entity users --id 42 57), or record ids without it" placeholder:"ID"`
-	Entity string   `arg:"--entity" help:"bitrix: the entity the --id values belong to (users, groups, group_members)" placeholder:"ENTITY"`
+	Entity string   `arg:"--entity" help:"bitrix: the entity the --id values belong to (users, groups, group_members, chats, chat_messages)" placeholder:"ENTITY"`
 	To     string   `arg:"--to" help:"the new status; required" placeholder:"STATUS"`
 	Reason string   `arg:"--reason" help:"why: kept in the status history; required" placeholder:"TEXT"`
 	By     string   `arg:"--by,env:USER" help:"who is making the change" placeholder:"NAME"`
 }
 
 type showCmd struct {
-	Habr *showHabrCmd `arg:"subcommand:habr" help:"a Habr publication"`
+	Habr   *showHabrCmd   `arg:"subcommand:habr" help:"a Habr publication"`
+	Bitrix *showBitrixCmd `arg:"subcommand:bitrix" help:"a Bitrix24 record, by entity and the portal's id"`
+}
+
+type showBitrixCmd struct {
+	Entity string `arg:"positional,required" help:"users, groups, group_members, chats or chat_messages" placeholder:"ENTITY"`
+	ID     string `arg:"positional,required" help:"the portal's id (group_members: GROUP:USER, chat_messages: CHAT:MESSAGE)" placeholder:"ID"`
+	JSON   bool   `arg:"--json" help:"print JSON"`
 }
 
 type showHabrCmd struct {

@@ -1,14 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
@@ -202,4 +207,90 @@ func (app *app) bitrixStatus(ctx context.Context, asJSON bool) error {
 		}
 	}
 	return nil
+}
+
+// check validates the entity before anything connects.
+func (c *showBitrixCmd) check() error {
+	if !slices.Contains(bitrix.RecordEntities, c.Entity) {
+		return usageError{fmt.Sprintf("show bitrix: unknown entity %q (valid: %s)", c.Entity, strings.Join(bitrix.RecordEntities, ", "))}
+	}
+	return nil
+}
+
+// showBitrix prints one record: where it stands, why, its history and its payload as read.
+func (app *app) showBitrix(ctx context.Context, c *showBitrixCmd) error {
+	d, err := bitrix.GetRecordDetail(ctx, app.pool, c.Entity, c.ID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		fmt.Fprintf(app.stderr, "ingest: no %s record with the portal's id %s has been read\n", c.Entity, c.ID)
+		return errReported
+	}
+	if err != nil {
+		return err
+	}
+	hist, err := bitrix.Machine.History(ctx, app.pool, d.ID)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		enc := json.NewEncoder(app.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{
+			"id": d.ID, "entity": d.Entity, "source_id": d.SourceID, "parent_source_id": d.ParentSourceID,
+			"status": d.Status, "attempts": d.Attempts, "retries": d.Retries, "last_error": d.LastError,
+			"next_attempt_at": d.NextAttemptAt, "checksum": d.Checksum, "target_id": d.TargetID,
+			"imported_at": d.ImportedAt, "fetched_at": d.FetchedAt, "updated_at": d.UpdatedAt,
+			"dates": d.Dates, "payload": d.Payload, "history": hist,
+		})
+	}
+	w := tabwriter.NewWriter(app.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "record\t%d (%s %s, key %s)\n", d.ID, d.Entity, d.SourceID, d.IdempotencyKey())
+	if d.ParentSourceID != "" {
+		fmt.Fprintf(w, "parent\t%s\n", d.ParentSourceID)
+	}
+	fmt.Fprintf(w, "status\t%s (attempts: %d, retries: %d)\n", d.Status, d.Attempts, d.Retries)
+	if d.LastError != "" {
+		fmt.Fprintf(w, "last error\t%s\n", d.LastError)
+	}
+	if d.NextAttemptAt != nil {
+		fmt.Fprintf(w, "next attempt\t%s\n", d.NextAttemptAt.UTC().Format(time.RFC3339))
+	}
+	if d.TargetID != "" {
+		fmt.Fprintf(w, "on the target\t%s (imported %s)\n", d.TargetID, d.ImportedAt.UTC().Format(time.RFC3339))
+	} else {
+		fmt.Fprintln(w, "on the target\tnot imported")
+	}
+	fmt.Fprintf(w, "read\t%s (payload last changed %s, checksum %s)\n", d.FetchedAt.UTC().Format(time.RFC3339),
+		d.UpdatedAt.UTC().Format(time.RFC3339), d.Checksum)
+	for _, name := range slices.Sorted(maps.Keys(d.Dates)) {
+		fmt.Fprintf(w, "date %s\t%s\n", name, describeDate(d.Dates[name]))
+	}
+	fmt.Fprintln(w, "\nhistory")
+	for _, h := range hist {
+		fmt.Fprintf(w, "  %s\t%s\t-> %s\t%s\t%s\n", h.ChangedAt.UTC().Format(time.RFC3339), h.From, h.To, h.Actor, h.Reason)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	var payload bytes.Buffer
+	if err := json.Indent(&payload, d.Payload, "", "  "); err != nil {
+		payload.Write(d.Payload)
+	}
+	fmt.Fprintf(app.stdout, "\npayload (as read from the portal)\n%s\n", payload.String())
+	return nil
+}
+
+// describeDate shows a date as kept: the value received, its UTC instant and offset, or why it
+// could not be read.
+func describeDate(d bitrix.Date) string {
+	switch {
+	case d.Err != "":
+		return fmt.Sprintf("%q: unreadable: %s", d.Raw, d.Err)
+	case d.Raw == "":
+		return "(empty)"
+	}
+	s := fmt.Sprintf("%q = %s UTC, offset %s", d.Raw, d.UTC.Format(time.RFC3339), d.Offset)
+	if d.Assumed {
+		s += " (assumed: the value had none)"
+	}
+	return s
 }

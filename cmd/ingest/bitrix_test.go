@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -11,9 +13,9 @@ import (
 
 // bitrixEnv starts a fake portal and a fake target and returns the env that points ingest at
 // them, with the secrets the output must never show.
-func bitrixEnv(t *testing.T, users, groups int) (env []string, secrets []string, target *targetfake.Server) {
+func bitrixEnv(t *testing.T, users, groups int) (env []string, secrets []string, portal *bitrixfake.Portal, target *targetfake.Server) {
 	t.Helper()
-	portal := bitrixfake.New(bitrixfake.Options{Users: users, Groups: groups, Seed: 7, Token: "s3cretwebhooktoken",
+	portal = bitrixfake.New(bitrixfake.Options{Users: users, Groups: groups, Seed: 7, Token: "s3cretwebhooktoken",
 		Chats: 8, MessagesPerChat: 70})
 	ps := httptest.NewServer(portal)
 	t.Cleanup(ps.Close)
@@ -24,13 +26,13 @@ func bitrixEnv(t *testing.T, users, groups int) (env []string, secrets []string,
 		"BITRIX_WEBHOOK_URL=" + ps.URL + portal.WebhookPath(),
 		"TARGET_WEBHOOK_URL=" + strings.Replace(ts.URL, "http://", "http://import:s3crettargettoken@", 1) + "/api/v1/",
 	}
-	return env, []string{"s3cretwebhooktoken", "s3crettargettoken"}, target
+	return env, []string{"s3cretwebhooktoken", "s3crettargettoken"}, portal, target
 }
 
 func TestBitrixCommands(t *testing.T) {
 	t.Parallel()
 	b := setupCLI(t)
-	env, secrets, target := bitrixEnv(t, 300, 12)
+	env, secrets, portal, target := bitrixEnv(t, 300, 12)
 	run := func(args ...string) (int, string, string) {
 		cmd, stdout, stderr := b.command(args...)
 		cmd.Env = append(cmd.Env, env...)
@@ -81,6 +83,28 @@ func TestBitrixCommands(t *testing.T) {
 	if code != exitFailed || !strings.Contains(stdout, "IMPORT_OK -> NEW") || !strings.Contains(stdout, "users 999999: refused: no such record") {
 		t.Errorf("status set by portal id = exit %d\n%s\n%s", code, stdout, stderr)
 	}
+	// show bitrix tells where the record stands and why, with its history.
+	code, stdout, stderr = run("show", "bitrix", "users", "1")
+	if code != 0 || !strings.Contains(stdout, "NEW (attempts: ") || !strings.Contains(stdout, "manual: bob") ||
+		!strings.Contains(stdout, "re-import after fix") || !strings.Contains(stdout, `"ID": "1"`) {
+		t.Errorf("show bitrix users 1 = exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	code, stdout, _ = run("show", "bitrix", "--json", "groups", strconv.Itoa(portal.GroupIDs()[0]))
+	var shown struct {
+		Status   string            `json:"status"`
+		TargetID string            `json:"target_id"`
+		History  []json.RawMessage `json:"history"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &shown); code != 0 || err != nil || shown.Status != "IMPORT_OK" || shown.TargetID == "" || len(shown.History) == 0 {
+		t.Errorf("show bitrix --json groups = exit %d, %v\n%s", code, err, stdout)
+	}
+	if code, _, stderr = run("show", "bitrix", "users", "999999"); code != exitFailed || !strings.Contains(stderr, "no users record with the portal's id 999999") {
+		t.Errorf("show bitrix of an unknown id = exit %d\n%s", code, stderr)
+	}
+	if code, _, stderr = run("show", "bitrix", "people", "1"); code != exitUsage || !strings.Contains(stderr, `unknown entity "people"`) {
+		t.Errorf("show bitrix of an unknown entity = exit %d\n%s", code, stderr)
+	}
+
 	code, _, stderr = run("status", "set", "bitrix", "--id", "users:1", "--to", "NEW", "--reason", "x")
 	if code != exitConfig || !strings.Contains(stderr, "add --entity") {
 		t.Errorf("status set with a non-numeric id = exit %d\n%s", code, stderr)

@@ -87,12 +87,17 @@ func Main(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 		}
 		return exitUsage
 	}
-	if command == "status set" {
-		if err := a.Status.Set.check(); err != nil {
-			_ = p.WriteUsageForSubcommand(stderr, names...)
-			fmt.Fprintln(stderr, "error:", err)
-			return exitUsage
-		}
+	var usage error
+	switch command {
+	case "status set":
+		usage = a.Status.Set.check()
+	case "show bitrix":
+		usage = a.Show.Bitrix.check()
+	}
+	if usage != nil {
+		_ = p.WriteUsageForSubcommand(stderr, names...)
+		fmt.Fprintln(stderr, "error:", usage)
+		return exitUsage
 	}
 	if command == "version" {
 		fmt.Fprintln(stdout, a.Version())
@@ -113,7 +118,7 @@ func isLeaf(command string) bool {
 	switch command {
 	case "migrate", "migrate up", "migrate status",
 		"status", "status habr", "status bitrix", "status set",
-		"show habr", "discover habr", "extract habr", "bitrix status", "version":
+		"show habr", "show bitrix", "discover habr", "extract habr", "bitrix status", "version":
 		return true
 	}
 	_, _, ok := bitrixCommand(command)
@@ -138,6 +143,8 @@ func (app *app) dispatch(ctx context.Context, command string, a args) error {
 		return app.statusSet(ctx, a.Status.Set)
 	case "show habr":
 		return app.showHabr(ctx, a.Show.Habr)
+	case "show bitrix":
+		return app.showBitrix(ctx, a.Show.Bitrix)
 	case "discover habr":
 		return app.discoverHabr(ctx)
 	case "extract habr":

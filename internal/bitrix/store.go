@@ -218,3 +218,34 @@ WHERE NOT EXISTS (SELECT 1 FROM bitrix_records r WHERE r.entity = $1 AND r.sourc
 	}
 	return out, nil
 }
+
+// RecordEntities lists every entity with records in bitrix_records: the command entities and
+// those migrated as part of them.
+var RecordEntities = []string{Users, Groups, GroupMembers, Chats, ChatMessages}
+
+// RecordDetail is one record with what a person fixing it by hand needs besides: where it is on
+// the target, and when it was last read and last changed.
+type RecordDetail struct {
+	Record
+	// TargetID and ImportedAt are from the id map; empty when the target does not hold it.
+	TargetID   string
+	ImportedAt *time.Time
+	// FetchedAt is when a get last read the record; UpdatedAt when its payload last changed.
+	FetchedAt, UpdatedAt time.Time
+}
+
+// GetRecordDetail returns one record by entity and source id, with its id map row.
+func GetRecordDetail(ctx context.Context, db status.DB, entity, sourceID string) (RecordDetail, error) {
+	r, err := GetRecord(ctx, db, entity, sourceID)
+	if err != nil {
+		return RecordDetail{}, err
+	}
+	d := RecordDetail{Record: r}
+	err = db.QueryRow(ctx, `SELECT r.fetched_at, r.updated_at, coalesce(m.target_id, ''), m.imported_at
+FROM bitrix_records r LEFT JOIN bitrix_id_map m ON m.entity = r.entity AND m.source_id = r.source_id
+WHERE r.id = $1`, r.ID).Scan(&d.FetchedAt, &d.UpdatedAt, &d.TargetID, &d.ImportedAt)
+	if err != nil {
+		return RecordDetail{}, fmt.Errorf("%s record %s: %w", entity, sourceID, err)
+	}
+	return d, nil
+}
