@@ -69,6 +69,9 @@ code=0; bin/ingest bitrix chats run 2>"$state/chats.log" || code=$?
 grep -v 'msg=progress' "$state/chats.log" || true
 echo "exit code: $code (1 = verify found problems: see its report in bitrix status below)"
 
+step "ingest show bitrix chats 70   (an Open Channel chat verify listed: why it was not imported)"
+bin/ingest show bitrix chats 70
+
 step "ingest bitrix chats get again: only tops up each chat (FIRST_ID = newest stored message)"
 bin/ingest bitrix chats get
 
