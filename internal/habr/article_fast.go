@@ -52,11 +52,19 @@ func (e *Extractor) extractFast(pageURL string, page []byte, checkUTF8 bool) (Ar
 // article in another, so the first one closes it; articleDoc checks that.
 const articleEnd = "</article>"
 
-// regionEnd follows the article in the small document. Only if the article
-// is closed exactly where the region ends does the comment come out as the
-// last child of <body>; anywhere else (an article nested in the article, a
-// region ending inside a comment, a script or an attribute) it is swallowed.
-const regionEnd = "<!--end of article-->"
+// regionEnd follows the article in the small document: a comment, then a
+// text. Only if the article is closed exactly where the region ends does the
+// comment come out as a child of <body>; anywhere else (an article nested in
+// the article, a region ending inside a comment, a script or an attribute)
+// it is swallowed. And only if no formatting element (<a>, <b>, ...) was
+// left open in the article does the text follow it bare: the parser reopens
+// such elements around the next text, as it would around whatever follows
+// the article on the whole page.
+const (
+	regionEndComment = "end of article"
+	regionEndText    = "end"
+	regionEnd        = "<!--" + regionEndComment + "-->" + regionEndText
+)
 
 // articleDoc parses the head's <meta> tags and the page's first article
 // into a document of their own, or reports that it cannot be sure to.
@@ -94,8 +102,8 @@ func articleDoc(page []byte, checkUTF8 bool) (*html.Node, bool) {
 }
 
 // wellFormedRegion reports whether the body of doc holds the article (and
-// the hubs block before it if withHubs), then the regionEnd comment, and
-// nothing else but white space.
+// the hubs block before it if withHubs), then the regionEnd comment and
+// text, and nothing else but white space.
 func wellFormedRegion(doc *html.Node, withHubs bool) bool {
 	body := findElement(doc, "body")
 	if body == nil {
@@ -106,8 +114,12 @@ func wellFormedRegion(doc *html.Node, withHubs bool) bool {
 		want = append(want, "div")
 	}
 	want = append(want, "article")
-	last := body.LastChild
-	if last == nil || last.Type != html.CommentNode || "<!--"+last.Data+"-->" != regionEnd {
+	text := body.LastChild
+	if text == nil || text.Type != html.TextNode || text.Data != regionEndText {
+		return false
+	}
+	last := text.PrevSibling
+	if last == nil || last.Type != html.CommentNode || last.Data != regionEndComment {
 		return false
 	}
 	for c := body.FirstChild; c != last; c = c.NextSibling {

@@ -23,7 +23,8 @@ var mobileHubs = []byte(`<div class="tm-article-hubs`)
 // CDATA, escaped scripts, plaintext) it gives up and reports false.
 func scanPrefix(page []byte) (prefix, bool) {
 	p := prefix{hubs: -1}
-	foreign := 0 // open <svg> and <math> elements
+	foreign := 0    // open <svg> and <math> elements
+	formatting := 0 // formatting elements (<a>, <b>, ...) opened and not closed
 	var buf [16]byte
 	for i := 0; ; {
 		j := bytes.IndexByte(page[i:], '<')
@@ -41,21 +42,26 @@ func scanPrefix(page []byte) (prefix, bool) {
 			name := lowerName(tagName(page[i+1:end]), &buf)
 			switch name {
 			case "article":
+				// An open formatting element is one the parser carries into the
+				// article (an <a> in it closes the outer one, a text reopens it):
+				// the article alone would not read the same.
 				p.article = i
-				return p, true
+				return p, formatting == 0
 			case "meta":
 				// The layouts read only meta[property=…] tags.
-				if bytes.Contains(page[i:end], []byte("property")) {
+				if bytes.Contains(bytes.ToLower(page[i:end]), []byte("property")) {
 					p.metas = append(p.metas, [2]int{i, end})
 				}
 			case "div":
-				if rest, ok := bytes.CutPrefix(page[i:], mobileHubs); ok && (rest[0] == '"' || rest[0] == ' ') {
+				if rest, ok := bytes.CutPrefix(page[i:], mobileHubs); ok && len(rest) > 0 && (rest[0] == '"' || rest[0] == ' ') {
 					p.hubs = i
 				}
 			case "svg", "math":
 				if page[end-2] != '/' {
 					foreign++
 				}
+			case "a", "b", "big", "code", "em", "font", "i", "nobr", "s", "small", "strike", "strong", "tt", "u":
+				formatting++ // "<b/>" opens a <b> too: HTML ignores the slash here
 			case "plaintext":
 				return p, false
 			case "script", "style", "textarea", "title", "iframe", "noembed", "noframes", "noscript", "xmp":
@@ -77,6 +83,8 @@ func scanPrefix(page []byte) (prefix, bool) {
 			switch lowerName(tagName(page[i+2:end]), &buf) {
 			case "svg", "math":
 				foreign = max(foreign-1, 0)
+			case "a", "b", "big", "code", "em", "font", "i", "nobr", "s", "small", "strike", "strong", "tt", "u":
+				formatting = max(formatting-1, 0)
 			}
 			i = end
 		case c == '/' && page[i+2] == '>':
