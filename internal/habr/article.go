@@ -205,14 +205,14 @@ func findBody(doc *goquery.Document) (*goquery.Selection, *layout) {
 		return nil, nil
 	}
 	for i := range layouts {
-		if body.Is(layouts[i].body) {
+		if body.IsMatcher(layoutSelector(layouts[i].body)) {
 			return body, &layouts[i]
 		}
 	}
 	return nil, nil // unreachable: anyBody matches only the layouts' bodies
 }
 
-var anyBody = goquery.Single(bodySelectors())
+var anyBody = goquery.SingleMatcher(css(bodySelectors()))
 
 func bodySelectors() string {
 	s := make([]string, len(layouts))

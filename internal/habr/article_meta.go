@@ -31,6 +31,11 @@ type layout struct {
 
 type timeAttr struct{ selector, attr string }
 
+var (
+	ogTitle         = css(`meta[property="og:title"]`)
+	profiledHubMark = css(".tm-article-snippet__profiled-hub")
+)
+
 var layouts = []layout{
 	{
 		// The Vue site, 2020–2025 (in 2025 inside div.article-body), editor
@@ -82,7 +87,7 @@ var timeLayouts = []string{time.RFC3339, "2006-01-02T15:04Z07:00"}
 func readMeta(doc *goquery.Document, l *layout) Article {
 	in := doc.Selection
 	if l.scope != "" {
-		in = doc.FindMatcher(goquery.Single(l.scope))
+		in = doc.FindMatcher(goquery.SingleMatcher(layoutSelector(l.scope)))
 	}
 	a := Article{
 		Title:       firstText(in, l.title),
@@ -92,14 +97,14 @@ func readMeta(doc *goquery.Document, l *layout) Article {
 		PublishedAt: publishedAt(in, l.times),
 	}
 	if a.Title == "" {
-		a.Title = squash(doc.FindMatcher(goquery.Single(`meta[property="og:title"]`)).AttrOr("content", ""))
+		a.Title = squash(doc.FindMatcher(goquery.SingleMatcher(ogTitle)).AttrOr("content", ""))
 	}
 	return a
 }
 
 func firstText(in *goquery.Selection, selectors []string) string {
 	for _, sel := range selectors {
-		if t := squash(in.FindMatcher(goquery.Single(sel)).Text()); t != "" {
+		if t := squash(in.FindMatcher(goquery.SingleMatcher(layoutSelector(sel))).Text()); t != "" {
 			return t
 		}
 	}
@@ -112,9 +117,9 @@ func firstText(in *goquery.Selection, selectors []string) string {
 func allTexts(in *goquery.Selection, selectors []string) []string {
 	for _, sel := range selectors {
 		var texts []string
-		in.Find(sel).Each(func(_ int, s *goquery.Selection) {
+		in.FindMatcher(layoutSelector(sel)).Each(func(_ int, s *goquery.Selection) {
 			s = s.Clone()
-			s.Find(".tm-article-snippet__profiled-hub").Remove()
+			s.FindMatcher(profiledHubMark).Remove()
 			if t := squash(s.Text()); t != "" {
 				texts = append(texts, t)
 			}
@@ -128,7 +133,7 @@ func allTexts(in *goquery.Selection, selectors []string) []string {
 
 func publishedAt(in *goquery.Selection, attrs []timeAttr) time.Time {
 	for _, ta := range attrs {
-		v, ok := in.FindMatcher(goquery.Single(ta.selector)).Attr(ta.attr)
+		v, ok := in.FindMatcher(goquery.SingleMatcher(layoutSelector(ta.selector))).Attr(ta.attr)
 		if !ok {
 			continue
 		}

@@ -11,14 +11,29 @@ import (
 	"golang.org/x/net/html/atom"
 )
 
+// The selectors of the cleanup, compiled once (see selectors.go).
+var (
+	junkElements       = css("script, style, noscript, template, form, button, input, textarea, select")
+	anchorsWithoutHref = css("a:not([href])")
+	legacySpoilers     = css("div.spoiler")
+	texImages          = css("img[data-tex]")
+	mathElements       = css("math")
+	images             = css("img")
+	figureCaptions     = css("figure figcaption")
+	embeds             = css("iframe, div.tm-iframe_temp")
+	classedCode        = css("pre code[class]")
+	links              = css("a[href]")
+	anyElement         = css("*")
+)
+
 // cleanBody rewrites the article body in place so that the converter sees
 // plain, self-contained HTML: absolute URLs, real image sources, spoilers as
 // <details>, formulas and embeds in a form it can render, code blocks with a
 // language class it understands, and no page machinery.
 func cleanBody(body *goquery.Selection, base *url.URL) {
-	body.Find("script, style, noscript, template, form, button, input, textarea, select").Remove()
+	body.FindMatcher(junkElements).Remove()
 	// Anchors without a target: the habracut marker, footnote targets.
-	body.Find("a:not([href])").Each(func(_ int, a *goquery.Selection) { a.ReplaceWithSelection(a.Contents()) })
+	body.FindMatcher(anchorsWithoutHref).Each(func(_ int, a *goquery.Selection) { a.ReplaceWithSelection(a.Contents()) })
 
 	cleanSpoilers(body)
 	cleanFormulas(body)
@@ -39,7 +54,7 @@ func cleanBody(body *goquery.Selection, base *url.URL) {
 func cleanSpoilers(body *goquery.Selection) {
 	// Innermost first, so that a spoiler inside a spoiler is converted
 	// before its parent moves it.
-	spoilers := body.Find("div.spoiler")
+	spoilers := body.FindMatcher(legacySpoilers)
 	for i := spoilers.Length() - 1; i >= 0; i-- {
 		sp := spoilers.Eq(i)
 		text := sp.ChildrenFiltered(".spoiler_text")
@@ -65,7 +80,7 @@ func cleanSpoilers(body *goquery.Selection) {
 // Editor v2 already writes that. Editor v1 wrote the TeX, with its $ signs,
 // into alt and marked the kind in data-tex; a display formula sat in <math>.
 func cleanFormulas(body *goquery.Selection) {
-	body.Find("img[data-tex]").Each(func(_ int, img *goquery.Selection) {
+	body.FindMatcher(texImages).Each(func(_ int, img *goquery.Selection) {
 		if _, ok := img.Attr("source"); ok {
 			return
 		}
@@ -77,7 +92,7 @@ func cleanFormulas(body *goquery.Selection) {
 		img.SetAttr("class", class)
 		img.SetAttr("source", tex)
 	})
-	body.Find("math").Each(func(_ int, m *goquery.Selection) { m.ReplaceWithSelection(m.Contents()) })
+	body.FindMatcher(mathElements).Each(func(_ int, m *goquery.Selection) { m.ReplaceWithSelection(m.Contents()) })
 }
 
 // resizedImage matches habrastorage's resizing prefix, /r/w780q1/ (the
@@ -92,7 +107,7 @@ var webtName = regexp.MustCompile(`^[0-9a-z_-]{27}\.(?:png|jpe?g|gif|webp)$`)
 // cleanImages sets each image's src to the original picture and drops
 // images that have none.
 func cleanImages(body *goquery.Selection, base *url.URL) {
-	body.Find("img").Each(func(_ int, img *goquery.Selection) {
+	body.FindMatcher(images).Each(func(_ int, img *goquery.Selection) {
 		if img.HasClass("formula") {
 			return
 		}
@@ -140,9 +155,9 @@ func imageSource(img *goquery.Selection, base *url.URL) string {
 // cleanFigures keeps a figure's caption as an emphasised line under the
 // image, unless it only repeats the image's alt text.
 func cleanFigures(body *goquery.Selection) {
-	body.Find("figure figcaption").Each(func(_ int, fc *goquery.Selection) {
+	body.FindMatcher(figureCaptions).Each(func(_ int, fc *goquery.Selection) {
 		caption := squash(fc.Text())
-		alt := squash(fc.Parent().Find("img").First().AttrOr("alt", ""))
+		alt := squash(fc.Parent().FindMatcher(images).First().AttrOr("alt", ""))
 		if caption == "" || caption == alt {
 			fc.Remove()
 			return
@@ -161,7 +176,7 @@ func cleanFigures(body *goquery.Selection) {
 // a link to what they show. Server-rendered pages carry the player as an
 // empty div.tm-iframe_temp that Habr's script turns into an iframe.
 func cleanEmbeds(body *goquery.Selection, base *url.URL) {
-	body.Find("iframe, div.tm-iframe_temp").Each(func(_ int, e *goquery.Selection) {
+	body.FindMatcher(embeds).Each(func(_ int, e *goquery.Selection) {
 		src := strings.TrimSpace(e.AttrOr("src", ""))
 		if src == "" {
 			src = strings.TrimSpace(e.AttrOr("data-src", ""))
@@ -211,7 +226,7 @@ func isVideoHost(host string) bool {
 // to the language-bash form the converter turns into a fence info string.
 // "hljs" is added by highlight.js in the browser and is not a language.
 func cleanCode(body *goquery.Selection) {
-	body.Find("pre code[class]").Each(func(_ int, c *goquery.Selection) {
+	body.FindMatcher(classedCode).Each(func(_ int, c *goquery.Selection) {
 		var lang string
 		for _, class := range strings.Fields(c.AttrOr("class", "")) {
 			if class == "hljs" || strings.HasPrefix(class, "hljs-") {
@@ -231,7 +246,7 @@ func cleanCode(body *goquery.Selection) {
 // cleanLinks makes every link absolute; a link that cannot be followed
 // keeps its text only.
 func cleanLinks(body *goquery.Selection, base *url.URL) {
-	body.Find("a[href]").Each(func(_ int, a *goquery.Selection) {
+	body.FindMatcher(links).Each(func(_ int, a *goquery.Selection) {
 		u, err := url.Parse(strings.TrimSpace(a.AttrOr("href", "")))
 		if err != nil || (u.Scheme != "" && u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "mailto") {
 			a.ReplaceWithSelection(a.Contents())
@@ -254,7 +269,7 @@ var keptAttributes = map[string]bool{
 var classUsers = map[string]bool{"code": true, "pre": true, "img": true}
 
 func cleanAttributes(body *goquery.Selection) {
-	body.Find("*").Each(func(_ int, s *goquery.Selection) {
+	body.FindMatcher(anyElement).Each(func(_ int, s *goquery.Selection) {
 		n := s.Nodes[0]
 		kept := n.Attr[:0]
 		for _, a := range n.Attr {
