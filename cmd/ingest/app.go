@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -201,4 +202,18 @@ func exitCodeFor(e signalError) int {
 		return exitSIGINT
 	}
 	return exitSIGTERM
+}
+
+// printJSON writes v to stdout as indented JSON: the --json output of every command.
+func (app *app) printJSON(v any) error {
+	enc := json.NewEncoder(app.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// writeHistory writes a record's status history, one change per line, for `ingest show`.
+func writeHistory(w io.Writer, hist []status.HistoryEntry) {
+	for _, h := range hist {
+		fmt.Fprintf(w, "  %s\t%s\t-> %s\t%s\t%s\n", h.ChangedAt.UTC().Format(time.RFC3339), h.From, h.To, h.Actor, h.Reason)
+	}
 }

@@ -162,9 +162,7 @@ func (app *app) bitrixStatus(ctx context.Context, asJSON bool) error {
 		return err
 	}
 	if asJSON {
-		enc := json.NewEncoder(app.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return app.printJSON(rep)
 	}
 	w := tabwriter.NewWriter(app.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "ENTITY\tNEW\tIMPORT_OK\tERROR_RETRY\tIMPORT_ERR\tSOURCE TOTAL\tGET\tFIELDS (ON TARGET)\tVERIFIED")
@@ -232,9 +230,7 @@ func (app *app) showBitrix(ctx context.Context, c *showBitrixCmd) error {
 		return err
 	}
 	if c.JSON {
-		enc := json.NewEncoder(app.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{
+		return app.printJSON(map[string]any{
 			"id": d.ID, "entity": d.Entity, "source_id": d.SourceID, "parent_source_id": d.ParentSourceID,
 			"status": d.Status, "attempts": d.Attempts, "retries": d.Retries, "last_error": d.LastError,
 			"next_attempt_at": d.NextAttemptAt, "checksum": d.Checksum, "target_id": d.TargetID,
@@ -265,9 +261,7 @@ func (app *app) showBitrix(ctx context.Context, c *showBitrixCmd) error {
 		fmt.Fprintf(w, "date %s\t%s\n", name, describeDate(d.Dates[name]))
 	}
 	fmt.Fprintln(w, "\nhistory")
-	for _, h := range hist {
-		fmt.Fprintf(w, "  %s\t%s\t-> %s\t%s\t%s\n", h.ChangedAt.UTC().Format(time.RFC3339), h.From, h.To, h.Actor, h.Reason)
-	}
+	writeHistory(w, hist)
 	if err := w.Flush(); err != nil {
 		return err
 	}

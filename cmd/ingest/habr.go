@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -64,9 +63,7 @@ func (app *app) showHabr(ctx context.Context, c *showHabrCmd) error {
 		return err
 	}
 	if c.JSON {
-		enc := json.NewEncoder(app.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"publication": p, "history": hist, "markdown": md})
+		return app.printJSON(map[string]any{"publication": p, "history": hist, "markdown": md})
 	}
 	w := tabwriter.NewWriter(app.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "id\t%d\n", p.ID)
@@ -84,9 +81,7 @@ func (app *app) showHabr(ctx context.Context, c *showHabrCmd) error {
 	}
 	fmt.Fprintln(w, "\nhistory")
 	fmt.Fprintf(w, "  %s\t\textract_pending\tdiscovered\n", p.DiscoveredAt.UTC().Format(time.RFC3339))
-	for _, h := range hist {
-		fmt.Fprintf(w, "  %s\t%s\t-> %s\t%s\t%s\n", h.ChangedAt.UTC().Format(time.RFC3339), h.From, h.To, h.Actor, h.Reason)
-	}
+	writeHistory(w, hist)
 	if err := w.Flush(); err != nil {
 		return err
 	}

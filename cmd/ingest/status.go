@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -80,9 +79,7 @@ func (app *app) status(ctx context.Context, machines []*status.Machine, asJSON b
 		runsOut[i] = runJSON(r)
 	}
 	if asJSON {
-		enc := json.NewEncoder(app.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"sources": reports, "runs": runsOut})
+		return app.printJSON(map[string]any{"sources": reports, "runs": runsOut})
 	}
 	w := tabwriter.NewWriter(app.stdout, 0, 0, 2, ' ', 0)
 	for _, rep := range reports {
