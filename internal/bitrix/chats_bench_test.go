@@ -3,9 +3,6 @@ package bitrix_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"math"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -46,12 +43,12 @@ func BenchmarkGetChats(b *testing.B) {
 				srv := httptest.NewServer(portal)
 				src, err := rest.New(srv.URL+portal.WebhookPath(), rest.Options{
 					Limiter: rate.NewLimiter(rate.Limit(std.PerSecond), std.Burst-1),
-					Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+					Logger:  quietLog(),
 				})
 				if err != nil {
 					b.Fatal(err)
 				}
-				e := &bitrix.Engine{Pool: pool, Source: src, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+				e := &bitrix.Engine{Pool: pool, Source: src, Log: quietLog(),
 					Metrics: metrics.New(), Actor: "bench", Concurrency: conc}
 				b.StartTimer()
 
@@ -65,16 +62,8 @@ func BenchmarkGetChats(b *testing.B) {
 				if st.Messages != chats*perChat {
 					b.Fatalf("read %d messages, want %d", st.Messages, chats*perChat)
 				}
-				calls := float64(src.Stats().Requests)
-				floor := math.Max(0, calls-float64(std.Burst-1)) / std.PerSecond
-				b.ReportMetric(calls, "http_calls")
-				b.ReportMetric(calls/float64(st.Messages), "calls/msg")
-				b.ReportMetric(wall, "wall_s")
-				b.ReportMetric(floor, "floor_s")
-				if floor > 0 {
-					b.ReportMetric(wall/floor, "x_floor")
-				}
-				b.ReportMetric(float64(portal.Stats().QueryLimit), "503s")
+				reportAgainstFloor(b, src.Stats(), std, false, wall)
+				b.ReportMetric(float64(src.Stats().Requests)/float64(st.Messages), "calls/msg")
 			}
 		})
 	}
