@@ -23,15 +23,18 @@ func (e *Engine) concurrency() int {
 func (e *Engine) batchEachConcurrently(ctx context.Context, cmds []rest.Command, fn func(key string, r *rest.Response) error, onErr func(key string, err error) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var mu sync.Mutex
+	var mu sync.Mutex // serialises fn, onErr and first
 	var first error
-	locked := func(f func() error) error {
+	lockedFn := func(key string, r *rest.Response) error {
 		mu.Lock()
 		defer mu.Unlock()
-		return f()
+		return fn(key, r)
 	}
-	lockedFn := func(key string, r *rest.Response) error { return locked(func() error { return fn(key, r) }) }
-	lockedOnErr := func(key string, err error) error { return locked(func() error { return onErr(key, err) }) }
+	lockedOnErr := func(key string, err error) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return onErr(key, err)
+	}
 	slots := make(chan struct{}, e.concurrency())
 	var wg sync.WaitGroup
 	for chunk := range slices.Chunk(cmds, rest.MaxBatch) {

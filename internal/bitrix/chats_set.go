@@ -175,10 +175,7 @@ func (s *setter) importChatRecords(ctx context.Context, k kind, ids []int64) err
 	if err != nil {
 		return err
 	}
-	build := chatPayload
-	if k.name == ChatMessages {
-		build = messagePayload
-	}
+	build := chatsPayloadFor(k)
 	_, err = s.send(ctx, k, recs, func(r Record) (json.RawMessage, error) { return build(r, rf) })
 	return err
 }

@@ -112,6 +112,14 @@ func mapUsers(ids []string, m idMap) (mapped, missing []string) {
 	return mapped, missing
 }
 
+// chatsPayloadFor returns what builds the target's payload of a record of k: a chat or a message.
+func chatsPayloadFor(k kind) func(Record, chatRefs) (json.RawMessage, error) {
+	if k.name == ChatMessages {
+		return messagePayload
+	}
+	return chatPayload
+}
+
 // chatPayload is what the target receives for a chat (docs/bitrix-chats.md): the chat with its
 // owner, participants and workgroup as target ids and its creation date in ISO 8601 with the
 // original offset. A chat that could not be read, whose participants are unknown, or that

@@ -295,10 +295,7 @@ GROUP BY c.id, c.source_id ORDER BY c.id LIMIT $1`, maxListed)
 // verifyChatSample compares a random sample of IMPORT_OK chats or messages with the target,
 // field by field, against what set would send for them now.
 func (e *Engine) verifyChatSample(ctx context.Context, k kind, r *VerifyReport) error {
-	build := chatPayload
-	if k.name == ChatMessages {
-		build = messagePayload
-	}
+	build := chatsPayloadFor(k)
 	return e.compareSample(ctx, k, r, func(ctx context.Context, chunk []Record) (recordComparer, error) {
 		rf, err := loadChatRefs(ctx, e.Pool, chunk)
 		if err != nil {
