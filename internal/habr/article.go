@@ -92,17 +92,21 @@ func (e *Extractor) extract(pageURL, contentType string, page []byte) (Article, 
 	// declared (or sniffed) charset is UTF-8 is read as it is, with its invalid bytes, if any,
 	// replaced; so when the bytes the fast path parses are valid, the rest cannot change what
 	// it reads.
-	if declaresUTF8(page, contentType) {
+	triedRaw := declaresUTF8(page, contentType)
+	if triedRaw {
 		if art, ok := e.extractFast(pageURL, page, true); ok {
 			return art, nil
 		}
 	}
-	page, err := toUTF8(page, contentType)
+	page, decoded, err := toUTF8(page, contentType)
 	if err != nil {
 		return Article{}, structural("cannot decode page: %v", err)
 	}
-	if art, ok := e.extractFast(pageURL, page, false); ok {
-		return art, nil
+	// The fast path has seen these very bytes unless decoding changed them.
+	if !triedRaw || decoded {
+		if art, ok := e.extractFast(pageURL, page, false); ok {
+			return art, nil
+		}
 	}
 	return e.extractWholePage(pageURL, page)
 }
@@ -166,16 +170,18 @@ func baseURL(pageURL string) *url.URL {
 }
 
 // toUTF8 returns page as UTF-8, decoding it by the charset of contentType,
-// a byte-order mark or a <meta> in its first 1024 bytes.
-func toUTF8(page []byte, contentType string) ([]byte, error) {
+// a byte-order mark or a <meta> in its first 1024 bytes; decoded is false
+// when page was valid UTF-8 and is returned as it is.
+func toUTF8(page []byte, contentType string) (out []byte, decoded bool, err error) {
 	if utf8.Valid(page) {
-		return page, nil
+		return page, false, nil
 	}
 	r, err := charset.NewReader(bytes.NewReader(page), contentType)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return io.ReadAll(r)
+	out, err = io.ReadAll(r)
+	return out, true, err
 }
 
 // hasMarkup reports whether the document has any element besides the html,

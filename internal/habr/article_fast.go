@@ -32,11 +32,12 @@ func (e *Extractor) extractFast(pageURL string, page []byte, checkUTF8 bool) (Ar
 	if !ok {
 		return Article{}, false
 	}
-	body, lay := findBody(goquery.NewDocumentFromNode(doc))
+	d := goquery.NewDocumentFromNode(doc)
+	body, lay := findBody(d)
 	if body == nil {
 		return Article{}, false
 	}
-	art := readMeta(goquery.NewDocumentFromNode(doc), lay)
+	art := readMeta(d, lay)
 	if art.Title == "" || art.Author == "" || len(art.Hubs) == 0 {
 		// Perhaps the page shows it elsewhere, such as og:title.
 		return Article{}, false

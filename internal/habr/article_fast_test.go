@@ -135,7 +135,7 @@ func TestExtractFastInvalidUTF8(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			decoded, err := toUTF8(raw, "")
+			decoded, _, err := toUTF8(raw, "")
 			if err != nil {
 				t.Fatal(err)
 			}
