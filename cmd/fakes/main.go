@@ -1,9 +1,10 @@
 // Command fakes runs the project's fake external systems on local ports, for `make demo` and
 // for trying ingest by hand: Habr (feeds and article pages from the real fixtures), a Bitrix24
-// portal (generated users, workgroups, chats and messages shaped like the real samples) and the target import
-// API.
+// portal (generated users, workgroups, chats and messages shaped like the real samples) and the
+// target import API.
 //
-//	fakes --env-file .demo/fakes.env [--habr-fault /ru/articles/1/=503 ...] [--bitrix-users N] [--bitrix-chats N]
+//	fakes --env-file .demo/fakes.env [--habr-fault /ru/articles/1/=503 ...]
+//	      [--bitrix-users N] [--bitrix-chats N]
 //
 // Once every server listens, it writes the URLs to point ingest at as an env file
 // (HABR_BASE_URL=..., BITRIX_WEBHOOK_URL=..., TARGET_WEBHOOK_URL=...) and serves until SIGINT or

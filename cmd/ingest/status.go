@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/ingest-dev/ingest/internal/bitrix"
 	"github.com/ingest-dev/ingest/internal/run"
 	"github.com/ingest-dev/ingest/internal/status"
 )
@@ -226,6 +228,8 @@ func (c *statusSetCmd) check() error {
 		return usageError{"status set: --to is required (the new status)"}
 	case strings.TrimSpace(c.Reason) == "":
 		return usageError{"status set: --reason is required (why; it is kept in the status history)"}
+	case c.Source == "bitrix" && c.Entity != "" && !slices.Contains(bitrix.RecordEntities, c.Entity):
+		return usageError{fmt.Sprintf("status set: unknown bitrix --entity %q (valid: %s)", c.Entity, strings.Join(bitrix.RecordEntities, ", "))}
 	}
 	return nil
 }
