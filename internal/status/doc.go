@@ -13,6 +13,14 @@
 // another guarded by its current status (so a late or repeated move changes nothing), record
 // every move in status_history, and let a person move records by hand where the machine allows.
 //
+// Scheduling is part of the machine too, so every pipeline retries and orders its work the same
+// way: a machine with a Retry schedule records failed attempts with Fail (retryable failures
+// wait in Retry.Status until their next attempt is due, 0 s / 2 s / 6 s plus jitter by default
+// for Bitrix24; permanent ones and those out of retries go to Retry.GiveUp with the reason),
+// Pick with DueBy picks waiting records only once they are due, NextDue says when the next one
+// is, and Pick with a ParentPick picks child records only once their parent reached a given
+// status (members after their workgroup, messages after their chat).
+//
 // Commands take a Postgres session advisory lock (Lock) so the same command never runs twice at
 // once.
 package status

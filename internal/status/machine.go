@@ -39,6 +39,8 @@ type Machine struct {
 	// Attention lists the statuses whose records need a look (failures): reports show their
 	// most common reasons.
 	Attention []Status
+	// Retry, when set, schedules retryable failures (see Fail, PickParams.DueBy and NextDue).
+	Retry *Retry
 }
 
 // Parse returns the status named s, or an error listing the valid ones.

@@ -33,6 +33,11 @@ type PickParams struct {
 	Limit int
 	// ScopeValue limits the pick to one value of Machine.Scope (required when the machine has one).
 	ScopeValue string
+	// DueBy, when set on a machine with a retry schedule, picks records waiting in Retry.Status
+	// only once their next attempt is due at DueBy; other statuses are picked as usual.
+	DueBy time.Time
+	// Parent, when set, picks only child records whose parent is in one of its statuses.
+	Parent *ParentPick
 }
 
 // Pick returns up to Limit ids of records in the given statuses with id > After, in id order.
@@ -44,16 +49,25 @@ func (m *Machine) Pick(ctx context.Context, db DB, p PickParams) ([]int64, error
 		return nil, fmt.Errorf("pick %s: statuses and a positive limit are required", m.Name)
 	}
 	args := []any{p.After, p.Limit}
-	scope := ""
+	common := ""
 	if m.Scope != "" {
 		args = append(args, p.ScopeValue)
-		scope = fmt.Sprintf(" AND %s = $3", pgx.Identifier{m.Scope}.Sanitize())
+		common += fmt.Sprintf(" AND r.%s = $%d", pgx.Identifier{m.Scope}.Sanitize(), len(args))
+	}
+	if p.Parent != nil {
+		cond, more := p.Parent.condition(len(args) + 1)
+		args = append(args, more...)
+		common += " AND " + cond
 	}
 	parts := make([]string, len(p.Statuses))
 	for i, s := range p.Statuses {
 		args = append(args, string(s))
-		parts[i] = fmt.Sprintf("(SELECT id FROM %s WHERE status = $%d AND id > $1%s ORDER BY id LIMIT $2)",
-			m.table(), len(args), scope)
+		where := fmt.Sprintf("r.status = $%d AND r.id > $1%s", len(args), common)
+		if m.Retry != nil && s == m.Retry.Status && !p.DueBy.IsZero() {
+			args = append(args, p.DueBy)
+			where += fmt.Sprintf(" AND coalesce(r.next_attempt_at, '-infinity') <= $%d", len(args))
+		}
+		parts[i] = fmt.Sprintf("(SELECT r.id FROM %s r WHERE %s ORDER BY r.id LIMIT $2)", m.table(), where)
 	}
 	sql := "SELECT id FROM (" + strings.Join(parts, " UNION ALL ") + ") picked ORDER BY id LIMIT $2"
 	rows, err := db.Query(ctx, sql, args...)
@@ -93,6 +107,12 @@ func (m *Machine) Move(ctx context.Context, db DB, id int64, from, to Status, c 
 
 // MoveMany is Move for many records sharing one change; it returns the ids that moved.
 func (m *Machine) MoveMany(ctx context.Context, db DB, ids []int64, from, to Status, c Change) ([]int64, error) {
+	return m.move(ctx, db, ids, from, to, c, "")
+}
+
+// move is MoveMany that also sets more columns in the same statement: set is a list of
+// assignments whose arguments (setArgs) are numbered from $9.
+func (m *Machine) move(ctx context.Context, db DB, ids []int64, from, to Status, c Change, set string, setArgs ...any) ([]int64, error) {
 	if err := m.check(from, to, c.Manual); err != nil {
 		return nil, err
 	}
@@ -106,17 +126,21 @@ func (m *Machine) MoveMany(ctx context.Context, db DB, ids []int64, from, to Sta
 	}
 	// id = ANY(...) keeps the planner on the primary key even when statistics are stale after a
 	// bulk status change (a join against unnest() does not).
+	if set != "" {
+		set = ", " + set
+	}
 	sql := fmt.Sprintf(`
 WITH moved AS (
-    UPDATE %[1]s SET status = $3, attempts = attempts + $4, last_error = %[2]s, status_changed_at = now()
+    UPDATE %[1]s SET status = $3, attempts = attempts + $4, last_error = %[2]s, status_changed_at = now()%[3]s
     WHERE id = ANY($1) AND status = $2
     RETURNING id
 ), logged AS (
     INSERT INTO status_history (machine, record_id, from_status, to_status, reason, actor, run_id)
     SELECT $6, id, $2, $3, $5, $7, NULLIF($8, 0) FROM moved
 )
-SELECT id FROM moved ORDER BY id`, m.table(), lastError)
-	rows, err := db.Query(ctx, sql, ids, string(from), string(to), attempt, c.Reason, m.Name, c.Actor, c.RunID)
+SELECT id FROM moved ORDER BY id`, m.table(), lastError, set)
+	args := append([]any{ids, string(from), string(to), attempt, c.Reason, m.Name, c.Actor, c.RunID}, setArgs...)
+	rows, err := db.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("move %s %v from %s to %s: %w", m.Name, ids, from, to, err)
 	}

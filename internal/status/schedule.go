@@ -1,0 +1,179 @@
+package status
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ingest-dev/ingest/internal/retry"
+)
+
+// Retry is a machine's retry scheduling: a record whose attempt failed for a reason that may pass
+// (a timeout, a 503) waits in Status until its next attempt is due, and moves to GiveUp when the
+// failure is permanent or the schedule's retries are used up.
+//
+// A machine with Retry needs two more columns in its table:
+//
+//	retries           integer NOT NULL DEFAULT 0  -- retries used since the record entered Status
+//	next_attempt_at   timestamptz                 -- when the next attempt is due (in Status only)
+//
+// Only Fail writes them, and both are read only while the record is in Status: a record that
+// leaves Status by any other move (success, a person's fix, a changed source record) starts its
+// retries afresh the next time it fails.
+type Retry struct {
+	// Status is where a retryable failure waits for its next attempt (ERROR_RETRY,
+	// extract_failed).
+	Status Status
+	// GiveUp is where a permanent failure, or one whose retries are used up, goes
+	// (IMPORT_ERR, extract_broken).
+	GiveUp Status
+	// Policy is the schedule: Policy.Delays[i] before retry i+1, plus jitter; its length is the
+	// number of retries after the first attempt.
+	Policy retry.Policy
+}
+
+// Failure describes one failed attempt at a record.
+type Failure struct {
+	// Cause says what went wrong; it becomes the record's last_error (prefixed with "gave up
+	// after N attempts: " when the retries are used up).
+	Cause string
+	// Retryable marks a failure that may pass by itself: it is retried on the schedule. Any
+	// other failure goes to Retry.GiveUp at once.
+	Retryable bool
+	// Now is when the attempt failed; the next attempt is due at Now plus the schedule's delay.
+	// Zero means time.Now().
+	Now time.Time
+	// Policy, when it has Delays, replaces the machine's schedule for this failure (tests and
+	// operators shorten or lengthen it).
+	Policy retry.Policy
+}
+
+// Outcome is where Fail moved a record.
+type Outcome struct {
+	// Moved is false when the record was no longer in the status the caller saw (another move got
+	// there first): nothing changed.
+	Moved bool
+	// To is the record's new status: Retry.Status or Retry.GiveUp.
+	To Status
+	// Retries counts the retries used, this one included when To is Retry.Status.
+	Retries int
+	// NextAttemptAt is when the record is due again (zero unless To is Retry.Status).
+	NextAttemptAt time.Time
+	// Reason is what was stored as last_error.
+	Reason string
+}
+
+// Fail records a failed attempt at record id, guarded by its current status from (see Move): a
+// retryable failure with retries left moves the record to Retry.Status with its next attempt
+// scheduled; anything else moves it to Retry.GiveUp. The move, the retry count and the next
+// attempt's time are written by one statement, so a crash never leaves a record waiting without
+// a schedule.
+func (m *Machine) Fail(ctx context.Context, db DB, id int64, from Status, f Failure, c Change) (Outcome, error) {
+	if m.Retry == nil {
+		return Outcome{}, fmt.Errorf("%s: Fail needs a machine with a retry schedule", m.Name)
+	}
+	policy := m.Retry.Policy
+	if f.Policy.Delays != nil {
+		policy = f.Policy
+	}
+	now := f.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	var used int
+	err := db.QueryRow(ctx, fmt.Sprintf(`SELECT CASE WHEN status = $3 THEN retries ELSE 0 END FROM %s
+WHERE id = $1 AND status = $2`, m.table()), id, string(from), string(m.Retry.Status)).Scan(&used)
+	if err == pgx.ErrNoRows {
+		return Outcome{}, nil
+	}
+	if err != nil {
+		return Outcome{}, fmt.Errorf("fail %s %d: %w", m.Name, id, err)
+	}
+	out := Outcome{To: m.Retry.GiveUp, Retries: used, Reason: f.Cause}
+	var next *time.Time
+	switch {
+	case !f.Retryable:
+	case used < policy.MaxRetries():
+		out.To, out.Retries = m.Retry.Status, used+1
+		out.NextAttemptAt = now.Add(policy.Delay(used + 1))
+		next = &out.NextAttemptAt
+	default:
+		out.Reason = fmt.Sprintf("gave up after %d attempts: %s", used+1, f.Cause)
+	}
+	c.Reason, c.Attempt = out.Reason, true
+	moved, err := m.move(ctx, db, []int64{id}, from, out.To, c,
+		"retries = $9, next_attempt_at = $10", out.Retries, next)
+	if err != nil {
+		return Outcome{}, err
+	}
+	out.Moved = len(moved) == 1
+	return out, nil
+}
+
+// ParentPick limits a pick to child records whose parent is in one of Statuses: memberships
+// whose workgroup was imported, messages whose chat was, comments whose post was.
+type ParentPick struct {
+	// Column is the child's column holding its parent's key (e.g. "parent_source_id").
+	Column string
+	// Machine is the parent's machine (the child's own when both share a table); the parent is
+	// found by Machine.Key (or id when it has none) within ScopeValue.
+	Machine *Machine
+	// ScopeValue is the parent's value of Machine.Scope (e.g. "groups"), when it has one.
+	ScopeValue string
+	// Statuses are the parent statuses that let a child be picked (e.g. IMPORT_OK).
+	Statuses []Status
+}
+
+// condition is the SQL condition on child alias r, with its arguments numbered from next.
+func (p *ParentPick) condition(next int) (string, []any) {
+	pm := p.Machine
+	key := "id"
+	if pm.Key != "" {
+		key = pgx.Identifier{pm.Key}.Sanitize()
+	}
+	args := []any{statusNames(p.Statuses)}
+	cond := fmt.Sprintf("EXISTS (SELECT 1 FROM %s p WHERE p.%s = r.%s AND p.status = ANY($%d)",
+		pm.table(), key, pgx.Identifier{p.Column}.Sanitize(), next)
+	if pm.Scope != "" {
+		args = append(args, p.ScopeValue)
+		cond += fmt.Sprintf(" AND p.%s = $%d", pgx.Identifier{pm.Scope}.Sanitize(), next+1)
+	}
+	return cond + ")", args
+}
+
+// NextDue returns when the next record waiting in Retry.Status (within scope, for scoped
+// machines) comes due; ok is false when none waits.
+func (m *Machine) NextDue(ctx context.Context, db DB, scopeValue string) (next time.Time, ok bool, err error) {
+	if m.Retry == nil {
+		return time.Time{}, false, nil
+	}
+	where, args := "status = $1", []any{string(m.Retry.Status)}
+	if m.Scope != "" {
+		where += fmt.Sprintf(" AND %s = $2", pgx.Identifier{m.Scope}.Sanitize())
+		args = append(args, scopeValue)
+	}
+	var n int64
+	var at *time.Time
+	err = db.QueryRow(ctx, fmt.Sprintf("SELECT count(*), min(next_attempt_at) FROM %s WHERE %s",
+		m.table(), where), args...).Scan(&n, &at)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("next due %s: %w", m.Name, err)
+	}
+	switch {
+	case n == 0:
+		return time.Time{}, false, nil
+	case at == nil: // waiting without a schedule (written before there was one): due now
+		return time.Time{}, true, nil
+	}
+	return *at, true, nil
+}
+
+func statusNames(ss []Status) []string {
+	names := make([]string, len(ss))
+	for i, s := range ss {
+		names[i] = string(s)
+	}
+	return names
+}
