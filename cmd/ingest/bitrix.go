@@ -17,6 +17,7 @@ import (
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
+	"github.com/ingest-dev/ingest/internal/importapi"
 	"github.com/ingest-dev/ingest/internal/run"
 )
 
@@ -131,7 +132,7 @@ func (app *app) bitrixEngine(r *run.Run, phase string) (*bitrix.Engine, error) {
 		e.Source = src
 	}
 	if c.TargetURL != "" {
-		t, err := bitrix.NewTarget(c.TargetURL, bitrix.TargetOptions{Logger: r.Log})
+		t, err := importapi.New(c.TargetURL, importapi.Options{Logger: r.Log})
 		if err != nil {
 			return nil, configError{"TARGET_WEBHOOK_URL: " + err.Error()}
 		}

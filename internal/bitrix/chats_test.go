@@ -16,6 +16,7 @@ import (
 	"github.com/ingest-dev/ingest/internal/bitrix"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
+	"github.com/ingest-dev/ingest/internal/importapi"
 	"github.com/ingest-dev/ingest/internal/retry"
 )
 
@@ -310,14 +311,14 @@ func TestChatsEditedMessageIsFoundByItsHash(t *testing.T) {
 // orderedTarget checks, as the target, that no message arrives before its chat was imported
 // and that each chat's messages arrive in id order.
 type orderedTarget struct {
-	bitrix.TargetAPI
+	bitrix.Target
 	t        *testing.T
 	mu       sync.Mutex
 	imported map[string]bool // chat source ids
 	last     map[string]int  // chat -> last message id sent
 }
 
-func (o *orderedTarget) Import(ctx context.Context, entity string, items []bitrix.ImportItem) ([]bitrix.ImportResult, error) {
+func (o *orderedTarget) Import(ctx context.Context, entity string, items []importapi.Item) ([]importapi.Result, error) {
 	o.mu.Lock()
 	for _, it := range items {
 		if entity != bitrix.ChatMessages {
@@ -334,7 +335,7 @@ func (o *orderedTarget) Import(ctx context.Context, entity string, items []bitri
 		o.last[chat] = id
 	}
 	o.mu.Unlock()
-	results, err := o.TargetAPI.Import(ctx, entity, items)
+	results, err := o.Target.Import(ctx, entity, items)
 	if entity == bitrix.Chats && err == nil {
 		o.mu.Lock()
 		for _, r := range results {
@@ -354,7 +355,7 @@ func TestChatMessagesAreNeverImportedBeforeTheirChat(t *testing.T) {
 	rejected := readable[3]
 	v.target.RejectKey(bitrix.Chats, "source:chats:"+strconv.Itoa(rejected.ID), "chat quota exceeded")
 	v.target.FailItems(bitrix.Chats, 5) // retried: their messages must wait for the retry
-	e.Target = &orderedTarget{TargetAPI: v.client, t: t, imported: map[string]bool{}, last: map[string]int{}}
+	e.Target = &orderedTarget{Target: v.client, t: t, imported: map[string]bool{}, last: map[string]int{}}
 
 	v.phases(e, bitrix.Chats, "get")
 	st, err := e.SetChats(v.ctx)

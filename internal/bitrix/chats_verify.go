@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
+	"github.com/ingest-dev/ingest/internal/importapi"
 	"github.com/ingest-dev/ingest/internal/status"
 )
 
@@ -301,7 +302,7 @@ func (e *Engine) verifyChatSample(ctx context.Context, k kind, r *VerifyReport) 
 		if err != nil {
 			return nil, err
 		}
-		return func(rec Record, onTarget map[string]TargetRecord) ([]Mismatch, error) {
+		return func(rec Record, onTarget map[string]importapi.Record) ([]Mismatch, error) {
 			return compareChatRecord(rec, build, rf, onTarget)
 		}, nil
 	})
@@ -309,7 +310,7 @@ func (e *Engine) verifyChatSample(ctx context.Context, k kind, r *VerifyReport) 
 
 // compareChatRecord lists the differences between what set would send for a chat or message
 // now and the target's copy of it.
-func compareChatRecord(rec Record, build func(Record, chatRefs) (json.RawMessage, error), rf chatRefs, onTarget map[string]TargetRecord) ([]Mismatch, error) {
+func compareChatRecord(rec Record, build func(Record, chatRefs) (json.RawMessage, error), rf chatRefs, onTarget map[string]importapi.Record) ([]Mismatch, error) {
 	want, err := build(rec, rf)
 	if err != nil {
 		return []Mismatch{{Field: "*", Want: "a payload", Got: err.Error()}}, nil

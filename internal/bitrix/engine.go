@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
+	"github.com/ingest-dev/ingest/internal/importapi"
 	"github.com/ingest-dev/ingest/internal/metrics"
 	"github.com/ingest-dev/ingest/internal/retry"
 )
@@ -31,12 +32,22 @@ type Source interface {
 	ListByID(ctx context.Context, s rest.Scan, after string, fn func(rest.Page) error) error
 }
 
+// Target is the system the migration imports into (docs/target-import-api.md);
+// *importapi.Client implements it over HTTP.
+type Target interface {
+	Import(ctx context.Context, entity string, items []importapi.Item) ([]importapi.Result, error)
+	Count(ctx context.Context, entity string) (int64, error)
+	GetByKeys(ctx context.Context, entity string, keys []string) ([]importapi.Record, []string, error)
+	Fields(ctx context.Context, entity string) ([]importapi.Field, error)
+	AddFields(ctx context.Context, entity string, fields []importapi.Field) ([]importapi.FieldResult, error)
+}
+
 // Engine runs the phases of the migration. One Engine serves one run of one command; its phases
 // are not meant to run concurrently.
 type Engine struct {
 	Pool   *pgxpool.Pool
 	Source Source
-	Target TargetAPI
+	Target Target
 	Log    *slog.Logger
 	// Metrics receives the seed 000 counters and phase durations.
 	Metrics *metrics.Metrics

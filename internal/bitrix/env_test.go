@@ -19,6 +19,7 @@ import (
 	"github.com/ingest-dev/ingest/internal/dbtest"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
 	"github.com/ingest-dev/ingest/internal/fakes/targetfake"
+	"github.com/ingest-dev/ingest/internal/importapi"
 	"github.com/ingest-dev/ingest/internal/metrics"
 	"github.com/ingest-dev/ingest/internal/retry"
 )
@@ -32,7 +33,7 @@ type env struct {
 	portal  *bitrixfake.Portal
 	source  *rest.Client
 	target  *targetfake.Server
-	client  *bitrix.Target
+	client  *importapi.Client
 	log     *syncBuffer
 	metrics *metrics.Metrics
 }
@@ -57,7 +58,7 @@ func newEnv(t *testing.T, opts bitrixfake.Options) *env {
 	t.Cleanup(tsrv.Close)
 	u, _ := url.Parse(tsrv.URL + "/api/v1/")
 	u.User = url.UserPassword("import", v.target.Token())
-	if v.client, err = bitrix.NewTarget(u.String(), bitrix.TargetOptions{Logger: v.logger()}); err != nil {
+	if v.client, err = importapi.New(u.String(), importapi.Options{Logger: v.logger()}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

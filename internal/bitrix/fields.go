@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/ingest-dev/ingest/internal/importapi"
 )
 
 // FieldStats sums up fields-get or fields-set.
@@ -88,7 +90,7 @@ func (e *Engine) FieldsSet(ctx context.Context, entity string) (FieldStats, erro
 	if err != nil {
 		return st, fmt.Errorf("fields-set %s: %w", k.name, err)
 	}
-	var want []TargetField
+	var want []importapi.Field
 	var name string
 	var payload []byte
 	_, err = pgx.ForEachRow(rows, []any{&name, &payload}, func() error {
@@ -137,7 +139,7 @@ created_at = CASE WHEN $3 THEN now() ELSE created_at END WHERE entity = $1 AND f
 }
 
 // targetField maps a user.userfield.list row (research/bitrix.md §5.1) to the target's field.
-func targetField(payload []byte) (TargetField, error) {
+func targetField(payload []byte) (importapi.Field, error) {
 	var uf struct {
 		FieldName      string          `json:"FIELD_NAME"`
 		UserTypeID     string          `json:"USER_TYPE_ID"`
@@ -153,9 +155,9 @@ func targetField(payload []byte) (TargetField, error) {
 		} `json:"LIST"`
 	}
 	if err := json.Unmarshal(payload, &uf); err != nil {
-		return TargetField{}, fmt.Errorf("decode userfield: %w", err)
+		return importapi.Field{}, fmt.Errorf("decode userfield: %w", err)
 	}
-	f := TargetField{Name: uf.FieldName, Type: uf.UserTypeID, Multiple: uf.Multiple == "Y", Label: uf.FieldName}
+	f := importapi.Field{Name: uf.FieldName, Type: uf.UserTypeID, Multiple: uf.Multiple == "Y", Label: uf.FieldName}
 	for _, raw := range []json.RawMessage{uf.EditFormLabel, uf.ListColumnName} {
 		if l := label(raw); l != "" {
 			f.Label = l
@@ -167,7 +169,7 @@ func targetField(payload []byte) (TargetField, error) {
 	}
 	for _, o := range uf.List {
 		sort, _ := strconv.Atoi(text(map[string]json.RawMessage{"s": o.Sort}, "s"))
-		f.Options = append(f.Options, FieldOption{Value: o.Value, Sort: sort, Default: o.Def == "Y", XMLID: o.XMLID})
+		f.Options = append(f.Options, importapi.Option{Value: o.Value, Sort: sort, Default: o.Def == "Y", XMLID: o.XMLID})
 	}
 	return f, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
+	"github.com/ingest-dev/ingest/internal/importapi"
 )
 
 func TestFieldsCreatesMissingCustomFieldsOnce(t *testing.T) {
@@ -13,7 +14,7 @@ func TestFieldsCreatesMissingCustomFieldsOnce(t *testing.T) {
 	v := newEnv(t, bitrixfake.Options{Users: 5, Seed: 31})
 	e := v.engine()
 	// The target already has one of the portal's two fields (user.userfield.list sample).
-	if _, err := v.client.AddFields(v.ctx, bitrix.Users, []bitrix.TargetField{{Name: "UF_USR_MONEY", Type: "money"}}); err != nil {
+	if _, err := v.client.AddFields(v.ctx, bitrix.Users, []importapi.Field{{Name: "UF_USR_MONEY", Type: "money"}}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := e.FieldsGet(v.ctx, bitrix.Users)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ingest-dev/ingest/internal/importapi"
 	"github.com/ingest-dev/ingest/internal/status"
 )
 
@@ -36,7 +37,7 @@ func (s *setter) importRecords(ctx context.Context, k kind, recs []Record) ([]st
 // (an unresolved reference) fails with that reason and is never sent half-mapped.
 func (s *setter) send(ctx context.Context, k kind, recs []Record, build func(Record) (json.RawMessage, error)) ([]string, error) {
 	outs := make([]outcome, 0, len(recs))
-	var items []ImportItem
+	var items []importapi.Item
 	var sent []int // index in outs of each item
 	for _, r := range recs {
 		payload, err := build(r)
@@ -44,7 +45,7 @@ func (s *setter) send(ctx context.Context, k kind, recs []Record, build func(Rec
 			outs = append(outs, outcome{rec: r, reason: err.Error()})
 			continue
 		}
-		items = append(items, ImportItem{Key: r.IdempotencyKey(), Checksum: payloadChecksum(payload), Payload: payload})
+		items = append(items, importapi.Item{Key: r.IdempotencyKey(), Checksum: payloadChecksum(payload), Payload: payload})
 		sent = append(sent, len(outs))
 		outs = append(outs, outcome{rec: r})
 	}
@@ -60,7 +61,7 @@ func (s *setter) send(ctx context.Context, k kind, recs []Record, build func(Rec
 					o.targetID = res.TargetID
 				}
 			}
-		case IsRetryableTarget(err) && ctx.Err() == nil:
+		case importapi.IsRetryable(err) && ctx.Err() == nil:
 			// The target may or may not have stored them: the keys make sending them again safe.
 			for _, i := range sent {
 				outs[i].reason, outs[i].retryable = err.Error(), true

@@ -9,6 +9,7 @@ import (
 	"github.com/ingest-dev/ingest/internal/bitrix"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
+	"github.com/ingest-dev/ingest/internal/importapi"
 )
 
 func TestTokensStayOutOfErrorsLogsAndTheDatabase(t *testing.T) {
@@ -34,7 +35,7 @@ func TestTokensStayOutOfErrorsLogsAndTheDatabase(t *testing.T) {
 	v.phases(e, bitrix.Users, "get")
 	u, _ := url.Parse(v.client.Address())
 	u.User = url.UserPassword("import", "wrong0target0token")
-	target, err := bitrix.NewTarget(u.String(), bitrix.TargetOptions{Logger: v.logger()})
+	target, err := importapi.New(u.String(), importapi.Options{Logger: v.logger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,13 +15,14 @@ import (
 	"github.com/ingest-dev/ingest/internal/bitrix"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
 	"github.com/ingest-dev/ingest/internal/fakes/targetfake"
+	"github.com/ingest-dev/ingest/internal/importapi"
 	"github.com/ingest-dev/ingest/internal/retry"
 	"github.com/ingest-dev/ingest/internal/status"
 )
 
 // recordingTarget notes every import call: its entity and keys, in order.
 type recordingTarget struct {
-	bitrix.TargetAPI
+	bitrix.Target
 	mu    sync.Mutex
 	calls []importCall
 }
@@ -31,7 +32,7 @@ type importCall struct {
 	keys   []string
 }
 
-func (r *recordingTarget) Import(ctx context.Context, entity string, items []bitrix.ImportItem) ([]bitrix.ImportResult, error) {
+func (r *recordingTarget) Import(ctx context.Context, entity string, items []importapi.Item) ([]importapi.Result, error) {
 	call := importCall{entity: entity}
 	for _, it := range items {
 		call.keys = append(call.keys, it.Key)
@@ -39,14 +40,14 @@ func (r *recordingTarget) Import(ctx context.Context, entity string, items []bit
 	r.mu.Lock()
 	r.calls = append(r.calls, call)
 	r.mu.Unlock()
-	return r.TargetAPI.Import(ctx, entity, items)
+	return r.Target.Import(ctx, entity, items)
 }
 
 func TestSetImportsInBatchesGroupsBeforeTheirMembers(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t, bitrixfake.Options{Users: 230, Groups: 45, Seed: 11})
 	e := v.engine()
-	rec := &recordingTarget{TargetAPI: v.client}
+	rec := &recordingTarget{Target: v.client}
 	e.Target = rec
 	v.migrateUsers(e)
 	v.phases(e, bitrix.Groups, "get", "set", "verify")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ingest-dev/ingest/internal/importapi"
 	"github.com/ingest-dev/ingest/internal/status"
 )
 
@@ -146,7 +147,7 @@ func (e *Engine) verifyMembers(ctx context.Context, r *VerifyReport) error {
 	for after := int64(0); ; {
 		rows, err := e.Pool.Query(ctx, `SELECT m.id, m.source_id, m.parent_source_id,
     EXISTS (SELECT 1 FROM bitrix_records g WHERE g.entity = 'groups' AND g.source_id = m.parent_source_id AND g.status = 'IMPORT_OK')
-FROM bitrix_records m WHERE m.entity = 'group_members' AND m.id > $1 ORDER BY m.id LIMIT $2`, after, MaxTargetItems)
+FROM bitrix_records m WHERE m.entity = 'group_members' AND m.id > $1 ORDER BY m.id LIMIT $2`, after, importapi.MaxItems)
 		if err != nil {
 			return fmt.Errorf("verify members: %w", err)
 		}
@@ -218,7 +219,7 @@ func (e *Engine) verifyOwners(ctx context.Context, r *VerifyReport) error {
 	for after := int64(0); ; {
 		rows, err := e.Pool.Query(ctx, `SELECT g.id, g.source_id, g.status, coalesce(g.payload->>'OWNER_ID', ''), u.target_id
 FROM bitrix_records g LEFT JOIN bitrix_id_map u ON u.entity = 'users' AND u.source_id = g.payload->>'OWNER_ID'
-WHERE g.entity = 'groups' AND g.id > $1 ORDER BY g.id LIMIT $2`, after, MaxTargetItems)
+WHERE g.entity = 'groups' AND g.id > $1 ORDER BY g.id LIMIT $2`, after, importapi.MaxItems)
 		if err != nil {
 			return fmt.Errorf("verify owners: %w", err)
 		}
@@ -290,14 +291,14 @@ func (e *Engine) verifySample(ctx context.Context, k kind, r *VerifyReport) erro
 		if err != nil {
 			return nil, err
 		}
-		return func(rec Record, onTarget map[string]TargetRecord) ([]Mismatch, error) {
+		return func(rec Record, onTarget map[string]importapi.Record) ([]Mismatch, error) {
 			return compareRecord(k, rec, rf, onTarget)
 		}, nil
 	})
 }
 
 // recordComparer lists the differences between a sampled record and the target's copies.
-type recordComparer func(rec Record, onTarget map[string]TargetRecord) ([]Mismatch, error)
+type recordComparer func(rec Record, onTarget map[string]importapi.Record) ([]Mismatch, error)
 
 // compareSample draws SampleSize random IMPORT_OK records of k, reads their copies from the
 // target a chunk at a time, and adds what the comparer from prepare (which loads what a chunk
@@ -318,7 +319,7 @@ ORDER BY random() LIMIT $2`, k.name, size)
 	if err != nil {
 		return fmt.Errorf("verify %s: sample: %w", k.name, err)
 	}
-	for chunk := range slices.Chunk(recs, MaxTargetItems) {
+	for chunk := range slices.Chunk(recs, importapi.MaxItems) {
 		compare, err := prepare(ctx, chunk)
 		if err != nil {
 			return err
@@ -331,7 +332,7 @@ ORDER BY random() LIMIT $2`, k.name, size)
 		if err != nil {
 			return fmt.Errorf("verify %s: sample: %w", k.name, err)
 		}
-		onTarget := map[string]TargetRecord{}
+		onTarget := map[string]importapi.Record{}
 		for _, it := range items {
 			onTarget[it.Key] = it
 		}
@@ -358,7 +359,7 @@ ORDER BY random() LIMIT $2`, k.name, size)
 
 // compareRecord lists the differences between what set would send for a record now and the
 // target's copy of it.
-func compareRecord(k kind, rec Record, rf refs, onTarget map[string]TargetRecord) ([]Mismatch, error) {
+func compareRecord(k kind, rec Record, rf refs, onTarget map[string]importapi.Record) ([]Mismatch, error) {
 	want, err := payloadFor(k, rec, rf)
 	if err != nil {
 		// Imported, yet its references no longer resolve (an id map row is gone).

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
+	"github.com/ingest-dev/ingest/internal/importapi"
 	"github.com/ingest-dev/ingest/internal/metrics"
 	"github.com/ingest-dev/ingest/internal/retry"
 )
@@ -40,7 +41,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	target, err := bitrix.NewTarget(os.Getenv("BITRIX_CRASH_TARGET"), bitrix.TargetOptions{Logger: log})
+	target, err := importapi.New(os.Getenv("BITRIX_CRASH_TARGET"), importapi.Options{Logger: log})
 	if err != nil {
 		return err
 	}

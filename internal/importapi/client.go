@@ -1,4 +1,7 @@
-package bitrix
+// Package importapi is the client of the target system's import API, the contract in
+// docs/target-import-api.md: idempotent batch import by key and checksum, counts, reads by key,
+// and custom fields. It knows nothing of where records come from.
+package importapi
 
 import (
 	"bytes"
@@ -18,28 +21,18 @@ import (
 	"github.com/ingest-dev/ingest/internal/retry"
 )
 
-// TargetAPI is the target system's import API (docs/target-import-api.md); *Target implements
-// it over HTTP.
-type TargetAPI interface {
-	Import(ctx context.Context, entity string, items []ImportItem) ([]ImportResult, error)
-	Count(ctx context.Context, entity string) (int64, error)
-	GetByKeys(ctx context.Context, entity string, keys []string) ([]TargetRecord, []string, error)
-	Fields(ctx context.Context, entity string) ([]TargetField, error)
-	AddFields(ctx context.Context, entity string, fields []TargetField) ([]FieldResult, error)
-}
+// MaxItems is the most items one import.<entity>.batch or .get request may carry.
+const MaxItems = 100
 
-// MaxTargetItems is the most items one import.<entity>.batch or .get request may carry.
-const MaxTargetItems = 100
-
-// ImportItem is one record sent to import.<entity>.batch.
-type ImportItem struct {
+// Item is one record sent to import.<entity>.batch.
+type Item struct {
 	Key      string          `json:"key"`
 	Checksum string          `json:"checksum"`
 	Payload  json.RawMessage `json:"payload"`
 }
 
-// ImportResult is the target's answer for one item: a target id, or an error.
-type ImportResult struct {
+// Result is the target's answer for one item: a target id, or an error.
+type Result struct {
 	Key      string     `json:"key"`
 	TargetID string     `json:"target_id,omitempty"`
 	Status   string     `json:"status,omitempty"` // created, updated or unchanged
@@ -55,8 +48,8 @@ type ItemError struct {
 
 func (e *ItemError) Error() string { return fmt.Sprintf("target: %s: %s", e.Code, e.Message) }
 
-// TargetRecord is a record as import.<entity>.get returns it.
-type TargetRecord struct {
+// Record is a record as import.<entity>.get returns it.
+type Record struct {
 	Key       string          `json:"key"`
 	TargetID  string          `json:"target_id"`
 	Checksum  string          `json:"checksum"`
@@ -64,18 +57,18 @@ type TargetRecord struct {
 	UpdatedAt time.Time       `json:"updated_at"`
 }
 
-// TargetField is a custom field on the target.
-type TargetField struct {
+// Field is a custom field on the target.
+type Field struct {
 	Name     string          `json:"name"`
 	Type     string          `json:"type"`
 	Multiple bool            `json:"multiple"`
 	Label    string          `json:"label,omitempty"`
 	Settings json.RawMessage `json:"settings,omitempty"`
-	Options  []FieldOption   `json:"options,omitempty"`
+	Options  []Option   `json:"options,omitempty"`
 }
 
-// FieldOption is one value of an enumeration field.
-type FieldOption struct {
+// Option is one value of an enumeration field.
+type Option struct {
 	Value   string `json:"value"`
 	Sort    int    `json:"sort"`
 	Default bool   `json:"default"`
@@ -89,9 +82,9 @@ type FieldResult struct {
 	Error  *ItemError `json:"error,omitempty"`
 }
 
-// TargetError is a failure of a whole request to the target: an error answer (4xx, 5xx) or no
+// Error is a failure of a whole request to the target: an error answer (4xx, 5xx) or no
 // usable answer at all (Err: timeout, dropped connection). It never carries the token.
-type TargetError struct {
+type Error struct {
 	Method     string
 	HTTPStatus int // 0 when no answer arrived
 	Code       string
@@ -99,7 +92,7 @@ type TargetError struct {
 	Err        error
 }
 
-func (e *TargetError) Error() string {
+func (e *Error) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "target %s:", e.Method)
 	if e.HTTPStatus != 0 {
@@ -120,22 +113,22 @@ func (e *TargetError) Error() string {
 	return b.String()
 }
 
-func (e *TargetError) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error { return e.Err }
 
 // Retryable reports whether sending the same request again may succeed: no answer, a 5xx, or
 // a 429 the client gave up waiting for.
-func (e *TargetError) Retryable() bool {
+func (e *Error) Retryable() bool {
 	return e.HTTPStatus == 0 || e.HTTPStatus >= 500 || e.HTTPStatus == http.StatusTooManyRequests
 }
 
-// IsRetryableTarget reports whether err is a request-level target failure worth sending again.
-func IsRetryableTarget(err error) bool {
-	te, ok := errors.AsType[*TargetError](err)
+// IsRetryable reports whether err is a request-level target failure worth sending again.
+func IsRetryable(err error) bool {
+	te, ok := errors.AsType[*Error](err)
 	return ok && te.Retryable()
 }
 
-// TargetOptions configure a Target. The zero value is usable.
-type TargetOptions struct {
+// Options configure a Client. The zero value is usable.
+type Options struct {
 	// HTTPClient sends the requests; nil means a new http.Client.
 	HTTPClient *http.Client
 	// Timeout bounds one request; 0 means 60 s.
@@ -148,8 +141,8 @@ type TargetOptions struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 
-// Target calls the target's import API. It is safe for concurrent use.
-type Target struct {
+// Client calls the target's import API. It is safe for concurrent use.
+type Client struct {
 	base     string // ends in "/", no user info
 	token    string
 	http     *http.Client
@@ -159,10 +152,10 @@ type Target struct {
 	sleep    func(ctx context.Context, d time.Duration) error
 }
 
-// NewTarget returns a client for the import API at rawURL, TARGET_WEBHOOK_URL: the token is
+// New returns a client for the import API at rawURL, TARGET_WEBHOOK_URL: the token is
 // its password (https://import:TOKEN@target.example.com/api/v1/). The token is sent only as a
 // bearer header; errors name the address without it.
-func NewTarget(rawURL string, opts TargetOptions) (*Target, error) {
+func New(rawURL string, opts Options) (*Client, error) {
 	u, err := url.Parse(strings.TrimSpace(rawURL))
 	if err != nil {
 		return nil, errors.New("target URL does not parse as a URL")
@@ -184,7 +177,7 @@ func NewTarget(rawURL string, opts TargetOptions) (*Target, error) {
 	if !strings.HasSuffix(u.Path, "/") {
 		u.Path += "/"
 	}
-	t := &Target{base: u.String(), token: token, timeout: opts.Timeout, maxWaits: opts.MaxRateWaits,
+	t := &Client{base: u.String(), token: token, timeout: opts.Timeout, maxWaits: opts.MaxRateWaits,
 		log: opts.Logger, sleep: opts.Sleep, http: opts.HTTPClient}
 	if t.http == nil {
 		t.http = &http.Client{}
@@ -205,32 +198,32 @@ func NewTarget(rawURL string, opts TargetOptions) (*Target, error) {
 }
 
 // Address returns the API's base address, which carries no secret.
-func (t *Target) Address() string { return t.base }
+func (t *Client) Address() string { return t.base }
 
-// Import sends up to MaxTargetItems items to import.<entity>.batch and returns one result per
+// Import sends up to MaxItems items to import.<entity>.batch and returns one result per
 // item, in the items' order.
-func (t *Target) Import(ctx context.Context, entity string, items []ImportItem) ([]ImportResult, error) {
+func (t *Client) Import(ctx context.Context, entity string, items []Item) ([]Result, error) {
 	method := "import." + entity + ".batch"
-	if len(items) == 0 || len(items) > MaxTargetItems {
-		return nil, fmt.Errorf("target %s: %d items, want 1 to %d", method, len(items), MaxTargetItems)
+	if len(items) == 0 || len(items) > MaxItems {
+		return nil, fmt.Errorf("target %s: %d items, want 1 to %d", method, len(items), MaxItems)
 	}
 	var out struct {
-		Results []ImportResult `json:"results"`
+		Results []Result `json:"results"`
 	}
 	if err := t.call(ctx, method, map[string]any{"items": items}, &out); err != nil {
 		return nil, err
 	}
 	if len(out.Results) != len(items) {
-		return nil, &TargetError{Method: method, HTTPStatus: http.StatusOK,
+		return nil, &Error{Method: method, HTTPStatus: http.StatusOK,
 			Message: fmt.Sprintf("%d results for %d items", len(out.Results), len(items))}
 	}
 	for i, r := range out.Results {
 		if r.Key != items[i].Key {
-			return nil, &TargetError{Method: method, HTTPStatus: http.StatusOK,
+			return nil, &Error{Method: method, HTTPStatus: http.StatusOK,
 				Message: fmt.Sprintf("result %d is for key %q, want %q", i, r.Key, items[i].Key)}
 		}
 		if r.Error == nil && r.TargetID == "" {
-			return nil, &TargetError{Method: method, HTTPStatus: http.StatusOK,
+			return nil, &Error{Method: method, HTTPStatus: http.StatusOK,
 				Message: fmt.Sprintf("result for %q has neither target_id nor error", r.Key)}
 		}
 	}
@@ -238,7 +231,7 @@ func (t *Target) Import(ctx context.Context, entity string, items []ImportItem) 
 }
 
 // Count returns how many records of the entity the target holds.
-func (t *Target) Count(ctx context.Context, entity string) (int64, error) {
+func (t *Client) Count(ctx context.Context, entity string) (int64, error) {
 	var out struct {
 		Count *int64 `json:"count"`
 	}
@@ -247,20 +240,20 @@ func (t *Target) Count(ctx context.Context, entity string) (int64, error) {
 		return 0, err
 	}
 	if out.Count == nil {
-		return 0, &TargetError{Method: method, HTTPStatus: http.StatusOK, Message: "answer has no count"}
+		return 0, &Error{Method: method, HTTPStatus: http.StatusOK, Message: "answer has no count"}
 	}
 	return *out.Count, nil
 }
 
-// GetByKeys returns the records the target holds under up to MaxTargetItems keys, and the keys
+// GetByKeys returns the records the target holds under up to MaxItems keys, and the keys
 // it does not hold.
-func (t *Target) GetByKeys(ctx context.Context, entity string, keys []string) ([]TargetRecord, []string, error) {
+func (t *Client) GetByKeys(ctx context.Context, entity string, keys []string) ([]Record, []string, error) {
 	method := "import." + entity + ".get"
-	if len(keys) == 0 || len(keys) > MaxTargetItems {
-		return nil, nil, fmt.Errorf("target %s: %d keys, want 1 to %d", method, len(keys), MaxTargetItems)
+	if len(keys) == 0 || len(keys) > MaxItems {
+		return nil, nil, fmt.Errorf("target %s: %d keys, want 1 to %d", method, len(keys), MaxItems)
 	}
 	var out struct {
-		Items   []TargetRecord `json:"items"`
+		Items   []Record `json:"items"`
 		Missing []string       `json:"missing"`
 	}
 	if err := t.call(ctx, method, map[string]any{"keys": keys}, &out); err != nil {
@@ -270,9 +263,9 @@ func (t *Target) GetByKeys(ctx context.Context, entity string, keys []string) ([
 }
 
 // Fields returns the entity's custom fields on the target.
-func (t *Target) Fields(ctx context.Context, entity string) ([]TargetField, error) {
+func (t *Client) Fields(ctx context.Context, entity string) ([]Field, error) {
 	var out struct {
-		Fields []TargetField `json:"fields"`
+		Fields []Field `json:"fields"`
 	}
 	if err := t.call(ctx, "import."+entity+".fields", struct{}{}, &out); err != nil {
 		return nil, err
@@ -281,7 +274,7 @@ func (t *Target) Fields(ctx context.Context, entity string) ([]TargetField, erro
 }
 
 // AddFields creates custom fields on the target; a field whose name exists is left as it is.
-func (t *Target) AddFields(ctx context.Context, entity string, fields []TargetField) ([]FieldResult, error) {
+func (t *Client) AddFields(ctx context.Context, entity string, fields []Field) ([]FieldResult, error) {
 	var out struct {
 		Results []FieldResult `json:"results"`
 	}
@@ -290,7 +283,7 @@ func (t *Target) AddFields(ctx context.Context, entity string, fields []TargetFi
 		return nil, err
 	}
 	if len(out.Results) != len(fields) {
-		return nil, &TargetError{Method: method, HTTPStatus: http.StatusOK,
+		return nil, &Error{Method: method, HTTPStatus: http.StatusOK,
 			Message: fmt.Sprintf("%d results for %d fields", len(out.Results), len(fields))}
 	}
 	return out.Results, nil
@@ -300,7 +293,7 @@ var targetMethod = regexp.MustCompile(`^import\.[a-z][a-z0-9_]*\.[a-z.]+$`)
 
 // call posts one request, waiting out 429 answers for their Retry-After. It never repeats a
 // request after any other failure: the engine decides that, item by item.
-func (t *Target) call(ctx context.Context, method string, body, out any) error {
+func (t *Client) call(ctx context.Context, method string, body, out any) error {
 	if !targetMethod.MatchString(method) {
 		return fmt.Errorf("target: invalid method %q", method)
 	}
@@ -321,12 +314,12 @@ func (t *Target) call(ctx context.Context, method string, body, out any) error {
 }
 
 // post makes one request. It returns the wait a 429 asked for along with its error.
-func (t *Target) post(ctx context.Context, method string, data []byte, out any) (time.Duration, error) {
+func (t *Client) post(ctx context.Context, method string, data []byte, out any) (time.Duration, error) {
 	rctx, cancel := context.WithTimeout(ctx, t.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, t.base+method, bytes.NewReader(data))
 	if err != nil {
-		return 0, &TargetError{Method: method, Err: stripURL(err)}
+		return 0, &Error{Method: method, Err: stripURL(err)}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
@@ -336,15 +329,15 @@ func (t *Target) post(ctx context.Context, method string, data []byte, out any) 
 		if ctx.Err() != nil {
 			return 0, fmt.Errorf("target %s: %w", method, context.Cause(ctx))
 		}
-		return 0, &TargetError{Method: method, Err: stripURL(err)}
+		return 0, &Error{Method: method, Err: stripURL(err)}
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return 0, &TargetError{Method: method, HTTPStatus: resp.StatusCode, Err: stripURL(err)}
+		return 0, &Error{Method: method, HTTPStatus: resp.StatusCode, Err: stripURL(err)}
 	}
 	if resp.StatusCode != http.StatusOK {
-		te := &TargetError{Method: method, HTTPStatus: resp.StatusCode}
+		te := &Error{Method: method, HTTPStatus: resp.StatusCode}
 		var env struct {
 			Error struct {
 				Code    string `json:"code"`
@@ -366,7 +359,7 @@ func (t *Target) post(ctx context.Context, method string, data []byte, out any) 
 		return wait, te
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
-		return 0, &TargetError{Method: method, HTTPStatus: resp.StatusCode, Message: "answer does not decode: " + err.Error()}
+		return 0, &Error{Method: method, HTTPStatus: resp.StatusCode, Message: "answer does not decode: " + err.Error()}
 	}
 	return 0, nil
 }
