@@ -17,7 +17,9 @@ type args struct {
 	Show       *showCmd     `arg:"subcommand:show" help:"one record: metadata, status history and content"`
 	Discover   *discoverCmd `arg:"subcommand:discover" help:"register new publications from a source's feeds"`
 	Extract    *extractCmd  `arg:"subcommand:extract" help:"extract the text of pending publications"`
-	Bitrix     *bitrixCmd   `arg:"subcommand:bitrix" help:"migrate a Bitrix24 portal entity by entity: ENTITY fields-get|fields-set|get|set|verify|run, or status"`
+	// Bitrix is parsed through a struct built from the entity registry (bitrixArgs), so that
+	// every registered entity has its subcommand; Main copies it here.
+	Bitrix     *bitrixCmd   `arg:"-"`
 	VersionCmd *versionCmd  `arg:"subcommand:version" help:"print the version"`
 }
 

@@ -32,10 +32,8 @@ type bitrixCmd struct {
 	Concurrency int  `arg:"--concurrency,env:BITRIX_CONCURRENCY" default:"4" help:"chats get: batches of message reads in flight at once, all under the one rate limit" placeholder:"N"`
 	ChatRescan  bool `arg:"--chat-rescan,env:BITRIX_CHAT_RESCAN" help:"chats get: read every chat's whole history again (finds edited messages) instead of only the new messages"`
 
-	Users  *bitrixEntityCmd `arg:"subcommand:users" help:"portal users"`
-	Groups *bitrixEntityCmd `arg:"subcommand:groups" help:"workgroups and their members (users must be imported and verified first)"`
-	Chats  *bitrixEntityCmd `arg:"subcommand:chats" help:"chats and their messages (users imported and verified first; see docs/bitrix-chats.md)"`
 	Status *bitrixStatusCmd `arg:"subcommand:status" help:"per entity: records by status, inventory, verified flag, last verify report"`
+	// One subcommand per registered entity (bitrix.Catalog) is added by bitrixArgs.
 }
 
 type bitrixEntityCmd struct {
@@ -58,7 +56,7 @@ const maxConcurrency = 32
 // bitrixCommand splits "bitrix users get" into entity and phase; ok is false for other commands.
 func bitrixCommand(command string) (entity, phase string, ok bool) {
 	f := strings.Fields(command)
-	if len(f) != 3 || f[0] != "bitrix" || !slices.Contains(bitrix.Entities, f[1]) {
+	if len(f) != 3 || f[0] != "bitrix" || !slices.Contains(bitrix.Catalog().CommandNames(), f[1]) {
 		return "", "", false
 	}
 	if f[2] != "run" && !slices.Contains(bitrix.Phases, f[2]) {
@@ -70,7 +68,7 @@ func bitrixCommand(command string) (entity, phase string, ok bool) {
 // bitrixCommands lists every `bitrix ENTITY PHASE` run name, for `ingest status bitrix`.
 func bitrixCommands() []string {
 	var out []string
-	for _, e := range bitrix.Entities {
+	for _, e := range bitrix.Catalog().CommandNames() {
 		for _, p := range append(slices.Clone(bitrix.Phases), "run") {
 			out = append(out, "bitrix "+e+" "+p)
 		}
@@ -210,8 +208,8 @@ func (app *app) bitrixStatus(ctx context.Context, asJSON bool) error {
 
 // check validates the entity before anything connects.
 func (c *showBitrixCmd) check() error {
-	if !slices.Contains(bitrix.RecordEntities, c.Entity) {
-		return usageError{fmt.Sprintf("show bitrix: unknown entity %q (valid: %s)", c.Entity, strings.Join(bitrix.RecordEntities, ", "))}
+	if names := bitrix.Catalog().Names(); !slices.Contains(names, c.Entity) {
+		return usageError{fmt.Sprintf("show bitrix: unknown entity %q (valid: %s)", c.Entity, strings.Join(names, ", "))}
 	}
 	return nil
 }

@@ -15,6 +15,8 @@ import (
 	"syscall"
 
 	"github.com/alexflint/go-arg"
+
+	"github.com/ingest-dev/ingest/internal/bitrix"
 )
 
 // Exit codes; documented in --help (args.Epilogue) and README.md.
@@ -58,12 +60,14 @@ func notifyContext(parent context.Context) (context.Context, func()) {
 // parts, so tests can call it.
 func Main(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 	var a args
-	p, err := arg.NewParser(arg.Config{Program: "ingest", Out: stderr, Exit: func(int) {}}, &a)
+	bx := bitrixArgs(bitrix.Catalog())
+	p, err := arg.NewParser(arg.Config{Program: "ingest", Out: stderr, Exit: func(int) {}}, &a, bx)
 	if err != nil {
 		fmt.Fprintln(stderr, "ingest: internal error:", err)
 		return exitFailed
 	}
 	err = p.Parse(argv)
+	a.Bitrix = bitrixFrom(bx)
 	names := p.SubcommandNames()
 	switch {
 	case errors.Is(err, arg.ErrHelp):

@@ -228,8 +228,8 @@ func (c *statusSetCmd) check() error {
 		return usageError{"status set: --to is required (the new status)"}
 	case strings.TrimSpace(c.Reason) == "":
 		return usageError{"status set: --reason is required (why; it is kept in the status history)"}
-	case c.Source == "bitrix" && c.Entity != "" && !slices.Contains(bitrix.RecordEntities, c.Entity):
-		return usageError{fmt.Sprintf("status set: unknown bitrix --entity %q (valid: %s)", c.Entity, strings.Join(bitrix.RecordEntities, ", "))}
+	case c.Source == "bitrix" && c.Entity != "" && !slices.Contains(bitrix.Catalog().Names(), c.Entity):
+		return usageError{fmt.Sprintf("status set: unknown bitrix --entity %q (valid: %s)", c.Entity, strings.Join(bitrix.Catalog().Names(), ", "))}
 	}
 	return nil
 }

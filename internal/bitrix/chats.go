@@ -16,18 +16,11 @@ package bitrix
 //     in id order (100 per call), with user ids translated through the id map.
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
-)
-
-var (
-	chatsKind = kind{name: Chats, dates: []string{"date_create"}, batch: 20}
-	// A message's "unread" says whether the webhook's user has read it, not what it is.
-	messagesKind = kind{name: ChatMessages, dates: []string{"date"}, volatile: []string{"unread"}, batch: 100}
 )
 
 // chatRow is the payload of a chats record: the chat as the portal describes it to the
@@ -91,29 +84,4 @@ func decodeChatRow(payload json.RawMessage) (chatRow, error) {
 		return row, fmt.Errorf("decode chat: %w", err)
 	}
 	return row, nil
-}
-
-// noChatFields is why fields-get and fields-set do nothing for chats.
-const noChatFields = "chats have no custom fields in the Bitrix24 REST API: nothing to do"
-
-// chatPhase runs one phase of chats by its command name.
-func (e *Engine) chatPhase(ctx context.Context, phase string) error {
-	switch phase {
-	case "fields-get", "fields-set":
-		e.Log.Info(noChatFields, "entity", Chats, "phase", phase)
-		return nil
-	case "get":
-		_, err := e.GetChats(ctx)
-		return err
-	case "set":
-		_, err := e.SetChats(ctx)
-		return err
-	case "verify":
-		r, err := e.VerifyChats(ctx)
-		if err == nil && !r.Clean() {
-			err = fmt.Errorf("%s: %w: %s", Chats, ErrNotVerified, r.Summary())
-		}
-		return err
-	}
-	return fmt.Errorf("unknown bitrix phase %q (valid: fields-get, fields-set, get, set, verify, run)", phase)
 }

@@ -53,17 +53,17 @@ func BenchmarkGetChats(b *testing.B) {
 				b.StartTimer()
 
 				start := time.Now()
-				st, err := e.GetChats(context.Background())
+				st, err := e.Get(context.Background(), bitrix.Chats)
 				wall := time.Since(start).Seconds()
 				if err != nil {
 					b.Fatal(err)
 				}
 				srv.Close()
-				if st.Messages != chats*perChat {
-					b.Fatalf("read %d messages, want %d", st.Messages, chats*perChat)
+				if st.Of(bitrix.ChatMessages).Rows != chats*perChat {
+					b.Fatalf("read %d messages, want %d", st.Of(bitrix.ChatMessages).Rows, chats*perChat)
 				}
 				reportAgainstFloor(b, src.Stats(), std, false, wall)
-				b.ReportMetric(float64(src.Stats().Requests)/float64(st.Messages), "calls/msg")
+				b.ReportMetric(float64(src.Stats().Requests)/float64(st.Of(bitrix.ChatMessages).Rows), "calls/msg")
 			}
 		})
 	}

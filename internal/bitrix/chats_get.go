@@ -14,21 +14,6 @@ import (
 	"github.com/ingest-dev/ingest/internal/status"
 )
 
-// ChatGetStats sums up a chats get.
-type ChatGetStats struct {
-	// Chats counts the chats found, Unreachable those among them the webhook's user cannot read;
-	// NewChats and ChangedChats count what storing them did.
-	Chats, Unreachable, NewChats, ChangedChats int
-	// Pass is the pass of the message walk; Resumed is set when it continued an interrupted one.
-	Pass    int
-	Resumed bool
-	// Pages and Messages count what was read of the messages.
-	Pages, Messages int
-	// NewMessages, ChangedMessages and UnchangedMessages count what storing them did: a message
-	// whose hash changed (an edit) is Changed and back in NEW.
-	NewMessages, ChangedMessages, UnchangedMessages int
-}
-
 const (
 	// recentLimit is im.recent.list's largest page.
 	recentLimit = 200
@@ -37,37 +22,42 @@ const (
 	recentPagesPerBatch = 10
 )
 
-// GetChats reads the chats of the webhook's user and their messages into bitrix_records (seed
-// 002 "chats-get"): the chats from im.recent.list and the workgroups' chats, with their
-// participants; then every readable chat's messages, through a queue of chats worked by
-// Concurrency batches at a time. A chat that cannot be read is stored with the reason, in
-// IMPORT_ERR. With TestLimit only the first TestLimit chats are read, with all their messages.
-func (e *Engine) GetChats(ctx context.Context) (ChatGetStats, error) {
-	defer e.Metrics.Phase(Chats, "get")()
-	var st ChatGetStats
+// chatWalker is the lister of chats and their messages (seed 002 "chats-get"): the chats of the
+// webhook's user from im.recent.list and the workgroups' chats, with their participants; then
+// every readable chat's messages, through a queue of chats worked by Concurrency batches at a
+// time, each chat's place kept in the page log. A chat that cannot be read is stored with the
+// reason, in IMPORT_ERR. With TestLimit only the first TestLimit chats are read, with all their
+// messages.
+type chatWalker struct{}
+
+func (chatWalker) get(ctx context.Context, g *getRun) error {
+	e, st := g.e, g.st
 	if _, err := loadInventory(ctx, e.Pool, Chats); err != nil { // creates the row startPass updates
-		return st, err
+		return err
 	}
 	inv, err := startPass(ctx, e.Pool, Chats, e.TestLimit)
 	if err != nil {
-		return st, err
+		return err
 	}
 	rows, zone, err := e.findChats(ctx, inv.Pass)
 	if err != nil {
-		return st, fmt.Errorf("get chats: %w", err)
+		return err
 	}
-	if err := e.saveChats(ctx, rows, zone, &st); err != nil {
-		return st, fmt.Errorf("get chats: %w", err)
+	if err := e.saveChats(ctx, rows, zone, st); err != nil {
+		return err
 	}
-	e.Log.Info("chats found", "entity", Chats, "chats", st.Chats, "new", st.NewChats, "changed", st.ChangedChats,
+	c := st.Of(Chats)
+	e.Log.Info("chats found", "entity", Chats, "chats", c.Rows, "new", c.Inserted, "changed", c.Changed,
 		"unreachable", st.Unreachable)
-	if err := e.walkMessages(ctx, zone, &st); err != nil {
-		return st, fmt.Errorf("get chat messages: %w", err)
+	if err := e.walkMessages(ctx, zone, st); err != nil {
+		return fmt.Errorf("messages: %w", err)
 	}
-	e.Log.Info("get done", "entity", ChatMessages, "pass", st.Pass, "resumed", st.Resumed, "pages", st.Pages,
-		"messages", st.Messages, "new", st.NewMessages, "changed", st.ChangedMessages, "unchanged", st.UnchangedMessages)
-	return st, nil
+	st.Complete = true
+	return nil
 }
+
+// total is not known to the portal: no method counts every chat (verifyChats counts them).
+func (chatWalker) total(context.Context, *Engine, *Entity) (int64, error) { return 0, errNoTotal }
 
 // recentPage is the result of im.recent.list.
 type recentPage struct {
@@ -354,8 +344,7 @@ func (e *Engine) chatParticipants(ctx context.Context, rows []*chatRow) error {
 
 // saveChats stores the chats found, 500 per transaction. Unreachable ones go to IMPORT_ERR with
 // the reason; a chat that was unreachable and no longer is changes, and so is back in NEW.
-func (e *Engine) saveChats(ctx context.Context, rows []*chatRow, zone *time.Location, st *ChatGetStats) error {
-	st.Chats = len(rows)
+func (e *Engine) saveChats(ctx context.Context, rows []*chatRow, zone *time.Location, st *GetStats) error {
 	for chunk := range slices.Chunk(rows, 500) {
 		recs := make([]incoming, len(chunk))
 		reasons := map[string][]string{} // reason -> source ids
@@ -366,7 +355,7 @@ func (e *Engine) saveChats(ctx context.Context, rows []*chatRow, zone *time.Loca
 				return err
 			}
 			id := strconv.FormatInt(r.ID, 10)
-			if recs[i], err = newIncoming(chatsKind, id, "", payload, fields, zone); err != nil {
+			if recs[i], err = newIncoming(e.entity(Chats), id, "", payload, fields, zone); err != nil {
 				return err
 			}
 			if r.Unreachable != nil {
@@ -379,8 +368,7 @@ func (e *Engine) saveChats(ctx context.Context, rows []*chatRow, zone *time.Loca
 			if err != nil {
 				return err
 			}
-			st.NewChats += got.inserted
-			st.ChangedChats += got.changed
+			st.add(Chats, len(chunk), got)
 			for _, reason := range sortedKeys(reasons) {
 				if err := e.refuse(ctx, tx, reasons[reason], reason); err != nil {
 					return err

@@ -93,7 +93,7 @@ AND source_id = parent_source_id || ':' || (payload->>'id')`, messages},
 		t.Errorf("%d duplicates on the target", st.Duplicates)
 	}
 
-	r, err := e.VerifyChats(v.ctx)
+	r, err := e.Verify(v.ctx, bitrix.Chats)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,11 +143,11 @@ func TestChatsOverlappingRecentPagesAreDeduplicated(t *testing.T) {
 	// More chats than one page of 200 holds, so the recent list comes in pages that overlap.
 	v, e := chatEnv(t, bitrixfake.Options{Users: 400, Chats: 450, MessagesPerChat: 1, Seed: 22})
 	readable, _ := portalChats(v.portal)
-	st, err := e.GetChats(v.ctx)
+	st, err := e.Get(v.ctx, bitrix.Chats)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Chats != len(readable) || st.NewChats != len(readable) {
+	if c := st.Of(bitrix.Chats); c.Rows != len(readable) || c.Inserted != len(readable) {
 		t.Errorf("stats %+v, want %d chats found and stored once each", st, len(readable))
 	}
 	if n := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'chats'`); n != len(readable) {
@@ -186,7 +186,7 @@ func TestChatsGetResumesEachChatAfterAKill(t *testing.T) {
 	ctx, cancel := context.WithCancel(v.ctx)
 	e.Concurrency = 2
 	e.Source = &killAfter{Client: v.source, n: 3, cancel: cancel}
-	if _, err := e.GetChats(ctx); !errors.Is(err, context.Canceled) {
+	if _, err := e.Get(ctx, bitrix.Chats); !errors.Is(err, context.Canceled) {
 		t.Fatalf("killed get: %v, want context.Canceled", err)
 	}
 	partial := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'chat_messages'`)
@@ -195,15 +195,15 @@ func TestChatsGetResumesEachChatAfterAKill(t *testing.T) {
 	}
 
 	e.Source = v.source
-	st, err := e.GetChats(v.ctx)
+	st, err := e.Get(v.ctx, bitrix.Chats)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !st.Resumed || st.Pass != 1 {
 		t.Errorf("stats %+v, want the interrupted pass 1 resumed", st)
 	}
-	if st.NewMessages != messageCount(readable)-partial {
-		t.Errorf("resumed get stored %d new messages, want the %d missing", st.NewMessages, messageCount(readable)-partial)
+	if got := st.Of(bitrix.ChatMessages).Inserted; got != messageCount(readable)-partial {
+		t.Errorf("resumed get stored %d new messages, want the %d missing", got, messageCount(readable)-partial)
 	}
 	for _, c := range readable {
 		var got []int
@@ -254,14 +254,14 @@ func TestChatsEditedMessageIsFoundByItsHash(t *testing.T) {
 	// A later get only tops up with FIRST_ID: one command per chat, the new message found, the
 	// old ones not read again.
 	before := v.portal.Stats().Calls["im.dialog.messages.get"]
-	st, err := e.GetChats(v.ctx)
+	st, err := e.Get(v.ctx, bitrix.Chats)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if calls := v.portal.Stats().Calls["im.dialog.messages.get"] - before; calls != len(readable) {
 		t.Errorf("top-up made %d message calls, want one per chat (%d)", calls, len(readable))
 	}
-	if st.NewMessages != 1 || st.ChangedMessages != 0 || st.Messages != 1 {
+	if c := st.Of(bitrix.ChatMessages); c.Inserted != 1 || c.Changed != 0 || c.Rows != 1 {
 		t.Errorf("top-up stats %+v, want the one new message", st)
 	}
 	if r := v.record(bitrix.ChatMessages, fmt.Sprintf("%d:%d", chat.ID, added)); r.Status != bitrix.New {
@@ -270,11 +270,11 @@ func TestChatsEditedMessageIsFoundByItsHash(t *testing.T) {
 
 	// A rescan reads every history again: the edited message's hash changed, nothing else did.
 	e.ChatRescan = true
-	st, err = e.GetChats(v.ctx)
+	st, err = e.Get(v.ctx, bitrix.Chats)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.ChangedMessages != 1 || st.NewMessages != 0 || st.UnchangedMessages != total {
+	if c := st.Of(bitrix.ChatMessages); c.Changed != 1 || c.Inserted != 0 || c.Unchanged != total {
 		t.Errorf("rescan stats %+v, want 1 changed and %d unchanged", st, total)
 	}
 	if r := v.record(bitrix.ChatMessages, editedKey); r.Status != bitrix.New {
@@ -358,7 +358,7 @@ func TestChatMessagesAreNeverImportedBeforeTheirChat(t *testing.T) {
 	e.Target = &orderedTarget{Target: v.client, t: t, imported: map[string]bool{}, last: map[string]int{}}
 
 	v.phases(e, bitrix.Chats, "get")
-	st, err := e.SetChats(v.ctx)
+	st, err := e.Set(v.ctx, bitrix.Chats)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +379,7 @@ func TestChatMessagesAreNeverImportedBeforeTheirChat(t *testing.T) {
 		t.Error("no chat was retried; FailItems should have made some retryable failures")
 	}
 
-	r, err := e.VerifyChats(v.ctx)
+	r, err := e.Verify(v.ctx, bitrix.Chats)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,7 +435,7 @@ func TestChatsVerifyReportsUnmappedParticipants(t *testing.T) {
 					}
 				}
 			}
-			r, err := e.VerifyChats(v.ctx)
+			r, err := e.Verify(v.ctx, bitrix.Chats)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -480,14 +480,14 @@ func TestChatsOutOfReachAreReportedNotLost(t *testing.T) {
 	if err := v.portal.RemoveChatUser(left.ID, webhookUser); err != nil {
 		t.Fatal(err)
 	}
-	st, err := e.GetChats(v.ctx)
+	st, err := e.Get(v.ctx, bitrix.Chats)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st.Unreachable != len(closed)+1 {
 		t.Errorf("get found %d chats out of reach, want %d", st.Unreachable, len(closed)+1)
 	}
-	r, err := e.VerifyChats(v.ctx)
+	r, err := e.Verify(v.ctx, bitrix.Chats)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -528,7 +528,7 @@ func TestChatsGetPacksCursorCallsIntoBatches(t *testing.T) {
 	v, e := chatEnv(t, bitrixfake.Options{Users: 200, Chats: chats, MessagesPerChat: perChat, Seed: 29})
 	e.Concurrency = 1
 	before := v.portal.Stats()
-	if _, err := e.GetChats(v.ctx); err != nil {
+	if _, err := e.Get(v.ctx, bitrix.Chats); err != nil {
 		t.Fatal(err)
 	}
 	after := v.portal.Stats()
@@ -547,10 +547,10 @@ func TestChatsSetRequiresVerifiedUsers(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t, bitrixfake.Options{Users: 10, Chats: 3, Seed: 30})
 	e := v.engine()
-	if _, err := e.GetChats(v.ctx); err != nil {
+	if _, err := e.Get(v.ctx, bitrix.Chats); err != nil {
 		t.Fatal(err)
 	}
-	_, err := e.SetChats(v.ctx)
+	_, err := e.Set(v.ctx, bitrix.Chats)
 	if !errors.Is(err, bitrix.ErrPrerequisite) || !strings.Contains(err.Error(), "users") {
 		t.Errorf("chats set before users: %v, want a prerequisite error naming users", err)
 	}

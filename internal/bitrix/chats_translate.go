@@ -1,7 +1,6 @@
 package bitrix
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
-	"github.com/ingest-dev/ingest/internal/status"
 )
 
 // mentionPattern is a user mention in BB-code: [USER=503]Name[/USER], or [USER=503 REPLACE] in
@@ -29,47 +27,25 @@ func (e *UnmappedUsersError) Error() string {
 	return fmt.Sprintf("%s: user(s) %s have no target id (not imported users)", e.Field, strings.Join(e.Users, ", "))
 }
 
-// chatRefs are the id map entries a batch of chats or messages refers to.
-type chatRefs struct {
-	users, groups, chats idMap
+// chatUsers lists the users a chat refers to: its owner and participants.
+func chatUsers(fields map[string]json.RawMessage) []string {
+	row, err := decodeChatRow(mustJSON(fields))
+	if err != nil {
+		return nil // the payload hook reports the undecodable chat
+	}
+	users := []string{strconv.FormatInt(row.Owner, 10)}
+	for _, p := range row.Participants {
+		users = append(users, strconv.FormatInt(p, 10))
+	}
+	return users
 }
 
-// loadChatRefs reads the id map entries of the users, workgroups and chats the records name.
-func loadChatRefs(ctx context.Context, db status.DB, recs []Record) (chatRefs, error) {
-	var users, groups, chats []string
-	for _, r := range recs {
-		switch r.Entity {
-		case Chats:
-			row, err := decodeChatRow(r.Payload)
-			if err != nil {
-				return chatRefs{}, fmt.Errorf("chat %s: %w", r.SourceID, err)
-			}
-			users = append(users, strconv.FormatInt(row.Owner, 10))
-			for _, p := range row.Participants {
-				users = append(users, strconv.FormatInt(p, 10))
-			}
-			if row.EntityType == "SONET_GROUP" {
-				groups = append(groups, row.EntityID)
-			}
-		case ChatMessages:
-			fields, err := fieldsOf(r.Payload)
-			if err != nil {
-				return chatRefs{}, fmt.Errorf("message %s: %w", r.SourceID, err)
-			}
-			users = append(users, messageUsers(fields)...)
-			chats = append(chats, r.ParentSourceID)
-		}
+// chatGroup lists the workgroup a workgroup's chat belongs to.
+func chatGroup(fields map[string]json.RawMessage) []string {
+	if text(fields, "entity_type") != "SONET_GROUP" {
+		return nil
 	}
-	var out chatRefs
-	var err error
-	if out.users, err = loadIDMap(ctx, db, Users, users); err != nil {
-		return out, err
-	}
-	if out.groups, err = loadIDMap(ctx, db, Groups, groups); err != nil {
-		return out, err
-	}
-	out.chats, err = loadIDMap(ctx, db, Chats, chats)
-	return out, err
+	return []string{text(fields, "entity_id")}
 }
 
 // messageUsers lists the users a message names: its author, the mentions in its text and the
@@ -112,19 +88,11 @@ func mapUsers(ids []string, m idMap) (mapped, missing []string) {
 	return mapped, missing
 }
 
-// chatsPayloadFor returns what builds the target's payload of a record of k: a chat or a message.
-func chatsPayloadFor(k kind) func(Record, chatRefs) (json.RawMessage, error) {
-	if k.name == ChatMessages {
-		return messagePayload
-	}
-	return chatPayload
-}
-
 // chatPayload is what the target receives for a chat (docs/bitrix-chats.md): the chat with its
 // owner, participants and workgroup as target ids and its creation date in ISO 8601 with the
 // original offset. A chat that could not be read, whose participants are unknown, or that
 // refers to anything without a target id gets an error instead.
-func chatPayload(r Record, rf chatRefs) (json.RawMessage, error) {
+func chatPayload(r Record, rf *Refs) (json.RawMessage, error) {
 	row, err := decodeChatRow(r.Payload)
 	if err != nil {
 		return nil, err
@@ -135,14 +103,11 @@ func chatPayload(r Record, rf chatRefs) (json.RawMessage, error) {
 	case row.ParticipantsUnavailable != "":
 		return nil, fmt.Errorf("participants unknown: %s", row.ParticipantsUnavailable)
 	}
-	if reason := dateError(r.Dates, chatsKind.dates); reason != "" {
-		return nil, errors.New(reason)
-	}
 	ids := make([]string, len(row.Participants))
 	for i, p := range row.Participants {
 		ids[i] = strconv.FormatInt(p, 10)
 	}
-	participants, missing := mapUsers(ids, rf.users)
+	participants, missing := mapUsers(ids, rf.of(Users))
 	if len(missing) > 0 {
 		return nil, &UnmappedUsersError{Field: "participants", Users: missing}
 	}
@@ -159,14 +124,14 @@ func chatPayload(r Record, rf chatRefs) (json.RawMessage, error) {
 	}
 	if row.Owner != 0 {
 		owner := strconv.FormatInt(row.Owner, 10)
-		t, ok := rf.users[owner]
+		t, ok := rf.of(Users)[owner]
 		if !ok {
 			return nil, &UnresolvedError{Field: "owner", Entity: Users, SourceID: owner}
 		}
 		out["owner_id"] = t
 	}
 	if row.EntityType == "SONET_GROUP" {
-		t, ok := rf.groups[row.EntityID]
+		t, ok := rf.of(Groups)[row.EntityID]
 		if !ok {
 			return nil, &UnresolvedError{Field: "entity_id", Entity: Groups, SourceID: row.EntityID}
 		}
@@ -184,15 +149,12 @@ func chatPayload(r Record, rf chatRefs) (json.RawMessage, error) {
 // author, the users mentioned in its BB-code text and those in params.LIKE as target ids; a
 // system message (author 0) has no author and system true; params and the files' metadata as
 // the portal sent them; edited says whether the message was edited.
-func messagePayload(r Record, rf chatRefs) (json.RawMessage, error) {
+func messagePayload(r Record, rf *Refs) (json.RawMessage, error) {
 	fields, err := fieldsOf(r.Payload)
 	if err != nil {
 		return nil, err
 	}
-	if reason := dateError(r.Dates, messagesKind.dates); reason != "" {
-		return nil, errors.New(reason)
-	}
-	chat, ok := rf.chats[r.ParentSourceID]
+	chat, ok := rf.of(Chats)[r.ParentSourceID]
 	if !ok {
 		return nil, &UnresolvedError{Field: "chat_id", Entity: Chats, SourceID: r.ParentSourceID}
 	}
@@ -200,7 +162,7 @@ func messagePayload(r Record, rf chatRefs) (json.RawMessage, error) {
 	system := author == "" || author == "0"
 	var authorID any
 	if !system {
-		t, ok := rf.users[author]
+		t, ok := rf.of(Users)[author]
 		if !ok {
 			return nil, &UnmappedUsersError{Field: "author_id", Users: []string{author}}
 		}
@@ -213,7 +175,7 @@ func messagePayload(r Record, rf chatRefs) (json.RawMessage, error) {
 	var missing []string
 	body = mentionPattern.ReplaceAllStringFunc(body, func(tag string) string {
 		m := mentionPattern.FindStringSubmatch(tag)
-		t, ok := rf.users[m[1]]
+		t, ok := rf.of(Users)[m[1]]
 		if !ok {
 			missing = append(missing, m[1])
 			return tag
@@ -226,7 +188,7 @@ func messagePayload(r Record, rf chatRefs) (json.RawMessage, error) {
 	params := map[string]json.RawMessage{}
 	_ = json.Unmarshal(fields["params"], &params) // [] (PHP's empty array) leaves it empty
 	if liked := likes(fields["params"]); len(liked) > 0 {
-		mapped, missing := mapUsers(liked, rf.users)
+		mapped, missing := mapUsers(liked, rf.of(Users))
 		if len(missing) > 0 {
 			return nil, &UnmappedUsersError{Field: "params.LIKE", Users: missing}
 		}

@@ -2,7 +2,6 @@ package bitrix
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -11,26 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
-	"github.com/ingest-dev/ingest/internal/importapi"
-	"github.com/ingest-dev/ingest/internal/status"
 )
-
-// ChatVerifyReport is what chats verify found (seed 002 "chats-verify"). The embedded report
-// covers the chats (counts, records not imported, the sample of chats and messages, Problems);
-// the rest covers the messages, the participants and the chats out of reach.
-type ChatVerifyReport struct {
-	VerifyReport
-	// Messages compares the messages read with the portal's counts and the target.
-	Messages MessageCounts `json:"messages"`
-	// Participants is the coverage of chat participants by the users id map: every participant
-	// of every chat read must have a target id.
-	Participants ParticipantCoverage `json:"participants"`
-	// Unreachable lists the chats the webhook's user cannot read, with the portal's refusal (up
-	// to 50); UnreachableCount counts them all. They are a known limit of what can be migrated,
-	// not a problem of this migration: they do not keep the chats from being verified.
-	Unreachable      []RecordIssue `json:"unreachable,omitempty"`
-	UnreachableCount int           `json:"unreachable_count"`
-}
 
 // MessageCounts compares the messages: what the portal says the chats hold, what get stored,
 // and what the target holds.
@@ -68,66 +48,30 @@ type ChatParticipants struct {
 	Users  []string `json:"users"`
 }
 
-// Summary is the report in one line, with the chats out of reach.
-func (r ChatVerifyReport) Summary() string {
-	s := r.VerifyReport.Summary()
-	if r.Clean() {
-		s += fmt.Sprintf("; %d messages on target of %d read", r.Messages.Target, r.Messages.Stored)
-	}
-	if r.UnreachableCount > 0 {
-		s += fmt.Sprintf("; %d chats out of the webhook user's reach (listed, not migrated)", r.UnreachableCount)
-	}
-	return s
-}
-
-// VerifyChats compares the chats and messages on the target with the portal and the database
-// (seed 002 "chats-verify"): chat and message counts, records not imported, chats of which
-// fewer messages were read than the portal counts, chats the recent list shows that were never
-// read, the mapping of every participant, and a random sample of chats and of messages
-// compared field by field (text included) with the target. Chats out of reach are listed with
-// the reason. The report is stored; the VERIFIED flag of chats is set only when it is clean.
-func (e *Engine) VerifyChats(ctx context.Context) (ChatVerifyReport, error) {
-	defer e.Metrics.Phase(Chats, "verify")()
-	r := ChatVerifyReport{VerifyReport: VerifyReport{Entity: Chats, At: e.now().UTC(), ByStatus: map[string]int64{}}}
-	r.Messages.ByStatus = map[string]int64{}
+// verifyChats is the chats' own part of verify (seed 002 "chats-verify"): chat and message
+// counts, chats of which fewer messages were read than the portal counts, chats the recent list
+// shows that were never read, the mapping of every participant, and the chats out of reach,
+// listed with the reason. The engine adds the records not imported and the sample of chats and
+// messages compared field by field (text included).
+func verifyChats(ctx context.Context, e *Engine, _ *Entity, r *VerifyReport) error {
+	r.Messages = &MessageCounts{ByStatus: map[string]int64{}}
+	r.Participants = &ParticipantCoverage{}
 	chats, err := storedChats(ctx, e.Pool)
 	if err != nil {
-		return r, err
+		return err
 	}
-	if err := e.verifyChatCounts(ctx, chats, &r); err != nil {
-		return r, err
+	if err := e.verifyChatCounts(ctx, chats, r); err != nil {
+		return err
 	}
-	if err := e.verifyMessageCounts(ctx, chats, &r); err != nil {
-		return r, err
+	if err := e.verifyMessageCounts(ctx, chats, r); err != nil {
+		return err
 	}
-	if err := e.verifyParticipants(ctx, &r); err != nil {
-		return r, err
-	}
-	for _, k := range []kind{chatsKind, messagesKind} {
-		if err := e.verifyChatSample(ctx, k, &r.VerifyReport); err != nil {
-			return r, err
-		}
-	}
-	if r.MismatchedRecords > 0 {
-		r.problem("%d of %d sampled chats and messages differ from the target", r.MismatchedRecords, r.Sampled)
-	}
-	if err := saveChatVerify(ctx, e.Pool, r); err != nil {
-		return r, err
-	}
-	if r.Clean() {
-		e.Log.Info("verify clean: chats VERIFIED", "entity", Chats, "summary", r.Summary())
-	} else {
-		e.Log.Warn("verify found problems: chats not verified", "entity", Chats, "problems", r.Summary())
-	}
-	if r.UnreachableCount > 0 {
-		e.Log.Warn("chats out of the webhook user's reach", "entity", Chats, "count", r.UnreachableCount)
-	}
-	return r, nil
+	return e.verifyParticipants(ctx, r)
 }
 
 // verifyChatCounts compares the readable chats read with the target, lists the unreachable
 // ones, and reads the recent list again to find chats get never read.
-func (e *Engine) verifyChatCounts(ctx context.Context, chats []chatRow, r *ChatVerifyReport) error {
+func (e *Engine) verifyChatCounts(ctx context.Context, chats []chatRow, r *VerifyReport) error {
 	read := map[int64]bool{}
 	for _, c := range chats {
 		read[c.ID] = true
@@ -202,8 +146,8 @@ WHERE entity = 'chats' AND status <> 'IMPORT_OK' AND payload->'unreachable' IS N
 
 // verifyMessageCounts compares the messages stored with the portal's count of every readable
 // chat (im.dialog.get message_count, 50 chats per batch) and with the target.
-func (e *Engine) verifyMessageCounts(ctx context.Context, chats []chatRow, r *ChatVerifyReport) error {
-	m := &r.Messages
+func (e *Engine) verifyMessageCounts(ctx context.Context, chats []chatRow, r *VerifyReport) error {
+	m := r.Messages
 	stored := map[string]int64{}
 	rows, err := e.Pool.Query(ctx, `SELECT parent_source_id, count(*) FROM bitrix_records WHERE entity = 'chat_messages' GROUP BY 1`)
 	if err != nil {
@@ -267,8 +211,8 @@ func (e *Engine) verifyMessageCounts(ctx context.Context, chats []chatRow, r *Ch
 }
 
 // verifyParticipants checks that every participant of every readable chat has a target id.
-func (e *Engine) verifyParticipants(ctx context.Context, r *ChatVerifyReport) error {
-	p := &r.Participants
+func (e *Engine) verifyParticipants(ctx context.Context, r *VerifyReport) error {
+	p := r.Participants
 	err := e.Pool.QueryRow(ctx, `SELECT count(*), count(u.source_id) FROM bitrix_records c
 CROSS JOIN jsonb_array_elements_text(c.payload->'participants') AS pid
 LEFT JOIN bitrix_id_map u ON u.entity = 'users' AND u.source_id = pid
@@ -289,56 +233,6 @@ GROUP BY c.id, c.source_id ORDER BY c.id LIMIT $1`, maxListed)
 	}
 	if n := p.Total - p.Mapped; n > 0 {
 		r.problem("%d of %d chat participants have no target id (users not imported)", n, p.Total)
-	}
-	return nil
-}
-
-// verifyChatSample compares a random sample of IMPORT_OK chats or messages with the target,
-// field by field, against what set would send for them now.
-func (e *Engine) verifyChatSample(ctx context.Context, k kind, r *VerifyReport) error {
-	build := chatsPayloadFor(k)
-	return e.compareSample(ctx, k, r, func(ctx context.Context, chunk []Record) (recordComparer, error) {
-		rf, err := loadChatRefs(ctx, e.Pool, chunk)
-		if err != nil {
-			return nil, err
-		}
-		return func(rec Record, onTarget map[string]importapi.Record) ([]Mismatch, error) {
-			return compareChatRecord(rec, build, rf, onTarget)
-		}, nil
-	})
-}
-
-// compareChatRecord lists the differences between what set would send for a chat or message
-// now and the target's copy of it.
-func compareChatRecord(rec Record, build func(Record, chatRefs) (json.RawMessage, error), rf chatRefs, onTarget map[string]importapi.Record) ([]Mismatch, error) {
-	want, err := build(rec, rf)
-	if err != nil {
-		return []Mismatch{{Field: "*", Want: "a payload", Got: err.Error()}}, nil
-	}
-	tr, ok := onTarget[rec.IdempotencyKey()]
-	if !ok {
-		return []Mismatch{{Field: "*", Want: "the record", Got: "missing on the target"}}, nil
-	}
-	diffs, err := diffPayloads(want, tr.Payload)
-	for i := range diffs {
-		diffs[i].TargetID = tr.TargetID
-	}
-	return diffs, err
-}
-
-// saveChatVerify stores a chats verify report and sets or clears the chats' VERIFIED flag.
-func saveChatVerify(ctx context.Context, db status.DB, r ChatVerifyReport) error {
-	raw, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("encode verify report of chats: %w", err)
-	}
-	if _, err := loadInventory(ctx, db, Chats); err != nil {
-		return err
-	}
-	_, err = db.Exec(ctx, `UPDATE bitrix_inventory SET verify_report = $2, verify_at = now(), verified = $3,
-verified_at = CASE WHEN $3 THEN now() ELSE verified_at END, updated_at = now() WHERE entity = $1`, Chats, raw, r.Clean())
-	if err != nil {
-		return fmt.Errorf("store verify report of chats: %w", err)
 	}
 	return nil
 }

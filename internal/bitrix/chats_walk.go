@@ -87,7 +87,7 @@ func (c *chatCursor) params() map[string]any {
 
 // walkMessages reads the messages of every readable chat stored, resuming an interrupted pass
 // chat by chat from the page log.
-func (e *Engine) walkMessages(ctx context.Context, zone *time.Location, st *ChatGetStats) error {
+func (e *Engine) walkMessages(ctx context.Context, zone *time.Location, st *GetStats) error {
 	inv, err := loadInventory(ctx, e.Pool, ChatMessages)
 	if err != nil {
 		return err
@@ -197,7 +197,7 @@ type walker struct {
 	queue []*chatCursor
 	busy  int // jobs in flight
 	err   error
-	st    *ChatGetStats
+	st    *GetStats
 }
 
 // walkJob is the chats one batch reads, and how many pages of each.
@@ -326,12 +326,10 @@ func (w *walker) read(ctx context.Context, job *walkJob) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.st.Pages += len(pages)
-	w.st.Messages += len(recs)
-	w.st.NewMessages += got.inserted
-	w.st.ChangedMessages += got.changed
-	w.st.UnchangedMessages += got.unchanged
+	w.st.add(ChatMessages, len(recs), got)
 	w.st.Unreachable += len(lost)
-	w.e.progress("get", ChatMessages, int64(w.st.Messages), nil, w.st.Messages, w.start)
+	read := w.st.Of(ChatMessages).Rows
+	w.e.progress("get", ChatMessages, int64(read), nil, read, w.start)
 	return nil
 }
 
@@ -436,7 +434,7 @@ func (w *walker) decodePage(chat int64, r *rest.Response) ([]incoming, []int64, 
 		}
 		fields["files"] = mustJSON(attached)
 		payload := mustJSON(fields)
-		in, err := newIncoming(messagesKind, parent+":"+strconv.FormatInt(id, 10), parent, payload, fields, w.zone)
+		in, err := newIncoming(w.e.entity(ChatMessages), parent+":"+strconv.FormatInt(id, 10), parent, payload, fields, w.zone)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -495,7 +493,7 @@ func (e *Engine) markUnreachable(ctx context.Context, tx pgx.Tx, chat int64, u *
 	if err != nil {
 		return err
 	}
-	in, err := newIncoming(chatsKind, id, "", payload, fields, zone)
+	in, err := newIncoming(e.entity(Chats), id, "", payload, fields, zone)
 	if err != nil {
 		return err
 	}

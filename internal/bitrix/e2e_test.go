@@ -14,7 +14,7 @@ func TestRunMigratesUsersAndGroupsEndToEnd(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t, bitrixfake.Options{Users: 300, Groups: 40, Seed: 7})
 	e := v.engine()
-	for _, entity := range bitrix.Entities {
+	for _, entity := range bitrix.Catalog().CommandNames() {
 		if err := e.Run(v.ctx, entity); err != nil {
 			t.Fatalf("run %s: %v", entity, err)
 		}
@@ -37,7 +37,7 @@ func TestRunMigratesUsersAndGroupsEndToEnd(t *testing.T) {
 		}
 	}
 	for _, phase := range []string{"get", "set", "verify"} {
-		for _, entity := range bitrix.Entities {
+		for _, entity := range bitrix.Catalog().CommandNames() {
 			if _, ok := v.metrics.Snapshot()[`duration_ms{entity=`+entity+`,phase=`+phase+`}`]; !ok {
 				t.Errorf("no duration_ms for %s %s", entity, phase)
 			}

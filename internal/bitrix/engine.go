@@ -45,10 +45,12 @@ type Target interface {
 // Engine runs the phases of the migration. One Engine serves one run of one command; its phases
 // are not meant to run concurrently.
 type Engine struct {
-	Pool   *pgxpool.Pool
-	Source Source
-	Target Target
-	Log    *slog.Logger
+	// Registry holds the entities the engine migrates; nil means Catalog().
+	Registry *Registry
+	Pool     *pgxpool.Pool
+	Source   Source
+	Target   Target
+	Log      *slog.Logger
 	// Metrics receives the seed 000 counters and phase durations.
 	Metrics *metrics.Metrics
 	// Actor and RunID identify the run in status_history and the page log.
@@ -78,6 +80,22 @@ type Engine struct {
 	Now func() time.Time
 }
 
+func (e *Engine) registry() *Registry {
+	if e.Registry == nil {
+		e.Registry = Catalog()
+	}
+	return e.Registry
+}
+
+// entity returns a registered entity the engine's own code names; a missing one is a bug.
+func (e *Engine) entity(name string) *Entity {
+	ent, ok := e.registry().Entity(name)
+	if !ok {
+		panic("bitrix: entity " + name + " is not registered")
+	}
+	return ent
+}
+
 func (e *Engine) now() time.Time {
 	if e.Now != nil {
 		return e.Now()
@@ -105,27 +123,27 @@ func (e *Engine) sleep(ctx context.Context, d time.Duration) error {
 // clock as its answers show it (PHP date('c') in the server's zone). The probe is the entity's
 // own list method for an ID that does not exist, without counting: the cheapest call the
 // webhook is sure to be allowed.
-func (e *Engine) sourceZone(ctx context.Context, k kind) (*time.Location, error) {
+func (e *Engine) sourceZone(ctx context.Context, entity string, scan rest.Scan) (*time.Location, error) {
 	if e.SourceZone != nil {
 		return e.SourceZone, nil
 	}
-	params := map[string]any{k.scan.FilterParam: map[string]any{"ID": 0}, "start": -1}
-	for key, v := range k.scan.Params {
+	params := map[string]any{scan.FilterParam: map[string]any{"ID": 0}, "start": -1}
+	for key, v := range scan.Params {
 		if key != "select" {
 			params[key] = v
 		}
 	}
-	resp, err := e.Source.Call(ctx, k.scan.Method, params)
+	resp, err := e.Source.Call(ctx, scan.Method, params)
 	if err != nil {
-		return nil, fmt.Errorf("get %s: learn the portal's time zone: %w", k.name, err)
+		return nil, fmt.Errorf("get %s: learn the portal's time zone: %w", entity, err)
 	}
 	t, err := time.Parse(time.RFC3339, resp.Time.DateStart)
 	if err != nil {
-		return nil, fmt.Errorf("get %s: the portal's time.date_start %q is not ISO 8601; set the portal's time zone explicitly", k.name, resp.Time.DateStart)
+		return nil, fmt.Errorf("get %s: the portal's time.date_start %q is not ISO 8601; set the portal's time zone explicitly", entity, resp.Time.DateStart)
 	}
 	_, offset := t.Zone()
 	zone := time.FixedZone(offsetOf(t), offset)
-	e.Log.Info("portal time zone learned from its clock", "entity", k.name, "offset", zone.String())
+	e.Log.Info("portal time zone learned from its clock", "entity", entity, "offset", zone.String())
 	return zone, nil
 }
 

@@ -23,39 +23,37 @@ type FieldStats struct {
 	Unsupported bool
 }
 
-// noCustomFields explains why groups have no fields phases to run.
-const noCustomFields = "workgroups have no custom fields in the Bitrix24 REST API (sonet_group has no userfield methods): nothing to do"
-
 // FieldsGet reads the entity's custom fields from the source into bitrix_fields (seed 000
-// "<entity>-custom-fields-get"). For users that is user.userfield.list, which lists the
-// portal's UF_USR_* fields (administrators only); groups have none.
+// "<entity>-custom-fields-get") with the entity's Fields method: for users user.userfield.list,
+// which lists the portal's UF_USR_* fields (administrators only). An entity without custom
+// fields in the REST API has nothing to do.
 func (e *Engine) FieldsGet(ctx context.Context, entity string) (FieldStats, error) {
-	k, err := lookup(entity)
+	k, err := e.registry().Command(entity)
 	if err != nil {
 		return FieldStats{}, err
 	}
-	if k.name != Users {
-		e.Log.Info(noCustomFields, "entity", k.name, "phase", "fields-get")
+	if k.Fields == nil {
+		e.Log.Info(k.NoFields+": nothing to do", "entity", k.Name, "phase", "fields-get")
 		return FieldStats{Unsupported: true}, nil
 	}
-	defer e.Metrics.Phase(k.name, "fields-get")()
-	resp, err := e.Source.Call(ctx, "user.userfield.list", map[string]any{"order": map[string]string{"ID": "ASC"}})
+	defer e.Metrics.Phase(k.Name, "fields-get")()
+	resp, err := e.Source.Call(ctx, k.Fields.Method, k.Fields.Params)
 	if err != nil {
-		return FieldStats{}, fmt.Errorf("fields-get %s: %w", k.name, err)
+		return FieldStats{}, fmt.Errorf("fields-get %s: %w", k.Name, err)
 	}
 	rows, err := resp.Rows()
 	if err != nil {
-		return FieldStats{}, fmt.Errorf("fields-get %s: %w", k.name, err)
+		return FieldStats{}, fmt.Errorf("fields-get %s: %w", k.Name, err)
 	}
 	b := &pgx.Batch{}
 	for _, row := range rows {
 		fields, err := fieldsOf(row)
 		if err != nil {
-			return FieldStats{}, fmt.Errorf("fields-get %s: %w", k.name, err)
+			return FieldStats{}, fmt.Errorf("fields-get %s: %w", k.Name, err)
 		}
 		name := text(fields, "FIELD_NAME")
 		if name == "" {
-			return FieldStats{}, fmt.Errorf("fields-get %s: field without FIELD_NAME: %.200s", k.name, row)
+			return FieldStats{}, fmt.Errorf("fields-get %s: field without FIELD_NAME: %.200s", k.Name, row)
 		}
 		sum, err := checksum(row, nil)
 		if err != nil {
@@ -63,12 +61,12 @@ func (e *Engine) FieldsGet(ctx context.Context, entity string) (FieldStats, erro
 		}
 		b.Queue(`INSERT INTO bitrix_fields (entity, field_name, payload, checksum) VALUES ($1, $2, $3, $4)
 ON CONFLICT (entity, field_name) DO UPDATE SET payload = EXCLUDED.payload, checksum = EXCLUDED.checksum, fetched_at = now()`,
-			k.name, name, string(row), sum)
+			k.Name, name, string(row), sum)
 	}
 	if err := e.Pool.SendBatch(ctx, b).Close(); err != nil {
-		return FieldStats{}, fmt.Errorf("fields-get %s: store: %w", k.name, err)
+		return FieldStats{}, fmt.Errorf("fields-get %s: store: %w", k.Name, err)
 	}
-	e.Log.Info("custom fields read", "entity", k.name, "fields", len(rows))
+	e.Log.Info("custom fields read", "entity", k.Name, "fields", len(rows))
 	return FieldStats{Read: len(rows)}, nil
 }
 
@@ -76,19 +74,19 @@ ON CONFLICT (entity, field_name) DO UPDATE SET payload = EXCLUDED.payload, check
 // (seed 000 "<entity>-custom-fields-set"). The target creates by name idempotently, so a rerun
 // creates nothing twice; custom_fields_created_total counts the fields created.
 func (e *Engine) FieldsSet(ctx context.Context, entity string) (FieldStats, error) {
-	k, err := lookup(entity)
+	k, err := e.registry().Command(entity)
 	if err != nil {
 		return FieldStats{}, err
 	}
-	if k.name != Users {
-		e.Log.Info(noCustomFields, "entity", k.name, "phase", "fields-set")
+	if k.Fields == nil {
+		e.Log.Info(k.NoFields+": nothing to do", "entity", k.Name, "phase", "fields-set")
 		return FieldStats{Unsupported: true}, nil
 	}
-	defer e.Metrics.Phase(k.name, "fields-set")()
+	defer e.Metrics.Phase(k.Name, "fields-set")()
 	var st FieldStats
-	rows, err := e.Pool.Query(ctx, `SELECT field_name, payload FROM bitrix_fields WHERE entity = $1 AND NOT on_target ORDER BY field_name`, k.name)
+	rows, err := e.Pool.Query(ctx, `SELECT field_name, payload FROM bitrix_fields WHERE entity = $1 AND NOT on_target ORDER BY field_name`, k.Name)
 	if err != nil {
-		return st, fmt.Errorf("fields-set %s: %w", k.name, err)
+		return st, fmt.Errorf("fields-set %s: %w", k.Name, err)
 	}
 	var want []importapi.Field
 	var name string
@@ -102,27 +100,27 @@ func (e *Engine) FieldsSet(ctx context.Context, entity string) (FieldStats, erro
 		return nil
 	})
 	if err != nil {
-		return st, fmt.Errorf("fields-set %s: %w", k.name, err)
+		return st, fmt.Errorf("fields-set %s: %w", k.Name, err)
 	}
 	if len(want) == 0 {
-		e.Log.Info("no custom fields to create", "entity", k.name)
+		e.Log.Info("no custom fields to create", "entity", k.Name)
 		return st, nil
 	}
-	results, err := e.Target.AddFields(ctx, k.name, want)
+	results, err := e.Target.AddFields(ctx, k.Name, want)
 	if err != nil {
-		return st, fmt.Errorf("fields-set %s: %w", k.name, err)
+		return st, fmt.Errorf("fields-set %s: %w", k.Name, err)
 	}
 	for i, res := range results {
 		if res.Error != nil {
 			st.Failed++
-			e.Log.Warn("custom field not created on the target", "entity", k.name, "field", want[i].Name, "cause", res.Error.Error())
+			e.Log.Warn("custom field not created on the target", "entity", k.Name, "field", want[i].Name, "cause", res.Error.Error())
 			continue
 		}
 		created := res.Status == "created"
 		_, err := e.Pool.Exec(ctx, `UPDATE bitrix_fields SET on_target = true,
-created_at = CASE WHEN $3 THEN now() ELSE created_at END WHERE entity = $1 AND field_name = $2`, k.name, want[i].Name, created)
+created_at = CASE WHEN $3 THEN now() ELSE created_at END WHERE entity = $1 AND field_name = $2`, k.Name, want[i].Name, created)
 		if err != nil {
-			return st, fmt.Errorf("fields-set %s: %w", k.name, err)
+			return st, fmt.Errorf("fields-set %s: %w", k.Name, err)
 		}
 		if created {
 			st.Created++
@@ -130,10 +128,10 @@ created_at = CASE WHEN $3 THEN now() ELSE created_at END WHERE entity = $1 AND f
 			st.Existing++
 		}
 	}
-	e.Metrics.CustomFieldsCreated.WithLabelValues(k.name).Add(float64(st.Created))
-	e.Log.Info("custom fields set", "entity", k.name, "created", st.Created, "existing", st.Existing, "failed", st.Failed)
+	e.Metrics.CustomFieldsCreated.WithLabelValues(k.Name).Add(float64(st.Created))
+	e.Log.Info("custom fields set", "entity", k.Name, "created", st.Created, "existing", st.Existing, "failed", st.Failed)
 	if st.Failed > 0 {
-		return st, fmt.Errorf("fields-set %s: the target refused %d custom fields (see the log)", k.name, st.Failed)
+		return st, fmt.Errorf("fields-set %s: the target refused %d custom fields (see the log)", k.Name, st.Failed)
 	}
 	return st, nil
 }

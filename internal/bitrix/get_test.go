@@ -21,7 +21,7 @@ func TestGetChainsIDPagesInBatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Rows != users || st.Inserted != users || !st.Complete || st.Resumed {
+	if st.Of(bitrix.Users).Rows != users || st.Of(bitrix.Users).Inserted != users || !st.Complete || st.Resumed {
 		t.Errorf("stats = %+v, want %d rows inserted in one complete pass", st, users)
 	}
 	if n := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'users' AND status = 'NEW'`); n != users {
@@ -105,8 +105,8 @@ func TestGetResumesFromThePageLog(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted get = %v, want context.Canceled", err)
 	}
-	if st.Rows != 150 {
-		t.Fatalf("interrupted get stored %d groups, want 150 (3 pages)", st.Rows)
+	if st.Of(bitrix.Groups).Rows != 150 {
+		t.Fatalf("interrupted get stored %d groups, want 150 (3 pages)", st.Of(bitrix.Groups).Rows)
 	}
 	inv := v.inventory(bitrix.Groups)
 	if inv.Complete || inv.PassRows != 150 {
@@ -126,8 +126,8 @@ func TestGetResumesFromThePageLog(t *testing.T) {
 	if !st.Resumed || st.Cursor != cursor || st.Pass != inv.Pass {
 		t.Errorf("rerun = %+v, want it to resume pass %d after %s", st, inv.Pass, cursor)
 	}
-	if st.Rows != groups-150 || st.Inserted != groups-150 || st.Unchanged != 0 {
-		t.Errorf("rerun read %d groups (%d new, %d unchanged), want only the %d not stored yet", st.Rows, st.Inserted, st.Unchanged, groups-150)
+	if st.Of(bitrix.Groups).Rows != groups-150 || st.Of(bitrix.Groups).Inserted != groups-150 || st.Of(bitrix.Groups).Unchanged != 0 {
+		t.Errorf("rerun read %d groups (%d new, %d unchanged), want only the %d not stored yet", st.Of(bitrix.Groups).Rows, st.Of(bitrix.Groups).Inserted, st.Of(bitrix.Groups).Unchanged, groups-150)
 	}
 	// Resuming did not list the first pages again: 250 groups are 5 pages, in a counted first
 	// call and one batch, besides the clock probe.
@@ -172,7 +172,7 @@ func TestRegetLeavesUnchangedRecordsAndReopensChangedOnes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Resumed || st.Pass != 2 || st.Changed != 1 || st.Unchanged != 119 || st.Inserted != 0 {
+	if st.Resumed || st.Pass != 2 || st.Of(bitrix.Users).Changed != 1 || st.Of(bitrix.Users).Unchanged != 119 || st.Of(bitrix.Users).Inserted != 0 {
 		t.Errorf("re-get = %+v, want a new pass with 1 changed and 119 unchanged", st)
 	}
 	r := v.record(bitrix.Users, changed)
@@ -220,7 +220,7 @@ func TestGetTestLimitPullsDependenciesBeyondIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Rows != 10 || !st.Complete {
+	if st.Of(bitrix.Users).Rows != 10 || !st.Complete {
 		t.Errorf("limited users get = %+v, want 10 rows and a complete pass", st)
 	}
 	firstTen := v.portal.UserIDs()[:10]
@@ -233,8 +233,8 @@ func TestGetTestLimitPullsDependenciesBeyondIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Rows != 3 {
-		t.Errorf("limited groups get read %d groups, want 3", st.Rows)
+	if st.Of(bitrix.Groups).Rows != 3 {
+		t.Errorf("limited groups get read %d groups, want 3", st.Of(bitrix.Groups).Rows)
 	}
 	// Their members all came along, and every user they refer to is stored.
 	groups := v.portal.GroupIDs()[:3]
@@ -253,8 +253,8 @@ func TestGetTestLimitPullsDependenciesBeyondIt(t *testing.T) {
 (SELECT 1 FROM bitrix_records u WHERE u.entity = 'users' AND u.source_id = g.payload->>'OWNER_ID')`); n != 0 {
 		t.Errorf("%d owners were not pulled in", n)
 	}
-	if st.PulledUsers == 0 || v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'users'`) != 10+st.PulledUsers {
-		t.Errorf("pulled %d users; stored users should be 10 plus them", st.PulledUsers)
+	if st.Of(bitrix.Users).Inserted == 0 || v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'users'`) != 10+st.Of(bitrix.Users).Inserted {
+		t.Errorf("pulled %d users; stored users should be 10 plus them", st.Of(bitrix.Users).Inserted)
 	}
 }
 

@@ -21,21 +21,20 @@ type outcome struct {
 	retryable bool
 }
 
-// importRecords sends one batch to the target and records each record's outcome. It returns the
-// source ids that reached IMPORT_OK. It fails only when the run must stop: the database, or a
+// importRecords sends one batch to the target and records each record's outcome. It fails only when the run must stop: the database, or a
 // request the target refused as a whole for a reason retrying cannot fix (a wrong token).
-func (s *setter) importRecords(ctx context.Context, k kind, recs []Record) ([]string, error) {
-	rf, err := loadRefs(ctx, s.e.Pool, k.name, recs)
+func (s *setter) importRecords(ctx context.Context, ent *Entity, recs []Record) error {
+	rf, err := loadRefs(ctx, s.e.Pool, ent, recs)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return s.send(ctx, k, recs, func(r Record) (json.RawMessage, error) { return payloadFor(k, r, rf) })
+	return s.send(ctx, ent, recs, func(r Record) (json.RawMessage, error) { return payloadFor(ent, r, rf) })
 }
 
 // send builds each record's payload, imports those that could be built in one call to
 // import.<entity>.batch, and records every outcome: a record whose payload cannot be built
 // (an unresolved reference) fails with that reason and is never sent half-mapped.
-func (s *setter) send(ctx context.Context, k kind, recs []Record, build func(Record) (json.RawMessage, error)) ([]string, error) {
+func (s *setter) send(ctx context.Context, ent *Entity, recs []Record, build func(Record) (json.RawMessage, error)) error {
 	outs := make([]outcome, 0, len(recs))
 	var items []importapi.Item
 	var sent []int // index in outs of each item
@@ -50,7 +49,7 @@ func (s *setter) send(ctx context.Context, k kind, recs []Record, build func(Rec
 		outs = append(outs, outcome{rec: r})
 	}
 	if len(items) > 0 {
-		results, err := s.e.Target.Import(ctx, k.name, items)
+		results, err := s.e.Target.Import(ctx, ent.Name, items)
 		switch {
 		case err == nil:
 			for i, res := range results {
@@ -67,10 +66,10 @@ func (s *setter) send(ctx context.Context, k kind, recs []Record, build func(Rec
 				outs[i].reason, outs[i].retryable = err.Error(), true
 			}
 		default:
-			return nil, fmt.Errorf("set %s: %w", k.name, err)
+			return fmt.Errorf("set %s: %w", ent.Name, err)
 		}
 	}
-	return s.record(ctx, k, outs)
+	return s.record(ctx, ent, outs)
 }
 
 // payloadChecksum is the checksum sent with an item: the target compares it to decide whether a
@@ -87,13 +86,14 @@ type failure struct {
 }
 
 // record stores the outcomes of one batch in one transaction: successes move to IMPORT_OK with
-// their id map rows, failures to ERROR_RETRY (with the next retry's time) or IMPORT_ERR.
-func (s *setter) record(ctx context.Context, k kind, outs []outcome) ([]string, error) {
-	var imported []string
+// their id map rows, failures through the machine's retry schedule to ERROR_RETRY (with the next
+// attempt's time) or IMPORT_ERR.
+func (s *setter) record(ctx context.Context, ent *Entity, outs []outcome) error {
+	var imported int
 	var failures []failure
 	err := pgx.BeginFunc(ctx, s.e.Pool, func(tx pgx.Tx) error {
 		var err error
-		if imported, err = s.recordSuccesses(ctx, tx, k, outs); err != nil {
+		if imported, err = s.recordSuccesses(ctx, tx, ent, outs); err != nil {
 			return err
 		}
 		failures = failures[:0]
@@ -101,50 +101,58 @@ func (s *setter) record(ctx context.Context, k kind, outs []outcome) ([]string, 
 			if o.reason == "" {
 				continue
 			}
-			f, moved, err := s.recordFailure(ctx, tx, k, o)
+			res, err := Machine.Fail(ctx, tx, o.rec.ID, o.rec.Status,
+				status.Failure{Cause: o.reason, Retryable: o.retryable, Now: s.e.now(), Policy: s.e.retryPolicy()},
+				status.Change{Actor: s.e.Actor, RunID: s.e.RunID})
 			if err != nil {
 				return err
 			}
-			if moved {
-				failures = append(failures, f)
+			if res.Moved {
+				o.reason = res.Reason
+				failures = append(failures, failure{o, res.To})
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	c := s.st.of(k.name)
+	m := s.e.Metrics
+	retried := 0
 	for _, o := range outs {
 		if o.rec.Status == ErrorRetry {
-			c.Retries++
-			s.e.Metrics.RetryAttempts.WithLabelValues(k.name).Inc()
+			retried++
+			m.RetryAttempts.WithLabelValues(ent.Name).Inc()
 		}
 	}
-	c.Imported += len(imported)
-	s.e.Metrics.ImportOK.WithLabelValues(k.name).Add(float64(len(imported)))
-	s.e.Metrics.Processed.WithLabelValues(k.name, string(ImportOK)).Add(float64(len(imported)))
+	m.ImportOK.WithLabelValues(ent.Name).Add(float64(imported))
+	m.Processed.WithLabelValues(ent.Name, string(ImportOK)).Add(float64(imported))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.st.of(ent.Name)
+	c.Retries += retried
+	c.Imported += imported
 	for _, f := range failures {
-		s.e.Metrics.Processed.WithLabelValues(k.name, string(f.to)).Inc()
+		m.Processed.WithLabelValues(ent.Name, string(f.to)).Inc()
 		if f.to == ImportErr {
 			c.Failed++
-			s.e.Metrics.ImportErr.WithLabelValues(k.name).Inc()
+			m.ImportErr.WithLabelValues(ent.Name).Inc()
 		} else {
 			c.Retry++
 		}
-		s.e.Log.Warn("record not imported", "entity", k.name, "source_id", f.o.rec.SourceID, "status", f.to,
+		s.e.Log.Warn("record not imported", "entity", ent.Name, "source_id", f.o.rec.SourceID, "status", f.to,
 			"cause", f.o.reason)
 	}
-	s.done += int64(len(imported) + len(failures))
+	s.done += int64(imported + len(failures))
 	total := s.backlog
-	s.e.progress("set", k.name, s.done, &total, int(s.done), s.start)
-	return imported, nil
+	s.e.progress("set", ent.Name, s.done, &total, int(s.done), s.start)
+	return nil
 }
 
 // recordSuccesses moves the records the target took to IMPORT_OK and maps their target ids. A
 // record a get changed while its batch was on the way keeps its new payload in NEW, to be
 // imported again.
-func (s *setter) recordSuccesses(ctx context.Context, tx pgx.Tx, k kind, outs []outcome) ([]string, error) {
+func (s *setter) recordSuccesses(ctx context.Context, tx pgx.Tx, ent *Entity, outs []outcome) (int, error) {
 	sent := map[int64]outcome{}
 	var ids []int64
 	for _, o := range outs {
@@ -154,11 +162,11 @@ func (s *setter) recordSuccesses(ctx context.Context, tx pgx.Tx, k kind, outs []
 		}
 	}
 	if len(ids) == 0 {
-		return nil, nil
+		return 0, nil
 	}
 	rows, err := tx.Query(ctx, `SELECT id, status, checksum FROM bitrix_records WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
 	if err != nil {
-		return nil, fmt.Errorf("lock imported %s: %w", k.name, err)
+		return 0, fmt.Errorf("lock imported %s: %w", ent.Name, err)
 	}
 	byStatus := map[status.Status][]int64{}
 	var id int64
@@ -170,13 +178,13 @@ func (s *setter) recordSuccesses(ctx context.Context, tx pgx.Tx, k kind, outs []
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("lock imported %s: %w", k.name, err)
+		return 0, fmt.Errorf("lock imported %s: %w", ent.Name, err)
 	}
 	var sids, tids, sums []string
 	for from, ids := range byStatus {
 		moved, err := Machine.MoveMany(ctx, tx, ids, from, ImportOK, status.Change{Actor: s.e.Actor, RunID: s.e.RunID, Attempt: true})
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
 		for _, id := range moved {
 			o := sent[id]
@@ -186,41 +194,9 @@ func (s *setter) recordSuccesses(ctx context.Context, tx pgx.Tx, k kind, outs []
 	_, err = tx.Exec(ctx, `INSERT INTO bitrix_id_map (entity, source_id, target_id, checksum)
 SELECT $1, s, t, c FROM unnest($2::text[], $3::text[], $4::text[]) AS u(s, t, c)
 ON CONFLICT (entity, source_id) DO UPDATE SET target_id = EXCLUDED.target_id, checksum = EXCLUDED.checksum, imported_at = now()`,
-		k.name, sids, tids, sums)
+		ent.Name, sids, tids, sums)
 	if err != nil {
-		return nil, fmt.Errorf("map imported %s: %w", k.name, err)
+		return 0, fmt.Errorf("map imported %s: %w", ent.Name, err)
 	}
-	return sids, nil
-}
-
-// recordFailure moves a record that failed: to ERROR_RETRY with its next retry scheduled while
-// retries are left and the failure is retryable, otherwise to IMPORT_ERR.
-func (s *setter) recordFailure(ctx context.Context, tx pgx.Tx, k kind, o outcome) (failure, bool, error) {
-	policy := s.e.retryPolicy()
-	r := o.rec
-	used := r.Retries
-	if r.Status == New {
-		used = 0 // a record back in NEW starts its retries afresh
-	}
-	to, reason := ImportErr, o.reason
-	if o.retryable {
-		if used < policy.MaxRetries() {
-			to = ErrorRetry
-		} else {
-			reason = fmt.Sprintf("gave up after %d attempts: %s", used+1, o.reason)
-		}
-	}
-	moved, err := Machine.Move(ctx, tx, r.ID, r.Status, to, status.Change{Reason: reason, Actor: s.e.Actor, RunID: s.e.RunID, Attempt: true})
-	if err != nil || !moved {
-		return failure{}, false, err
-	}
-	if to == ErrorRetry {
-		next := s.e.now().Add(policy.Delay(used + 1))
-		if _, err := tx.Exec(ctx, `UPDATE bitrix_records SET retries = $2, next_attempt_at = $3 WHERE id = $1`,
-			r.ID, used+1, next); err != nil {
-			return failure{}, false, fmt.Errorf("schedule retry of %s %s: %w", k.name, r.SourceID, err)
-		}
-	}
-	o.reason = reason
-	return failure{o, to}, true, nil
+	return len(sids), nil
 }

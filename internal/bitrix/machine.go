@@ -1,6 +1,9 @@
 package bitrix
 
-import "github.com/ingest-dev/ingest/internal/status"
+import (
+	"github.com/ingest-dev/ingest/internal/retry"
+	"github.com/ingest-dev/ingest/internal/status"
+)
 
 // Record statuses, exactly as seed 000 names them.
 const (
@@ -11,7 +14,7 @@ const (
 	// ImportErr: the import failed for good (a permanent error, an unresolvable reference, an
 	// unreadable date, or retries used up); left alone until a person moves it back to NEW.
 	ImportErr status.Status = "IMPORT_ERR"
-	// ErrorRetry: a retryable failure; set tries again when next_attempt_at comes.
+	// ErrorRetry: a retryable failure; set tries again when its next attempt is due.
 	ErrorRetry status.Status = "ERROR_RETRY"
 )
 
@@ -33,4 +36,6 @@ var Machine = &status.Machine{
 		{From: ImportErr, To: New}, {From: ErrorRetry, To: New}, {From: ImportOK, To: New},
 	},
 	Attention: []status.Status{ImportErr, ErrorRetry},
+	// Seed 000: three retries after 0 s, 2 s and 6 s plus jitter, then IMPORT_ERR.
+	Retry: &status.Retry{Status: ErrorRetry, GiveUp: ImportErr, Policy: retry.Default()},
 }

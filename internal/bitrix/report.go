@@ -32,9 +32,19 @@ type VerifyReport struct {
 	NotImported []RecordIssue `json:"not_imported,omitempty"`
 	// Members is the membership coverage (groups only).
 	Members *MemberCoverage `json:"members,omitempty"`
-	// UnresolvedOwners lists groups whose owner has no target id, or whose owner on the target
-	// is not the owner's target id (groups only).
-	UnresolvedOwners []RecordIssue `json:"unresolved_owners,omitempty"`
+	// UnresolvedRefs lists records with a reference (a group's owner) that has no target id, or
+	// that the target's copy names differently from the id map (up to 50).
+	UnresolvedRefs []RecordIssue `json:"unresolved_refs,omitempty"`
+	// Messages compares a chat's messages read with the portal's counts and the target (chats).
+	Messages *MessageCounts `json:"messages,omitempty"`
+	// Participants is the coverage of chat participants by the users id map (chats).
+	Participants *ParticipantCoverage `json:"participants,omitempty"`
+	// Unreachable lists the records the webhook's user cannot read, with the portal's refusal
+	// (up to 50); UnreachableCount counts them all. They are a known limit of what can be
+	// migrated, not a problem of this migration: they do not keep the entity from being
+	// verified.
+	Unreachable      []RecordIssue `json:"unreachable,omitempty"`
+	UnreachableCount int           `json:"unreachable_count,omitempty"`
 	// Sampled is how many IMPORT_OK records were compared field by field; Mismatches lists
 	// every difference found (up to 50).
 	Sampled    int        `json:"sampled"`
@@ -85,12 +95,19 @@ type Mismatch struct {
 // Clean reports whether verify found nothing wrong.
 func (r VerifyReport) Clean() bool { return len(r.Problems) == 0 }
 
-// Summary is the report in one line.
+// Summary is the report in one line, with the records out of reach.
 func (r VerifyReport) Summary() string {
+	s := strings.Join(r.Problems, "; ")
 	if r.Clean() {
-		return fmt.Sprintf("clean: %d on target of %d expected, %d sampled", r.TargetCount, r.Expected, r.Sampled)
+		s = fmt.Sprintf("clean: %d on target of %d expected, %d sampled", r.TargetCount, r.Expected, r.Sampled)
+		if r.Messages != nil {
+			s += fmt.Sprintf("; %d messages on target of %d read", r.Messages.Target, r.Messages.Stored)
+		}
 	}
-	return strings.Join(r.Problems, "; ")
+	if r.UnreachableCount > 0 {
+		s += fmt.Sprintf("; %d %s out of the webhook user's reach (listed, not migrated)", r.UnreachableCount, r.Entity)
+	}
+	return s
 }
 
 // ErrNotVerified is returned (wrapped) by Run when verify finds problems.

@@ -16,9 +16,6 @@ var Phases = []string{"fields-get", "fields-set", "get", "set", "verify"}
 
 // Phase runs one phase of an entity by its command name ("fields-get", "get", ...).
 func (e *Engine) Phase(ctx context.Context, entity, phase string) error {
-	if entity == Chats {
-		return e.chatPhase(ctx, phase)
-	}
 	var err error
 	switch phase {
 	case "fields-get":
@@ -44,7 +41,7 @@ func (e *Engine) Phase(ctx context.Context, entity, phase string) error {
 // Run runs every phase of the entity in order and stops at the first that fails; a verify that
 // finds problems is a failure (ErrNotVerified).
 func (e *Engine) Run(ctx context.Context, entity string) error {
-	if _, err := lookup(entity); err != nil && entity != Chats {
+	if _, err := e.registry().Command(entity); err != nil {
 		return err
 	}
 	for _, phase := range Phases {
@@ -89,7 +86,8 @@ func (e *Engine) Report(ctx context.Context) (StatusReport, error) {
 		return StatusReport{}, err
 	}
 	var out StatusReport
-	for _, name := range []string{Users, Groups, GroupMembers, Chats, ChatMessages} {
+	for _, ent := range e.registry().All() {
+		name := ent.Name
 		es := EntityStatus{Entity: name, ByStatus: map[string]int64{}}
 		for _, st := range Machine.Statuses {
 			es.ByStatus[string(st)] = 0
@@ -102,7 +100,7 @@ func (e *Engine) Report(ctx context.Context) (StatusReport, error) {
 		if es.Reasons, err = topReasons(ctx, e, name); err != nil {
 			return out, err
 		}
-		if name != GroupMembers {
+		if ent.Fetch == nil { // a fetched child has no listing, pass or verify of its own
 			inv, err := loadInventory(ctx, e.Pool, name)
 			if err != nil {
 				return out, err
@@ -120,7 +118,7 @@ func (e *Engine) Report(ctx context.Context) (StatusReport, error) {
 
 func topReasons(ctx context.Context, e *Engine, entity string) ([]ReasonCount, error) {
 	rows, err := e.Pool.Query(ctx, `SELECT status, coalesce(last_error, ''), count(*) FROM bitrix_records
-WHERE entity = $1 AND status = ANY($2) GROUP BY 1, 2 ORDER BY 3 DESC, 2 LIMIT 5`, entity, []string{string(ImportErr), string(ErrorRetry)})
+WHERE entity = $1 AND status = ANY($2) GROUP BY 1, 2 ORDER BY 3 DESC, 2 LIMIT 5`, entity, statusNames(Machine.Attention))
 	if err != nil {
 		return nil, fmt.Errorf("reasons of %s: %w", entity, err)
 	}

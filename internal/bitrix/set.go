@@ -4,14 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/ingest-dev/ingest/internal/status"
 )
 
-// SetStats sums up a set, per entity (groups and their memberships are counted apart).
+// SetStats sums up a set, per entity (a parent and its children are counted apart).
 type SetStats map[string]*SetCounts
 
 // SetCounts counts what one set did to one entity's records.
@@ -20,7 +22,7 @@ type SetCounts struct {
 	Imported, Retry, Failed int
 	// Retries counts the attempts made on ERROR_RETRY records.
 	Retries int
-	// Waiting counts memberships left in NEW because their group is not imported.
+	// Waiting counts child records left waiting because their parent is not imported.
 	Waiting int64
 }
 
@@ -47,70 +49,112 @@ var ErrPrerequisite = errors.New("prerequisite not met")
 
 func (e *PrerequisiteError) Unwrap() error { return ErrPrerequisite }
 
-// Set imports the entity's NEW and ERROR_RETRY records through the target (seed 000
-// "<entity>-set"), in batches of the entity's size, in id order. Each record ends the run in
-// IMPORT_OK (its target id in bitrix_id_map), IMPORT_ERR (a permanent failure, an unresolvable
-// reference, an unreadable date, or retries used up), or, if the run is stopped, where it was.
-// Retryable failures are retried in the same run on the retry schedule: Set waits until the
-// last ERROR_RETRY record is settled.
+// Set imports the entity's NEW records and its due ERROR_RETRY ones through the target (seed 000
+// "<entity>-set"), then its children's, a child only once its parent is IMPORT_OK, in batches of
+// the entity's size. Each record ends the run in IMPORT_OK (its target id in bitrix_id_map),
+// IMPORT_ERR (a permanent failure, an unresolvable reference, an unreadable date, or retries
+// used up), or, if the run is stopped, where it was. Retryable failures are retried in the same
+// run on the machine's schedule: Set waits until the last ERROR_RETRY record is settled.
+// Batches go out up to SetConcurrency at a time, except for entities whose records must arrive
+// in order (Entity.Order), which go one batch after another.
 //
-// groups set refuses to start until users are verified; each batch of groups is followed by
-// the memberships of the groups it imported, in batches of up to 100.
+// It refuses to start until every entity the entity requires is verified.
 func (e *Engine) Set(ctx context.Context, entity string) (SetStats, error) {
-	k, err := lookup(entity)
+	ent, err := e.registry().Command(entity)
 	if err != nil {
 		return nil, err
 	}
-	if k.name == Groups {
-		if err := e.requireVerified(ctx, k.name, "set", Users); err != nil {
+	for _, need := range ent.Requires {
+		if err := e.requireVerified(ctx, ent.Name, "set", need); err != nil {
 			return nil, err
 		}
 	}
-	defer e.Metrics.Phase(k.name, "set")()
+	defer e.Metrics.Phase(ent.Name, "set")()
+	family := e.registry().Family(ent)
 	s := &setter{e: e, st: SetStats{}, start: e.now()}
-	if err := s.countBacklog(ctx, k.name); err != nil {
+	if err := s.countBacklog(ctx, family); err != nil {
 		return s.st, err
 	}
-	e.Log.Info("set started", "entity", k.name, "backlog", s.backlog)
-
-	// Fresh records first, in id order.
-	for after := int64(0); ; {
-		ids, err := Machine.Pick(ctx, e.Pool, status.PickParams{Statuses: []status.Status{New}, After: after, Limit: k.batch, ScopeValue: k.name})
-		if err != nil || len(ids) == 0 {
+	e.Log.Info("set started", "entity", ent.Name, "backlog", s.backlog)
+	for {
+		worked := false
+		for _, m := range family {
+			did, err := s.round(ctx, m)
+			if err != nil {
+				return s.st, err
+			}
+			worked = worked || did
+		}
+		if worked {
+			continue
+		}
+		next, ok, err := e.nextDue(ctx, family)
+		if err != nil || !ok {
 			if err != nil {
 				return s.st, err
 			}
 			break
 		}
-		if err := s.batch(ctx, k, ids); err != nil {
-			return s.st, err
-		}
-		after = ids[len(ids)-1]
-	}
-	if k.name == Groups {
-		if err := s.sweepMembers(ctx); err != nil {
+		wait := next.Sub(e.now())
+		e.Log.Debug("waiting for the next retry", "entity", ent.Name, "wait", wait)
+		if err := e.sleep(ctx, wait); err != nil {
 			return s.st, err
 		}
 	}
-	if err := s.retries(ctx, k); err != nil {
-		return s.st, err
-	}
-	if k.name == Groups {
-		if err := e.Pool.QueryRow(ctx, `SELECT count(*) FROM bitrix_records m WHERE m.entity = 'group_members'
-AND m.status IN ('NEW', 'ERROR_RETRY')`).Scan(&s.st.of(GroupMembers).Waiting); err != nil {
-			return s.st, fmt.Errorf("count waiting members: %w", err)
+	for _, m := range family {
+		c := s.st.of(m.Name)
+		attrs := []any{"entity", m.Name, "imported", c.Imported, "failed", c.Failed, "retry_pending", c.Retry, "retries", c.Retries}
+		if m.Parent != "" {
+			if c.Waiting, err = e.waitingChildren(ctx, m); err != nil {
+				return s.st, err
+			}
+			attrs = append(attrs, "waiting_for_parent", c.Waiting)
+			if c.Waiting > 0 {
+				e.Log.Warn("records wait for their parent, which is not imported", "entity", m.Name, "parent", m.Parent, "count", c.Waiting)
+			}
 		}
-		if w := s.st.of(GroupMembers).Waiting; w > 0 {
-			e.Log.Warn("memberships wait for their group, which is not imported", "entity", GroupMembers, "count", w)
-		}
-	}
-	for _, name := range []string{k.name, GroupMembers} {
-		if c, ok := s.st[name]; ok {
-			e.Log.Info("set done", "entity", name, "imported", c.Imported, "failed", c.Failed,
-				"retry_pending", c.Retry, "retries", c.Retries, "waiting_for_group", c.Waiting)
-		}
+		e.Log.Info("set done", attrs...)
 	}
 	return s.st, nil
+}
+
+// nextDue returns when the next ERROR_RETRY record of the entities comes due.
+func (e *Engine) nextDue(ctx context.Context, ents []*Entity) (time.Time, bool, error) {
+	var next time.Time
+	found := false
+	for _, m := range ents {
+		at, ok, err := Machine.NextDue(ctx, e.Pool, m.Name)
+		if err != nil {
+			return time.Time{}, false, err
+		}
+		if ok && (!found || at.Before(next)) {
+			next, found = at, true
+		}
+	}
+	return next, found, nil
+}
+
+// waitingChildren counts a child entity's records not imported because their parent is not.
+func (e *Engine) waitingChildren(ctx context.Context, child *Entity) (int64, error) {
+	var n int64
+	err := e.Pool.QueryRow(ctx, `SELECT count(*) FROM bitrix_records c WHERE c.entity = $1 AND c.status = ANY($2)
+AND NOT EXISTS (SELECT 1 FROM bitrix_records p WHERE p.entity = $3 AND p.source_id = c.parent_source_id AND p.status = $4)`,
+		child.Name, statusNames(pending), child.Parent, string(ImportOK)).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count %s waiting for their %s: %w", child.Name, child.Parent, err)
+	}
+	return n, nil
+}
+
+// pending are the statuses set works on.
+var pending = []status.Status{New, ErrorRetry}
+
+func statusNames(ss []status.Status) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = string(s)
+	}
+	return out
 }
 
 // requireVerified refuses a phase of entity until needs is verified.
@@ -122,18 +166,18 @@ func (e *Engine) requireVerified(ctx context.Context, entity, phase, needs strin
 	if inv.Verified {
 		return nil
 	}
-	var pending int64
-	if err := e.Pool.QueryRow(ctx, `SELECT count(*) FROM bitrix_records WHERE entity = $1 AND status <> 'IMPORT_OK'`,
-		needs).Scan(&pending); err != nil {
+	var notOK int64
+	if err := e.Pool.QueryRow(ctx, `SELECT count(*) FROM bitrix_records WHERE entity = $1 AND status <> $2`,
+		needs, string(ImportOK)).Scan(&notOK); err != nil {
 		return fmt.Errorf("check %s: %w", needs, err)
 	}
 	var reason string
 	switch {
 	case inv.Pass == 0:
 		reason = fmt.Sprintf("%s were never read; run `ingest bitrix %s run`", needs, needs)
-	case pending > 0:
+	case notOK > 0:
 		reason = fmt.Sprintf("%d %s records are not IMPORT_OK; run `ingest bitrix %s set` then `ingest bitrix %s verify`",
-			pending, needs, needs, needs)
+			notOK, needs, needs, needs)
 	case inv.LastVerify != nil && !inv.LastVerify.Clean():
 		reason = fmt.Sprintf("the last %s verify found problems (%s); fix them and run `ingest bitrix %s verify`",
 			needs, inv.LastVerify.Summary(), needs)
@@ -146,166 +190,130 @@ func (e *Engine) requireVerified(ctx context.Context, entity, phase, needs strin
 // setter carries one Set call's counters.
 type setter struct {
 	e       *Engine
-	st      SetStats
 	start   time.Time
 	backlog int64
-	done    int64
+
+	mu   sync.Mutex // guards st and done: batches are recorded concurrently
+	st   SetStats
+	done int64
 }
 
-func (s *setter) countBacklog(ctx context.Context, entity string) error {
-	entities := []string{entity}
-	if entity == Groups {
-		entities = append(entities, GroupMembers)
+func (s *setter) countBacklog(ctx context.Context, family []*Entity) error {
+	names := make([]string, len(family))
+	for i, m := range family {
+		names[i] = m.Name
 	}
-	err := s.e.Pool.QueryRow(ctx, `SELECT count(*) FROM bitrix_records WHERE entity = ANY($1) AND status IN ('NEW', 'ERROR_RETRY')`,
-		entities).Scan(&s.backlog)
+	err := s.e.Pool.QueryRow(ctx, `SELECT count(*) FROM bitrix_records WHERE entity = ANY($1) AND status = ANY($2)`,
+		names, statusNames(pending)).Scan(&s.backlog)
 	if err != nil {
-		return fmt.Errorf("count %s backlog: %w", entity, err)
+		return fmt.Errorf("count %v backlog: %w", names, err)
 	}
 	return nil
 }
 
-// batch imports the records with the given ids; for groups, the memberships of the groups it
-// imported follow at once.
-func (s *setter) batch(ctx context.Context, k kind, ids []int64) error {
-	recs, err := loadRecords(ctx, s.e.Pool, ids)
-	if err != nil {
-		return err
+// round sends every record of ent that is due now: NEW ones and ERROR_RETRY ones whose next
+// attempt has come, children only once their parent is IMPORT_OK. It reports whether it sent
+// anything.
+func (s *setter) round(ctx context.Context, ent *Entity) (bool, error) {
+	if ent.Order != "" {
+		return s.orderedRound(ctx, ent)
 	}
-	imported, err := s.importRecords(ctx, k, recs)
-	if err != nil {
-		return err
+	p := status.PickParams{Statuses: pending, Limit: ent.Batch, ScopeValue: ent.Name, DueBy: s.e.now()}
+	if ent.Parent != "" {
+		p.Parent = &status.ParentPick{Column: "parent_source_id", Machine: Machine, ScopeValue: ent.Parent,
+			Statuses: []status.Status{ImportOK}}
 	}
-	if k.name != Groups || len(imported) == 0 {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.e.concurrency())
+	worked := false
+	for {
+		ids, err := Machine.Pick(ctx, s.e.Pool, p)
+		if err != nil {
+			return worked, errors.Join(err, g.Wait())
+		}
+		if len(ids) == 0 || gctx.Err() != nil {
+			break
+		}
+		worked, p.After = true, ids[len(ids)-1]
+		g.Go(func() error { return s.importIDs(gctx, ent, ids) })
+	}
+	return worked, g.Wait()
+}
+
+// orderedRound sends an ordered child entity's NEW records parent by parent, in Entity.Order
+// within each parent, one batch after another (a batch may carry the end of one parent's
+// records and the start of the next one's); then its due retries.
+func (s *setter) orderedRound(ctx context.Context, ent *Entity) (bool, error) {
+	rows, err := s.e.Pool.Query(ctx, `SELECT DISTINCT c.parent_source_id FROM bitrix_records c
+WHERE c.entity = $1 AND c.status = $2 AND EXISTS (SELECT 1 FROM bitrix_records p
+    WHERE p.entity = $3 AND p.source_id = c.parent_source_id AND p.status = $4)
+ORDER BY 1`, ent.Name, string(New), ent.Parent, string(ImportOK))
+	if err != nil {
+		return false, fmt.Errorf("pick %s with new %s: %w", ent.Parent, ent.Name, err)
+	}
+	parents, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return false, fmt.Errorf("pick %s with new %s: %w", ent.Parent, ent.Name, err)
+	}
+	var queue []int64
+	flush := func(all bool) error {
+		for len(queue) >= ent.Batch || (all && len(queue) > 0) {
+			n := min(len(queue), ent.Batch)
+			if err := s.importIDs(ctx, ent, queue[:n]); err != nil {
+				return err
+			}
+			queue = queue[n:]
+		}
 		return nil
 	}
-	members := kinds[GroupMembers]
-	for after := int64(0); ; {
-		var ids []int64
-		rows, err := s.e.Pool.Query(ctx, `SELECT id FROM bitrix_records WHERE entity = 'group_members'
-AND parent_source_id = ANY($1) AND status = 'NEW' AND id > $2 ORDER BY id LIMIT $3`, imported, after, members.batch)
-		if err == nil {
-			ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-		}
+	for _, parent := range parents {
+		rows, err := s.e.Pool.Query(ctx, `SELECT id FROM bitrix_records WHERE entity = $1 AND parent_source_id = $2
+AND status = $3 ORDER BY `+ent.Order, ent.Name, parent, string(New))
 		if err != nil {
-			return fmt.Errorf("pick members of groups %v: %w", imported, err)
+			return false, fmt.Errorf("pick %s of %s %s: %w", ent.Name, ent.Parent, parent, err)
 		}
-		if len(ids) == 0 {
-			return nil
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return false, fmt.Errorf("pick %s of %s %s: %w", ent.Name, ent.Parent, parent, err)
 		}
-		if err := s.members(ctx, ids); err != nil {
-			return err
+		queue = append(queue, ids...)
+		if err := flush(false); err != nil {
+			return false, err
 		}
-		after = ids[len(ids)-1]
+	}
+	if err := flush(true); err != nil {
+		return false, err
+	}
+	worked := len(parents) > 0
+	p := status.PickParams{Statuses: []status.Status{ErrorRetry}, Limit: ent.Batch, ScopeValue: ent.Name, DueBy: s.e.now(),
+		Parent: &status.ParentPick{Column: "parent_source_id", Machine: Machine, ScopeValue: ent.Parent, Statuses: []status.Status{ImportOK}}}
+	for {
+		ids, err := Machine.Pick(ctx, s.e.Pool, p)
+		if err != nil || len(ids) == 0 {
+			return worked, err
+		}
+		if err := s.importIDs(ctx, ent, ids); err != nil {
+			return worked, err
+		}
+		worked, p.After = true, ids[len(ids)-1]
 	}
 }
 
-func (s *setter) members(ctx context.Context, ids []int64) error {
-	recs, err := loadRecords(ctx, s.e.Pool, ids)
+// importIDs loads the records with the given ids and imports them, in that order.
+func (s *setter) importIDs(ctx context.Context, ent *Entity, ids []int64) error {
+	loaded, err := loadRecords(ctx, s.e.Pool, ids)
 	if err != nil {
 		return err
 	}
-	_, err = s.importRecords(ctx, kinds[GroupMembers], recs)
-	return err
-}
-
-// sweepMembers imports the NEW memberships of groups imported before this run (or whose
-// members were added by a later get).
-func (s *setter) sweepMembers(ctx context.Context) error {
-	batch := kinds[GroupMembers].batch
-	for after := int64(0); ; {
-		var ids []int64
-		rows, err := s.e.Pool.Query(ctx, `SELECT m.id FROM bitrix_records m WHERE m.entity = 'group_members'
-AND m.status = 'NEW' AND m.id > $1 AND EXISTS (SELECT 1 FROM bitrix_records g
-    WHERE g.entity = 'groups' AND g.source_id = m.parent_source_id AND g.status = 'IMPORT_OK')
-ORDER BY m.id LIMIT $2`, after, batch)
-		if err == nil {
-			ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-		}
-		if err != nil {
-			return fmt.Errorf("pick members of imported groups: %w", err)
-		}
-		if len(ids) == 0 {
-			return nil
-		}
-		if err := s.members(ctx, ids); err != nil {
-			return err
-		}
-		after = ids[len(ids)-1]
+	byID := make(map[int64]Record, len(loaded))
+	for _, r := range loaded {
+		byID[r.ID] = r
 	}
-}
-
-// retries works off ERROR_RETRY records as they come due, waiting for the next one, until none
-// is left (each ends in IMPORT_OK or, after the last retry, IMPORT_ERR).
-func (s *setter) retries(ctx context.Context, k kind) error {
-	entities := []kind{k}
-	if k.name == Groups {
-		entities = append(entities, kinds[GroupMembers])
-	}
-	for {
-		worked := false
-		for _, ek := range entities {
-			ids, err := dueRetries(ctx, s.e.Pool, ek.name, s.e.now(), ek.batch)
-			if err != nil {
-				return err
-			}
-			if len(ids) == 0 {
-				continue
-			}
-			worked = true
-			if ek.name == GroupMembers {
-				err = s.members(ctx, ids)
-			} else {
-				err = s.batch(ctx, ek, ids)
-			}
-			if err != nil {
-				return err
-			}
-		}
-		if worked {
-			continue
-		}
-		next, ok, err := nextRetry(ctx, s.e.Pool, entities)
-		if err != nil || !ok {
-			return err
-		}
-		wait := next.Sub(s.e.now())
-		s.e.Log.Debug("waiting for the next retry", "entity", k.name, "wait", wait)
-		if err := s.e.sleep(ctx, wait); err != nil {
-			return err
+	recs := make([]Record, 0, len(loaded))
+	for _, id := range ids {
+		if r, ok := byID[id]; ok {
+			recs = append(recs, r)
 		}
 	}
-}
-
-// dueRetries returns up to limit ERROR_RETRY records of the entity whose retry is due.
-func dueRetries(ctx context.Context, db status.DB, entity string, now time.Time, limit int) ([]int64, error) {
-	rows, err := db.Query(ctx, `SELECT id FROM bitrix_records WHERE entity = $1 AND status = 'ERROR_RETRY'
-AND coalesce(next_attempt_at, '-infinity') <= $2 ORDER BY id LIMIT $3`, entity, now, limit)
-	if err != nil {
-		return nil, fmt.Errorf("pick %s retries: %w", entity, err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, fmt.Errorf("pick %s retries: %w", entity, err)
-	}
-	return ids, nil
-}
-
-// nextRetry returns when the next ERROR_RETRY record of the entities comes due; ok is false when
-// there is none.
-func nextRetry(ctx context.Context, db status.DB, entities []kind) (time.Time, bool, error) {
-	names := make([]string, len(entities))
-	for i, k := range entities {
-		names[i] = k.name
-	}
-	var next *time.Time
-	err := db.QueryRow(ctx, `SELECT min(coalesce(next_attempt_at, '-infinity')) FROM bitrix_records
-WHERE entity = ANY($1) AND status = 'ERROR_RETRY'`, names).Scan(&next)
-	if err != nil {
-		return time.Time{}, false, fmt.Errorf("next retry of %v: %w", names, err)
-	}
-	if next == nil {
-		return time.Time{}, false, nil
-	}
-	return *next, true, nil
+	return s.importRecords(ctx, ent, recs)
 }

@@ -276,8 +276,9 @@ func TestSetWaitsOutTargetRateLimit(t *testing.T) {
 	if _, err := e.Set(v.ctx, bitrix.Users); err != nil {
 		t.Fatal(err)
 	}
-	if waited := time.Since(start); waited < 2*time.Second {
-		t.Errorf("set took %v; two 429s with Retry-After: 1 should hold it at least 2 s", waited)
+	// Batches go out concurrently, so the two 429s may be waited out side by side.
+	if waited := time.Since(start); waited < time.Second {
+		t.Errorf("set took %v; a 429 with Retry-After: 1 should hold it at least 1 s", waited)
 	}
 	if n := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'users' AND status = 'IMPORT_OK'`); n != 120 {
 		t.Errorf("%d users imported, want 120", n)
@@ -344,8 +345,14 @@ func TestSetNeverImportsHalfMappedRecords(t *testing.T) {
 	if rep.Clean() || v.inventory(bitrix.Groups).Verified {
 		t.Fatal("groups verified with an unresolved owner")
 	}
-	if len(rep.UnresolvedOwners) != 1 || rep.UnresolvedOwners[0].SourceID != first.SourceID {
-		t.Errorf("unresolved owners = %+v, want group %s", rep.UnresolvedOwners, first.SourceID)
+	var groups []bitrix.RecordIssue
+	for _, issue := range rep.UnresolvedRefs {
+		if issue.Entity == bitrix.Groups {
+			groups = append(groups, issue)
+		}
+	}
+	if len(groups) != 1 || groups[0].SourceID != first.SourceID {
+		t.Errorf("unresolved owners = %+v, want group %s", groups, first.SourceID)
 	}
 }
 

@@ -42,13 +42,13 @@ type incoming struct {
 
 // newIncoming prepares a source row, given as its raw JSON and its decoded fields: its checksum
 // and parsed dates.
-func newIncoming(k kind, sourceID, parent string, payload json.RawMessage, fields map[string]json.RawMessage, zone *time.Location) (incoming, error) {
-	sum, err := checksum(payload, k.volatile)
+func newIncoming(ent *Entity, sourceID, parent string, payload json.RawMessage, fields map[string]json.RawMessage, zone *time.Location) (incoming, error) {
+	sum, err := checksum(payload, ent.Volatile)
 	if err != nil {
-		return incoming{}, fmt.Errorf("%s %s: %w", k.name, sourceID, err)
+		return incoming{}, fmt.Errorf("%s %s: %w", ent.Name, sourceID, err)
 	}
 	return incoming{sourceID: sourceID, parent: parent, payload: payload, checksum: sum,
-		dates: parseDates(fields, k.dates, zone)}, nil
+		dates: parseDates(fields, ent.Dates, zone)}, nil
 }
 
 // saved counts what storing a page did.
@@ -218,10 +218,6 @@ WHERE NOT EXISTS (SELECT 1 FROM bitrix_records r WHERE r.entity = $1 AND r.sourc
 	}
 	return out, nil
 }
-
-// RecordEntities lists every entity with records in bitrix_records: the command entities and
-// those migrated as part of them.
-var RecordEntities = []string{Users, Groups, GroupMembers, Chats, ChatMessages}
 
 // RecordDetail is one record with what a person fixing it by hand needs besides: where it is on
 // the target, and when it was last read and last changed.

@@ -36,35 +36,47 @@ func loadIDMap(ctx context.Context, db status.DB, entity string, sourceIDs []str
 	return out, nil
 }
 
-// refs are the id maps a batch of records needs for its references.
-type refs struct {
-	users, groups idMap
+// Refs holds the target ids a batch of records refers to, by entity and source id.
+type Refs struct {
+	maps map[string]idMap
 }
 
-// loadRefs reads the id map entries the records refer to: a group's owner, a membership's user
-// and group.
-func loadRefs(ctx context.Context, db status.DB, entity string, recs []Record) (refs, error) {
-	var users, groups []string
+// Target returns the target id of a record of entity, if it was imported.
+func (r *Refs) Target(entity, sourceID string) (string, bool) {
+	id, ok := r.maps[entity][sourceID]
+	return id, ok
+}
+
+func (r *Refs) of(entity string) idMap { return r.maps[entity] }
+
+// loadRefs reads the id map entries the records refer to: every Ref of the entity, and the
+// parent of a child.
+func loadRefs(ctx context.Context, db status.DB, ent *Entity, recs []Record) (*Refs, error) {
+	wanted := map[string][]string{}
 	for _, r := range recs {
-		switch entity {
-		case Groups:
-			fields, err := fieldsOf(r.Payload)
-			if err != nil {
-				return refs{}, fmt.Errorf("group %s: %w", r.SourceID, err)
-			}
-			users = append(users, text(fields, "OWNER_ID"))
-		case GroupMembers:
-			group, user, _ := strings.Cut(r.SourceID, ":")
-			users, groups = append(users, user), append(groups, group)
+		if ent.Parent != "" {
+			wanted[ent.Parent] = append(wanted[ent.Parent], r.ParentSourceID)
+		}
+		if len(ent.Refs) == 0 {
+			continue
+		}
+		fields, err := fieldsOf(r.Payload)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", ent.Name, r.SourceID, err)
+		}
+		for _, ref := range ent.Refs {
+			wanted[ref.Entity] = append(wanted[ref.Entity], ref.ids(fields)...)
 		}
 	}
-	var out refs
-	var err error
-	if out.users, err = loadIDMap(ctx, db, Users, users); err != nil {
-		return out, err
+	out := &Refs{maps: map[string]idMap{}}
+	for name, ids := range wanted {
+		m, err := loadIDMap(ctx, db, name, ids)
+		if err != nil {
+			return nil, err
+		}
+		out.maps[name] = m
 	}
-	out.groups, err = loadIDMap(ctx, db, Groups, groups)
-	return out, err
+	return out, nil
 }
 
 // UnresolvedError is a reference of a record that has no target id: the record is failed, never
@@ -83,46 +95,54 @@ func (e *UnresolvedError) Error() string {
 		strings.TrimSuffix(e.Entity, "s"), e.SourceID)
 }
 
-// payloadFor builds what the target receives for a record (docs/target-import-api.md): the row
-// as the portal sent it, with references replaced by target ids and every readable date written
-// as ISO 8601 with its original offset (values the portal sent without one get the portal's).
-// A record with an unreadable date or an unresolvable reference gets an error instead.
-func payloadFor(k kind, r Record, rf refs) (json.RawMessage, error) {
-	if reason := dateError(r.Dates, k.dates); reason != "" {
+// payloadFor builds what the target receives for a record (docs/target-import-api.md): the
+// entity's Payload hook, or the row as the portal sent it with references replaced by target ids
+// and every readable date written as ISO 8601 with its original offset (values the portal sent
+// without one get the portal's). A record with an unreadable date or an unresolvable reference
+// gets an error instead.
+func payloadFor(ent *Entity, r Record, rf *Refs) (json.RawMessage, error) {
+	if reason := dateError(r.Dates, ent.Dates); reason != "" {
 		return nil, fmt.Errorf("%s", reason)
+	}
+	if ent.Payload != nil {
+		return ent.Payload(r, rf)
 	}
 	fields, err := fieldsOf(r.Payload)
 	if err != nil {
 		return nil, err
 	}
-	for name, d := range r.Dates {
-		if local, ok := d.local(); ok {
-			fields[name] = mustJSON(local)
-		}
-	}
-	resolve := func(field, entity, sourceID string, m idMap) error {
-		id, ok := m[sourceID]
+	localDates(fields, r.Dates)
+	resolve := func(field, entity, sourceID string) error {
+		id, ok := rf.Target(entity, sourceID)
 		if !ok || sourceID == "" {
 			return &UnresolvedError{Field: field, Entity: entity, SourceID: sourceID}
 		}
 		fields[field] = mustJSON(id)
 		return nil
 	}
-	switch k.name {
-	case Groups:
-		if err := resolve("OWNER_ID", Users, text(fields, "OWNER_ID"), rf.users); err != nil {
+	for _, ref := range ent.Refs {
+		if ref.Values != nil {
+			continue // only a payload hook can translate those
+		}
+		if err := resolve(ref.Field, ref.Entity, text(fields, ref.Field)); err != nil {
 			return nil, err
 		}
-	case GroupMembers:
-		group, user, _ := strings.Cut(r.SourceID, ":")
-		if err := resolve("USER_ID", Users, user, rf.users); err != nil {
-			return nil, err
-		}
-		if err := resolve("GROUP_ID", Groups, group, rf.groups); err != nil {
+	}
+	if ent.ParentField != "" {
+		if err := resolve(ent.ParentField, ent.Parent, r.ParentSourceID); err != nil {
 			return nil, err
 		}
 	}
 	return mustJSON(fields), nil
+}
+
+// localDates writes every readable date into fields as ISO 8601 in its original offset.
+func localDates(fields map[string]json.RawMessage, dates map[string]Date) {
+	for name, d := range dates {
+		if local, ok := d.local(); ok {
+			fields[name] = mustJSON(local)
+		}
+	}
 }
 
 // local returns the date as ISO 8601 in its original offset, if it was readable.

@@ -2,6 +2,7 @@ package bitrix
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -18,66 +19,65 @@ import (
 // VERIFIED flag is set only when it is clean. Mismatches are counted in
 // verify_sample_mismatch_total.
 func (e *Engine) Verify(ctx context.Context, entity string) (VerifyReport, error) {
-	k, err := lookup(entity)
+	ent, err := e.registry().Command(entity)
 	if err != nil {
 		return VerifyReport{}, err
 	}
-	defer e.Metrics.Phase(k.name, "verify")()
-	r := VerifyReport{Entity: k.name, At: e.now().UTC(), ByStatus: map[string]int64{}}
-	if err := e.verifyCounts(ctx, k, &r); err != nil {
+	defer e.Metrics.Phase(ent.Name, "verify")()
+	r := VerifyReport{Entity: ent.Name, At: e.now().UTC(), ByStatus: map[string]int64{}}
+	if err := e.verifyCounts(ctx, ent, &r); err != nil {
 		return r, err
 	}
-	if k.name == Groups {
-		if err := e.verifyMembers(ctx, &r); err != nil {
-			return r, err
+	family := e.registry().Family(ent)
+	for _, m := range family {
+		if m.Fetch != nil {
+			if err := e.verifyChildren(ctx, m, &r); err != nil {
+				return r, err
+			}
 		}
-		if err := e.verifyOwners(ctx, &r); err != nil {
+		if err := e.verifyRefs(ctx, m, &r); err != nil {
 			return r, err
 		}
 	}
-	sampled := []kind{k}
-	if k.name == Groups {
-		sampled = append(sampled, kinds[GroupMembers])
+	if ent.Verify != nil {
+		if err := ent.Verify(ctx, e, ent, &r); err != nil {
+			return r, err
+		}
 	}
-	for _, sk := range sampled {
-		if err := e.verifySample(ctx, sk, &r); err != nil {
+	for _, m := range family {
+		if err := e.verifySample(ctx, m, &r); err != nil {
 			return r, err
 		}
 	}
 	if r.MismatchedRecords > 0 {
 		r.problem("%d of %d sampled records differ from the target", r.MismatchedRecords, r.Sampled)
 	}
-	if err := saveVerify(ctx, e.Pool, k.name, r); err != nil {
+	if err := saveVerify(ctx, e.Pool, ent.Name, r); err != nil {
 		return r, err
 	}
 	if r.Clean() {
-		e.Log.Info("verify clean: entity VERIFIED", "entity", k.name, "target_count", r.TargetCount,
-			"expected", r.Expected, "sampled", r.Sampled)
+		e.Log.Info("verify clean: entity VERIFIED", "entity", ent.Name, "summary", r.Summary())
 	} else {
-		e.Log.Warn("verify found problems: entity not verified", "entity", k.name, "problems", r.Summary())
+		e.Log.Warn("verify found problems: entity not verified", "entity", ent.Name, "problems", r.Summary())
+	}
+	if r.UnreachableCount > 0 {
+		e.Log.Warn("records out of the webhook user's reach", "entity", ent.Name, "count", r.UnreachableCount)
 	}
 	return r, nil
 }
 
 // verifyCounts compares the portal's count, the target's count and the records' statuses.
-func (e *Engine) verifyCounts(ctx context.Context, k kind, r *VerifyReport) error {
-	params := map[string]any{"start": 0}
-	for key, v := range k.scan.Params {
-		params[key] = v
+func (e *Engine) verifyCounts(ctx context.Context, k *Entity, r *VerifyReport) error {
+	total, err := k.Lister.total(ctx, e, k)
+	if errors.Is(err, errNoTotal) {
+		return nil // the entity's own checks count it
 	}
-	if k.name == Users {
-		params["select"] = []string{"ID"}
-	}
-	resp, err := e.Source.Call(ctx, k.scan.Method, params)
 	if err != nil {
-		return fmt.Errorf("verify %s: source count: %w", k.name, err)
+		return fmt.Errorf("verify %s: source count: %w", k.Name, err)
 	}
-	if resp.Total == nil {
-		return fmt.Errorf("verify %s: %s reported no total", k.name, k.scan.Method)
-	}
-	r.SourceCount = int64(*resp.Total)
-	if r.TargetCount, err = e.Target.Count(ctx, k.name); err != nil {
-		return fmt.Errorf("verify %s: %w", k.name, err)
+	r.SourceCount = total
+	if r.TargetCount, err = e.Target.Count(ctx, k.Name); err != nil {
+		return fmt.Errorf("verify %s: %w", k.Name, err)
 	}
 	counts, err := Machine.Counts(ctx, e.Pool)
 	if err != nil {
@@ -85,12 +85,12 @@ func (e *Engine) verifyCounts(ctx context.Context, k kind, r *VerifyReport) erro
 	}
 	var records int64
 	for _, c := range counts {
-		if c.Scope == k.name {
+		if c.Scope == k.Name {
 			r.ByStatus[string(c.Status)] = c.N
 			records += c.N
 		}
 	}
-	inv, err := loadInventory(ctx, e.Pool, k.name)
+	inv, err := loadInventory(ctx, e.Pool, k.Name)
 	if err != nil {
 		return err
 	}
@@ -100,14 +100,14 @@ func (e *Engine) verifyCounts(ctx context.Context, k kind, r *VerifyReport) erro
 		r.Expected = records
 	}
 	if r.TargetCount != r.Expected {
-		r.problem("target holds %d %s, expected %d", r.TargetCount, k.name, r.Expected)
+		r.problem("target holds %d %s, expected %d", r.TargetCount, k.Name, r.Expected)
 	}
 	if inv.Limit == nil && records != r.SourceCount {
-		r.problem("%d %s records read, the source has %d now (run get again)", records, k.name, r.SourceCount)
+		r.problem("%d %s records read, the source has %d now (run get again)", records, k.Name, r.SourceCount)
 	}
 	if n := records - r.ByStatus[string(ImportOK)]; n > 0 {
-		r.problem("%d %s records are not IMPORT_OK", n, k.name)
-		issues, err := notImported(ctx, e.Pool, k.name)
+		r.problem("%d %s records are not IMPORT_OK", n, k.Name)
+		issues, err := notImported(ctx, e.Pool, k.Name)
 		if err != nil {
 			return err
 		}
@@ -118,7 +118,7 @@ func (e *Engine) verifyCounts(ctx context.Context, k kind, r *VerifyReport) erro
 
 func notImported(ctx context.Context, db status.DB, entity string) ([]RecordIssue, error) {
 	rows, err := db.Query(ctx, `SELECT source_id, status, coalesce(last_error, '') FROM bitrix_records
-WHERE entity = $1 AND status <> 'IMPORT_OK' ORDER BY id LIMIT $2`, entity, maxListed)
+WHERE entity = $1 AND status <> $3 ORDER BY id LIMIT $2`, entity, maxListed, string(ImportOK))
 	if err != nil {
 		return nil, fmt.Errorf("list unimported %s: %w", entity, err)
 	}
@@ -133,161 +133,177 @@ WHERE entity = $1 AND status <> 'IMPORT_OK' ORDER BY id LIMIT $2`, entity, maxLi
 	return out, nil
 }
 
-// verifyMembers checks that the target holds every membership read from the source, group by
-// group (seed 001 "Members coverage").
-func (e *Engine) verifyMembers(ctx context.Context, r *VerifyReport) error {
+// verifyChildren checks that the target holds every child record read from the source, parent by
+// parent (seed 001 "Members coverage").
+func (e *Engine) verifyChildren(ctx context.Context, child *Entity, r *VerifyReport) error {
 	cov := &MemberCoverage{}
 	r.Members = cov
 	var err error
-	if cov.Target, err = e.Target.Count(ctx, GroupMembers); err != nil {
-		return fmt.Errorf("verify groups: %w", err)
+	if cov.Target, err = e.Target.Count(ctx, child.Name); err != nil {
+		return fmt.Errorf("verify %s: %w", child.Name, err)
 	}
-	byGroup := map[string]*GroupCoverage{}
+	byParent := map[string]*GroupCoverage{}
 	var order []string
 	for after := int64(0); ; {
-		rows, err := e.Pool.Query(ctx, `SELECT m.id, m.source_id, m.parent_source_id,
-    EXISTS (SELECT 1 FROM bitrix_records g WHERE g.entity = 'groups' AND g.source_id = m.parent_source_id AND g.status = 'IMPORT_OK')
-FROM bitrix_records m WHERE m.entity = 'group_members' AND m.id > $1 ORDER BY m.id LIMIT $2`, after, importapi.MaxItems)
+		rows, err := e.Pool.Query(ctx, `SELECT c.id, c.source_id, c.parent_source_id,
+    EXISTS (SELECT 1 FROM bitrix_records p WHERE p.entity = $3 AND p.source_id = c.parent_source_id AND p.status = $4)
+FROM bitrix_records c WHERE c.entity = $5 AND c.id > $1 ORDER BY c.id LIMIT $2`, after, importapi.MaxItems,
+			child.Parent, string(ImportOK), child.Name)
 		if err != nil {
-			return fmt.Errorf("verify members: %w", err)
+			return fmt.Errorf("verify %s: %w", child.Name, err)
 		}
-		type member struct {
-			id              int64
-			sourceID, group string
-			groupImported   bool
+		type record struct {
+			id               int64
+			sourceID, parent string
+			parentImported   bool
 		}
-		ms, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (member, error) {
-			var m member
-			err := row.Scan(&m.id, &m.sourceID, &m.group, &m.groupImported)
+		recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (record, error) {
+			var m record
+			err := row.Scan(&m.id, &m.sourceID, &m.parent, &m.parentImported)
 			return m, err
 		})
 		if err != nil {
-			return fmt.Errorf("verify members: %w", err)
+			return fmt.Errorf("verify %s: %w", child.Name, err)
 		}
-		if len(ms) == 0 {
+		if len(recs) == 0 {
 			break
 		}
-		after = ms[len(ms)-1].id
-		keys := make([]string, len(ms))
-		for i, m := range ms {
-			keys[i] = idempotencyKey(GroupMembers, m.sourceID)
+		after = recs[len(recs)-1].id
+		keys := make([]string, len(recs))
+		for i, m := range recs {
+			keys[i] = idempotencyKey(child.Name, m.sourceID)
 		}
-		_, gone, err := e.Target.GetByKeys(ctx, GroupMembers, keys)
+		_, gone, err := e.Target.GetByKeys(ctx, child.Name, keys)
 		if err != nil {
-			return fmt.Errorf("verify members: %w", err)
+			return fmt.Errorf("verify %s: %w", child.Name, err)
 		}
-		for _, m := range ms {
-			g := byGroup[m.group]
+		for _, m := range recs {
+			g := byParent[m.parent]
 			if g == nil {
-				g = &GroupCoverage{GroupID: m.group, GroupImported: m.groupImported}
-				byGroup[m.group] = g
-				order = append(order, m.group)
+				g = &GroupCoverage{GroupID: m.parent, GroupImported: m.parentImported}
+				byParent[m.parent] = g
+				order = append(order, m.parent)
 			}
 			g.Source++
 			cov.Source++
-			if slices.Contains(gone, idempotencyKey(GroupMembers, m.sourceID)) {
-				_, user, _ := strings.Cut(m.sourceID, ":")
-				g.MissingUsers = append(g.MissingUsers, user)
+			if slices.Contains(gone, idempotencyKey(child.Name, m.sourceID)) {
+				_, key, _ := strings.Cut(m.sourceID, ":")
+				g.MissingUsers = append(g.MissingUsers, key)
 				cov.Missing++
 				continue
 			}
 			g.OnTarget++
 		}
 	}
-	groups := 0
+	parents := 0
 	for _, id := range order {
-		if g := byGroup[id]; len(g.MissingUsers) > 0 {
-			groups++
+		if g := byParent[id]; len(g.MissingUsers) > 0 {
+			parents++
 			if len(cov.Groups) < maxListed {
 				cov.Groups = append(cov.Groups, *g)
 			}
 		}
 	}
 	if cov.Missing > 0 {
-		r.problem("%d memberships of %d groups are missing on the target", cov.Missing, groups)
+		parent, _ := e.registry().Entity(child.Parent)
+		r.problem("%d %s of %d %s are missing on the target", cov.Missing, child.noun(), parents, parent.noun())
 	}
 	if cov.Target != cov.Source {
-		r.problem("target holds %d group_members, %d were read from the source", cov.Target, cov.Source)
+		r.problem("target holds %d %s, %d were read from the source", cov.Target, child.Name, cov.Source)
 	}
 	return nil
 }
 
-// verifyOwners checks that every group's owner resolves: the owner has a target id, and the
-// target's copy of an imported group names exactly that id (seed 001 "Owners").
-func (e *Engine) verifyOwners(ctx context.Context, r *VerifyReport) error {
+// verifyRefs checks that every plain reference of the entity's records resolves: the referenced
+// record has a target id, and the target's copy of an imported record names exactly that id
+// (seed 001 "Owners"). References read by a Values function are the payload hook's to check.
+func (e *Engine) verifyRefs(ctx context.Context, ent *Entity, r *VerifyReport) error {
+	for _, ref := range ent.Refs {
+		if ref.Values != nil {
+			continue
+		}
+		if err := e.verifyRef(ctx, ent, ref, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *Engine) verifyRef(ctx context.Context, ent *Entity, ref Ref, r *VerifyReport) error {
 	unresolved := 0
 	for after := int64(0); ; {
-		rows, err := e.Pool.Query(ctx, `SELECT g.id, g.source_id, g.status, coalesce(g.payload->>'OWNER_ID', ''), u.target_id
-FROM bitrix_records g LEFT JOIN bitrix_id_map u ON u.entity = 'users' AND u.source_id = g.payload->>'OWNER_ID'
-WHERE g.entity = 'groups' AND g.id > $1 ORDER BY g.id LIMIT $2`, after, importapi.MaxItems)
+		rows, err := e.Pool.Query(ctx, `SELECT x.id, x.source_id, x.status, coalesce(x.payload->>$3, ''), m.target_id
+FROM bitrix_records x LEFT JOIN bitrix_id_map m ON m.entity = $4 AND m.source_id = x.payload->>$3
+WHERE x.entity = $5 AND x.id > $1 ORDER BY x.id LIMIT $2`, after, importapi.MaxItems, ref.Field, ref.Entity, ent.Name)
 		if err != nil {
-			return fmt.Errorf("verify owners: %w", err)
+			return fmt.Errorf("verify %s %s: %w", ent.Name, ref.Field, err)
 		}
-		type group struct {
+		type record struct {
 			id                      int64
-			sourceID, status, owner string
-			ownerTarget             *string
+			sourceID, status, value string
+			target                  *string
 		}
-		gs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (group, error) {
-			var g group
-			err := row.Scan(&g.id, &g.sourceID, &g.status, &g.owner, &g.ownerTarget)
+		recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (record, error) {
+			var g record
+			err := row.Scan(&g.id, &g.sourceID, &g.status, &g.value, &g.target)
 			return g, err
 		})
 		if err != nil {
-			return fmt.Errorf("verify owners: %w", err)
+			return fmt.Errorf("verify %s %s: %w", ent.Name, ref.Field, err)
 		}
-		if len(gs) == 0 {
+		if len(recs) == 0 {
 			break
 		}
-		after = gs[len(gs)-1].id
+		after = recs[len(recs)-1].id
 		var keys []string
-		for _, g := range gs {
+		for _, g := range recs {
 			if g.status == string(ImportOK) {
-				keys = append(keys, idempotencyKey(Groups, g.sourceID))
+				keys = append(keys, idempotencyKey(ent.Name, g.sourceID))
 			}
 		}
 		onTarget := map[string]string{}
 		if len(keys) > 0 {
-			items, _, err := e.Target.GetByKeys(ctx, Groups, keys)
+			items, _, err := e.Target.GetByKeys(ctx, ent.Name, keys)
 			if err != nil {
-				return fmt.Errorf("verify owners: %w", err)
+				return fmt.Errorf("verify %s %s: %w", ent.Name, ref.Field, err)
 			}
 			for _, it := range items {
 				fields, err := fieldsOf(it.Payload)
 				if err != nil {
-					return fmt.Errorf("verify owners: target group %s: %w", it.Key, err)
+					return fmt.Errorf("verify %s %s: target record %s: %w", ent.Name, ref.Field, it.Key, err)
 				}
-				onTarget[it.Key] = text(fields, "OWNER_ID")
+				onTarget[it.Key] = text(fields, ref.Field)
 			}
 		}
-		for _, g := range gs {
-			issue := RecordIssue{Entity: Groups, SourceID: g.sourceID, Status: g.status}
-			got, imported := onTarget[idempotencyKey(Groups, g.sourceID)]
+		for _, g := range recs {
+			issue := RecordIssue{Entity: ent.Name, SourceID: g.sourceID, Status: g.status}
+			got, imported := onTarget[idempotencyKey(ent.Name, g.sourceID)]
 			switch {
-			case g.ownerTarget == nil:
-				issue.Reason = (&UnresolvedError{Field: "OWNER_ID", Entity: Users, SourceID: g.owner}).Error()
-			case imported && got != *g.ownerTarget:
-				issue.Reason = fmt.Sprintf("owner on the target is %q, want %s (user %s)", got, *g.ownerTarget, g.owner)
+			case g.target == nil:
+				issue.Reason = (&UnresolvedError{Field: ref.Field, Entity: ref.Entity, SourceID: g.value}).Error()
+			case imported && got != *g.target:
+				issue.Reason = fmt.Sprintf("%s on the target is %q, want %s (%s %s)", ref.name(), got, *g.target,
+					strings.TrimSuffix(ref.Entity, "s"), g.value)
 			default:
 				continue
 			}
 			unresolved++
-			if len(r.UnresolvedOwners) < maxListed {
-				r.UnresolvedOwners = append(r.UnresolvedOwners, issue)
+			if len(r.UnresolvedRefs) < maxListed {
+				r.UnresolvedRefs = append(r.UnresolvedRefs, issue)
 			}
 		}
 	}
 	if unresolved > 0 {
-		r.problem("%d groups have an unresolved owner", unresolved)
+		r.problem("%d %s have an unresolved %s", unresolved, ent.noun(), ref.name())
 	}
 	return nil
 }
 
 // verifySample compares a random sample of IMPORT_OK records with the target, field by field,
 // against what set would send for them now.
-func (e *Engine) verifySample(ctx context.Context, k kind, r *VerifyReport) error {
+func (e *Engine) verifySample(ctx context.Context, k *Entity, r *VerifyReport) error {
 	return e.compareSample(ctx, k, r, func(ctx context.Context, chunk []Record) (recordComparer, error) {
-		rf, err := loadRefs(ctx, e.Pool, k.name, chunk)
+		rf, err := loadRefs(ctx, e.Pool, k, chunk)
 		if err != nil {
 			return nil, err
 		}
@@ -304,20 +320,20 @@ type recordComparer func(rec Record, onTarget map[string]importapi.Record) ([]Mi
 // target a chunk at a time, and adds what the comparer from prepare (which loads what a chunk
 // refers to) finds to r: each mismatch listed (up to maxListed) and each mismatched record
 // counted in verify_sample_mismatch_total.
-func (e *Engine) compareSample(ctx context.Context, k kind, r *VerifyReport,
+func (e *Engine) compareSample(ctx context.Context, k *Entity, r *VerifyReport,
 	prepare func(ctx context.Context, chunk []Record) (recordComparer, error)) error {
 	size := e.SampleSize
 	if size <= 0 {
 		size = 50
 	}
-	rows, err := e.Pool.Query(ctx, `SELECT `+recordColumns+` FROM bitrix_records WHERE entity = $1 AND status = 'IMPORT_OK'
-ORDER BY random() LIMIT $2`, k.name, size)
+	rows, err := e.Pool.Query(ctx, `SELECT `+recordColumns+` FROM bitrix_records WHERE entity = $1 AND status = $3
+ORDER BY random() LIMIT $2`, k.Name, size, string(ImportOK))
 	if err != nil {
-		return fmt.Errorf("verify %s: sample: %w", k.name, err)
+		return fmt.Errorf("verify %s: sample: %w", k.Name, err)
 	}
 	recs, err := pgx.CollectRows(rows, scanRecord)
 	if err != nil {
-		return fmt.Errorf("verify %s: sample: %w", k.name, err)
+		return fmt.Errorf("verify %s: sample: %w", k.Name, err)
 	}
 	for chunk := range slices.Chunk(recs, importapi.MaxItems) {
 		compare, err := prepare(ctx, chunk)
@@ -328,9 +344,9 @@ ORDER BY random() LIMIT $2`, k.name, size)
 		for i, rec := range chunk {
 			keys[i] = rec.IdempotencyKey()
 		}
-		items, _, err := e.Target.GetByKeys(ctx, k.name, keys)
+		items, _, err := e.Target.GetByKeys(ctx, k.Name, keys)
 		if err != nil {
-			return fmt.Errorf("verify %s: sample: %w", k.name, err)
+			return fmt.Errorf("verify %s: sample: %w", k.Name, err)
 		}
 		onTarget := map[string]importapi.Record{}
 		for _, it := range items {
@@ -340,17 +356,17 @@ ORDER BY random() LIMIT $2`, k.name, size)
 			r.Sampled++
 			diffs, err := compare(rec, onTarget)
 			if err != nil {
-				return fmt.Errorf("verify %s %s: %w", k.name, rec.SourceID, err)
+				return fmt.Errorf("verify %s %s: %w", k.Name, rec.SourceID, err)
 			}
 			for _, d := range diffs {
-				d.Entity, d.SourceID = k.name, rec.SourceID
+				d.Entity, d.SourceID = k.Name, rec.SourceID
 				if len(r.Mismatches) < maxListed {
 					r.Mismatches = append(r.Mismatches, d)
 				}
 			}
 			if len(diffs) > 0 {
 				r.MismatchedRecords++
-				e.Metrics.VerifyMismatch.WithLabelValues(k.name).Inc()
+				e.Metrics.VerifyMismatch.WithLabelValues(k.Name).Inc()
 			}
 		}
 	}
@@ -359,7 +375,7 @@ ORDER BY random() LIMIT $2`, k.name, size)
 
 // compareRecord lists the differences between what set would send for a record now and the
 // target's copy of it.
-func compareRecord(k kind, rec Record, rf refs, onTarget map[string]importapi.Record) ([]Mismatch, error) {
+func compareRecord(k *Entity, rec Record, rf *Refs, onTarget map[string]importapi.Record) ([]Mismatch, error) {
 	want, err := payloadFor(k, rec, rf)
 	if err != nil {
 		// Imported, yet its references no longer resolve (an id map row is gone).

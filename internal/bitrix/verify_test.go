@@ -49,9 +49,9 @@ func TestVerifyCatchesWhatTheTargetLost(t *testing.T) {
 				return id
 			},
 			check: func(t *testing.T, r bitrix.VerifyReport, id string) {
-				if len(r.UnresolvedOwners) != 1 || r.UnresolvedOwners[0].SourceID != id ||
-					!strings.Contains(r.UnresolvedOwners[0].Reason, `owner on the target is "999999"`) {
-					t.Errorf("unresolved owners = %+v, want group %s", r.UnresolvedOwners, id)
+				if len(r.UnresolvedRefs) != 1 || r.UnresolvedRefs[0].SourceID != id ||
+					!strings.Contains(r.UnresolvedRefs[0].Reason, `owner on the target is "999999"`) {
+					t.Errorf("unresolved owners = %+v, want group %s", r.UnresolvedRefs, id)
 				}
 			},
 			problem: "1 groups have an unresolved owner",

@@ -64,7 +64,7 @@ type Field struct {
 	Multiple bool            `json:"multiple"`
 	Label    string          `json:"label,omitempty"`
 	Settings json.RawMessage `json:"settings,omitempty"`
-	Options  []Option   `json:"options,omitempty"`
+	Options  []Option        `json:"options,omitempty"`
 }
 
 // Option is one value of an enumeration field.
@@ -254,7 +254,7 @@ func (t *Client) GetByKeys(ctx context.Context, entity string, keys []string) ([
 	}
 	var out struct {
 		Items   []Record `json:"items"`
-		Missing []string       `json:"missing"`
+		Missing []string `json:"missing"`
 	}
 	if err := t.call(ctx, method, map[string]any{"keys": keys}, &out); err != nil {
 		return nil, nil, err

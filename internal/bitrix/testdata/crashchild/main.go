@@ -47,7 +47,7 @@ func run(ctx context.Context) error {
 	}
 	e := &bitrix.Engine{Pool: pool, Source: source, Target: target, Log: log, Metrics: metrics.New(),
 		Actor: "crash test", RetryPolicy: retry.Policy{Delays: []time.Duration{0, 0, 0}}}
-	for _, entity := range bitrix.Entities {
+	for _, entity := range bitrix.Catalog().CommandNames() {
 		for _, phase := range []string{"get", "set", "verify"} {
 			fmt.Printf("phase %s %s\n", entity, phase)
 			if err := e.Phase(ctx, entity, phase); err != nil {

@@ -1,0 +1,87 @@
+package bitrix
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/ingest-dev/ingest/internal/bitrix/rest"
+)
+
+// maxCommandRetries bounds how often the commands of one batch that the portal refused for its
+// operating-time limit are sent again (the client waits out the pause before each).
+const maxCommandRetries = 11
+
+// batchEach runs one read command per key in as few batches as possible and hands each answer
+// to fn. Commands refused for the operating-time limit are sent again once the client's pause
+// is over; any other command failure goes to onErr, which decides whether it stops everything.
+func (e *Engine) batchEach(ctx context.Context, cmds []rest.Command, fn func(key string, r *rest.Response) error, onErr func(key string, err error) error) error {
+	for len(cmds) > 0 {
+		chunk := cmds[:min(len(cmds), rest.MaxBatch)]
+		cmds = cmds[len(chunk):]
+		for try := 0; len(chunk) > 0; try++ {
+			br, err := e.Source.Batch(ctx, chunk, false)
+			if err != nil {
+				return err
+			}
+			var again []rest.Command
+			for _, cmd := range chunk {
+				r, err := br.Response(cmd.Key)
+				switch {
+				case rest.HasCode(err, rest.CodeOperationTimeLimit) && try < maxCommandRetries:
+					again = append(again, cmd)
+				case err != nil:
+					if err := onErr(cmd.Key, err); err != nil {
+						return err
+					}
+				default:
+					if err := fn(cmd.Key, r); err != nil {
+						return err
+					}
+				}
+			}
+			chunk = again
+		}
+	}
+	return nil
+}
+
+// concurrency is the cap on batches in flight (BITRIX_CONCURRENCY).
+func (e *Engine) concurrency() int {
+	if e.Concurrency > 0 {
+		return e.Concurrency
+	}
+	return defaultConcurrency
+}
+
+// batchEachConcurrently is batchEach over independent commands, split into batches of
+// rest.MaxBatch of which up to Concurrency are in flight at once: the rate limiter still spaces
+// the requests, but the portal's time to answer one batch overlaps with the others'. fn and
+// onErr are called one at a time; the first error stops the rest.
+func (e *Engine) batchEachConcurrently(ctx context.Context, cmds []rest.Command, fn func(key string, r *rest.Response) error, onErr func(key string, err error) error) error {
+	var mu sync.Mutex // serialises fn and onErr
+	lockedFn := func(key string, r *rest.Response) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return fn(key, r)
+	}
+	lockedOnErr := func(key string, err error) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return onErr(key, err)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(e.concurrency())
+	for chunk := range slices.Chunk(cmds, rest.MaxBatch) {
+		if gctx.Err() != nil {
+			break
+		}
+		g.Go(func() error { return e.batchEach(gctx, chunk, lockedFn, lockedOnErr) })
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return ctx.Err()
+}

@@ -1,0 +1,47 @@
+package bitrix
+
+// Chats and their messages (seed 002, research/bitrix.md §5.3, docs/bitrix-chats.md).
+const (
+	Chats        = "chats"
+	ChatMessages = "chat_messages"
+)
+
+// noChatFields is why fields-get and fields-set do nothing for chats.
+const noChatFields = "chats have no custom fields in the Bitrix24 REST API"
+
+func chatsEntity() *Entity {
+	return &Entity{
+		Name:     Chats,
+		Help:     "chats and their messages (users must be imported and verified first; see docs/bitrix-chats.md)",
+		Requires: []string{Users},
+		// No method lists every chat of a portal: the chat walker reads the webhook user's
+		// recent list and the workgroups' chats, then every chat's messages behind a cursor.
+		Lister: chatWalker{},
+		Refs: []Ref{
+			{Field: "participants", Entity: Users, Values: chatUsers},
+			{Field: "entity_id", Entity: Groups, Values: chatGroup},
+		},
+		Dates:    []string{"date_create"},
+		Batch:    20, // seed 002: import.chats.batch takes 20 chats
+		NoFields: noChatFields,
+		Payload:  chatPayload,
+		Verify:   verifyChats,
+	}
+}
+
+func chatMessagesEntity() *Entity {
+	return &Entity{
+		Name:   ChatMessages,
+		Parent: Chats,
+		// Read by the chat walker; author, mentions in the BB-code text and likes are users.
+		Refs:  []Ref{{Field: "author_id", Entity: Users, Values: messageUsers}},
+		Dates: []string{"date"},
+		// A message's "unread" says whether the webhook's user has read it, not what it is.
+		Volatile: []string{"unread"},
+		Batch:    100, // seed 002: 100 messages per call
+		// A chat's messages reach the target in the order they were written.
+		Order:    "split_part(source_id, ':', 2)::bigint",
+		NoFields: noChatFields,
+		Payload:  messagePayload,
+	}
+}
