@@ -390,7 +390,8 @@ func (e *Engine) saveChats(ctx context.Context, rows []*chatRow, zone *time.Loca
 // refuse moves the chats that are NEW among the given ones to IMPORT_ERR with the reason: they
 // cannot be read, so they cannot be imported, and verify lists them.
 func (e *Engine) refuse(ctx context.Context, tx pgx.Tx, sourceIDs []string, reason string) error {
-	rows, err := tx.Query(ctx, `SELECT id FROM bitrix_records WHERE entity = 'chats' AND source_id = ANY($1) AND status = 'NEW' ORDER BY id`, sourceIDs)
+	rows, err := tx.Query(ctx, `SELECT id FROM bitrix_records WHERE entity = $2 AND source_id = ANY($1) AND status = $3 ORDER BY id`,
+		sourceIDs, Chats, string(New))
 	if err != nil {
 		return fmt.Errorf("find unreachable chats: %w", err)
 	}

@@ -126,7 +126,7 @@ func (e *Engine) verifyChatCounts(ctx context.Context, chats []chatRow, r *Verif
 		}
 	}
 	rows, err := e.Pool.Query(ctx, `SELECT source_id, status, coalesce(last_error, '') FROM bitrix_records
-WHERE entity = 'chats' AND status <> 'IMPORT_OK' AND payload->'unreachable' IS NULL ORDER BY id`)
+WHERE entity = $1 AND status <> $2 AND payload->'unreachable' IS NULL ORDER BY id`, Chats, string(ImportOK))
 	if err != nil {
 		return fmt.Errorf("list unimported chats: %w", err)
 	}

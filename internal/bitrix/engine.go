@@ -38,6 +38,7 @@ type Target interface {
 	Import(ctx context.Context, entity string, items []importapi.Item) ([]importapi.Result, error)
 	Count(ctx context.Context, entity string) (int64, error)
 	GetByKeys(ctx context.Context, entity string, keys []string) ([]importapi.Record, []string, error)
+	List(ctx context.Context, entity, cursor string, limit int) ([]importapi.ListItem, string, error)
 	Fields(ctx context.Context, entity string) ([]importapi.Field, error)
 	AddFields(ctx context.Context, entity string, fields []importapi.Field) ([]importapi.FieldResult, error)
 }

@@ -45,6 +45,17 @@ type VerifyReport struct {
 	// verified.
 	Unreachable      []RecordIssue `json:"unreachable,omitempty"`
 	UnreachableCount int           `json:"unreachable_count,omitempty"`
+	// Checked counts the IMPORT_OK records compared, every one of them, with the target's
+	// listing by content hash (import.<entity>.list); Missing, Extra and Differing name what that
+	// found (up to 50 each, with exact counts): records the target lacks, records it holds that
+	// are not IMPORT_OK here, and records whose content differs, field by field.
+	Checked        int           `json:"checked"`
+	Missing        []RecordIssue `json:"missing,omitempty"`
+	MissingCount   int           `json:"missing_count,omitempty"`
+	Extra          []RecordIssue `json:"extra,omitempty"`
+	ExtraCount     int           `json:"extra_count,omitempty"`
+	Differing      []Mismatch    `json:"differing,omitempty"`
+	DifferingCount int           `json:"differing_count,omitempty"`
 	// Sampled is how many IMPORT_OK records were compared field by field; Mismatches lists
 	// every difference found (up to 50).
 	Sampled    int        `json:"sampled"`
@@ -53,6 +64,24 @@ type VerifyReport struct {
 	MismatchedRecords int `json:"mismatched_records"`
 	// Problems says in words what keeps the entity from being verified; none means clean.
 	Problems []string `json:"problems"`
+
+	// counted holds the records already counted in verify_sample_mismatch_total ("entity:id"),
+	// so a record the full comparison and the sample both find counts once.
+	counted map[string]bool
+}
+
+// countMismatch reports whether a mismatched record is counted for the first time in this
+// verify (and marks it counted).
+func (r *VerifyReport) countMismatch(entity, sourceID string) bool {
+	if r.counted == nil {
+		r.counted = map[string]bool{}
+	}
+	k := entity + ":" + sourceID
+	if r.counted[k] {
+		return false
+	}
+	r.counted[k] = true
+	return true
 }
 
 // RecordIssue names one record and what is wrong with it.

@@ -45,6 +45,9 @@ func (e *Engine) Verify(ctx context.Context, entity string) (VerifyReport, error
 		}
 	}
 	for _, m := range family {
+		if err := e.verifyAll(ctx, m, &r); err != nil {
+			return r, err
+		}
 		if err := e.verifySample(ctx, m, &r); err != nil {
 			return r, err
 		}
@@ -366,7 +369,9 @@ ORDER BY random() LIMIT $2`, k.Name, size, string(ImportOK))
 			}
 			if len(diffs) > 0 {
 				r.MismatchedRecords++
-				e.Metrics.VerifyMismatch.WithLabelValues(k.Name).Inc()
+				if r.countMismatch(k.Name, rec.SourceID) {
+					e.Metrics.VerifyMismatch.WithLabelValues(k.Name).Inc()
+				}
 			}
 		}
 	}

@@ -24,6 +24,17 @@ import (
 // MaxItems is the most items one import.<entity>.batch or .get request may carry.
 const MaxItems = 100
 
+// MaxListItems is the most entries one import.<entity>.list page may carry.
+const MaxListItems = 1000
+
+// ListItem is one entry of import.<entity>.list: what the target holds under a key.
+type ListItem struct {
+	Key      string `json:"key"`
+	TargetID string `json:"target_id"`
+	// ContentHash is ContentHash of the payload the target holds.
+	ContentHash string `json:"content_hash"`
+}
+
 // Item is one record sent to import.<entity>.batch.
 type Item struct {
 	Key      string          `json:"key"`
@@ -260,6 +271,29 @@ func (t *Client) GetByKeys(ctx context.Context, entity string, keys []string) ([
 		return nil, nil, err
 	}
 	return out.Items, out.Missing, nil
+}
+
+// List returns one page of what the target holds for the entity, in key order (byte order),
+// starting after the key cursor ("" for the first page), at most limit entries
+// (MaxListItems when limit is 0 or larger); next is the cursor of the following page, "" after
+// the last.
+func (t *Client) List(ctx context.Context, entity, cursor string, limit int) (items []ListItem, next string, err error) {
+	if limit <= 0 || limit > MaxListItems {
+		limit = MaxListItems
+	}
+	var out struct {
+		Items      []ListItem `json:"items"`
+		NextCursor string     `json:"next_cursor"`
+	}
+	method := "import." + entity + ".list"
+	if err := t.call(ctx, method, map[string]any{"cursor": cursor, "limit": limit}, &out); err != nil {
+		return nil, "", err
+	}
+	if out.NextCursor != "" && (len(out.Items) == 0 || out.NextCursor <= cursor) {
+		return nil, "", &Error{Method: method, HTTPStatus: http.StatusOK,
+			Message: fmt.Sprintf("next_cursor %q does not advance past %q", out.NextCursor, cursor)}
+	}
+	return out.Items, out.NextCursor, nil
 }
 
 // Fields returns the entity's custom fields on the target.

@@ -90,7 +90,7 @@ func New(opts Options) *Server {
 // Token returns the bearer token, so tests can check it never leaks.
 func (s *Server) Token() string { return s.opts.Token }
 
-var methodPattern = regexp.MustCompile(`^import\.([a-z][a-z0-9_]*)\.(batch|count|get|fields|fields\.add)$`)
+var methodPattern = regexp.MustCompile(`^import\.([a-z][a-z0-9_]*)\.(batch|count|get|list|fields|fields\.add)$`)
 
 // apiError is a request-level failure.
 type apiError struct {
@@ -186,6 +186,8 @@ func (s *Server) handle(r *http.Request, method string) (any, error) {
 		return map[string]int{"count": len(s.entity(entityName).records)}, nil
 	case "get":
 		return s.get(entityName, body)
+	case "list":
+		return s.list(entityName, body)
 	case "fields":
 		return map[string]any{"fields": s.entity(entityName).fieldList()}, nil
 	default: // fields.add

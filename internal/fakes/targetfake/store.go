@@ -2,6 +2,8 @@ package targetfake
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -9,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ingest-dev/ingest/internal/importapi"
 )
 
 // Record is a stored record.
@@ -233,6 +237,50 @@ func (s *Server) get(entityName string, body []byte) (any, error) {
 	return map[string]any{"items": items, "missing": missing}, nil
 }
 
+// maxList is the most entries one list page carries.
+const maxList = 1000
+
+type listItem struct {
+	Key         string `json:"key"`
+	TargetID    string `json:"target_id"`
+	ContentHash string `json:"content_hash"`
+}
+
+// list answers import.<entity>.list: the records in key (byte) order after the cursor, with the
+// hash of the payload as stored, so a record changed on the target shows.
+func (s *Server) list(entityName string, body []byte) (any, error) {
+	var req struct {
+		Cursor string `json:"cursor"`
+		Limit  int    `json:"limit"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, badRequest("body: %v", err)
+	}
+	if req.Limit <= 0 || req.Limit > maxList {
+		req.Limit = maxList
+	}
+	e := s.entity(entityName)
+	keys := slices.Sorted(maps.Keys(e.records))
+	i, _ := slices.BinarySearch(keys, req.Cursor)
+	if i < len(keys) && keys[i] == req.Cursor {
+		i++
+	}
+	items := []listItem{}
+	for ; i < len(keys) && len(items) < req.Limit; i++ {
+		rec := e.records[keys[i]]
+		hash, err := importapi.ContentHash(rec.Payload)
+		if err != nil {
+			return nil, fmt.Errorf("hash %s: %w", rec.Key, err)
+		}
+		items = append(items, listItem{rec.Key, rec.TargetID, hash})
+	}
+	next := ""
+	if i < len(keys) {
+		next = items[len(items)-1].Key
+	}
+	return map[string]any{"items": items, "next_cursor": next}, nil
+}
+
 func (e *entity) fieldList() []Field {
 	if e.fields == nil {
 		return []Field{}
@@ -290,6 +338,21 @@ func (s *Server) Lookup(entityName, key string) (Record, bool) {
 		return Record{}, false
 	}
 	return *rec, true
+}
+
+// Put stores a record under a key behind the importer's back, as a faulty target or another
+// writer might (a new target id; an existing record is replaced), and returns its target id.
+func (s *Server) Put(entityName, key string, payload json.RawMessage) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entity(entityName)
+	e.nextID++
+	id := strconv.Itoa(900000 + e.nextID)
+	sum := sha256.Sum256(payload)
+	e.records[key] = &Record{Entity: entityName, Key: key, TargetID: id, Checksum: "sha256:" + hex.EncodeToString(sum[:]),
+		Payload: compact(payload), UpdatedAt: s.opts.Now()}
+	e.byTarget[id] = key
+	return id
 }
 
 // Count returns how many records of the entity are stored.
