@@ -7,7 +7,16 @@ ALTER TABLE bitrix_records DROP CONSTRAINT IF EXISTS bitrix_records_entity_check
 ALTER TABLE bitrix_records ADD CONSTRAINT bitrix_records_entity_name
     CHECK (entity ~ '^[a-z][a-z0-9_]*$');
 
+-- A person's acceptance of a record that cannot be migrated (`ingest status ack`): verify then
+-- lists it apart instead of failing on it. Cleared by the record's next status change.
+ALTER TABLE bitrix_records
+    ADD COLUMN acknowledged_at     timestamptz,
+    ADD COLUMN acknowledged_by     text,
+    ADD COLUMN acknowledged_reason text;
+
 -- +goose Down
+ALTER TABLE bitrix_records
+    DROP COLUMN acknowledged_at, DROP COLUMN acknowledged_by, DROP COLUMN acknowledged_reason;
 ALTER TABLE bitrix_records DROP CONSTRAINT IF EXISTS bitrix_records_entity_name;
 ALTER TABLE bitrix_records ADD CONSTRAINT bitrix_records_entity_check
     CHECK (entity IN ('users', 'groups', 'group_members', 'chats', 'chat_messages'));

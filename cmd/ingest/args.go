@@ -34,6 +34,15 @@ type statusCmd struct {
 	Habr   *struct{}     `arg:"subcommand:habr" help:"Habr publications only"`
 	Bitrix *struct{}     `arg:"subcommand:bitrix" help:"Bitrix24 records only (ids for status set are the records' ids shown here and in verify reports)"`
 	Set    *statusSetCmd `arg:"subcommand:set" help:"move records to another status by hand (recorded with who, when and why)"`
+	Ack    *statusAckCmd `arg:"subcommand:ack" help:"accept failed records as known exceptions (bitrix IMPORT_ERR): verify lists them apart and passes"`
+}
+
+type statusAckCmd struct {
+	Source string   `arg:"positional,required" help:"the pipeline: bitrix" placeholder:"SOURCE"`
+	IDs    []string `arg:"--id" help:"records, space-separated; required: the portal's ids with --entity, or record ids without it" placeholder:"ID"`
+	Entity string   `arg:"--entity" help:"the entity the --id values belong to" placeholder:"ENTITY"`
+	Reason string   `arg:"--reason" help:"why this record may stay unmigrated; required, kept in the status history" placeholder:"TEXT"`
+	By     string   `arg:"--by,env:USER" help:"who accepts it" placeholder:"NAME"`
 }
 
 type statusSetCmd struct {

@@ -195,8 +195,13 @@ func (app *app) bitrixStatus(ctx context.Context, asJSON bool) error {
 		return err
 	}
 	for _, es := range rep.Entities {
-		for _, r := range es.Reasons {
-			fmt.Fprintf(app.stdout, "  %s %s x%d: %s\n", es.Entity, r.Status, r.N, oneLine(r.Reason, 120))
+		for _, g := range es.NotMigrated {
+			ack := ""
+			if g.Acknowledged {
+				ack = fmt.Sprintf(" [acknowledged by %s: %s]", strings.TrimPrefix(g.AcknowledgedBy, "manual: "), oneLine(g.AcknowledgedReason, 80))
+			}
+			fmt.Fprintf(app.stdout, "  %s %s x%d%s: %s\n    ids: %s\n", es.Entity, g.Status, len(g.IDs), ack,
+				oneLine(g.Reason, 160), idList(g.IDs, 30))
 		}
 		if inv := es.Inventory; inv != nil && inv.LastVerify != nil {
 			v := inv.LastVerify
@@ -234,7 +239,8 @@ func (app *app) showBitrix(ctx context.Context, c *showBitrixCmd) error {
 			"status": d.Status, "attempts": d.Attempts, "retries": d.Retries, "last_error": d.LastError,
 			"next_attempt_at": d.NextAttemptAt, "checksum": d.Checksum, "target_id": d.TargetID,
 			"imported_at": d.ImportedAt, "fetched_at": d.FetchedAt, "updated_at": d.UpdatedAt,
-			"dates": d.Dates, "payload": d.Payload, "history": hist,
+			"dates": d.Dates, "payload": d.Payload, "history": hist, "acknowledged_at": d.AcknowledgedAt,
+			"acknowledged_by": d.AcknowledgedBy, "acknowledged_reason": d.AcknowledgedReason,
 		})
 	}
 	w := tabwriter.NewWriter(app.stdout, 0, 0, 2, ' ', 0)
@@ -245,6 +251,10 @@ func (app *app) showBitrix(ctx context.Context, c *showBitrixCmd) error {
 	fmt.Fprintf(w, "status\t%s (attempts: %d, retries: %d)\n", d.Status, d.Attempts, d.Retries)
 	if d.LastError != "" {
 		fmt.Fprintf(w, "last error\t%s\n", d.LastError)
+	}
+	if d.AcknowledgedAt != nil {
+		fmt.Fprintf(w, "acknowledged\tas a known exception by %s at %s: %s\n", strings.TrimPrefix(d.AcknowledgedBy, "manual: "),
+			d.AcknowledgedAt.UTC().Format(time.RFC3339), d.AcknowledgedReason)
 	}
 	if d.NextAttemptAt != nil {
 		fmt.Fprintf(w, "next attempt\t%s\n", d.NextAttemptAt.UTC().Format(time.RFC3339))
@@ -286,4 +296,12 @@ func describeDate(d bitrix.Date) string {
 		s += " (assumed: the value had none)"
 	}
 	return s
+}
+
+// idList joins ids for a person, at most max of them: --json lists them all.
+func idList(ids []string, max int) string {
+	if len(ids) <= max {
+		return strings.Join(ids, " ")
+	}
+	return strings.Join(ids[:max], " ") + fmt.Sprintf(" … and %d more (--json lists all)", len(ids)-max)
 }

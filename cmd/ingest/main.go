@@ -95,6 +95,8 @@ func Main(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 	switch command {
 	case "status set":
 		usage = a.Status.Set.check()
+	case "status ack":
+		usage = a.Status.Ack.check()
 	case "show bitrix":
 		usage = a.Show.Bitrix.check()
 	}
@@ -121,7 +123,7 @@ func Main(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 func isLeaf(command string) bool {
 	switch command {
 	case "migrate", "migrate up", "migrate status",
-		"status", "status habr", "status bitrix", "status set",
+		"status", "status habr", "status bitrix", "status set", "status ack",
 		"show habr", "show bitrix", "discover habr", "extract habr", "bitrix status", "version":
 		return true
 	}
@@ -145,6 +147,8 @@ func (app *app) dispatch(ctx context.Context, command string, a args) error {
 		return app.bitrixStatus(ctx, a.Bitrix.Status.JSON)
 	case "status set":
 		return app.statusSet(ctx, a.Status.Set)
+	case "status ack":
+		return app.statusAck(ctx, a.Status.Ack)
 	case "show habr":
 		return app.showHabr(ctx, a.Show.Habr)
 	case "show bitrix":

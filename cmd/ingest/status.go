@@ -184,10 +184,10 @@ func oneLine(s string, max int) string {
 
 // resolveIDs turns the --id values into record ids: numbers as they are, or, with --entity, the
 // source's own ids looked up in that entity. It returns the keys that match no record.
-func (app *app) resolveIDs(ctx context.Context, m *status.Machine, c *statusSetCmd) ([]int64, []string, error) {
-	if c.Entity == "" {
-		ids := make([]int64, len(c.IDs))
-		for i, s := range c.IDs {
+func (app *app) resolveIDs(ctx context.Context, m *status.Machine, entity string, keys []string) ([]int64, []string, error) {
+	if entity == "" {
+		ids := make([]int64, len(keys))
+		for i, s := range keys {
 			id, err := strconv.ParseInt(s, 10, 64)
 			if err != nil {
 				hint := ""
@@ -203,13 +203,13 @@ func (app *app) resolveIDs(ctx context.Context, m *status.Machine, c *statusSetC
 	if m.Key == "" {
 		return nil, nil, configError{fmt.Sprintf("status set --entity: %s records are named by id alone", m.Name)}
 	}
-	found, err := m.Resolve(ctx, app.pool, c.Entity, c.IDs)
+	found, err := m.Resolve(ctx, app.pool, entity, keys)
 	if err != nil {
 		return nil, nil, err
 	}
 	var ids []int64
 	var unknown []string
-	for _, key := range c.IDs {
+	for _, key := range keys {
 		if id, ok := found[key]; ok {
 			ids = append(ids, id)
 		} else {
@@ -254,7 +254,7 @@ func (app *app) statusSet(ctx context.Context, c *statusSetCmd) error {
 	if by == "" {
 		by = "unknown"
 	}
-	ids, unknown, err := app.resolveIDs(ctx, m, c)
+	ids, unknown, err := app.resolveIDs(ctx, m, c.Entity, c.IDs)
 	if err != nil {
 		return err
 	}
@@ -282,5 +282,68 @@ func (app *app) statusSet(ctx context.Context, c *statusSetCmd) error {
 		fmt.Fprintf(app.stderr, "ingest: %d of %d records not changed\n", refused, len(c.IDs))
 		return errReported
 	}
+	return nil
+}
+
+// check validates the flags the parser cannot: it runs before anything connects.
+func (c *statusAckCmd) check() error {
+	switch {
+	case len(c.IDs) == 0:
+		return usageError{"status ack: --id is required (the records to accept)"}
+	case strings.TrimSpace(c.Reason) == "":
+		return usageError{"status ack: --reason is required (why the record may stay unmigrated; it is kept in the status history)"}
+	case c.Source == "bitrix" && c.Entity != "" && !slices.Contains(bitrix.Catalog().Names(), c.Entity):
+		return usageError{fmt.Sprintf("status ack: unknown bitrix --entity %q (valid: %s)", c.Entity, strings.Join(bitrix.Catalog().Names(), ", "))}
+	}
+	return nil
+}
+
+// statusAck accepts records as known exceptions: they stay in their failure status, and verify
+// lists them apart instead of failing on them.
+func (app *app) statusAck(ctx context.Context, c *statusAckCmd) error {
+	var m *status.Machine
+	var names []string
+	for _, x := range app.machines() {
+		if len(x.Acknowledgeable) == 0 {
+			continue
+		}
+		names = append(names, x.Name)
+		if x.Name == c.Source {
+			m = x
+		}
+	}
+	if m == nil {
+		return configError{fmt.Sprintf("status ack: %q records cannot be acknowledged (only: %s)", c.Source, strings.Join(names, ", "))}
+	}
+	by := strings.TrimSpace(c.By)
+	if by == "" {
+		by = "unknown"
+	}
+	ids, unknown, err := app.resolveIDs(ctx, m, c.Entity, c.IDs)
+	if err != nil {
+		return err
+	}
+	for _, key := range unknown {
+		fmt.Fprintf(app.stdout, "%s %s %s: refused: no such record\n", m.Name, c.Entity, key)
+	}
+	results, err := m.Acknowledge(ctx, app.pool, ids, c.Reason, "manual: "+by)
+	if err != nil {
+		return err
+	}
+	refused := len(unknown)
+	for _, r := range results {
+		if r.Err != nil {
+			refused++
+			fmt.Fprintf(app.stdout, "%s %d: refused: %v\n", m.Name, r.ID, r.Err)
+		} else {
+			fmt.Fprintf(app.stdout, "%s %d: %s, acknowledged as a known exception\n", m.Name, r.ID, r.From)
+		}
+		app.log.Info("record acknowledged", "source", m.Name, "id", r.ID, "status", r.From, "by", by, "reason", c.Reason, "refused", r.Err != nil)
+	}
+	if refused > 0 {
+		fmt.Fprintf(app.stderr, "ingest: %d of %d records not acknowledged\n", refused, len(c.IDs))
+		return errReported
+	}
+	fmt.Fprintln(app.stdout, "the next verify lists these records apart and no longer fails on them")
 	return nil
 }

@@ -13,11 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/ingest-dev/ingest/internal/bitrix"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
 	"github.com/ingest-dev/ingest/internal/importapi"
 	"github.com/ingest-dev/ingest/internal/retry"
+	"github.com/ingest-dev/ingest/internal/status"
 )
 
 // webhookUser is the fake portal's webhook user, whose chats are the ones readable.
@@ -556,5 +559,54 @@ func TestChatsSetRequiresVerifiedUsers(t *testing.T) {
 	}
 	if v.target.Count(bitrix.Chats) != 0 {
 		t.Error("chats reached the target")
+	}
+}
+
+// A chat that cannot be migrated (an Open Channel conversation with an external guest, who is no
+// portal user) keeps verify from passing until a person acknowledges it; then verify passes and
+// lists it apart, with who and why, and its messages as waiting for it. A new failure of the
+// same record (after a person sends it back) needs a new acknowledgement.
+func TestChatsVerifyPassesOnAcknowledgedExceptions(t *testing.T) {
+	t.Parallel()
+	v, e := chatEnv(t, bitrixfake.Options{Users: 30, Groups: 0, Chats: 20, OpenLines: 2, MessagesPerChat: 10, Seed: 33})
+	if err := e.Run(v.ctx, bitrix.Chats); !errors.Is(err, bitrix.ErrNotVerified) {
+		t.Fatalf("chats run = %v, want ErrNotVerified over the Open Channel chats", err)
+	}
+	rows, err := v.pool.Query(v.ctx, `SELECT id FROM bitrix_records WHERE entity = 'chats' AND status = 'IMPORT_ERR'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil || len(ids) != 2 {
+		t.Fatalf("%d chats in IMPORT_ERR (%v), want the 2 Open Channel chats", len(ids), err)
+	}
+	if _, err := bitrix.Machine.Acknowledge(v.ctx, v.pool, ids, "guests live in the CRM, not the portal", "manual: alice"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.Verify(v.ctx, bitrix.Chats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Clean() {
+		t.Fatalf("verify after acknowledging: %s", r.Summary())
+	}
+	if r.AcknowledgedCount != 2 || len(r.Acknowledged) != 2 || r.Acknowledged[0].AcknowledgedBy != "manual: alice" ||
+		r.Acknowledged[0].AcknowledgedReason != "guests live in the CRM, not the portal" || r.AcknowledgedWaiting != 20 {
+		t.Errorf("acknowledged %d %+v, %d waiting; want the 2 chats by alice and their 20 messages",
+			r.AcknowledgedCount, r.Acknowledged, r.AcknowledgedWaiting)
+	}
+	if !v.inventory(bitrix.Chats).Verified {
+		t.Error("chats not VERIFIED after a clean verify")
+	}
+	// Sent back by a person, the chat fails again: the old acknowledgement does not cover it.
+	if _, err := bitrix.Machine.MoveMany(v.ctx, v.pool, ids[:1], bitrix.ImportErr, bitrix.New,
+		status.Change{Actor: "manual: bob", Manual: true, Reason: "try again"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Set(v.ctx, bitrix.Chats); err != nil {
+		t.Fatal(err)
+	}
+	if r, err = e.Verify(v.ctx, bitrix.Chats); err != nil || r.Clean() {
+		t.Errorf("verify after the chat failed again: clean %v (%v), want a problem", r.Clean(), err)
 	}
 }

@@ -62,6 +62,13 @@ type VerifyReport struct {
 	Mismatches []Mismatch `json:"mismatches,omitempty"`
 	// MismatchedRecords counts sampled records with at least one difference.
 	MismatchedRecords int `json:"mismatched_records"`
+	// Acknowledged lists the records people accepted as known exceptions, with who and why
+	// (up to 50; AcknowledgedCount counts them all), and AcknowledgedWaiting counts the child
+	// records that wait for an acknowledged parent. They do not keep the entity from being
+	// verified; any other record not migrated does.
+	Acknowledged        []RecordIssue `json:"acknowledged,omitempty"`
+	AcknowledgedCount   int64         `json:"acknowledged_count,omitempty"`
+	AcknowledgedWaiting int64         `json:"acknowledged_waiting,omitempty"`
 	// Problems says in words what keeps the entity from being verified; none means clean.
 	Problems []string `json:"problems"`
 
@@ -90,6 +97,10 @@ type RecordIssue struct {
 	SourceID string `json:"source_id"`
 	Status   string `json:"status,omitempty"`
 	Reason   string `json:"reason"`
+	// AcknowledgedBy and AcknowledgedReason are set for a record a person accepted as a known
+	// exception (`ingest status ack`).
+	AcknowledgedBy     string `json:"acknowledged_by,omitempty"`
+	AcknowledgedReason string `json:"acknowledged_reason,omitempty"`
 }
 
 // MemberCoverage compares the memberships read from the source with the target.
@@ -135,6 +146,12 @@ func (r VerifyReport) Summary() string {
 	}
 	if r.UnreachableCount > 0 {
 		s += fmt.Sprintf("; %d %s out of the webhook user's reach (listed, not migrated)", r.UnreachableCount, r.Entity)
+	}
+	if r.AcknowledgedCount > 0 {
+		s += fmt.Sprintf("; %d records acknowledged as known exceptions", r.AcknowledgedCount)
+		if r.AcknowledgedWaiting > 0 {
+			s += fmt.Sprintf(" (%d records wait for them)", r.AcknowledgedWaiting)
+		}
 	}
 	return s
 }

@@ -65,11 +65,42 @@ type EntityStatus struct {
 	ByStatus map[string]int64 `json:"by_status"`
 	// Reasons are the most common reasons of records in IMPORT_ERR and ERROR_RETRY.
 	Reasons []ReasonCount `json:"reasons,omitempty"`
+	// NotMigrated names every record in IMPORT_ERR or ERROR_RETRY by its portal id, grouped by
+	// status, reason and whether a person acknowledged it as a known exception.
+	NotMigrated []NotMigrated `json:"not_migrated,omitempty"`
 	// Inventory is nil for memberships, which are read and verified with their groups.
 	Inventory *Inventory `json:"inventory,omitempty"`
 	// Fields counts the custom fields read, and how many the target has.
 	Fields         int64 `json:"fields"`
 	FieldsOnTarget int64 `json:"fields_on_target"`
+}
+
+// NotMigrated is a group of records that share a status, a reason and an acknowledgement.
+type NotMigrated struct {
+	Status string `json:"status"`
+	Reason string `json:"reason"`
+	// Acknowledged is set for records a person accepted as known exceptions; AcknowledgedBy
+	// and AcknowledgedReason are theirs (of the first record, when several were accepted apart).
+	Acknowledged       bool     `json:"acknowledged"`
+	AcknowledgedBy     string   `json:"acknowledged_by,omitempty"`
+	AcknowledgedReason string   `json:"acknowledged_reason,omitempty"`
+	IDs                []string `json:"ids"`
+}
+
+// notMigrated lists every record of the entity in an attention status, grouped.
+func notMigrated(ctx context.Context, e *Engine, entity string) ([]NotMigrated, error) {
+	rows, err := e.Pool.Query(ctx, `SELECT status, coalesce(last_error, ''), acknowledged_at IS NOT NULL,
+coalesce(min(acknowledged_by), ''), coalesce(min(acknowledged_reason), ''), array_agg(source_id ORDER BY id)
+FROM bitrix_records WHERE entity = $1 AND status = ANY($2) GROUP BY 1, 2, 3 ORDER BY count(*) DESC, 2`,
+		entity, statusNames(Machine.Attention))
+	if err != nil {
+		return nil, fmt.Errorf("list %s not migrated: %w", entity, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[NotMigrated])
+	if err != nil {
+		return nil, fmt.Errorf("list %s not migrated: %w", entity, err)
+	}
+	return out, nil
 }
 
 // ReasonCount is how many records of one status share one reason.
@@ -98,6 +129,9 @@ func (e *Engine) Report(ctx context.Context) (StatusReport, error) {
 			}
 		}
 		if es.Reasons, err = topReasons(ctx, e, name); err != nil {
+			return out, err
+		}
+		if es.NotMigrated, err = notMigrated(ctx, e, name); err != nil {
 			return out, err
 		}
 		if ent.Fetch == nil { // a fetched child has no listing, pass or verify of its own

@@ -228,6 +228,10 @@ type RecordDetail struct {
 	ImportedAt *time.Time
 	// FetchedAt is when a get last read the record; UpdatedAt when its payload last changed.
 	FetchedAt, UpdatedAt time.Time
+	// AcknowledgedAt, By and Reason say who accepted the record as a known exception, and why
+	// (`ingest status ack`); AcknowledgedAt is nil when nobody did.
+	AcknowledgedAt                     *time.Time
+	AcknowledgedBy, AcknowledgedReason string
 }
 
 // GetRecordDetail returns one record by entity and source id, with its id map row.
@@ -237,9 +241,11 @@ func GetRecordDetail(ctx context.Context, db status.DB, entity, sourceID string)
 		return RecordDetail{}, err
 	}
 	d := RecordDetail{Record: r}
-	err = db.QueryRow(ctx, `SELECT r.fetched_at, r.updated_at, coalesce(m.target_id, ''), m.imported_at
+	err = db.QueryRow(ctx, `SELECT r.fetched_at, r.updated_at, coalesce(m.target_id, ''), m.imported_at,
+r.acknowledged_at, coalesce(r.acknowledged_by, ''), coalesce(r.acknowledged_reason, '')
 FROM bitrix_records r LEFT JOIN bitrix_id_map m ON m.entity = r.entity AND m.source_id = r.source_id
-WHERE r.id = $1`, r.ID).Scan(&d.FetchedAt, &d.UpdatedAt, &d.TargetID, &d.ImportedAt)
+WHERE r.id = $1`, r.ID).Scan(&d.FetchedAt, &d.UpdatedAt, &d.TargetID, &d.ImportedAt,
+		&d.AcknowledgedAt, &d.AcknowledgedBy, &d.AcknowledgedReason)
 	if err != nil {
 		return RecordDetail{}, fmt.Errorf("%s record %s: %w", entity, sourceID, err)
 	}

@@ -25,10 +25,13 @@ func (e *Engine) Verify(ctx context.Context, entity string) (VerifyReport, error
 	}
 	defer e.Metrics.Phase(ent.Name, "verify")()
 	r := VerifyReport{Entity: ent.Name, At: e.now().UTC(), ByStatus: map[string]int64{}}
+	family := e.registry().Family(ent)
+	if err := e.listAcknowledged(ctx, family, &r); err != nil {
+		return r, err
+	}
 	if err := e.verifyCounts(ctx, ent, &r); err != nil {
 		return r, err
 	}
-	family := e.registry().Family(ent)
 	for _, m := range family {
 		if m.Fetch != nil {
 			if err := e.verifyChildren(ctx, m, &r); err != nil {
@@ -97,10 +100,14 @@ func (e *Engine) verifyCounts(ctx context.Context, k *Entity, r *VerifyReport) e
 	if err != nil {
 		return err
 	}
-	r.Expected = r.SourceCount
+	acked, err := countExcused(ctx, e.Pool, k)
+	if err != nil {
+		return err
+	}
+	r.Expected = r.SourceCount - acked
 	if inv.Limit != nil {
 		r.TestLimit = inv.Limit
-		r.Expected = records
+		r.Expected = records - acked
 	}
 	if r.TargetCount != r.Expected {
 		r.problem("target holds %d %s, expected %d", r.TargetCount, k.Name, r.Expected)
@@ -108,9 +115,9 @@ func (e *Engine) verifyCounts(ctx context.Context, k *Entity, r *VerifyReport) e
 	if inv.Limit == nil && records != r.SourceCount {
 		r.problem("%d %s records read, the source has %d now (run get again)", records, k.Name, r.SourceCount)
 	}
-	if n := records - r.ByStatus[string(ImportOK)]; n > 0 {
+	if n := records - r.ByStatus[string(ImportOK)] - acked; n > 0 {
 		r.problem("%d %s records are not IMPORT_OK", n, k.Name)
-		issues, err := notImported(ctx, e.Pool, k.Name)
+		issues, err := notImported(ctx, e.Pool, k)
 		if err != nil {
 			return err
 		}
@@ -119,9 +126,12 @@ func (e *Engine) verifyCounts(ctx context.Context, k *Entity, r *VerifyReport) e
 	return nil
 }
 
-func notImported(ctx context.Context, db status.DB, entity string) ([]RecordIssue, error) {
-	rows, err := db.Query(ctx, `SELECT source_id, status, coalesce(last_error, '') FROM bitrix_records
-WHERE entity = $1 AND status <> $3 ORDER BY id LIMIT $2`, entity, maxListed, string(ImportOK))
+// notImported lists (up to 50) the entity's records that are not IMPORT_OK and not excused by
+// an acknowledgement.
+func notImported(ctx context.Context, db status.DB, ent *Entity) ([]RecordIssue, error) {
+	entity := ent.Name
+	rows, err := db.Query(ctx, `SELECT source_id, status, coalesce(last_error, '') FROM bitrix_records r
+WHERE entity = $1 AND status <> $3 AND NOT `+excused("r", ent)+` ORDER BY id LIMIT $2`, entity, maxListed, string(ImportOK))
 	if err != nil {
 		return nil, fmt.Errorf("list unimported %s: %w", entity, err)
 	}
@@ -150,7 +160,7 @@ func (e *Engine) verifyChildren(ctx context.Context, child *Entity, r *VerifyRep
 	for after := int64(0); ; {
 		rows, err := e.Pool.Query(ctx, `SELECT c.id, c.source_id, c.parent_source_id,
     EXISTS (SELECT 1 FROM bitrix_records p WHERE p.entity = $3 AND p.source_id = c.parent_source_id AND p.status = $4)
-FROM bitrix_records c WHERE c.entity = $5 AND c.id > $1 ORDER BY c.id LIMIT $2`, after, importapi.MaxItems,
+FROM bitrix_records c WHERE c.entity = $5 AND c.id > $1 AND NOT `+excused("c", child)+` ORDER BY c.id LIMIT $2`, after, importapi.MaxItems,
 			child.Parent, string(ImportOK), child.Name)
 		if err != nil {
 			return fmt.Errorf("verify %s: %w", child.Name, err)

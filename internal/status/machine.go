@@ -41,6 +41,9 @@ type Machine struct {
 	Attention []Status
 	// Retry, when set, schedules retryable failures (see Fail, PickParams.DueBy and NextDue).
 	Retry *Retry
+	// Acknowledgeable lists the statuses whose records a person may accept as known exceptions
+	// (see Machine.Acknowledge); empty means none may be.
+	Acknowledgeable []Status
 }
 
 // Parse returns the status named s, or an error listing the valid ones.

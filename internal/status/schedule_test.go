@@ -1,6 +1,7 @@
 package status_test
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -178,4 +179,41 @@ func join(ids []int64) string {
 		parts[i] = strconv.FormatInt(id, 10)
 	}
 	return strings.Join(parts, ",")
+}
+
+func TestAcknowledgeRecordsAndClearsOnTheNextMove(t *testing.T) {
+	t.Parallel()
+	b := setupTries(t)
+	if _, err := b.pool.Exec(b.ctx, `ALTER TABLE tries ADD acknowledged_at timestamptz, ADD acknowledged_by text, ADD acknowledged_reason text;
+INSERT INTO tries (id, status) VALUES (1, 'broken'), (2, 'pending')`); err != nil {
+		t.Fatal(err)
+	}
+	m := *tries
+	m.Acknowledgeable = []status.Status{broken}
+	res, err := m.Acknowledge(b.ctx, b.pool, []int64{1, 2, 3}, "guests are not portal users", "manual: alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Err != nil || res[1].Err == nil || !strings.Contains(res[1].Err.Error(), "only records in broken") ||
+		!errors.Is(res[2].Err, status.ErrNotFound) {
+		t.Fatalf("results %+v: want 1 acknowledged, 2 refused (pending), 3 not found", res)
+	}
+	var by, reason string
+	if err := b.pool.QueryRow(b.ctx, `SELECT acknowledged_by, acknowledged_reason FROM tries WHERE id = 1`).Scan(&by, &reason); err != nil {
+		t.Fatal(err)
+	}
+	if by != "manual: alice" || reason != "guests are not portal users" {
+		t.Errorf("acknowledged by %q for %q", by, reason)
+	}
+	hist, err := m.History(b.ctx, b.pool, 1)
+	if err != nil || len(hist) != 1 || hist[0].From != broken || hist[0].To != broken || !strings.Contains(hist[0].Reason, "guests are not portal users") {
+		t.Fatalf("history %+v, %v: want the acknowledgement recorded", hist, err)
+	}
+	if _, err := m.MoveMany(b.ctx, b.pool, []int64{1}, broken, pending, status.Change{Actor: "manual: bob", Manual: true}); err != nil {
+		t.Fatal(err)
+	}
+	var at *time.Time
+	if err := b.pool.QueryRow(b.ctx, `SELECT acknowledged_at FROM tries WHERE id = 1`).Scan(&at); err != nil || at != nil {
+		t.Errorf("acknowledgement kept after the record moved: %v, %v", at, err)
+	}
 }

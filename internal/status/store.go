@@ -126,6 +126,10 @@ func (m *Machine) move(ctx context.Context, db DB, ids []int64, from, to Status,
 	}
 	// id = ANY(...) keeps the planner on the primary key even when statistics are stale after a
 	// bulk status change (a join against unnest() does not).
+	if len(m.Acknowledgeable) > 0 {
+		// An acknowledgement covers the failure it was given for, not what comes next.
+		set = strings.TrimPrefix(set+", acknowledged_at = NULL, acknowledged_by = NULL, acknowledged_reason = NULL", ", ")
+	}
 	if set != "" {
 		set = ", " + set
 	}
