@@ -12,15 +12,15 @@ type args struct {
 	HabrBaseURL     string `arg:"--habr-base-url,env:HABR_BASE_URL" default:"https://habr.com" help:"where Habr's feeds and pages are fetched from (a mirror or the local fake); stored links stay https://habr.com/..." placeholder:"URL"`
 	MetricsTextfile string `arg:"--metrics-textfile,env:METRICS_TEXTFILE" help:"write each run's metrics to this node-exporter textfile (*.prom)" placeholder:"PATH"`
 
-	Migrate    *migrateCmd  `arg:"subcommand:migrate" help:"apply (up, the default) or list (status) database migrations"`
-	Status     *statusCmd   `arg:"subcommand:status" help:"record counts by status, failure reasons and last runs; status set fixes a status by hand"`
-	Show       *showCmd     `arg:"subcommand:show" help:"one record: metadata, status history and content"`
-	Discover   *discoverCmd `arg:"subcommand:discover" help:"register new publications from a source's feeds"`
-	Extract    *extractCmd  `arg:"subcommand:extract" help:"extract the text of pending publications"`
+	Migrate  *migrateCmd  `arg:"subcommand:migrate" help:"apply (up, the default) or list (status) database migrations"`
+	Status   *statusCmd   `arg:"subcommand:status" help:"record counts by status, failure reasons and last runs; status set fixes a status by hand"`
+	Show     *showCmd     `arg:"subcommand:show" help:"one record: metadata, status history and content"`
+	Discover *discoverCmd `arg:"subcommand:discover" help:"register new publications from a source's feeds"`
+	Extract  *extractCmd  `arg:"subcommand:extract" help:"extract the text of pending publications"`
 	// Bitrix is parsed through a struct built from the entity registry (bitrixArgs), so that
 	// every registered entity has its subcommand; Main copies it here.
-	Bitrix     *bitrixCmd   `arg:"-"`
-	VersionCmd *versionCmd  `arg:"subcommand:version" help:"print the version"`
+	Bitrix     *bitrixCmd  `arg:"-"`
+	VersionCmd *versionCmd `arg:"subcommand:version" help:"print the version"`
 }
 
 type migrateCmd struct {

@@ -112,4 +112,3 @@ func TestVerifyWalksEveryPageOfTheTargetListing(t *testing.T) {
 		t.Errorf("checked %d, differing %d %+v; want 1100 checked and %s's LAST_NAME", r.Checked, r.DifferingCount, r.Differing, key)
 	}
 }
-
