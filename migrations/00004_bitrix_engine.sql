@@ -14,7 +14,19 @@ ALTER TABLE bitrix_records
     ADD COLUMN acknowledged_by     text,
     ADD COLUMN acknowledged_reason text;
 
+-- Enumeration options of custom fields: the portal's option id and the target's, matched by
+-- fields-set (by XML_ID, else by value), so that set sends enumeration values as target ids.
+CREATE TABLE bitrix_field_options (
+    entity           text NOT NULL,
+    field_name       text NOT NULL,
+    source_option_id text NOT NULL,
+    target_option_id text NOT NULL,
+    value            text NOT NULL DEFAULT '',
+    PRIMARY KEY (entity, field_name, source_option_id)
+);
+
 -- +goose Down
+DROP TABLE bitrix_field_options;
 ALTER TABLE bitrix_records
     DROP COLUMN acknowledged_at, DROP COLUMN acknowledged_by, DROP COLUMN acknowledged_reason;
 ALTER TABLE bitrix_records DROP CONSTRAINT IF EXISTS bitrix_records_entity_name;

@@ -102,13 +102,33 @@ func (e *Engine) FieldsSet(ctx context.Context, entity string) (FieldStats, erro
 	if err != nil {
 		return st, fmt.Errorf("fields-set %s: %w", k.Name, err)
 	}
+	if err := e.createFields(ctx, k, want, &st); err != nil {
+		return st, err
+	}
+	unmatched, err := e.mapOptions(ctx, k)
+	if err != nil {
+		return st, err
+	}
+	for _, o := range unmatched {
+		e.Log.Warn("enumeration option has no target option: records with it will fail on set", "entity", k.Name, "option", o)
+	}
+	e.Metrics.CustomFieldsCreated.WithLabelValues(k.Name).Add(float64(st.Created))
+	e.Log.Info("custom fields set", "entity", k.Name, "created", st.Created, "existing", st.Existing, "failed", st.Failed)
+	if st.Failed > 0 {
+		return st, fmt.Errorf("fields-set %s: the target refused %d custom fields (see the log)", k.Name, st.Failed)
+	}
+	return st, nil
+}
+
+// createFields creates the fields on the target and marks those it has as on_target.
+func (e *Engine) createFields(ctx context.Context, k *Entity, want []importapi.Field, st *FieldStats) error {
 	if len(want) == 0 {
 		e.Log.Info("no custom fields to create", "entity", k.Name)
-		return st, nil
+		return nil
 	}
 	results, err := e.Target.AddFields(ctx, k.Name, want)
 	if err != nil {
-		return st, fmt.Errorf("fields-set %s: %w", k.Name, err)
+		return fmt.Errorf("fields-set %s: %w", k.Name, err)
 	}
 	for i, res := range results {
 		if res.Error != nil {
@@ -120,7 +140,7 @@ func (e *Engine) FieldsSet(ctx context.Context, entity string) (FieldStats, erro
 		_, err := e.Pool.Exec(ctx, `UPDATE bitrix_fields SET on_target = true,
 created_at = CASE WHEN $3 THEN now() ELSE created_at END WHERE entity = $1 AND field_name = $2`, k.Name, want[i].Name, created)
 		if err != nil {
-			return st, fmt.Errorf("fields-set %s: %w", k.Name, err)
+			return fmt.Errorf("fields-set %s: %w", k.Name, err)
 		}
 		if created {
 			st.Created++
@@ -128,12 +148,7 @@ created_at = CASE WHEN $3 THEN now() ELSE created_at END WHERE entity = $1 AND f
 			st.Existing++
 		}
 	}
-	e.Metrics.CustomFieldsCreated.WithLabelValues(k.Name).Add(float64(st.Created))
-	e.Log.Info("custom fields set", "entity", k.Name, "created", st.Created, "existing", st.Existing, "failed", st.Failed)
-	if st.Failed > 0 {
-		return st, fmt.Errorf("fields-set %s: the target refused %d custom fields (see the log)", k.Name, st.Failed)
-	}
-	return st, nil
+	return nil
 }
 
 // targetField maps a user.userfield.list row (research/bitrix.md §5.1) to the target's field.

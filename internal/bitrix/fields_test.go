@@ -1,6 +1,8 @@
 package bitrix_test
 
 import (
+	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -27,8 +29,13 @@ func TestFieldsCreatesMissingCustomFieldsOnce(t *testing.T) {
 	}
 	fields := v.target.Fields(bitrix.Users)
 	if len(fields) != 2 || fields[1].Name != "UF_USR_1724228142162" || fields[1].Type != "enumeration" || !fields[1].Multiple ||
-		!strings.Contains(string(fields[1].Options), `"value":"2"`) || !strings.Contains(string(fields[1].Options), `"xml_id":"292df2be1171ed6ab038996deac29ac8"`) {
+		len(fields[1].Options) != 3 || fields[1].Options[1].Value != "2" || fields[1].Options[1].XMLID != "292df2be1171ed6ab038996deac29ac8" {
 		t.Errorf("target fields = %+v", fields)
+	}
+	// Each portal option (LIST ids 26, 27, 28) is mapped to the option the target created.
+	if n := v.count(`SELECT count(*) FROM bitrix_field_options WHERE entity = 'users' AND field_name = 'UF_USR_1724228142162'
+AND source_option_id IN ('26', '27', '28') AND target_option_id <> ''`); n != 3 {
+		t.Errorf("%d options mapped, want 3", n)
 	}
 	// Rerunning both phases creates nothing more.
 	if _, err := e.FieldsGet(v.ctx, bitrix.Users); err != nil {
@@ -40,6 +47,41 @@ func TestFieldsCreatesMissingCustomFieldsOnce(t *testing.T) {
 	}
 	if got := v.metric(`custom_fields_created_total{entity=users}`); got != 1 {
 		t.Errorf("custom_fields_created_total{entity=users} = %v, want 1", got)
+	}
+
+	// Users carry the portal's option ids; the target receives its own, the field's shape kept.
+	v.phases(e, bitrix.Users, "get", "set", "verify")
+	want := map[string]string{}
+	for _, o := range fields[1].Options {
+		want[map[string]string{"1": "26", "2": "27", "3": "28"}[o.Value]] = o.ID
+	}
+	checked := 0
+	for _, rec := range v.target.Records(bitrix.Users) {
+		var p struct {
+			ID   string   `json:"ID"`
+			Enum []string `json:"UF_USR_1724228142162"`
+		}
+		if err := json.Unmarshal(rec.Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		var src struct {
+			Enum []int `json:"UF_USR_1724228142162"`
+		}
+		if err := json.Unmarshal(v.record(bitrix.Users, p.ID).Payload, &src); err != nil {
+			t.Fatal(err)
+		}
+		if len(src.Enum) != len(p.Enum) {
+			t.Fatalf("user %s: %d options on the target, %d on the portal", p.ID, len(p.Enum), len(src.Enum))
+		}
+		for i, o := range src.Enum {
+			if p.Enum[i] != want[strconv.Itoa(o)] {
+				t.Errorf("user %s: option %d sent as %q, want the target's %q", p.ID, o, p.Enum[i], want[strconv.Itoa(o)])
+			}
+			checked++
+		}
+	}
+	if checked == 0 {
+		t.Error("no user has an enumeration value; the fake portal should give some")
 	}
 
 	// Workgroups have no custom fields API: both phases say so and succeed.

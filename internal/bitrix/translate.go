@@ -39,6 +39,8 @@ func loadIDMap(ctx context.Context, db status.DB, entity string, sourceIDs []str
 // Refs holds the target ids a batch of records refers to, by entity and source id.
 type Refs struct {
 	maps map[string]idMap
+	// enums are the entity's enumeration fields and their option mapping.
+	enums enumFields
 }
 
 // Target returns the target id of a record of entity, if it was imported.
@@ -68,7 +70,11 @@ func loadRefs(ctx context.Context, db status.DB, ent *Entity, recs []Record) (*R
 			wanted[ref.Entity] = append(wanted[ref.Entity], ref.ids(fields)...)
 		}
 	}
-	out := &Refs{maps: map[string]idMap{}}
+	enums, err := loadEnumFields(ctx, db, ent)
+	if err != nil {
+		return nil, err
+	}
+	out := &Refs{maps: map[string]idMap{}, enums: enums}
 	for name, ids := range wanted {
 		m, err := loadIDMap(ctx, db, name, ids)
 		if err != nil {
@@ -112,6 +118,9 @@ func payloadFor(ent *Entity, r Record, rf *Refs) (json.RawMessage, error) {
 		return nil, err
 	}
 	localDates(fields, r.Dates)
+	if err := rf.enums.translate(fields); err != nil {
+		return nil, err
+	}
 	resolve := func(field, entity, sourceID string) error {
 		id, ok := rf.Target(entity, sourceID)
 		if !ok || sourceID == "" {

@@ -78,8 +78,11 @@ type Field struct {
 	Options  []Option        `json:"options,omitempty"`
 }
 
-// Option is one value of an enumeration field.
+// Option is one value of an enumeration field. ID is the target's id of the option, which it
+// assigns on creation and answers in import.<entity>.fields; enumeration values in payloads are
+// these ids.
 type Option struct {
+	ID      string `json:"id,omitempty"`
 	Value   string `json:"value"`
 	Sort    int    `json:"sort"`
 	Default bool   `json:"default"`

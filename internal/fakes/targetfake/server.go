@@ -56,12 +56,13 @@ const (
 type Server struct {
 	opts Options
 
-	mu       sync.Mutex
-	entities map[string]*entity
-	stats    Stats
-	faults   map[string][]Fault           // by method name, "" for any
-	failing  map[string]int               // entity -> items still to fail
-	rejected map[string]map[string]string // entity -> key -> message
+	mu         sync.Mutex
+	entities   map[string]*entity
+	stats      Stats
+	faults     map[string][]Fault           // by method name, "" for any
+	failing    map[string]int               // entity -> items still to fail
+	rejected   map[string]map[string]string // entity -> key -> message
+	nextOption int                          // the last enumeration option id given out
 }
 
 // New returns an empty target.

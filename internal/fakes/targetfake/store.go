@@ -32,7 +32,16 @@ type Field struct {
 	Multiple bool            `json:"multiple"`
 	Label    string          `json:"label,omitempty"`
 	Settings json.RawMessage `json:"settings,omitempty"`
-	Options  json.RawMessage `json:"options,omitempty"`
+	Options  []Option        `json:"options,omitempty"`
+}
+
+// Option is one value of an enumeration field; the target assigns its ID.
+type Option struct {
+	ID      string `json:"id"`
+	Value   string `json:"value"`
+	Sort    int    `json:"sort"`
+	Default bool   `json:"default"`
+	XMLID   string `json:"xml_id,omitempty"`
 }
 
 // Stats counts what the target saw.
@@ -134,6 +143,9 @@ func (s *Server) importItem(e *entity, it item) itemResult {
 		return fail("validation_failed", "checksum must be 1 to 128 bytes", false)
 	case !isObject(it.Payload):
 		return fail("validation_failed", "payload must be a JSON object", false)
+	}
+	if msg := e.badOption(it.Payload); msg != "" {
+		return fail("validation_failed", msg, false)
 	}
 	if msg, ok := s.rejected[e.name][it.Key]; ok {
 		return fail("rejected", msg, false)
@@ -237,6 +249,37 @@ func (s *Server) get(entityName string, body []byte) (any, error) {
 	return map[string]any{"items": items, "missing": missing}, nil
 }
 
+// badOption says which enumeration value of a payload is not one of its field's option ids, as a
+// real target refuses a value it cannot store; "" when all are.
+func (e *entity) badOption(payload json.RawMessage) string {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(payload, &fields) != nil {
+		return ""
+	}
+	for _, f := range e.fields {
+		raw, ok := fields[f.Name]
+		if f.Type != "enumeration" || !ok {
+			continue
+		}
+		var values []any
+		if json.Unmarshal(raw, &values) != nil {
+			var one any
+			_ = json.Unmarshal(raw, &one)
+			values = []any{one}
+		}
+		for _, v := range values {
+			id := fmt.Sprint(v)
+			if v == nil || v == false || id == "" {
+				continue
+			}
+			if !slices.ContainsFunc(f.Options, func(o Option) bool { return o.ID == id }) {
+				return fmt.Sprintf("%s: %q is not an option id of the field", f.Name, id)
+			}
+		}
+	}
+	return ""
+}
+
 // maxList is the most entries one list page carries.
 const maxList = 1000
 
@@ -310,6 +353,10 @@ func (s *Server) addFields(entityName string, body []byte) (any, error) {
 		case slices.ContainsFunc(e.fields, func(g Field) bool { return strings.EqualFold(g.Name, f.Name) }):
 			results[i].Status = "exists"
 		default:
+			for j := range f.Options {
+				s.nextOption++
+				f.Options[j].ID = strconv.Itoa(s.nextOption)
+			}
 			e.fields = append(e.fields, f)
 			results[i].Status = "created"
 		}
