@@ -122,7 +122,7 @@ func (app *app) bitrixEngine(r *run.Run, phase string) (*bitrix.Engine, error) {
 		Concurrency: c.Concurrency, ChatRescan: c.ChatRescan}
 	rt, _ := rest.ParseRate(c.Rate) // checked before the run
 	if c.WebhookURL != "" {
-		src, err := rest.New(c.WebhookURL, rest.Options{Limiter: rt.NewLimiter(), Logger: r.Log,
+		src, err := rest.New(c.WebhookURL, rest.Options{Rate: rt, Limiter: rt.NewLimiter(), Logger: r.Log,
 			UserAgent: "ingest/" + version})
 		if err != nil {
 			return nil, configError{"BITRIX_WEBHOOK_URL: " + err.Error()}

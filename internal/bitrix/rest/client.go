@@ -50,9 +50,13 @@ type Options struct {
 	// HTTPClient sends the requests; nil means a new http.Client. Its
 	// redirect policy is replaced: redirects are handled by the client.
 	HTTPClient *http.Client
+	// Rate is the portal's leaky bucket; the zero value means DefaultRate().
+	// Its drain interval is the least wait before a request the portal
+	// refused with QUERY_LIMIT_EXCEEDED is sent again.
+	Rate Rate
 	// Limiter paces every HTTP request. Share one limiter among all the
 	// clients of a process, since the portal counts all our requests
-	// together. Nil means DefaultRate().NewLimiter().
+	// together. Nil means Rate.NewLimiter().
 	Limiter *rate.Limiter
 	// Retry is the schedule for retryable failures; nil Delays means
 	// retry.Default(). Its Sleep, if nil, is taken from Sleep below.
@@ -86,6 +90,7 @@ type Options struct {
 type Client struct {
 	http      *http.Client
 	limiter   *rate.Limiter
+	drain     time.Duration // one request's worth of the portal's bucket draining
 	retry     retry.Policy
 	timeout   time.Duration
 	readOnly  func(string) bool
@@ -130,8 +135,13 @@ func New(webhookURL string, opts Options) (*Client, error) {
 		userAgent: opts.UserAgent,
 		base:      *u,
 	}
+	bucket := opts.Rate
+	if bucket.PerSecond <= 0 {
+		bucket = DefaultRate()
+	}
+	c.drain = time.Duration(float64(time.Second) / bucket.PerSecond)
 	if c.limiter == nil {
-		c.limiter = DefaultRate().NewLimiter()
+		c.limiter = bucket.NewLimiter()
 	}
 	if c.retry.Delays == nil {
 		c.retry = retry.Default()
@@ -241,21 +251,39 @@ func encodeParams(params any) ([]byte, error) {
 // send runs a call under the retry policy. gate lists the methods whose
 // operating-time pauses the call must respect: the method itself, and for
 // a batch the methods of its commands.
+//
+// A call the portal refused for its rate limit is sent again only once the
+// bucket has room: after at least one drain interval, whatever the
+// schedule says, since at once it would only be refused again (and count
+// against the bucket once more).
 func (c *Client) send(ctx context.Context, method string, gate []string, body []byte, idempotent bool) (*envelope, error) {
 	var env *envelope
-	err := c.retry.Do(ctx, func(ctx context.Context) error {
+	limited := false
+	policy := c.retry
+	policy.Sleep = func(ctx context.Context, d time.Duration) error {
+		if limited {
+			d = max(d, c.drain)
+		}
+		return c.retry.Sleep(ctx, d)
+	}
+	err := policy.Do(ctx, func(ctx context.Context) error {
 		var err error
 		env, err = c.attempt(ctx, method, gate, body)
 		return err
 	}, func(err error) bool {
+		limited = false
 		switch classify(err) {
 		case failRateLimit:
+			limited = true
 			return true // refused before running: repeating is always safe
 		case failTransient:
 			return idempotent // a write may have happened: never repeat it
 		}
 		return false
 	}, func(attempt int, err error, wait time.Duration) {
+		if limited {
+			wait = max(wait, c.drain)
+		}
 		c.stats.retries.Add(1)
 		c.log.Warn("bitrix call failed, retrying", "method", method, "retry", attempt, "wait", wait, "err", err)
 	})

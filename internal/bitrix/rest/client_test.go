@@ -268,24 +268,28 @@ func TestWritesAreNotRetriedAfterServerFailures(t *testing.T) {
 	}
 }
 
-func TestQueryLimitIsBackedOffAndRetried(t *testing.T) {
+func TestQueryLimitIsRetriedOnceTheBucketHasRoom(t *testing.T) {
 	e := newEnv(t, bitrixfake.Options{Users: 5, Seed: 1, Rate: 2, Burst: 5},
-		rest.Options{Retry: retry.Policy{Delays: []time.Duration{0, time.Second}}})
+		rest.Options{Rate: rest.Rate{PerSecond: 2, Burst: 5}, Retry: retry.Policy{Delays: []time.Duration{0, time.Second}}})
 	for i := range 5 {
 		if _, err := e.client.Call(t.Context(), "user.get", nil); err != nil {
 			t.Fatalf("call %d: %v", i+1, err)
 		}
 	}
-	// The bucket is full and the clock stands still: the immediate retry
-	// is refused again, the one after a (virtual) second gets through.
+	// The bucket is full: the 6th call is refused. The schedule's first
+	// delay is 0 s, but the retry waits one drain interval (0.5 s at 2/s),
+	// by which the portal has room again, so it is refused only once.
+	before := e.clock.Now()
 	if _, err := e.client.Call(t.Context(), "user.get", nil); err != nil {
 		t.Fatalf("6th call: %v", err)
 	}
 	s := e.client.Stats()
-	if s.QueryLimit != 2 || s.Retries != 2 || e.portal.Stats().QueryLimit != 2 {
-		t.Errorf("client %+v, portal %+v; want 2 refusals, 2 retries", s, e.portal.Stats())
+	if s.QueryLimit != 1 || s.Retries != 1 || e.portal.Stats().QueryLimit != 1 {
+		t.Errorf("client %+v, portal %+v; want 1 refusal, 1 retry", s, e.portal.Stats())
 	}
-
+	if waited := e.clock.Now().Sub(before); waited < 500*time.Millisecond {
+		t.Errorf("retried after %v, want at least one drain interval (500ms)", waited)
+	}
 }
 
 // TestClientLimiterKeepsWithinTheBucket runs against the portal's real
