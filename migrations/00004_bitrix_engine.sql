@@ -25,7 +25,21 @@ CREATE TABLE bitrix_field_options (
     PRIMARY KEY (entity, field_name, source_option_id)
 );
 
+-- The ID ranges a get pass walks at once (entities listed by an ID scan): where each range
+-- stands, moved in the transaction that stores its rows, so an interrupted get resumes every
+-- range where it stopped. A range holds the IDs after lo up to and including hi ('' for no end).
+CREATE TABLE bitrix_get_ranges (
+    entity text    NOT NULL,
+    pass   integer NOT NULL,
+    lo     text    NOT NULL,
+    hi     text    NOT NULL,
+    cursor text    NOT NULL,                               -- the last ID stored
+    done   boolean NOT NULL DEFAULT false,
+    PRIMARY KEY (entity, pass, lo)
+);
+
 -- +goose Down
+DROP TABLE bitrix_get_ranges;
 DROP TABLE bitrix_field_options;
 ALTER TABLE bitrix_records
     DROP COLUMN acknowledged_at, DROP COLUMN acknowledged_by, DROP COLUMN acknowledged_reason;

@@ -98,6 +98,50 @@ func BenchmarkGetUsers(b *testing.B) {
 	}
 }
 
+// BenchmarkGetUsersSlowPortal is users get against a portal that answers at a realistic pace
+// (50 ms per request plus 20 ms per method run: about a second for a full batch of 50 pages) at
+// the standard plan's limit (2 requests/s, bucket 50, starting empty), with BITRIX_BENCH_USERS
+// users (default 20,000) and 1, 4 and 8 requests in flight. Besides the metrics of
+// BenchmarkGetUsers it reports min_calls, the fewest requests any client needs (the clock probe,
+// the first page with the count, then ceil(rest / 2,500), and one to find the end), and
+// min_floor_s, the rate-limit floor of those: the figure to compare wall time with.
+func BenchmarkGetUsersSlowPortal(b *testing.B) {
+	users := envInt(b, "BITRIX_BENCH_USERS", 20_000)
+	std := rest.DefaultRate()
+	for _, conc := range []int{1, 4, 8} {
+		b.Run(fmt.Sprintf("concurrency=%d", conc), func(b *testing.B) {
+			for range b.N {
+				b.StopTimer()
+				pool := dbtest.Pool(b)
+				portal := bitrixfake.New(bitrixfake.Options{Users: users, Seed: 61, Rate: std.PerSecond, Burst: std.Burst,
+					Latency: 50 * time.Millisecond, CommandLatency: 20 * time.Millisecond})
+				srv := httptest.NewServer(portal)
+				src, err := rest.New(srv.URL+portal.WebhookPath(), rest.Options{Limiter: std.NewLimiter(), Logger: quietLog()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				e := &bitrix.Engine{Pool: pool, Source: src, Log: quietLog(), Metrics: metrics.New(), Actor: "bench", Concurrency: conc}
+				b.StartTimer()
+				start := time.Now()
+				st, err := e.Get(context.Background(), bitrix.Users)
+				wall := time.Since(start).Seconds()
+				if err != nil {
+					b.Fatal(err)
+				}
+				srv.Close()
+				if st.Of(bitrix.Users).Rows != users || !st.Complete {
+					b.Fatalf("get read %d users, want %d: %+v", st.Of(bitrix.Users).Rows, users, st)
+				}
+				reportAgainstFloor(b, src.Stats(), std, false, wall)
+				minCalls := 1 + 1 + math.Ceil(float64(users-rest.PageSize)/2_500) + 1
+				b.ReportMetric(minCalls, "min_calls")
+				b.ReportMetric(math.Max(0, minCalls-float64(std.Burst-1))/std.PerSecond, "min_floor_s")
+				b.ReportMetric(float64(users)/wall, "users/s")
+			}
+		})
+	}
+}
+
 // benchEngineGet runs the engine's get into a fresh database: the whole path, storage included.
 func benchEngineGet(ctx context.Context, b *testing.B, src *rest.Client) error {
 	b.StopTimer()

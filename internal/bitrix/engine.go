@@ -29,7 +29,8 @@ import (
 type Source interface {
 	Call(ctx context.Context, method string, params any) (*rest.Response, error)
 	Batch(ctx context.Context, cmds []rest.Command, halt bool) (*rest.BatchResult, error)
-	ListByID(ctx context.Context, s rest.Scan, after string, fn func(rest.Page) error) error
+	ScanBounds(ctx context.Context, s rest.Scan, after string) (rest.Bounds, error)
+	ScanSegments(ctx context.Context, s rest.Scan, segs []rest.Segment) ([][]rest.Page, error)
 }
 
 // Target is the system the migration imports into (docs/target-import-api.md);

@@ -27,7 +27,9 @@ func TestGetChainsIDPagesInBatches(t *testing.T) {
 	if n := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'users' AND status = 'NEW'`); n != users {
 		t.Errorf("%d NEW users stored, want %d", n, users)
 	}
-	// One probe for the portal's clock, one counted first page, then 2,500 rows per request.
+	// One probe for the portal's clock, one batch that reads the first page with the count and
+	// the highest ID, then the ID ranges' pages 50 to a request: 2,500 rows per request however
+	// the ranges end, since a request carries pages of several ranges.
 	want := 1 + 1 + (users-rest.PageSize+2_499)/2_500
 	if got := v.portal.Stats().Requests; got != want {
 		t.Errorf("%d HTTP requests, want %d", got, want)
@@ -36,12 +38,12 @@ func TestGetChainsIDPagesInBatches(t *testing.T) {
 		t.Errorf("%d QUERY_LIMIT_EXCEEDED answers", got)
 	}
 
-	// Every page is in the page log, in order, each starting where the previous ended.
+	// Every page is in the page log once, with the pass's total; together they hold every row.
 	rows, err := v.pool.Query(v.ctx, `SELECT cursor, next_cursor, count, total FROM bitrix_page_log WHERE entity = 'users' ORDER BY id`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	prev, sum, pages := "0", 0, 0
+	sum, pages, seen := 0, 0, map[string]bool{}
 	for rows.Next() {
 		var cursor, next string
 		var count int
@@ -49,13 +51,13 @@ func TestGetChainsIDPagesInBatches(t *testing.T) {
 		if err := rows.Scan(&cursor, &next, &count, &total); err != nil {
 			t.Fatal(err)
 		}
-		if cursor != prev {
-			t.Errorf("page %d starts after %s, want %s", pages, cursor, prev)
+		if seen[cursor] {
+			t.Errorf("page after %s logged twice", cursor)
 		}
 		if total == nil || *total != users {
 			t.Errorf("page %d total = %v, want %d", pages, total, users)
 		}
-		prev, sum, pages = next, sum+count, pages+1
+		seen[cursor], sum, pages = true, sum+count, pages+1
 	}
 	if rows.Err() != nil || sum != users || pages < users/rest.PageSize {
 		t.Errorf("page log: %d pages, %d rows (%v), want %d rows", pages, sum, rows.Err(), users)
@@ -73,82 +75,88 @@ func TestGetChainsIDPagesInBatches(t *testing.T) {
 	}
 }
 
-// cancelAfter stops a get after a number of pages were stored, as a crash or a SIGTERM would.
-type cancelAfter struct {
+// cancelOnCall stops a get during its nth request for pages, as a crash or a SIGTERM would: the
+// pages of that request are never stored.
+type cancelOnCall struct {
 	bitrix.Source
-	pages  int
+	n      int
 	cancel context.CancelFunc
+	calls  int
 }
 
-func (c *cancelAfter) ListByID(ctx context.Context, s rest.Scan, after string, fn func(rest.Page) error) error {
-	n := 0
-	return c.Source.ListByID(ctx, s, after, func(p rest.Page) error {
-		if err := fn(p); err != nil {
-			return err
-		}
-		if n++; n == c.pages {
-			c.cancel()
-		}
-		return nil
-	})
+func (c *cancelOnCall) ScanSegments(ctx context.Context, s rest.Scan, segs []rest.Segment) ([][]rest.Page, error) {
+	if c.calls++; c.calls == c.n {
+		c.cancel()
+		return nil, context.Cause(ctx)
+	}
+	return c.Source.ScanSegments(ctx, s, segs)
 }
 
-func TestGetResumesFromThePageLog(t *testing.T) {
+func TestGetResumesEveryRangeWhereItStopped(t *testing.T) {
 	t.Parallel()
-	const groups = 400 // 8 pages, each with the members of its 50 groups
-	v := newEnv(t, bitrixfake.Options{Users: 500, Groups: groups, Seed: 2})
+	const users = 6_010
+	v := newEnv(t, bitrixfake.Options{Users: users, Seed: 2})
 	ctx, cancel := context.WithCancel(v.ctx)
 	defer cancel()
 	e := v.engine()
-	e.Source = &cancelAfter{Source: v.source, pages: 3, cancel: cancel}
-	st, err := e.Get(ctx, bitrix.Groups)
+	e.Concurrency = 1 // one request at a time: the first is stored, the second is lost
+	e.Source = &cancelOnCall{Source: v.source, n: 2, cancel: cancel}
+	st, err := e.Get(ctx, bitrix.Users)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted get = %v, want context.Canceled", err)
 	}
-	if st.Of(bitrix.Groups).Rows != 150 {
-		t.Fatalf("interrupted get stored %d groups, want 150 (3 pages)", st.Of(bitrix.Groups).Rows)
+	stored := st.Of(bitrix.Users).Rows
+	if stored <= rest.PageSize || stored >= users {
+		t.Fatalf("interrupted get stored %d users, want the first page and one request's worth", stored)
 	}
-	inv := v.inventory(bitrix.Groups)
-	if inv.Complete || inv.PassRows != 150 {
-		t.Fatalf("inventory after interruption = %+v", inv)
+	inv := v.inventory(bitrix.Users)
+	if inv.Complete || inv.PassRows != int64(stored) {
+		t.Fatalf("inventory after interruption = %+v, want %d rows of an incomplete pass", inv, stored)
 	}
-	cursor := inv.Cursor
-	if last := v.count(`SELECT max(source_id::int) FROM bitrix_records WHERE entity = 'groups'`); strconv.Itoa(last) != cursor {
-		t.Errorf("cursor %s, want the last stored group %d", cursor, last)
-	}
-	membersBefore := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'group_members'`)
 
-	before := v.portal.Stats().Calls["sonet_group.get"]
-	st, err = v.engine().Get(v.ctx, bitrix.Groups)
+	before := v.portal.Stats().Requests
+	st, err = v.engine().Get(v.ctx, bitrix.Users)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !st.Resumed || st.Cursor != cursor || st.Pass != inv.Pass {
-		t.Errorf("rerun = %+v, want it to resume pass %d after %s", st, inv.Pass, cursor)
+	if !st.Resumed || st.Pass != inv.Pass || !st.Complete {
+		t.Errorf("rerun = %+v, want it to resume and complete pass %d", st, inv.Pass)
 	}
-	if st.Of(bitrix.Groups).Rows != groups-150 || st.Of(bitrix.Groups).Inserted != groups-150 || st.Of(bitrix.Groups).Unchanged != 0 {
-		t.Errorf("rerun read %d groups (%d new, %d unchanged), want only the %d not stored yet", st.Of(bitrix.Groups).Rows, st.Of(bitrix.Groups).Inserted, st.Of(bitrix.Groups).Unchanged, groups-150)
+	if got := st.Of(bitrix.Users); got.Rows != users-stored || got.Inserted != users-stored || got.Unchanged != 0 {
+		t.Errorf("rerun read %d users (%d new, %d unchanged), want only the %d not stored yet", got.Rows, got.Inserted, got.Unchanged, users-stored)
 	}
-	// Resuming did not list the first pages again: 250 groups are 5 pages, in a counted first
-	// call and one batch, besides the clock probe.
-	if calls := v.portal.Stats().Calls["sonet_group.get"] - before; calls > 1+1+5 {
-		t.Errorf("rerun made %d sonet_group.get calls, want at most 7", calls)
+	// Resuming listed nothing again: the clock probe, then full requests for what was left.
+	if calls := v.portal.Stats().Requests - before; calls > 1+(users-stored+2_499)/2_500+1 {
+		t.Errorf("rerun made %d requests for %d users", calls, users-stored)
 	}
-	if n := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'groups'`); n != groups {
-		t.Errorf("%d groups stored, want %d", n, groups)
+	if n := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'users'`); n != users {
+		t.Errorf("%d users stored, want %d", n, users)
+	}
+	if n := v.count(`SELECT count(*) FROM (SELECT cursor FROM bitrix_page_log WHERE entity = 'users' GROUP BY pass, cursor HAVING count(*) > 1) d`); n != 0 {
+		t.Errorf("%d pages logged twice in one pass", n)
+	}
+	if inv := v.inventory(bitrix.Users); !inv.Complete || inv.PassRows != users || *inv.SourceTotal != users {
+		t.Errorf("inventory after resume = %+v", inv)
+	}
+}
+
+func TestGetReadsChildrenWithTheirParents(t *testing.T) {
+	t.Parallel()
+	const groups = 400
+	v := newEnv(t, bitrixfake.Options{Users: 500, Groups: groups, Seed: 2})
+	st, err := v.engine().Get(v.ctx, bitrix.Groups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Of(bitrix.Groups).Rows != groups || !st.Complete {
+		t.Errorf("get = %+v, want %d groups in a complete pass", st, groups)
 	}
 	var members int
 	for _, id := range v.portal.GroupIDs() {
 		members += len(v.portal.ActiveMembers(id))
 	}
-	if n := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'group_members'`); n != members || n <= membersBefore {
+	if n := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'group_members'`); n != members || st.Of(bitrix.GroupMembers).Inserted != members {
 		t.Errorf("%d memberships stored, want %d (every active member of every group)", n, members)
-	}
-	if n := v.count(`SELECT count(*) FROM (SELECT cursor FROM bitrix_page_log WHERE entity = 'groups' GROUP BY pass, cursor HAVING count(*) > 1) d`); n != 0 {
-		t.Errorf("%d pages logged twice in one pass", n)
-	}
-	if inv := v.inventory(bitrix.Groups); !inv.Complete || inv.PassRows != groups || *inv.SourceTotal != groups {
-		t.Errorf("inventory after resume = %+v", inv)
 	}
 }
 

@@ -97,8 +97,8 @@ type pageRecord struct {
 	last bool
 }
 
-// logPage records a page and moves the inventory's cursor past it. Called in the transaction
-// that stores the page's records, so the cursor never runs ahead of (or behind) the data.
+// logPage records one page of a listing walked by one cursor (the chats' recent list, a chat's
+// messages) and moves the inventory's cursor past it, in the transaction that stores the page.
 func logPage(ctx context.Context, tx pgx.Tx, entity string, runID int64, p pageRecord) error {
 	_, err := tx.Exec(ctx, `INSERT INTO bitrix_page_log (entity, pass, cursor, next_cursor, count, total, run_id)
 VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, 0))`, entity, p.pass, p.cursor, p.next, p.count, p.total, runID)
@@ -111,6 +111,37 @@ get_finished_at = CASE WHEN $5 THEN now() END, updated_at = now() WHERE entity =
 		entity, p.next, p.count, p.total, p.last)
 	if err != nil {
 		return fmt.Errorf("advance get cursor of %s: %w", entity, err)
+	}
+	return nil
+}
+
+// logPages records pages of a pass and moves the inventory past them: the rows read, the total
+// the portal reported, the cursor of an interrupted pass (the lowest place an open ID range
+// stopped at) and, once no range is open (or test_limit was reached), the pass's end. Called in
+// the transaction that stores the pages' records, so the inventory never runs ahead of (or
+// behind) the data.
+func logPages(ctx context.Context, tx pgx.Tx, entity string, runID int64, pass int, pages []pageRecord, total *int64, limited bool) error {
+	var cursors, nexts []string
+	var counts []int32
+	var rows int64
+	for _, p := range pages {
+		cursors, nexts, counts = append(cursors, p.cursor), append(nexts, p.next), append(counts, int32(p.count))
+		rows += int64(p.count)
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO bitrix_page_log (entity, pass, cursor, next_cursor, count, total, run_id)
+SELECT $1, $2, c, n, k, $6, NULLIF($7, 0) FROM unnest($3::text[], $4::text[], $5::int[]) AS u(c, n, k)`,
+		entity, pass, cursors, nexts, counts, total, runID)
+	if err != nil {
+		return fmt.Errorf("log pages of %s: %w", entity, err)
+	}
+	_, err = tx.Exec(ctx, `WITH open AS (SELECT cursor FROM bitrix_get_ranges WHERE entity = $1 AND pass = $2 AND NOT done)
+UPDATE bitrix_inventory SET pass_rows = pass_rows + $3, source_total = coalesce($4, source_total),
+get_cursor = coalesce((SELECT cursor FROM open ORDER BY length(cursor), cursor LIMIT 1), get_cursor),
+get_complete = $5 OR NOT EXISTS (SELECT 1 FROM open),
+get_finished_at = CASE WHEN $5 OR NOT EXISTS (SELECT 1 FROM open) THEN now() END, updated_at = now()
+WHERE entity = $1`, entity, pass, rows, total, limited)
+	if err != nil {
+		return fmt.Errorf("advance get of %s: %w", entity, err)
 	}
 	return nil
 }

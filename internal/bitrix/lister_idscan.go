@@ -3,6 +3,7 @@ package bitrix
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -14,8 +15,9 @@ import (
 )
 
 // IDScan lists an entity by ID-keyed enumeration (research/bitrix.md §3): sorted by ID, filtered
-// to IDs above the last one stored, start=-1 so the portal never counts, 50 pages chained in one
-// batch call. The inventory's cursor is the last ID stored, so an interrupted get resumes there.
+// to an ID range, start=-1 so the portal never counts, pages chained inside batch calls. The
+// pass is cut into ID ranges walked at once (idranges.go), each range's place kept in
+// bitrix_get_ranges, so an interrupted get resumes every range where it stopped.
 type IDScan struct {
 	Scan rest.Scan
 	// CountParams replace Scan.Params keys for the count call (a narrow select, say), which
@@ -33,19 +35,61 @@ func (s *IDScan) get(ctx context.Context, g *getRun) error {
 	if err != nil {
 		return err
 	}
+	w := &rangeWalk{g: g, scan: s, zone: zone}
 	g.st.Resumed = inv.Pass > 0 && !inv.Complete
+	var first *rest.Page
 	if g.st.Resumed {
-		e.Log.Info("resuming an interrupted get from the page log", "entity", ent.Name, "pass", inv.Pass,
-			"after_id", inv.Cursor, "rows_so_far", inv.PassRows)
-	} else {
-		if inv, err = startPass(ctx, e.Pool, ent.Name, e.TestLimit); err != nil {
+		if w.ranges, err = loadRanges(ctx, e.Pool, ent.Name, inv); err != nil {
 			return err
 		}
-		e.Log.Info("get started", "entity", ent.Name, "pass", inv.Pass, "test_limit", e.TestLimit)
+		w.density, w.total = densityOf(w.ranges, inv.SourceTotal), inv.SourceTotal
+		e.Log.Info("resuming an interrupted get where each ID range stopped", "entity", ent.Name, "pass", inv.Pass,
+			"ranges_open", countOpen(w.ranges), "rows_so_far", inv.PassRows)
+	} else {
+		b, err := e.Source.ScanBounds(ctx, s.Scan, "0")
+		if err != nil {
+			return err
+		}
+		w.ranges, w.density = newRanges(b, e.TestLimit)
+		if b.Total >= 0 {
+			t := int64(b.Total)
+			w.total = &t
+		}
+		err = pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
+			if inv, err = startPass(ctx, tx, ent.Name, e.TestLimit); err != nil {
+				return err
+			}
+			return saveRanges(ctx, tx, ent.Name, inv.Pass, w.ranges)
+		})
+		if err != nil {
+			return err
+		}
+		first = &b.First
+		e.Log.Info("get started", "entity", ent.Name, "pass", inv.Pass, "test_limit", e.TestLimit, "total", b.Total,
+			"last_id", b.Last, "ranges", len(w.ranges))
 	}
+	w.pass, w.before = inv.Pass, inv.PassRows
 	g.st.Pass, g.st.Cursor = inv.Pass, inv.Cursor
-	p := &scanPages{g: g, zone: zone, pass: inv.Pass, before: inv.PassRows}
-	return e.Source.ListByID(ctx, s.Scan, inv.Cursor, func(page rest.Page) error { return p.store(ctx, page) })
+	if first != nil {
+		err := w.store(ctx, w.ranges[:1], [][]rest.Page{{*first}})
+		if err != nil {
+			if errors.Is(err, errLimitReached) {
+				return nil
+			}
+			return err
+		}
+	}
+	return w.run(ctx)
+}
+
+func countOpen(ranges []*idRange) int {
+	n := 0
+	for _, r := range ranges {
+		if !r.done {
+			n++
+		}
+	}
+	return n
 }
 
 func (s *IDScan) total(ctx context.Context, e *Engine, ent *Entity) (int64, error) {
@@ -95,81 +139,6 @@ func (s *IDScan) byIDs(ctx context.Context, e *Engine, ent *Entity, ids []string
 		return nil, fmt.Errorf("read %s by id: %w", ent.Name, err)
 	}
 	return out, nil
-}
-
-// scanPages stores the pages of one IDScan get.
-type scanPages struct {
-	g      *getRun
-	zone   *time.Location
-	pass   int
-	before int64 // rows of the pass stored before this get
-	total  *int64
-}
-
-// store keeps one page: its records, the children of those records, under test_limit the
-// records they refer to that are not stored yet, the page log row and the inventory's cursor,
-// all in one transaction.
-func (p *scanPages) store(ctx context.Context, page rest.Page) error {
-	g := p.g
-	e, ent := g.e, g.ent
-	rows, last, limited := page.Rows, page.Last, false
-	if lim := e.TestLimit; lim > 0 {
-		left := int64(lim) - p.before - int64(g.st.Of(ent.Name).Rows)
-		if int64(len(rows)) >= left {
-			rows, last, limited = rows[:max(left, 0)], true, true
-		}
-	}
-	if p.total == nil && page.Total >= 0 {
-		t := p.before + int64(page.Total)
-		p.total = &t
-	}
-	recs, ids, err := decodeRows(ent, rows, p.zone)
-	if err != nil {
-		return err
-	}
-	next := page.Next
-	if len(ids) > 0 {
-		next = ids[len(ids)-1]
-	}
-	batch := []entityRecords{{ent, recs}}
-	for _, child := range e.registry().Children(ent) {
-		if child.Fetch == nil {
-			continue
-		}
-		kids, err := child.Fetch.fetch(ctx, e, child, ids, p.zone)
-		if err != nil {
-			return err
-		}
-		batch = append(batch, entityRecords{child, kids})
-	}
-	if e.TestLimit > 0 {
-		pulled, err := e.pullReferenced(ctx, batch, p.zone)
-		if err != nil {
-			return err
-		}
-		batch = append(batch, pulled...)
-	}
-	err = pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
-		if err := e.saveBatch(ctx, tx, batch, g.st); err != nil {
-			return err
-		}
-		return logPage(ctx, tx, ent.Name, e.RunID, pageRecord{pass: p.pass, cursor: page.Cursor, next: next,
-			count: len(recs), total: p.total, last: last})
-	})
-	if err != nil {
-		return err
-	}
-	g.st.Pages++
-	g.st.Complete = last
-	// One line per batch of the listing (50 pages), and for the last page.
-	if g.st.Pages%rest.MaxBatch == 1 || last {
-		done := g.st.Of(ent.Name).Rows
-		e.progress("get", ent.Name, p.before+int64(done), p.total, done, g.start)
-	}
-	if limited {
-		return errLimitReached
-	}
-	return nil
 }
 
 // entityRecords are records of one entity on their way into bitrix_records.

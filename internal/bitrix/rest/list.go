@@ -96,16 +96,21 @@ func orDefault(v, fallback string) string {
 	return v
 }
 
-// params returns the request parameters for the page after the ID after.
-// after is a string ID or a $result reference.
-func (s Scan) params(after string, start int) (map[string]any, error) {
+// order returns the parameters that sort by ID ascending.
+func (s Scan) order() map[string]any {
+	if s.Order == nil {
+		return map[string]any{"order": map[string]any{s.filterField(): "ASC"}}
+	}
+	return s.Order
+}
+
+// params returns the request parameters for the page after the ID after,
+// up to and including the ID upTo unless it is "". after and upTo are
+// string IDs or $result references.
+func (s Scan) params(after, upTo string, start int) (map[string]any, error) {
 	p := make(map[string]any, len(s.Params)+3)
 	maps.Copy(p, s.Params)
-	order := s.Order
-	if order == nil {
-		order = map[string]any{"order": map[string]any{s.filterField(): "ASC"}}
-	}
-	maps.Copy(p, order)
+	maps.Copy(p, s.order())
 	filterParam := orDefault(s.FilterParam, "filter")
 	filter := map[string]any{}
 	if f, ok := p[filterParam]; ok {
@@ -116,6 +121,9 @@ func (s Scan) params(after string, start int) (map[string]any, error) {
 		maps.Copy(filter, fm)
 	}
 	filter[">"+s.filterField()] = after
+	if upTo != "" {
+		filter["<="+s.filterField()] = upTo
+	}
 	p[filterParam] = filter
 	p["start"] = start
 	return p, nil
@@ -141,7 +149,7 @@ func (c *Client) ListByID(ctx context.Context, s Scan, after string, fn func(Pag
 	}
 	total, remaining := -1, -1
 	if !s.SkipCount {
-		params, err := s.params(after, 0)
+		params, err := s.params(after, "", 0)
 		if err != nil {
 			return err
 		}
@@ -169,7 +177,7 @@ func (c *Client) ListByID(ctx context.Context, s Scan, after string, fn func(Pag
 		if total >= 0 {
 			pages = min(max((remaining+PageSize-1)/PageSize, 1), MaxBatch)
 		}
-		cmds, err := s.chain(after, pages)
+		cmds, err := s.chain("p", after, "", pages)
 		if err != nil {
 			return err
 		}
@@ -202,13 +210,14 @@ func (c *Client) ListByID(ctx context.Context, s Scan, after string, fn func(Pag
 }
 
 // chain builds the commands for the given number of pages after the ID
-// after, each filtering on the last ID of the one before.
-func (s Scan) chain(after string, pages int) ([]Command, error) {
+// after (up to upTo unless ""), keyed prefix0, prefix1..., each filtering
+// on the last ID of the one before.
+func (s Scan) chain(prefix, after, upTo string, pages int) ([]Command, error) {
 	cmds := make([]Command, pages)
 	cursor := after
 	for i := range cmds {
-		key := "p" + strconv.Itoa(i)
-		params, err := s.params(cursor, -1)
+		key := prefix + strconv.Itoa(i)
+		params, err := s.params(cursor, upTo, -1)
 		if err != nil {
 			return nil, err
 		}
