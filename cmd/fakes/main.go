@@ -27,23 +27,27 @@ import (
 
 	"github.com/alexflint/go-arg"
 
+	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
 	"github.com/ingest-dev/ingest/internal/fakes/habrfake"
 	"github.com/ingest-dev/ingest/internal/fakes/targetfake"
 )
 
 type args struct {
-	Listen       string   `arg:"--listen" default:"127.0.0.1" help:"address to listen on (each fake gets a free port)"`
-	Fixtures     string   `arg:"--fixtures" default:"../shared/fixtures" help:"the shared fixtures directory"`
-	EnvFile      string   `arg:"--env-file" help:"write the fakes' URLs here as KEY=value lines once they listen"`
-	HabrFaults   []string `arg:"--habr-fault,separate" help:"PATH=FAULT, e.g. /ru/articles/1/=503 (see habrfake.ParseFault)"`
-	HabrArticles int      `arg:"--habr-extra-articles" help:"synthetic Habr articles to add to the feeds"`
-	BitrixUsers  int      `arg:"--bitrix-users" default:"500" help:"users on the fake Bitrix24 portal"`
-	BitrixGroups int      `arg:"--bitrix-groups" default:"40" help:"workgroups on the fake Bitrix24 portal"`
-	BitrixSeed   uint64   `arg:"--bitrix-seed" default:"1" help:"seed of the portal's generated data"`
-	BitrixChats  int      `arg:"--bitrix-chats" default:"60" help:"chats of the webhook's user (1:1, group, open, task), besides one chat per workgroup"`
-	BitrixLines  int      `arg:"--bitrix-open-lines" default:"3" help:"Open Channel conversations, each with an external guest"`
-	BitrixMsgs   int      `arg:"--bitrix-messages" default:"60" help:"messages in every chat"`
+	Listen       string        `arg:"--listen" default:"127.0.0.1" help:"address to listen on (each fake gets a free port)"`
+	Fixtures     string        `arg:"--fixtures" default:"../shared/fixtures" help:"the shared fixtures directory"`
+	EnvFile      string        `arg:"--env-file" help:"write the fakes' URLs here as KEY=value lines once they listen"`
+	HabrFaults   []string      `arg:"--habr-fault,separate" help:"PATH=FAULT, e.g. /ru/articles/1/=503 (see habrfake.ParseFault)"`
+	HabrArticles int           `arg:"--habr-extra-articles" help:"synthetic Habr articles to add to the feeds"`
+	BitrixUsers  int           `arg:"--bitrix-users" default:"500" help:"users on the fake Bitrix24 portal"`
+	BitrixGroups int           `arg:"--bitrix-groups" default:"40" help:"workgroups on the fake Bitrix24 portal"`
+	BitrixSeed   uint64        `arg:"--bitrix-seed" default:"1" help:"seed of the portal's generated data"`
+	BitrixChats  int           `arg:"--bitrix-chats" default:"60" help:"chats of the webhook's user (1:1, group, open, task), besides one chat per workgroup"`
+	BitrixLines  int           `arg:"--bitrix-open-lines" default:"3" help:"Open Channel conversations, each with an external guest"`
+	BitrixMsgs   int           `arg:"--bitrix-messages" default:"60" help:"messages in every chat"`
+	BitrixRate   string        `arg:"--bitrix-rate" default:"2/50" help:"the portal's leaky bucket, drain/burst as on the cloud (5/250 Enterprise); 'off' for none"`
+	BitrixDelay  time.Duration `arg:"--bitrix-latency" default:"50ms" help:"how long the portal holds every answer back"`
+	BitrixCmd    time.Duration `arg:"--bitrix-method-latency" default:"20ms" help:"and how much longer per method it ran (a full batch of 50 pages: about 1 s)"`
 }
 
 func (args) Description() string {
@@ -106,8 +110,17 @@ func run(ctx context.Context, a args, log *slog.Logger) error {
 	if err := serve("habr", "HABR_BASE_URL", habr.Handler(), func(b string) string { return b }); err != nil {
 		return err
 	}
-	portal := bitrixfake.New(bitrixfake.Options{Users: a.BitrixUsers, Groups: a.BitrixGroups, Seed: a.BitrixSeed,
-		Chats: a.BitrixChats, OpenLines: a.BitrixLines, MessagesPerChat: a.BitrixMsgs})
+	popts := bitrixfake.Options{Users: a.BitrixUsers, Groups: a.BitrixGroups, Seed: a.BitrixSeed,
+		Chats: a.BitrixChats, OpenLines: a.BitrixLines, MessagesPerChat: a.BitrixMsgs,
+		Latency: a.BitrixDelay, CommandLatency: a.BitrixCmd}
+	if a.BitrixRate != "off" {
+		r, err := rest.ParseRate(a.BitrixRate)
+		if err != nil {
+			return fmt.Errorf("--bitrix-rate: %w", err)
+		}
+		popts.Rate, popts.Burst = r.PerSecond, r.Burst
+	}
+	portal := bitrixfake.New(popts)
 	if err := serve("bitrix", "BITRIX_WEBHOOK_URL", portal, func(b string) string { return b + portal.WebhookPath() }); err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"strconv"
 	"testing"
@@ -18,6 +19,8 @@ import (
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/dbtest"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
+	"github.com/ingest-dev/ingest/internal/fakes/targetfake"
+	"github.com/ingest-dev/ingest/internal/importapi"
 	"github.com/ingest-dev/ingest/internal/metrics"
 )
 
@@ -120,7 +123,7 @@ func BenchmarkGetUsersSlowPortal(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				e := &bitrix.Engine{Pool: pool, Source: src, Log: quietLog(), Metrics: metrics.New(), Actor: "bench", Concurrency: conc}
+				e := &bitrix.Engine{Pool: pool, Source: src, Log: benchLog(), Metrics: metrics.New(), Actor: "bench", Concurrency: conc}
 				b.StartTimer()
 				start := time.Now()
 				st, err := e.Get(context.Background(), bitrix.Users)
@@ -137,6 +140,65 @@ func BenchmarkGetUsersSlowPortal(b *testing.B) {
 				b.ReportMetric(minCalls, "min_calls")
 				b.ReportMetric(math.Max(0, minCalls-float64(std.Burst-1))/std.PerSecond, "min_floor_s")
 				b.ReportMetric(float64(users)/wall, "users/s")
+			}
+		})
+	}
+}
+
+// BenchmarkSetUsers imports BITRIX_BENCH_USERS users (default 20,000, read beforehand from a
+// fake portal, not timed) into a fake target that answers every call in 200 ms, with 1, 4 and 8
+// import calls in flight, and reports per run:
+//
+//	calls    import calls made          wall_s   real time
+//	floor_s  calls x 200 ms / in flight  x_floor  wall_s / floor_s
+func BenchmarkSetUsers(b *testing.B) {
+	users := envInt(b, "BITRIX_BENCH_USERS", 20_000)
+	const latency = 200 * time.Millisecond
+	for _, conc := range []int{1, 4, 8} {
+		b.Run(fmt.Sprintf("concurrency=%d", conc), func(b *testing.B) {
+			for range b.N {
+				b.StopTimer()
+				pool := dbtest.Pool(b)
+				portal := bitrixfake.New(bitrixfake.Options{Users: users, Seed: 61})
+				psrv := httptest.NewServer(portal)
+				src, err := rest.New(psrv.URL+portal.WebhookPath(), rest.Options{Limiter: rate.NewLimiter(rate.Inf, 1), Logger: quietLog()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				target := targetfake.New(targetfake.Options{Latency: latency})
+				tsrv := httptest.NewServer(target)
+				u, _ := url.Parse(tsrv.URL + "/api/v1/")
+				u.User = url.UserPassword("import", target.Token())
+				client, err := importapi.New(u.String(), importapi.Options{Logger: quietLog()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				e := &bitrix.Engine{Pool: pool, Source: src, Target: client, Log: benchLog(), Metrics: metrics.New(),
+					Actor: "bench", Concurrency: conc}
+				if _, err := e.Get(context.Background(), bitrix.Users); err != nil {
+					b.Fatal(err)
+				}
+				before := target.Stats().Requests
+				b.StartTimer()
+				start := time.Now()
+				st, err := e.Set(context.Background(), bitrix.Users)
+				wall := time.Since(start).Seconds()
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				psrv.Close()
+				tsrv.Close()
+				if st[bitrix.Users].Imported != users {
+					b.Fatalf("imported %d users, want %d", st[bitrix.Users].Imported, users)
+				}
+				calls := float64(target.Stats().Requests - before)
+				floor := calls * latency.Seconds() / float64(conc)
+				b.ReportMetric(calls, "calls")
+				b.ReportMetric(wall, "wall_s")
+				b.ReportMetric(floor, "floor_s")
+				b.ReportMetric(wall/floor, "x_floor")
+				b.StartTimer()
 			}
 		})
 	}
@@ -185,4 +247,13 @@ func envInt(b *testing.B, name string, def int) int {
 		b.Fatalf("%s=%q: want a positive whole number", name, s)
 	}
 	return n
+}
+
+// benchLog is quietLog, unless BITRIX_BENCH_DEBUG is set: then the engine's debug lines (each
+// request's fetch and store times) go to stderr.
+func benchLog() *slog.Logger {
+	if os.Getenv("BITRIX_BENCH_DEBUG") == "" {
+		return quietLog()
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }

@@ -51,6 +51,19 @@ func ParseDate(raw json.RawMessage, zone *time.Location) (d Date, ok bool, err e
 	}
 	d.Raw = s
 	s = strings.TrimSpace(s)
+	// Most values are in one of two shapes: try the one the value looks like before the rest (a
+	// large get parses millions of dates, and every failed layout costs an error).
+	if layout, withOffset := likelyLayout(s); layout != "" {
+		if withOffset {
+			if t, err := time.Parse(layout, s); err == nil {
+				d.UTC, d.Offset = t.UTC(), offsetOf(t)
+				return d, true, nil
+			}
+		} else if t, err := time.ParseInLocation(layout, s, zone); err == nil {
+			d.UTC, d.Offset, d.Assumed = t.UTC(), offsetOf(t), true
+			return d, true, nil
+		}
+	}
 	for _, layout := range offsetLayouts {
 		if t, err := time.Parse(layout, s); err == nil {
 			d.UTC, d.Offset = t.UTC(), offsetOf(t)
@@ -64,6 +77,21 @@ func ParseDate(raw json.RawMessage, zone *time.Location) (d Date, ok bool, err e
 		}
 	}
 	return d, true, fmt.Errorf("%w in any format Bitrix24 sends", ErrDate)
+}
+
+// likelyLayout guesses the layout of a date by its shape: ISO 8601 with an offset
+// ("2024-07-15T00:00:00+03:00"), without one ("2024-08-29 10:30:11"), or the portal's display
+// format ("24.08.2023 13:19:39"); "" when it looks like none of them.
+func likelyLayout(s string) (layout string, withOffset bool) {
+	switch {
+	case len(s) == 25 && s[4] == '-' && s[10] == 'T' && (s[19] == '+' || s[19] == '-'):
+		return time.RFC3339, true
+	case len(s) == 19 && s[4] == '-' && s[10] == ' ':
+		return "2006-01-02 15:04:05", false
+	case len(s) == 19 && s[2] == '.' && s[10] == ' ':
+		return "02.01.2006 15:04:05", false
+	}
+	return "", false
 }
 
 func jsonKind(raw json.RawMessage) string {
@@ -82,11 +110,12 @@ func jsonKind(raw json.RawMessage) string {
 
 func offsetOf(t time.Time) string {
 	_, sec := t.Zone()
-	sign := '+'
+	sign := byte('+')
 	if sec < 0 {
 		sign, sec = '-', -sec
 	}
-	return fmt.Sprintf("%c%02d:%02d", sign, sec/3600, sec%3600/60)
+	h, m := sec/3600, sec%3600/60
+	return string([]byte{sign, byte('0' + h/10), byte('0' + h%10), ':', byte('0' + m/10), byte('0' + m%10)})
 }
 
 // isEmptyValue reports whether a field holds no value: absent, null, "", false, {} or [] (the

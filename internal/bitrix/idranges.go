@@ -125,8 +125,8 @@ func (w *rangeWalk) pagesFor(r *idRange) int {
 	return min(max(n, 1), rest.MaxBatch)
 }
 
-// take picks the next request: segments of free ranges, in ID order, until the batch is full,
-// marking them busy. A range expected to hold more than two batches is split first, so idle
+// take picks the next request: segments of free ranges, in ID order, as many as fit in one
+// batch, marking them busy. A range expected to hold more than two batches is split first, so idle
 // requests find work. It waits while every open range is busy, and returns nil when the pass is
 // read (or the walk stopped).
 func (w *rangeWalk) take(ctx context.Context) ([]*idRange, []rest.Segment, error) {
@@ -153,7 +153,13 @@ func (w *rangeWalk) take(ctx context.Context) ([]*idRange, []rest.Segment, error
 			if r.busy || budget == 0 {
 				continue
 			}
-			n := min(w.pagesFor(r), budget)
+			// A range whose pages do not fit what is left waits for a request of its own
+			// rather than being read in two requests one after the other.
+			n := w.pagesFor(r)
+			if n > budget && len(rs) > 0 {
+				continue
+			}
+			n = min(n, budget)
 			budget -= n
 			r.busy = true
 			rs = append(rs, r)
@@ -224,11 +230,15 @@ func (w *rangeWalk) run(ctx context.Context) error {
 				if err != nil || rs == nil {
 					return err
 				}
+				began := time.Now()
 				pages, err := w.g.e.Source.ScanSegments(gctx, w.scan.Scan, segs)
+				fetched := time.Now()
 				if err == nil {
 					err = w.store(gctx, rs, pages)
 				}
 				w.release(rs)
+				w.g.e.Log.Debug("ID ranges read", "entity", w.g.ent.Name, "ranges", len(rs),
+					"fetch_ms", fetched.Sub(began).Milliseconds(), "store_ms", time.Since(fetched).Milliseconds())
 				if err != nil {
 					return err
 				}

@@ -43,7 +43,7 @@ type incoming struct {
 // newIncoming prepares a source row, given as its raw JSON and its decoded fields: its checksum
 // and parsed dates.
 func newIncoming(ent *Entity, sourceID, parent string, payload json.RawMessage, fields map[string]json.RawMessage, zone *time.Location) (incoming, error) {
-	sum, err := checksum(payload, ent.Volatile)
+	sum, err := fieldsChecksum(fields, ent.Volatile)
 	if err != nil {
 		return incoming{}, fmt.Errorf("%s %s: %w", ent.Name, sourceID, err)
 	}
@@ -113,7 +113,7 @@ WHERE entity = $1 AND source_id = ANY($2) ORDER BY id FOR UPDATE`, entity, ids)
 	}
 	if len(fresh) > 0 {
 		tag, err := tx.Exec(ctx, `INSERT INTO bitrix_records (entity, source_id, parent_source_id, payload, checksum, dates)
-SELECT $1, s, NULLIF(p, ''), pl, c, d FROM unnest($2::text[], $3::text[], $4::jsonb[], $5::text[], $6::jsonb[]) AS u(s, p, pl, c, d)
+SELECT $1, s, NULLIF(p, ''), pl::jsonb, c, d::jsonb FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(s, p, pl, c, d)
 ON CONFLICT (entity, source_id) DO NOTHING`, append([]any{entity}, columns(fresh)...)...)
 		if err != nil {
 			return out, fmt.Errorf("insert %s records: %w", entity, err)
@@ -121,9 +121,9 @@ ON CONFLICT (entity, source_id) DO NOTHING`, append([]any{entity}, columns(fresh
 		out.inserted = int(tag.RowsAffected())
 	}
 	if len(changed) > 0 {
-		_, err := tx.Exec(ctx, `UPDATE bitrix_records r SET parent_source_id = NULLIF(u.p, ''), payload = u.pl,
-checksum = u.c, dates = u.d, retries = 0, next_attempt_at = NULL, fetched_at = now(), updated_at = now()
-FROM unnest($2::text[], $3::text[], $4::jsonb[], $5::text[], $6::jsonb[]) AS u(s, p, pl, c, d)
+		_, err := tx.Exec(ctx, `UPDATE bitrix_records r SET parent_source_id = NULLIF(u.p, ''), payload = u.pl::jsonb,
+checksum = u.c, dates = u.d::jsonb, retries = 0, next_attempt_at = NULL, fetched_at = now(), updated_at = now()
+FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(s, p, pl, c, d)
 WHERE r.entity = $1 AND r.source_id = u.s`, append([]any{entity}, columns(changed)...)...)
 		if err != nil {
 			return out, fmt.Errorf("update changed %s records: %w", entity, err)
@@ -145,7 +145,9 @@ WHERE r.entity = $1 AND r.source_id = u.s`, append([]any{entity}, columns(change
 	return out, nil
 }
 
-// columns turns records into the parallel arrays the unnest statements take.
+// columns turns records into the parallel arrays the unnest statements take. Payloads and dates
+// go as text and are cast to jsonb by the server, which checks them anyway: as jsonb[]
+// parameters the driver would re-validate every document on the client first.
 func columns(recs []incoming) []any {
 	sids := make([]string, len(recs))
 	parents := make([]string, len(recs))

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/ingest-dev/ingest/internal/rawjson"
 )
 
 // MaxBatch is the most commands one batch may carry; the portal fails the
@@ -185,21 +187,18 @@ func (s *section) UnmarshalJSON(b []byte) error {
 		*s = nil
 		return nil
 	}
+	return s.split(b)
+}
+
+// split reads a section from bytes already validated (they are part of a decoded answer).
+func (s *section) split(b []byte) error {
 	out := section{}
-	if bytes.TrimSpace(b)[0] == '[' {
-		var list []json.RawMessage
-		if err := json.Unmarshal(b, &list); err != nil {
-			return err
-		}
+	if list, err := rawjson.Elements(b); err == nil {
 		for i, v := range list {
 			out[strconv.Itoa(i)] = v
 		}
-	} else {
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(b, &m); err != nil {
-			return err
-		}
-		out = m
+	} else if err := rawjson.Members(b, func(k string, v json.RawMessage) { out[k] = v }); err != nil {
+		return fmt.Errorf("want an object or a list, got %.40s", b)
 	}
 	*s = out
 	return nil
@@ -214,8 +213,17 @@ type batchPayload struct {
 }
 
 func decodeBatch(env *envelope, methods map[string]string) (*BatchResult, error) {
+	// env.Result was validated with the whole answer: split it instead of decoding it again.
 	var p batchPayload
-	if err := json.Unmarshal(env.Result, &p); err != nil {
+	parts := map[string]*section{"result": &p.Result, "result_error": &p.ResultError, "result_total": &p.ResultTotal,
+		"result_next": &p.ResultNext, "result_time": &p.ResultTime}
+	var splitErr error
+	err := rawjson.Members(env.Result, func(k string, v json.RawMessage) {
+		if sec, ok := parts[k]; ok && !isEmptyJSON(v) && splitErr == nil {
+			splitErr = sec.split(v)
+		}
+	})
+	if err = errors.Join(err, splitErr); err != nil {
 		return nil, fmt.Errorf("bitrix batch: decode answer: %w", err)
 	}
 	res := &BatchResult{

@@ -7,6 +7,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/ingest-dev/ingest/internal/rawjson"
 )
 
 // ID is a Bitrix24 identifier. Legacy methods send IDs as JSON strings
@@ -106,14 +108,16 @@ func (r *Response) Rows(path ...string) ([]json.RawMessage, error) {
 	return rowsAt(r.Result, path)
 }
 
+// rowsAt and decodeList read results that came out of a successful decode of the whole answer,
+// so they split them with rawjson rather than validating every level again.
 func rowsAt(raw json.RawMessage, path []string) ([]json.RawMessage, error) {
 	for _, key := range path {
-		var obj map[string]json.RawMessage
 		if isEmptyJSON(raw) {
 			return nil, nil
 		}
-		if err := json.Unmarshal(raw, &obj); err != nil {
-			return nil, fmt.Errorf("result: want an object holding %q: %w", key, err)
+		obj, err := rawjson.Object(raw)
+		if err != nil {
+			return nil, fmt.Errorf("result: want an object holding %q, got %s", key, firstBytes(raw))
 		}
 		raw = obj[key]
 	}
@@ -127,53 +131,15 @@ func rowsAt(raw json.RawMessage, path []string) ([]json.RawMessage, error) {
 // in document order: PHP serialises an array with non-sequential keys as an
 // object, so lists sometimes arrive in that shape.
 func decodeList(raw json.RawMessage) ([]json.RawMessage, error) {
-	if len(raw) > 0 && raw[0] == '[' {
-		var list []json.RawMessage
-		if err := json.Unmarshal(raw, &list); err != nil {
-			return nil, fmt.Errorf("decode list: %w", err)
-		}
+	if list, err := rawjson.Elements(raw); err == nil {
 		return list, nil
 	}
-	pairs, err := decodeObject(raw)
+	var list []json.RawMessage
+	err := rawjson.Members(raw, func(_ string, v json.RawMessage) { list = append(list, v) })
 	if err != nil {
-		return nil, fmt.Errorf("decode list: %w", err)
-	}
-	list := make([]json.RawMessage, len(pairs))
-	for i, p := range pairs {
-		list[i] = p.value
+		return nil, fmt.Errorf("decode list: want an array or an object, got %s", firstBytes(raw))
 	}
 	return list, nil
-}
-
-type rawPair struct {
-	key   string
-	value json.RawMessage
-}
-
-// decodeObject reads a JSON object keeping the order of its keys.
-func decodeObject(raw json.RawMessage) ([]rawPair, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, fmt.Errorf("want an array or an object, got %s", firstBytes(raw))
-	}
-	var pairs []rawPair
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		key, _ := tok.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, err
-		}
-		pairs = append(pairs, rawPair{key, v})
-	}
-	return pairs, nil
 }
 
 // isEmptyJSON reports whether raw is absent, null, [], {} or false (im.*

@@ -543,24 +543,21 @@ func TestIMSameSeedSameData(t *testing.T) {
 }
 
 func TestLatencyCountsTheMethodsAnAnswerRan(t *testing.T) {
-	p, srv := start(t, Options{Users: 5, Seed: 1, CommandLatency: time.Millisecond})
+	p, srv := start(t, Options{Users: 5, Seed: 1, CommandLatency: time.Millisecond,
+		MethodLatency: map[string]time.Duration{"user.current": 10 * time.Millisecond}})
 	tests := []struct {
 		method, body string
-		wantRun      int
+		wantHeld     time.Duration
 	}{
-		{"user.get", `{}`, 1},
-		{"batch", `{"cmd":{"a":"user.get","b":"user.get","c":"user.current"}}`, 3},
+		{"user.get", `{}`, time.Millisecond},
+		{"batch", `{"cmd":{"a":"user.get","b":"user.get","c":"user.current"}}`, 12 * time.Millisecond},
 		{"no.such.method", `{}`, 0},
 	}
 	for _, tt := range tests {
-		before := p.executed
+		before := p.held
 		call(t, srv, p, tt.method, tt.body)
-		if run := p.executed - before; run != tt.wantRun {
-			t.Errorf("%s ran %d methods, want %d", tt.method, run, tt.wantRun)
+		if held := p.held - before; held != tt.wantHeld {
+			t.Errorf("%s held its answer %v, want %v", tt.method, held, tt.wantHeld)
 		}
-	}
-	p.opts.Latency = 20 * time.Millisecond
-	if got, want := p.latency(50), 70*time.Millisecond; got != want {
-		t.Errorf("latency of a 50-command batch = %v, want %v", got, want)
 	}
 }

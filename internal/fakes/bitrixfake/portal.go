@@ -96,6 +96,9 @@ type Options struct {
 	// other requests: the network and the portal's own work, which is what
 	// concurrent clients overlap. Zero means answers come at once.
 	Latency, CommandLatency time.Duration
+	// MethodLatency replaces CommandLatency for the methods it names (in
+	// lower case): a portal is slower on some methods than on others.
+	MethodLatency map[string]time.Duration
 	// Now is the portal's clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -147,7 +150,7 @@ type Portal struct {
 	faults         map[string][]Fault
 	im             imState
 	stats          Stats
-	executed       int // methods run, batch commands included
+	held           time.Duration // answer time of the methods run so far (CommandLatency, MethodLatency)
 	last           Request
 }
 
@@ -279,7 +282,7 @@ func (p *Portal) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	p.mu.Lock()
-	executedBefore := p.executed
+	heldBefore := p.held
 	now := p.opts.Now()
 	params := requestParams(r, body)
 	p.last = Request{Verb: r.Method, Method: method, Params: params}
@@ -296,9 +299,9 @@ func (p *Portal) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a = p.execute(method, params, now)
 	}
 	out, status := p.envelope(a, now)
-	executed := p.executed - executedBefore
+	held := p.held - heldBefore
 	p.mu.Unlock()
-	if !p.hold(r, executed) {
+	if !p.hold(r, p.opts.Latency+held) {
 		return
 	}
 
@@ -312,10 +315,9 @@ func (p *Portal) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(append(body, '\n'))
 }
 
-// hold waits out the latency of an answer that ran n methods, outside the
-// portal's lock; it reports false if the client went away meanwhile.
-func (p *Portal) hold(r *http.Request, n int) bool {
-	d := p.latency(n)
+// hold waits d, the latency of an answer, outside the portal's lock; it
+// reports false if the client went away meanwhile.
+func (p *Portal) hold(r *http.Request, d time.Duration) bool {
 	if d <= 0 {
 		return true
 	}
@@ -327,11 +329,6 @@ func (p *Portal) hold(r *http.Request, n int) bool {
 	case <-r.Context().Done():
 		return false
 	}
-}
-
-// latency is how long an answer that ran n methods is held back.
-func (p *Portal) latency(n int) time.Duration {
-	return p.opts.Latency + time.Duration(n)*p.opts.CommandLatency
 }
 
 // splitPath reads /rest/<user>/<token>/<method>[.json].
@@ -397,7 +394,11 @@ func (p *Portal) execute(method string, params map[string]any, now time.Time) an
 	}
 	a := h(params)
 	p.stats.Calls[method]++
-	p.executed++
+	if d, ok := p.opts.MethodLatency[method]; ok {
+		p.held += d
+	} else {
+		p.held += p.opts.CommandLatency
+	}
 	window.add(now, a.cost.Seconds())
 	a.method = method
 	a.operating = window.sum(now)

@@ -29,6 +29,9 @@ type Options struct {
 	MaxItems int
 	// SlowDelay is how long FaultSlow holds an answer; 0 means 2 s.
 	SlowDelay time.Duration
+	// Latency holds every answer back, outside the server's lock, as a
+	// real API's network and work do (concurrent requests overlap it).
+	Latency time.Duration
 	// Now stamps updated_at; nil means time.Now.
 	Now func() time.Time
 }
@@ -143,6 +146,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	answer, err := s.handle(r, method)
+	if s.opts.Latency > 0 {
+		t := time.NewTimer(s.opts.Latency)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+		}
+		t.Stop()
+	}
 	if fault == FaultLostAnswer {
 		dropConnection(w)
 		return
