@@ -91,6 +91,11 @@ func validate(command string, a *args, r *redact.Redactor) error {
 			return err
 		}
 	}
+	if command == "bitrix plan" {
+		if err := a.Bitrix.check("plan", r.Add); err != nil {
+			return err
+		}
+	}
 	if a.HabrBaseURL != "" {
 		if err := checkHTTPURL(a.HabrBaseURL); err != nil {
 			return configError{"HABR_BASE_URL: " + err.Error()}

@@ -29,10 +29,11 @@ type bitrixCmd struct {
 	TestLimit  int    `arg:"--test-limit,env:BITRIX_TEST_LIMIT" help:"get reads only the first N records of the entity (dependencies come along)" placeholder:"N"`
 	// Concurrency only overlaps the portal's answer times: every request still waits for the
 	// one leaky bucket, so a higher cap never makes the run ruder to the portal.
-	Concurrency int  `arg:"--concurrency,env:BITRIX_CONCURRENCY" default:"4" help:"chats get: batches of message reads in flight at once, all under the one rate limit" placeholder:"N"`
+	Concurrency int  `arg:"--concurrency,env:BITRIX_CONCURRENCY" default:"8" help:"requests in flight at once (get's ID ranges and chat messages, set's import calls), all under the one rate limit" placeholder:"N"`
 	ChatRescan  bool `arg:"--chat-rescan,env:BITRIX_CHAT_RESCAN" help:"chats get: read every chat's whole history again (finds edited messages) instead of only the new messages"`
 
 	Status *bitrixStatusCmd `arg:"subcommand:status" help:"per entity: records by status, inventory, verified flag, last verify report"`
+	Plan   *bitrixPlanCmd   `arg:"subcommand:plan" help:"before the window: per entity the records on the portal, the calls get needs and their time at the rate"`
 	// One subcommand per registered entity (bitrix.Catalog) is added by bitrixArgs.
 }
 
@@ -80,7 +81,7 @@ func bitrixCommands() []string {
 // registers the secrets for redaction.
 func (c *bitrixCmd) check(phase string, redact func(string)) error {
 	needSource := phase != "fields-set" && phase != "set" && phase != ""
-	needTarget := phase != "fields-get" && phase != "get" && phase != ""
+	needTarget := phase != "fields-get" && phase != "get" && phase != "plan" && phase != ""
 	if needSource {
 		if c.WebhookURL == "" {
 			return configError{"BITRIX_WEBHOOK_URL (or --webhook-url) is required for " + phase + ": the portal's incoming webhook, https://PORTAL/rest/USER/TOKEN/"}

@@ -124,7 +124,7 @@ func isLeaf(command string) bool {
 	switch command {
 	case "migrate", "migrate up", "migrate status",
 		"status", "status habr", "status bitrix", "status set", "status ack",
-		"show habr", "show bitrix", "discover habr", "extract habr", "bitrix status", "version":
+		"show habr", "show bitrix", "discover habr", "extract habr", "bitrix status", "bitrix plan", "version":
 		return true
 	}
 	_, _, ok := bitrixCommand(command)
@@ -145,6 +145,8 @@ func (app *app) dispatch(ctx context.Context, command string, a args) error {
 		return app.status(ctx, app.machines()[1:2], a.Status.JSON)
 	case "bitrix status":
 		return app.bitrixStatus(ctx, a.Bitrix.Status.JSON)
+	case "bitrix plan":
+		return app.bitrixPlan(ctx, a.Bitrix)
 	case "status set":
 		return app.statusSet(ctx, a.Status.Set)
 	case "status ack":

@@ -48,7 +48,12 @@ func (e *Engine) batchEach(ctx context.Context, cmds []rest.Command, fn func(key
 	return nil
 }
 
-// concurrency is the cap on batches in flight (BITRIX_CONCURRENCY).
+// defaultConcurrency is how many requests are in flight when Engine.Concurrency is not set:
+// enough that a portal answering a full batch in about a second keeps the rate limit, not its
+// answer time, the bound (docs/benchmarks.md).
+const defaultConcurrency = 8
+
+// concurrency is the cap on requests in flight (BITRIX_CONCURRENCY).
 func (e *Engine) concurrency() int {
 	if e.Concurrency > 0 {
 		return e.Concurrency

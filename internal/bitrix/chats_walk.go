@@ -23,9 +23,6 @@ const (
 	// maxChain is how many pages of one chat a batch may chain when few chats are left: page
 	// k+1 asks for the messages older than page k's 50th through a $result reference.
 	maxChain = 8
-	// defaultConcurrency is how many batches of message reads are in flight when Engine.Concurrency
-	// is not set.
-	defaultConcurrency = 4
 )
 
 // chatCursor is where the reading of one chat's messages stands. Walking back, the next page is

@@ -31,6 +31,7 @@ type Source interface {
 	Batch(ctx context.Context, cmds []rest.Command, halt bool) (*rest.BatchResult, error)
 	ScanBounds(ctx context.Context, s rest.Scan, after string) (rest.Bounds, error)
 	ScanSegments(ctx context.Context, s rest.Scan, segs []rest.Segment) ([][]rest.Page, error)
+	ListByStart(ctx context.Context, l rest.List, start int, fn func(rest.Page) error) error
 }
 
 // Target is the system the migration imports into (docs/target-import-api.md);
@@ -71,8 +72,9 @@ type Engine struct {
 	SourceZone *time.Location
 	// SampleSize is how many IMPORT_OK records verify compares field by field; 0 means 50.
 	SampleSize int
-	// Concurrency is how many batches of message reads chats get keeps in flight at once
-	// (BITRIX_CONCURRENCY); 0 means 4. Every request still waits for the shared rate limiter.
+	// Concurrency is how many requests a phase keeps in flight at once (BITRIX_CONCURRENCY):
+	// get's ID ranges and chat message reads, set's import calls. 0 means 8. Every request to
+	// the portal still waits for the shared rate limiter; concurrency only overlaps answer times.
 	Concurrency int
 	// ChatRescan makes chats get read every chat's whole history again instead of only the
 	// messages newer than the newest one stored: the way to find edited messages, whose hash

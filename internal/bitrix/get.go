@@ -103,8 +103,11 @@ type Lister interface {
 	// get reads the entity for one Get call.
 	get(ctx context.Context, g *getRun) error
 	// total asks the portal how many records the entity has, as cheaply as it can (verify's
-	// source count, the plan).
+	// source count).
 	total(ctx context.Context, e *Engine, ent *Entity) (int64, error)
+	// plan says how many records get will read for the entity and its children and how many
+	// calls that takes, asking the portal as little as it can.
+	plan(ctx context.Context, e *Engine, ent *Entity) ([]EntityPlan, error)
 }
 
 // getRun is one Get call: the entity, its counters and where it started.

@@ -303,3 +303,74 @@ func (v *env) inventory(entity string) bitrix.Inventory {
 	v.t.Fatalf("no inventory for %s", entity)
 	return bitrix.Inventory{}
 }
+
+// stopListing stops an offset get after a number of pages were stored, as a crash would.
+type stopListing struct {
+	bitrix.Source
+	pages  int
+	cancel context.CancelFunc
+}
+
+func (s *stopListing) ListByStart(ctx context.Context, l rest.List, start int, fn func(rest.Page) error) error {
+	n := 0
+	return s.Source.ListByStart(ctx, l, start, func(p rest.Page) error {
+		if err := fn(p); err != nil {
+			return err
+		}
+		if n++; n == s.pages {
+			s.cancel()
+		}
+		return nil
+	})
+}
+
+// An entity listed by offset (here users, through a registry of its own) is read whole, and an
+// interrupted get resumes at the offset of the first page it did not store.
+func TestOffsetPagesResumeAtTheNextOffset(t *testing.T) {
+	t.Parallel()
+	const users = 730
+	v := newEnv(t, bitrixfake.Options{Users: users, Seed: 12})
+	reg, err := bitrix.NewRegistry(&bitrix.Entity{Name: "people", Batch: 50,
+		Lister: &bitrix.OffsetPages{List: rest.List{Method: "user.get", Params: map[string]any{"ADMIN_MODE": true, "sort": "ID", "order": "ASC"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(v.ctx)
+	defer cancel()
+	e := v.engine()
+	e.Registry = reg
+	e.Source = &stopListing{Source: v.source, pages: 4, cancel: cancel}
+	if _, err := e.Get(ctx, "people"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted get = %v, want context.Canceled", err)
+	}
+	inventory := func() bitrix.Inventory {
+		e := v.engine()
+		e.Registry = reg
+		rep, err := e.Report(v.ctx)
+		if err != nil || len(rep.Entities) != 1 || rep.Entities[0].Inventory == nil {
+			t.Fatalf("report = %+v, %v", rep, err)
+		}
+		return *rep.Entities[0].Inventory
+	}
+	inv := inventory()
+	if inv.Complete || inv.PassRows != 250 || inv.Cursor != "250" {
+		t.Fatalf("inventory after interruption = %+v, want 250 rows (the first page and 4 more), cursor 250", inv)
+	}
+	e = v.engine()
+	e.Registry = reg
+	st, err := e.Get(v.ctx, "people")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Resumed || !st.Complete || st.Of("people").Inserted != users-250 {
+		t.Errorf("rerun = %+v, want the %d users after offset 250", st, users-250)
+	}
+	if n := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'people'`); n != users {
+		t.Errorf("%d stored, want %d", n, users)
+	}
+	// The next get is a new pass that finds nothing changed.
+	st, err = e.Get(v.ctx, "people")
+	if err != nil || st.Resumed || st.Of("people").Unchanged != users {
+		t.Errorf("third get = %+v, %v; want a new pass with %d unchanged", st, err, users)
+	}
+}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/rest"
+)
+
+type bitrixPlanCmd struct {
+	JSON bool `arg:"--json" help:"print JSON"`
+}
+
+// bitrixPlan asks the portal how large every registered entity is and prints what get will
+// cost: records, HTTP calls and time at BITRIX_RATE. It reads only, takes no lock and records no
+// run: it may be run at any time, even while a migration runs (its calls count against the
+// same bucket).
+func (app *app) bitrixPlan(ctx context.Context, c *bitrixCmd) error {
+	rt, _ := rest.ParseRate(c.Rate) // checked before
+	src, err := rest.New(c.WebhookURL, rest.Options{Rate: rt, Limiter: rt.NewLimiter(), Logger: app.log, UserAgent: "ingest/" + version})
+	if err != nil {
+		return configError{"BITRIX_WEBHOOK_URL: " + err.Error()}
+	}
+	e := &bitrix.Engine{Pool: app.pool, Source: src, Log: app.log, Concurrency: c.Concurrency}
+	p, err := e.Plan(ctx, rt)
+	if err != nil {
+		return err
+	}
+	if c.Plan.JSON {
+		return app.printJSON(p)
+	}
+	w := tabwriter.NewWriter(app.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "ENTITY\tRECORDS\tGET CALLS\tTIME AT "+p.Rate+"\t")
+	for _, ep := range p.Entities {
+		records := "unknown"
+		if ep.Records >= 0 {
+			records = fmt.Sprint(ep.Records)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t\n", ep.Entity, records, ep.Calls, seconds(ep.Seconds))
+	}
+	fmt.Fprintf(w, "total\t\t%d\t%s\t\n", p.Calls, seconds(p.Seconds))
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(app.stdout)
+	for _, ep := range p.Entities {
+		fmt.Fprintf(app.stdout, "  %s: %s\n", ep.Entity, ep.How)
+	}
+	fmt.Fprintf(app.stdout, "Times are calls at the drain rate (a bucket with room saves up to %d calls' worth); set, verify\n"+
+		"and the target's own pace come on top. Asking took %d calls.\n", rt.Burst-1, p.PlanCalls)
+	return nil
+}
+
+func seconds(s float64) string {
+	if s < 120 {
+		return fmt.Sprintf("%.1f s", s)
+	}
+	return fmt.Sprintf("%.1f min", s/60)
+}

@@ -1,0 +1,151 @@
+package bitrix
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/ingest-dev/ingest/internal/bitrix/rest"
+)
+
+// Plan is what get is expected to cost, entity by entity, so that a team can book its
+// migration window: records on the portal, the HTTP calls get will send for them, and the time
+// those take at the portal's rate.
+type Plan struct {
+	// Rate is the leaky bucket the times are computed for.
+	Rate string `json:"rate"`
+	// Entities are in migration order, each command entity followed by its children.
+	Entities []EntityPlan `json:"entities"`
+	// Calls and Seconds add up the entities'.
+	Calls   int     `json:"calls"`
+	Seconds float64 `json:"seconds"`
+	// PlanCalls is what asking cost: the calls the plan itself sent.
+	PlanCalls int `json:"plan_calls"`
+}
+
+// EntityPlan is the plan of one entity.
+type EntityPlan struct {
+	Entity string `json:"entity"`
+	// Records is how many the portal holds; -1 when it cannot say without reading them.
+	Records int64 `json:"records"`
+	// Calls is how many HTTP calls get will send for them.
+	Calls int `json:"calls"`
+	// Seconds is the least time those calls take at the rate: every one waits its turn at the
+	// drain rate (a bucket with room shortens it by up to its burst).
+	Seconds float64 `json:"seconds"`
+	// How says how the figures were obtained.
+	How string `json:"how"`
+}
+
+// Plan asks the portal how large each entity is, with one cheap call per entity (a count of a
+// one-row page), and per parent where children have no count of their own, and works out the
+// calls and time get will need at rate. Entities listed by a walker that has no count (chats)
+// are planned by reading their cheapest listing. It sends nothing to the target.
+func (e *Engine) Plan(ctx context.Context, rate rest.Rate) (Plan, error) {
+	before := e.stats()
+	p := Plan{Rate: rate.String()}
+	for _, ent := range e.registry().Commands() {
+		plans, err := ent.Lister.plan(ctx, e, ent)
+		if err != nil {
+			return p, fmt.Errorf("plan %s: %w", ent.Name, err)
+		}
+		for _, ep := range plans {
+			ep.Seconds = round1(float64(ep.Calls) / rate.PerSecond)
+			p.Calls += ep.Calls
+			p.Seconds += ep.Seconds
+			p.Entities = append(p.Entities, ep)
+		}
+	}
+	p.Seconds = round1(p.Seconds)
+	p.PlanCalls = int(e.stats() - before)
+	return p, nil
+}
+
+// plan of an ID scan: the portal's count, then the calls of a get over that many rows (the
+// clock probe, the first page with the count and the highest ID, the ranges' pages 50 to a
+// request, one short page ending each range), and for children read per parent one command per
+// parent, 50 to a request.
+func (s *IDScan) plan(ctx context.Context, e *Engine, ent *Entity) ([]EntityPlan, error) {
+	n, err := s.total(ctx, e, ent)
+	if err != nil {
+		return nil, err
+	}
+	out := []EntityPlan{{Entity: ent.Name, Records: n, Calls: idScanCalls(n),
+		How: s.Scan.Method + " count; get reads 2,500 rows per call in ID ranges"}}
+	for _, child := range e.registry().Children(ent) {
+		if child.Fetch == nil {
+			continue
+		}
+		out = append(out, EntityPlan{Entity: child.Name, Records: -1, Calls: ceilDiv(n, rest.MaxBatch),
+			How: fmt.Sprintf("%s per %s, %d to a call; no count before they are read", child.Fetch.Method, ent.Parent, rest.MaxBatch)})
+	}
+	return out, nil
+}
+
+// idScanCalls is how many calls an ID-scan get of n rows sends (see newRanges).
+func idScanCalls(n int64) int {
+	if n <= rest.PageSize {
+		return 2
+	}
+	left := n - rest.PageSize
+	ranges := ceilDiv(left, rangeRows)
+	pages := ceilDiv(left, rest.PageSize) + ranges + 1
+	return 2 + ceilDiv(int64(pages), rest.MaxBatch)
+}
+
+func ceilDiv(n int64, d int) int { return int(math.Ceil(float64(n) / float64(d))) }
+
+// plan of chats: no method counts chats or messages, so the plan reads what get reads first
+// (the recent list and the workgroups' chats, cheap: 200 chats a page) and asks every readable
+// chat for its message count (im.dialog.get, 50 chats to a call).
+func (chatWalker) plan(ctx context.Context, e *Engine, ent *Entity) ([]EntityPlan, error) {
+	before := e.stats()
+	rows, _, err := e.findChats(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	listing := e.stats() - before
+	var cmds []rest.Command
+	for _, c := range rows {
+		if c.Unreachable == nil {
+			id := strconv.FormatInt(c.ID, 10)
+			cmds = append(cmds, rest.Command{Key: "c" + id, Method: "im.dialog.get", Params: map[string]any{"DIALOG_ID": "chat" + id}})
+		}
+	}
+	var messages int64
+	pages := 0
+	err = e.batchEachConcurrently(ctx, cmds, func(key string, resp *rest.Response) error {
+		var card struct {
+			MessageCount int64 `json:"message_count"`
+		}
+		if err := resp.Decode(&card); err != nil {
+			return fmt.Errorf("im.dialog.get %s: %w", key[1:], err)
+		}
+		messages += card.MessageCount
+		pages += int(card.MessageCount/rest.PageSize) + 1 // the walk ends at its first short page
+		return nil
+	}, func(key string, err error) error {
+		if _, ok := unreachableFrom("im.dialog.get", err); ok {
+			return nil
+		}
+		return fmt.Errorf("chat %s: %w", key[1:], err)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return []EntityPlan{
+		{Entity: ent.Name, Records: int64(len(rows)), Calls: int(listing),
+			How: "im.recent.list and the workgroups' chats, read as get reads them, with participants"},
+		{Entity: ChatMessages, Records: messages, Calls: ceilDiv(int64(pages), rest.MaxBatch),
+			How: "im.dialog.get message_count per readable chat; get reads 50 pages per call"},
+	}, nil
+}
+
+// stats counts the requests sent to the portal so far, when the source can say.
+func (e *Engine) stats() int64 {
+	if s, ok := e.Source.(interface{ Stats() rest.Stats }); ok {
+		return s.Stats().Requests
+	}
+	return 0
+}
