@@ -1,0 +1,38 @@
+package bitrix_test
+
+import (
+	"fmt"
+
+	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/rest"
+)
+
+// The worked example of docs/adding-an-entity.md: a flat entity is one value. (Departments are
+// not part of the migration; the example shows the shape, and this test keeps it compiling and
+// valid.)
+func departmentsEntity() *bitrix.Entity {
+	return &bitrix.Entity{
+		Name:     "departments",
+		Help:     "the company structure (users must be imported and verified first)",
+		Requires: []string{bitrix.Users},
+		// department.get takes top-level SORT and ORDER, a filter by ID and start=-1.
+		Lister: &bitrix.IDScan{Scan: rest.Scan{
+			Method:      "department.get",
+			FilterParam: "FILTER",
+			Order:       map[string]any{"SORT": "ID", "ORDER": "ASC"},
+		}},
+		Refs:     []bitrix.Ref{{Field: "UF_HEAD", Entity: bitrix.Users, Name: "head"}},
+		Batch:    50,
+		NoFields: "departments have no custom fields of their own",
+	}
+}
+
+func ExampleNewRegistry() {
+	reg, err := bitrix.NewRegistry(append(bitrix.Catalog().All(), departmentsEntity())...)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(reg.CommandNames())
+	// Output: [users groups chats departments]
+}
