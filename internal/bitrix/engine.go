@@ -1,13 +1,16 @@
 // Package bitrix migrates a Bitrix24 portal to a target system through Postgres, entity by
 // entity, in the single-pass model of seed 000: fields-get, fields-set, get, set, verify.
 //
-// get pages through the source into bitrix_records with status NEW; set imports NEW and
-// ERROR_RETRY records through the target's import API, translating references through
-// bitrix_id_map; verify compares counts, coverage and a sample with the target and sets the
-// entity's VERIFIED flag when everything matches. Every phase can be interrupted and rerun:
-// get resumes from its page log, set resends records by their idempotency key (the target
-// returns the same id for a key it already has), and a record's status changes only through
-// Machine.
+// Entities are values (Entity) in a Registry; the phases are generic code that loops over them,
+// and a new entity is one entity_<name>.go file added to Catalog (docs/adding-an-entity.md).
+// get reads the source into bitrix_records with status NEW through the entity's Lister (ID
+// ranges walked at once, offset pages, the chat walker); set imports NEW and due ERROR_RETRY
+// records through the target's import API, translating references through bitrix_id_map;
+// verify compares every imported record with the target and sets the entity's VERIFIED flag
+// when everything matches. Every phase can be interrupted and rerun: get resumes from its
+// ranges and page log, set resends records by their idempotency key (the target returns the
+// same id for a key it already has), and a record's status changes only through Machine, whose
+// retry schedule and parent/child picking are the shared state machine's (internal/status).
 package bitrix
 
 import (

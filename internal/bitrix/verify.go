@@ -14,10 +14,11 @@ import (
 )
 
 // Verify compares the entity on the target with the source and the database: counts, records
-// left unimported, for groups the coverage of memberships and the resolution of every owner,
-// and a random sample of IMPORT_OK records field by field. The report is stored; the entity's
-// VERIFIED flag is set only when it is clean. Mismatches are counted in
-// verify_sample_mismatch_total.
+// left unimported (listed by id, acknowledged ones apart), for children their coverage per
+// parent, the resolution of every reference, the entity's own checks, every IMPORT_OK record
+// against the target's listing (verifyAll), and a random sample field by field besides. The
+// report is stored; the entity's VERIFIED flag is set only when it is clean. Mismatches are
+// counted in verify_sample_mismatch_total.
 func (e *Engine) Verify(ctx context.Context, entity string) (VerifyReport, error) {
 	ent, err := e.registry().Command(entity)
 	if err != nil {
