@@ -51,7 +51,10 @@ step "ingest show habr 769102   (a 2025 article: metadata, history, Markdown)"
 bin/ingest show habr 769102 | head -40
 echo "..."
 
-step "Bitrix24: ingest bitrix groups get, then groups set before users are verified (refused)"
+step "Bitrix24: ingest bitrix plan   (what get will cost, before the migration window)"
+bin/ingest bitrix plan
+
+step "ingest bitrix groups get, then groups set before users are verified (refused)"
 bin/ingest bitrix groups get
 code=0; bin/ingest bitrix groups set || code=$?
 echo "exit code: $code (groups wait for users)"

@@ -78,7 +78,7 @@ func (s *IDScan) plan(ctx context.Context, e *Engine, ent *Entity) ([]EntityPlan
 			continue
 		}
 		out = append(out, EntityPlan{Entity: child.Name, Records: -1, Calls: ceilDiv(n, rest.MaxBatch),
-			How: fmt.Sprintf("%s per %s, %d to a call; no count before they are read", child.Fetch.Method, ent.Parent, rest.MaxBatch)})
+			How: fmt.Sprintf("one %s per record of %s, %d to a call; no count before they are read", child.Fetch.Method, ent.Name, rest.MaxBatch)})
 	}
 	return out, nil
 }
@@ -134,9 +134,16 @@ func (chatWalker) plan(ctx context.Context, e *Engine, ent *Entity) ([]EntityPla
 	if err != nil {
 		return nil, err
 	}
+	how := "im.recent.list and the workgroups' chats, read as get reads them, with participants"
+	var groups int64
+	if err := e.Pool.QueryRow(ctx, `SELECT count(*) FROM bitrix_records WHERE entity = $1`, Groups).Scan(&groups); err != nil {
+		return nil, fmt.Errorf("count workgroups read: %w", err)
+	}
+	if groups == 0 {
+		how = "im.recent.list only: no workgroups are read yet, so their chats are not counted (run `ingest bitrix groups get` first)"
+	}
 	return []EntityPlan{
-		{Entity: ent.Name, Records: int64(len(rows)), Calls: int(listing),
-			How: "im.recent.list and the workgroups' chats, read as get reads them, with participants"},
+		{Entity: ent.Name, Records: int64(len(rows)), Calls: int(listing), How: how},
 		{Entity: ChatMessages, Records: messages, Calls: ceilDiv(int64(pages), rest.MaxBatch),
 			How: "im.dialog.get message_count per readable chat; get reads 50 pages per call"},
 	}, nil
