@@ -157,6 +157,33 @@ WHERE entity = $1 AND status <> $2 AND payload->'unreachable' IS NULL AND acknow
 	return nil
 }
 
+// messageCounts asks the portal how many messages each chat holds (im.dialog.get
+// message_count, 50 chats to a call, Concurrency calls at once) and hands each count to fn, one
+// at a time; a chat the webhook's user can no longer read goes to gone instead.
+func (e *Engine) messageCounts(ctx context.Context, chats []int64, fn func(chat string, count int64), gone func(chat string, u *Unreachable)) error {
+	cmds := make([]rest.Command, len(chats))
+	for i, id := range chats {
+		s := strconv.FormatInt(id, 10)
+		cmds[i] = rest.Command{Key: "c" + s, Method: "im.dialog.get", Params: map[string]any{"DIALOG_ID": "chat" + s}}
+	}
+	return e.batchEachConcurrently(ctx, cmds, func(key string, resp *rest.Response) error {
+		var card struct {
+			MessageCount int64 `json:"message_count"`
+		}
+		if err := resp.Decode(&card); err != nil {
+			return fmt.Errorf("im.dialog.get chat%s: %w", key[1:], err)
+		}
+		fn(key[1:], card.MessageCount)
+		return nil
+	}, func(key string, err error) error {
+		if u, ok := unreachableFrom("im.dialog.get", err); ok {
+			gone(key[1:], u)
+			return nil
+		}
+		return fmt.Errorf("chat %s: %w", key[1:], err)
+	})
+}
+
 // verifyMessageCounts compares the messages stored with the portal's count of every readable
 // chat (im.dialog.get message_count, 50 chats per batch) and with the target.
 func (e *Engine) verifyMessageCounts(ctx context.Context, chats []chatRow, r *VerifyReport) error {
@@ -171,35 +198,23 @@ func (e *Engine) verifyMessageCounts(ctx context.Context, chats []chatRow, r *Ve
 	if _, err := pgx.ForEachRow(rows, []any{&chat, &n}, func() error { stored[chat] = n; return nil }); err != nil {
 		return fmt.Errorf("count messages per chat: %w", err)
 	}
-	var cmds []rest.Command
+	var readable []int64
 	for _, c := range chats {
 		if c.Unreachable == nil {
-			id := strconv.FormatInt(c.ID, 10)
-			cmds = append(cmds, rest.Command{Key: "c" + id, Method: "im.dialog.get", Params: map[string]any{"DIALOG_ID": "chat" + id}})
+			readable = append(readable, c.ID)
 		}
 	}
 	behind := 0
-	err = e.batchEachConcurrently(ctx, cmds, func(key string, resp *rest.Response) error {
-		var card struct {
-			MessageCount int64 `json:"message_count"`
-		}
-		if err := resp.Decode(&card); err != nil {
-			return fmt.Errorf("im.dialog.get %s: %w", key[1:], err)
-		}
-		m.Source += card.MessageCount
-		if got := stored[key[1:]]; got < card.MessageCount {
+	err = e.messageCounts(ctx, readable, func(chat string, count int64) {
+		m.Source += count
+		if got := stored[chat]; got < count {
 			behind++
 			if len(m.Behind) < maxListed {
-				m.Behind = append(m.Behind, ChatBehind{ChatID: key[1:], Source: card.MessageCount, Stored: got})
+				m.Behind = append(m.Behind, ChatBehind{ChatID: chat, Source: count, Stored: got})
 			}
 		}
-		return nil
-	}, func(key string, err error) error {
-		if u, ok := unreachableFrom("im.dialog.get", err); ok {
-			r.problem("chat %s can no longer be read (%s): run get again", key[1:], u.Code)
-			return nil
-		}
-		return fmt.Errorf("verify chat %s: %w", key[1:], err)
+	}, func(chat string, u *Unreachable) {
+		r.problem("chat %s can no longer be read (%s): run get again", chat, u.Code)
 	})
 	if err != nil {
 		return err

@@ -377,15 +377,7 @@ func loadRanges(ctx context.Context, db status.DB, entity string, inv Inventory)
 			return nil, err
 		}
 	}
-	slices.SortFunc(out, func(a, b *idRange) int {
-		if idAfter(a.lo, b.lo) {
-			return 1
-		}
-		if a.lo == b.lo {
-			return 0
-		}
-		return -1
-	})
+	slices.SortFunc(out, func(a, b *idRange) int { return rest.CompareIDs(a.lo, b.lo) })
 	return out, nil
 }
 
@@ -403,15 +395,4 @@ SELECT $1, $2, lo, hi, c, d FROM unnest($3::text[], $4::text[], $5::text[], $6::
 		return fmt.Errorf("plan ID ranges of %s: %w", entity, err)
 	}
 	return nil
-}
-
-// idAfter reports whether ID a sorts after ID b: numerically when both are integers, by text
-// otherwise.
-func idAfter(a, b string) bool {
-	x, errA := strconv.ParseInt(a, 10, 64)
-	y, errB := strconv.ParseInt(b, 10, 64)
-	if errA == nil && errB == nil {
-		return x > y
-	}
-	return a > b
 }

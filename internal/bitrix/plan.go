@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strconv"
 
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 )
@@ -106,31 +105,18 @@ func (chatWalker) plan(ctx context.Context, e *Engine, ent *Entity) ([]EntityPla
 		return nil, err
 	}
 	listing := e.stats() - before
-	var cmds []rest.Command
+	var readable []int64
 	for _, c := range rows {
 		if c.Unreachable == nil {
-			id := strconv.FormatInt(c.ID, 10)
-			cmds = append(cmds, rest.Command{Key: "c" + id, Method: "im.dialog.get", Params: map[string]any{"DIALOG_ID": "chat" + id}})
+			readable = append(readable, c.ID)
 		}
 	}
 	var messages int64
 	pages := 0
-	err = e.batchEachConcurrently(ctx, cmds, func(key string, resp *rest.Response) error {
-		var card struct {
-			MessageCount int64 `json:"message_count"`
-		}
-		if err := resp.Decode(&card); err != nil {
-			return fmt.Errorf("im.dialog.get %s: %w", key[1:], err)
-		}
-		messages += card.MessageCount
-		pages += int(card.MessageCount/rest.PageSize) + 1 // the walk ends at its first short page
-		return nil
-	}, func(key string, err error) error {
-		if _, ok := unreachableFrom("im.dialog.get", err); ok {
-			return nil
-		}
-		return fmt.Errorf("chat %s: %w", key[1:], err)
-	})
+	err = e.messageCounts(ctx, readable, func(_ string, count int64) {
+		messages += count
+		pages += int(count/rest.PageSize) + 1 // the walk ends at its first short page
+	}, func(string, *Unreachable) {})
 	if err != nil {
 		return nil, err
 	}

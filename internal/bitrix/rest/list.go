@@ -1,11 +1,13 @@
 package rest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"strconv"
+	"strings"
 )
 
 // PageSize is the fixed number of rows per page of Bitrix list methods.
@@ -264,16 +266,18 @@ func rowID(row json.RawMessage, field string) (string, error) {
 	return string(id), nil
 }
 
-// idAfter reports whether ID a sorts after ID b: numerically when both are
-// integers, by text otherwise.
-func idAfter(a, b string) bool {
+// CompareIDs orders two IDs as the portal sorts them: numerically when both are integers, by
+// text otherwise. It returns -1, 0 or +1.
+func CompareIDs(a, b string) int {
 	x, errA := strconv.ParseInt(a, 10, 64)
 	y, errB := strconv.ParseInt(b, 10, 64)
 	if errA == nil && errB == nil {
-		return x > y
+		return cmp.Compare(x, y)
 	}
-	return a > b
+	return strings.Compare(a, b)
 }
+
+func idAfter(a, b string) bool { return CompareIDs(a, b) > 0 }
 
 // List describes a list method paged by offset (start=0, 50, 100...), for
 // methods whose IDs cannot be filtered by range.
