@@ -136,14 +136,13 @@ func (e *Engine) nextDue(ctx context.Context, ents []*Entity) (time.Time, bool, 
 
 // waitingChildren counts a child entity's records not imported because their parent is not.
 func (e *Engine) waitingChildren(ctx context.Context, child *Entity) (int64, error) {
-	var n int64
-	err := e.Pool.QueryRow(ctx, `SELECT count(*) FROM bitrix_records c WHERE c.entity = $1 AND c.status = ANY($2)
-AND NOT EXISTS (SELECT 1 FROM bitrix_records p WHERE p.entity = $3 AND p.source_id = c.parent_source_id AND p.status = $4)`,
-		child.Name, statusNames(pending), child.Parent, string(ImportOK)).Scan(&n)
-	if err != nil {
-		return 0, fmt.Errorf("count %s waiting for their %s: %w", child.Name, child.Parent, err)
-	}
-	return n, nil
+	return Machine.CountWaiting(ctx, e.Pool, child.Name, pending, parentImported(child))
+}
+
+// parentImported is the condition on a child's parent that lets the child be imported.
+func parentImported(child *Entity) status.ParentPick {
+	return status.ParentPick{Column: "parent_source_id", Machine: Machine, ScopeValue: child.Parent,
+		Statuses: []status.Status{ImportOK}}
 }
 
 // pending are the statuses set works on.
@@ -220,8 +219,8 @@ func (s *setter) round(ctx context.Context, ent *Entity) (bool, error) {
 	}
 	p := status.PickParams{Statuses: pending, Limit: ent.Batch, ScopeValue: ent.Name, DueBy: s.e.now()}
 	if ent.Parent != "" {
-		p.Parent = &status.ParentPick{Column: "parent_source_id", Machine: Machine, ScopeValue: ent.Parent,
-			Statuses: []status.Status{ImportOK}}
+		pp := parentImported(ent)
+		p.Parent = &pp
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.e.concurrency())
@@ -244,16 +243,9 @@ func (s *setter) round(ctx context.Context, ent *Entity) (bool, error) {
 // within each parent, one batch after another (a batch may carry the end of one parent's
 // records and the start of the next one's); then its due retries.
 func (s *setter) orderedRound(ctx context.Context, ent *Entity) (bool, error) {
-	rows, err := s.e.Pool.Query(ctx, `SELECT DISTINCT c.parent_source_id FROM bitrix_records c
-WHERE c.entity = $1 AND c.status = $2 AND EXISTS (SELECT 1 FROM bitrix_records p
-    WHERE p.entity = $3 AND p.source_id = c.parent_source_id AND p.status = $4)
-ORDER BY 1`, ent.Name, string(New), ent.Parent, string(ImportOK))
+	parents, err := Machine.Parents(ctx, s.e.Pool, ent.Name, []status.Status{New}, parentImported(ent))
 	if err != nil {
-		return false, fmt.Errorf("pick %s with new %s: %w", ent.Parent, ent.Name, err)
-	}
-	parents, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return false, fmt.Errorf("pick %s with new %s: %w", ent.Parent, ent.Name, err)
+		return false, err
 	}
 	var queue []int64
 	flush := func(all bool) error {
@@ -285,8 +277,8 @@ AND status = $3 ORDER BY `+ent.Order, ent.Name, parent, string(New))
 		return false, err
 	}
 	worked := len(parents) > 0
-	p := status.PickParams{Statuses: []status.Status{ErrorRetry}, Limit: ent.Batch, ScopeValue: ent.Name, DueBy: s.e.now(),
-		Parent: &status.ParentPick{Column: "parent_source_id", Machine: Machine, ScopeValue: ent.Parent, Statuses: []status.Status{ImportOK}}}
+	pp := parentImported(ent)
+	p := status.PickParams{Statuses: []status.Status{ErrorRetry}, Limit: ent.Batch, ScopeValue: ent.Name, DueBy: s.e.now(), Parent: &pp}
 	for {
 		ids, err := Machine.Pick(ctx, s.e.Pool, p)
 		if err != nil || len(ids) == 0 {
