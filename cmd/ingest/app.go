@@ -14,8 +14,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/ingest-dev/ingest/internal/bitrix"
-	"github.com/ingest-dev/ingest/internal/habr"
 	"github.com/ingest-dev/ingest/internal/redact"
 	"github.com/ingest-dev/ingest/internal/run"
 	"github.com/ingest-dev/ingest/internal/status"
@@ -25,6 +23,7 @@ import (
 // app is what every command shares: validated configuration, the logger and the pool.
 type app struct {
 	args           args
+	pipelines      []*pipeline
 	stdout, stderr io.Writer
 	log            *slog.Logger
 	redactor       *redact.Redactor
@@ -44,9 +43,10 @@ func (e usageError) Error() string { return e.msg }
 
 // newApp validates the configuration and connects. On failure it prints why and returns the
 // exit code.
-func newApp(ctx context.Context, command string, a args, stdout, stderr io.Writer) (*app, int) {
+func newApp(ctx context.Context, command string, c parsed, stdout, stderr io.Writer) (*app, int) {
+	a := c.args
 	r := redact.New()
-	if err := validate(command, &a, r); err != nil {
+	if err := validate(command, &a, c.pipelines, r); err != nil {
 		fmt.Fprintln(stderr, "ingest: configuration:", r.String(err.Error()))
 		return nil, exitConfig
 	}
@@ -67,12 +67,12 @@ func newApp(ctx context.Context, command string, a args, stdout, stderr io.Write
 		log.Error("cannot connect to Postgres", "database", describeDB(cfg), "error", err)
 		return nil, exitFailed
 	}
-	return &app{args: a, stdout: stdout, stderr: stderr, log: log, redactor: r, pool: pool}, exitOK
+	return &app{args: a, pipelines: c.pipelines, stdout: stdout, stderr: stderr, log: log, redactor: r, pool: pool}, exitOK
 }
 
 // validate checks the configuration command needs before any work starts and registers its
-// secrets with r.
-func validate(command string, a *args, r *redact.Redactor) error {
+// secrets with r: the global options, then the pipeline's that runs command.
+func validate(command string, a *args, ps []*pipeline, r *redact.Redactor) error {
 	if strings.TrimSpace(a.DatabaseURL) == "" {
 		return configError{"DATABASE_URL (or --database-url) is required, e.g. postgres://ingest@db.example:5432/ingest?sslmode=require (password in the URL or PGPASSWORD)"}
 	}
@@ -86,20 +86,8 @@ func validate(command string, a *args, r *redact.Redactor) error {
 			return configError{"PUSHGATEWAY_URL: " + err.Error()}
 		}
 	}
-	if _, phase, ok := bitrixCommand(command); ok {
-		if err := a.Bitrix.check(phase, r.Add); err != nil {
-			return err
-		}
-	}
-	if command == "bitrix plan" {
-		if err := a.Bitrix.check("plan", r.Add); err != nil {
-			return err
-		}
-	}
-	if a.HabrBaseURL != "" {
-		if err := checkHTTPURL(a.HabrBaseURL); err != nil {
-			return configError{"HABR_BASE_URL: " + err.Error()}
-		}
+	if p := pipelineOwning(ps, command); p != nil && p.check != nil {
+		return p.check(command, a, r)
 	}
 	return nil
 }
@@ -146,9 +134,7 @@ func newLogger(w io.Writer, format, level string, r *redact.Redactor) (*slog.Log
 func (app *app) close() { app.pool.Close() }
 
 // machines lists every pipeline's state machine, in report order.
-func (app *app) machines() []*status.Machine {
-	return []*status.Machine{habr.Machine, bitrix.Machine}
-}
+func (app *app) machines() []*status.Machine { return machinesOf(app.pipelines) }
 
 // exec runs fn as a locked, recorded run of command (see package run). It refuses to start on
 // a database whose schema is behind the binary.

@@ -18,7 +18,9 @@ import (
 	"github.com/ingest-dev/ingest/internal/bitrix"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/importapi"
+	"github.com/ingest-dev/ingest/internal/redact"
 	"github.com/ingest-dev/ingest/internal/run"
+	"github.com/ingest-dev/ingest/internal/status"
 )
 
 // bitrixCmd is `ingest bitrix ...`: the Bitrix24 migration, entity by entity.
@@ -50,14 +52,64 @@ type bitrixStatusCmd struct {
 	JSON bool `arg:"--json" help:"print JSON"`
 }
 
+type showBitrixCmd struct {
+	Entity string `arg:"positional,required" help:"an entity as ingest bitrix status lists it (children too: group_members, chat_messages...)" placeholder:"ENTITY"`
+	ID     string `arg:"positional,required" help:"the portal's id (group_members: GROUP:USER, chat_messages: CHAT:MESSAGE)" placeholder:"ID"`
+	JSON   bool   `arg:"--json" help:"print JSON"`
+}
+
+func (c *showBitrixCmd) show(ctx context.Context, app *app) error { return app.showBitrix(ctx, c) }
+
+// bitrixPipeline is the Bitrix24 migration's part of the command line: `ingest bitrix ENTITY
+// PHASE` for every entity of the registry, `bitrix status`, `bitrix plan`, and the records of
+// every entity for `status`, `show`, `status set` and `status ack`.
+func bitrixPipeline() *pipeline {
+	reg := bitrix.Catalog()
+	dest := bitrixArgs(reg)
+	return &pipeline{
+		name:       "bitrix",
+		machines:   []*status.Machine{bitrix.Machine},
+		statusHelp: "Bitrix24 records only (ids for status set are the records' ids shown here and in verify reports)",
+		entities:   reg.Names,
+		show:       &showBitrixCmd{},
+		showHelp:   "a Bitrix24 record, by entity and the portal's id",
+		commands:   dest,
+		owns: func(command string) bool {
+			_, _, ok := bitrixCommand(reg, command)
+			return ok || command == "bitrix status" || command == "bitrix plan"
+		},
+		check: func(command string, _ *args, r *redact.Redactor) error {
+			if _, phase, ok := bitrixCommand(reg, command); ok {
+				return bitrixFrom(dest).check(phase, r.Add)
+			}
+			if command == "bitrix plan" {
+				return bitrixFrom(dest).check("plan", r.Add)
+			}
+			return nil
+		},
+		run: func(ctx context.Context, app *app, command string) error {
+			c := bitrixFrom(dest)
+			switch command {
+			case "bitrix status":
+				return app.bitrixStatus(ctx, c.Status.JSON)
+			case "bitrix plan":
+				return app.bitrixPlan(ctx, c)
+			}
+			entity, phase, _ := bitrixCommand(reg, command)
+			return app.bitrixPhase(ctx, c, command, entity, phase)
+		},
+		runNames: func() []string { return bitrixCommands(reg) },
+	}
+}
+
 // maxConcurrency bounds BITRIX_CONCURRENCY: past a few batches in flight the leaky bucket, not
 // the portal's answer time, sets the pace, and more only holds more pages in memory.
 const maxConcurrency = 32
 
 // bitrixCommand splits "bitrix users get" into entity and phase; ok is false for other commands.
-func bitrixCommand(command string) (entity, phase string, ok bool) {
+func bitrixCommand(reg *bitrix.Registry, command string) (entity, phase string, ok bool) {
 	f := strings.Fields(command)
-	if len(f) != 3 || f[0] != "bitrix" || !slices.Contains(bitrix.Catalog().CommandNames(), f[1]) {
+	if len(f) != 3 || f[0] != "bitrix" || !slices.Contains(reg.CommandNames(), f[1]) {
 		return "", "", false
 	}
 	if f[2] != "run" && !slices.Contains(bitrix.Phases, f[2]) {
@@ -67,9 +119,9 @@ func bitrixCommand(command string) (entity, phase string, ok bool) {
 }
 
 // bitrixCommands lists every `bitrix ENTITY PHASE` run name, for `ingest status bitrix`.
-func bitrixCommands() []string {
+func bitrixCommands(reg *bitrix.Registry) []string {
 	var out []string
-	for _, e := range bitrix.Catalog().CommandNames() {
+	for _, e := range reg.CommandNames() {
 		for _, p := range append(slices.Clone(bitrix.Phases), "run") {
 			out = append(out, "bitrix "+e+" "+p)
 		}
@@ -117,8 +169,7 @@ func (c *bitrixCmd) check(phase string, redact func(string)) error {
 }
 
 // bitrixEngine builds the engine for one run, with the phase's clients.
-func (app *app) bitrixEngine(r *run.Run, phase string) (*bitrix.Engine, error) {
-	c := app.args.Bitrix
+func (app *app) bitrixEngine(c *bitrixCmd, r *run.Run) (*bitrix.Engine, error) {
 	e := &bitrix.Engine{Pool: app.pool, Log: r.Log, Metrics: r.Metrics, Actor: r.Actor(), RunID: r.ID, TestLimit: c.TestLimit,
 		Concurrency: c.Concurrency, ChatRescan: c.ChatRescan}
 	rt, _ := rest.ParseRate(c.Rate) // checked before the run
@@ -140,11 +191,11 @@ func (app *app) bitrixEngine(r *run.Run, phase string) (*bitrix.Engine, error) {
 	return e, nil
 }
 
-func (app *app) bitrixPhase(ctx context.Context, command, entity, phase string) error {
+func (app *app) bitrixPhase(ctx context.Context, c *bitrixCmd, command, entity, phase string) error {
 	// One lock per entity: two phases of the same entity never overlap, while users and groups
 	// (or Habr) may run side by side.
 	return app.execLocked(ctx, command, "bitrix "+entity, func(ctx context.Context, r *run.Run) error {
-		e, err := app.bitrixEngine(r, phase)
+		e, err := app.bitrixEngine(c, r)
 		if err != nil {
 			return err
 		}

@@ -12,8 +12,58 @@ import (
 
 	"github.com/ingest-dev/ingest/internal/fetch"
 	"github.com/ingest-dev/ingest/internal/habr"
+	"github.com/ingest-dev/ingest/internal/redact"
 	"github.com/ingest-dev/ingest/internal/run"
+	"github.com/ingest-dev/ingest/internal/status"
 )
+
+// habrCommands are the Habr pipeline's top-level commands.
+type habrCommands struct {
+	Discover *discoverCmd `arg:"subcommand:discover" help:"register new publications from a source's feeds"`
+	Extract  *extractCmd  `arg:"subcommand:extract" help:"extract the text of pending publications"`
+}
+
+type discoverCmd struct {
+	Habr *struct{} `arg:"subcommand:habr" help:"read Habr's RSS feeds (HABR_BASE_URL) and register new publications as extract_pending"`
+}
+
+type extractCmd struct {
+	Habr *struct{} `arg:"subcommand:habr" help:"extract Markdown for extract_pending and extract_failed publications (seed 004; takes no parameters)"`
+}
+
+type showHabrCmd struct {
+	ID   int64 `arg:"positional,required" help:"Habr article id" placeholder:"ID"`
+	JSON bool  `arg:"--json" help:"print JSON"`
+}
+
+func (c *showHabrCmd) check() error                             { return nil }
+func (c *showHabrCmd) show(ctx context.Context, app *app) error { return app.showHabr(ctx, c) }
+
+// habrPipeline is Habr's part of the command line (seed 004).
+func habrPipeline() *pipeline {
+	return &pipeline{
+		name:       "habr",
+		machines:   []*status.Machine{habr.Machine},
+		statusHelp: "Habr publications only",
+		show:       &showHabrCmd{},
+		showHelp:   "a Habr publication",
+		commands:   &habrCommands{},
+		owns:       func(command string) bool { return command == "discover habr" || command == "extract habr" },
+		check: func(_ string, a *args, _ *redact.Redactor) error {
+			if err := checkHTTPURL(a.HabrBaseURL); err != nil {
+				return configError{"HABR_BASE_URL: " + err.Error()}
+			}
+			return nil
+		},
+		run: func(ctx context.Context, app *app, command string) error {
+			if command == "discover habr" {
+				return app.discoverHabr(ctx)
+			}
+			return app.extractHabr(ctx)
+		},
+		runNames: func() []string { return []string{"discover habr", "extract habr"} },
+	}
+}
 
 func (app *app) habrFetcher() (*fetch.Client, error) {
 	return fetch.New(fetch.Config{

@@ -11,12 +11,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
 	"github.com/alexflint/go-arg"
-
-	"github.com/ingest-dev/ingest/internal/bitrix"
 )
 
 // Exit codes; documented in --help (args.Epilogue) and README.md.
@@ -60,30 +59,36 @@ func notifyContext(parent context.Context) (context.Context, func()) {
 // parts, so tests can call it.
 func Main(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 	var a args
-	bx := bitrixArgs(bitrix.Catalog())
-	p, err := arg.NewParser(arg.Config{Program: "ingest", Out: stderr, Exit: func(int) {}}, &a, bx)
+	ps := pipelines()
+	shared := sharedArgs(ps)
+	dests := []any{&a, shared.dest}
+	for _, p := range ps {
+		if p.commands != nil {
+			dests = append(dests, p.commands)
+		}
+	}
+	parser, err := arg.NewParser(arg.Config{Program: "ingest", Out: stderr, Exit: func(int) {}}, dests...)
 	if err != nil {
 		fmt.Fprintln(stderr, "ingest: internal error:", err)
 		return exitFailed
 	}
-	err = p.Parse(argv)
-	a.Bitrix = bitrixFrom(bx)
-	names := p.SubcommandNames()
+	err = parser.Parse(argv)
+	names := parser.SubcommandNames()
 	switch {
 	case errors.Is(err, arg.ErrHelp):
-		_ = p.WriteHelpForSubcommand(stdout, names...)
+		_ = parser.WriteHelpForSubcommand(stdout, names...)
 		return exitOK
 	case errors.Is(err, arg.ErrVersion):
 		fmt.Fprintln(stdout, a.Version())
 		return exitOK
 	case err != nil:
-		_ = p.WriteUsageForSubcommand(stderr, names...)
+		_ = parser.WriteUsageForSubcommand(stderr, names...)
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return exitUsage
 	}
 	command := strings.Join(names, " ")
-	if !isLeaf(command) {
-		_ = p.WriteHelpForSubcommand(stderr, names...)
+	if isGroup(command, parser.Subcommand()) {
+		_ = parser.WriteHelpForSubcommand(stderr, names...)
 		if command == "" {
 			fmt.Fprintln(stderr, "error: a command is required")
 		} else {
@@ -91,17 +96,12 @@ func Main(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 		}
 		return exitUsage
 	}
-	var usage error
-	switch command {
-	case "status set":
-		usage = a.Status.Set.check()
-	case "status ack":
-		usage = a.Status.Ack.check()
-	case "show bitrix":
-		usage = a.Show.Bitrix.check()
+	cmd := parsed{args: a, pipelines: ps, status: shared.status()}
+	if name, ok := strings.CutPrefix(command, "show "); ok {
+		cmd.show = shared.show(name)
 	}
-	if usage != nil {
-		_ = p.WriteUsageForSubcommand(stderr, names...)
+	if usage := cmd.check(command); usage != nil {
+		_ = parser.WriteUsageForSubcommand(stderr, names...)
 		fmt.Fprintln(stderr, "error:", usage)
 		return exitUsage
 	}
@@ -110,58 +110,82 @@ func Main(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 
-	app, code := newApp(ctx, command, a, stdout, stderr)
+	app, code := newApp(ctx, command, cmd, stdout, stderr)
 	if app == nil {
 		return code
 	}
 	defer app.close()
-	err = app.dispatch(ctx, command, a)
+	err = app.dispatch(ctx, command, cmd)
 	return app.exitCode(err)
 }
 
-// isLeaf reports whether command is a complete command rather than a group needing a subcommand.
-func isLeaf(command string) bool {
-	switch command {
-	case "migrate", "migrate up", "migrate status",
-		"status", "status habr", "status bitrix", "status set", "status ack",
-		"show habr", "show bitrix", "discover habr", "extract habr", "bitrix status", "bitrix plan", "version":
-		return true
-	}
-	_, _, ok := bitrixCommand(command)
-	return ok
+// parsed is a command line after parsing: the global options and the commands' arguments.
+type parsed struct {
+	args      args
+	pipelines []*pipeline
+	status    *statusCmd  // `status ...`, nil otherwise
+	show      showCommand // `show NAME ...`, nil otherwise
 }
 
-func (app *app) dispatch(ctx context.Context, command string, a args) error {
+// check finds what the parser cannot in the arguments of command, before anything connects.
+func (c parsed) check(command string) error {
+	switch {
+	case command == "status set":
+		s := c.status.Set
+		if err := s.check(); err != nil {
+			return err
+		}
+		return checkEntity(c.pipelines, "status set", s.Source, s.Entity)
+	case command == "status ack":
+		s := c.status.Ack
+		if err := s.check(); err != nil {
+			return err
+		}
+		return checkEntity(c.pipelines, "status ack", s.Source, s.Entity)
+	case c.show != nil:
+		return c.show.check()
+	}
+	return nil
+}
+
+// checkEntity refuses an --entity the records of the machine named source do not have.
+func checkEntity(ps []*pipeline, command, source, entity string) error {
+	if entity == "" {
+		return nil
+	}
+	for _, p := range ps {
+		for _, m := range p.machines {
+			if m.Name == source && p.entities != nil && !slices.Contains(p.entities(), entity) {
+				return usageError{fmt.Sprintf("%s: unknown %s --entity %q (valid: %s)", command, source, entity, strings.Join(p.entities(), ", "))}
+			}
+		}
+	}
+	return nil
+}
+
+func (app *app) dispatch(ctx context.Context, command string, c parsed) error {
 	switch command {
 	case "migrate", "migrate up":
 		return app.migrateUp(ctx)
 	case "migrate status":
 		return app.migrateStatus(ctx)
 	case "status":
-		return app.status(ctx, app.machines(), a.Status.JSON)
-	case "status habr":
-		return app.status(ctx, app.machines()[:1], a.Status.JSON)
-	case "status bitrix":
-		return app.status(ctx, app.machines()[1:2], a.Status.JSON)
-	case "bitrix status":
-		return app.bitrixStatus(ctx, a.Bitrix.Status.JSON)
-	case "bitrix plan":
-		return app.bitrixPlan(ctx, a.Bitrix)
+		return app.status(ctx, machinesOf(c.pipelines), nil, c.status.JSON)
 	case "status set":
-		return app.statusSet(ctx, a.Status.Set)
+		return app.statusSet(ctx, c.status.Set)
 	case "status ack":
-		return app.statusAck(ctx, a.Status.Ack)
-	case "show habr":
-		return app.showHabr(ctx, a.Show.Habr)
-	case "show bitrix":
-		return app.showBitrix(ctx, a.Show.Bitrix)
-	case "discover habr":
-		return app.discoverHabr(ctx)
-	case "extract habr":
-		return app.extractHabr(ctx)
+		return app.statusAck(ctx, c.status.Ack)
 	}
-	if entity, phase, ok := bitrixCommand(command); ok {
-		return app.bitrixPhase(ctx, command, entity, phase)
+	if name, ok := strings.CutPrefix(command, "status "); ok {
+		if p := pipelineNamed(c.pipelines, name); p != nil {
+			return app.status(ctx, p.machines, p.runNames(), c.status.JSON)
+		}
+	}
+	if c.show != nil {
+		return c.show.show(ctx, app)
+	}
+	if p := pipelineOwning(c.pipelines, command); p != nil {
+		return p.run(ctx, app, command)
 	}
 	return fmt.Errorf("unknown command %q", command)
 }

@@ -3,14 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/ingest-dev/ingest/internal/bitrix"
 	"github.com/ingest-dev/ingest/internal/run"
 	"github.com/ingest-dev/ingest/internal/status"
 )
@@ -48,9 +46,10 @@ type runJSON struct {
 
 const recentRuns = 10
 
-func (app *app) status(ctx context.Context, machines []*status.Machine, asJSON bool) error {
+// status reports the records of machines by status, their most common failure reasons, and the
+// last runs of commands (nil: of every command).
+func (app *app) status(ctx context.Context, machines []*status.Machine, commands []string, asJSON bool) error {
 	var reports []sourceReport
-	var commands []string
 	for _, m := range machines {
 		rep := sourceReport{Name: m.Name, Table: m.Table, machine: m, Counts: []countJSON{}, Reasons: []reasonJSON{}}
 		counts, err := m.Counts(ctx, app.pool)
@@ -68,9 +67,6 @@ func (app *app) status(ctx context.Context, machines []*status.Machine, asJSON b
 			rep.Reasons = append(rep.Reasons, reasonJSON{Status: string(r.Status), Reason: r.Reason, Count: r.N})
 		}
 		reports = append(reports, rep)
-		if len(machines) == 1 {
-			commands = commandsOf(m.Name)
-		}
 	}
 	runs, err := run.Recent(ctx, app.pool, commands, recentRuns)
 	if err != nil {
@@ -125,17 +121,6 @@ func (app *app) status(ctx context.Context, machines []*status.Machine, asJSON b
 		fmt.Fprintf(w, "  %d\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Command, r.StartedAt.UTC().Format("2006-01-02 15:04:05"), took, r.Outcome, detail)
 	}
 	return w.Flush()
-}
-
-// commandsOf lists the run names of a source's commands, for `ingest status SOURCE`.
-func commandsOf(source string) []string {
-	switch source {
-	case "habr":
-		return []string{"discover habr", "extract habr"}
-	case "bitrix":
-		return bitrixCommands()
-	}
-	return nil
 }
 
 // formatCounters shows a run's per-record outcomes compactly, e.g. "extracted=85
@@ -228,8 +213,6 @@ func (c *statusSetCmd) check() error {
 		return usageError{"status set: --to is required (the new status)"}
 	case strings.TrimSpace(c.Reason) == "":
 		return usageError{"status set: --reason is required (why; it is kept in the status history)"}
-	case c.Source == "bitrix" && c.Entity != "" && !slices.Contains(bitrix.Catalog().Names(), c.Entity):
-		return usageError{fmt.Sprintf("status set: unknown bitrix --entity %q (valid: %s)", c.Entity, strings.Join(bitrix.Catalog().Names(), ", "))}
 	}
 	return nil
 }
@@ -292,8 +275,6 @@ func (c *statusAckCmd) check() error {
 		return usageError{"status ack: --id is required (the records to accept)"}
 	case strings.TrimSpace(c.Reason) == "":
 		return usageError{"status ack: --reason is required (why the record may stay unmigrated; it is kept in the status history)"}
-	case c.Source == "bitrix" && c.Entity != "" && !slices.Contains(bitrix.Catalog().Names(), c.Entity):
-		return usageError{fmt.Sprintf("status ack: unknown bitrix --entity %q (valid: %s)", c.Entity, strings.Join(bitrix.Catalog().Names(), ", "))}
 	}
 	return nil
 }
