@@ -262,7 +262,7 @@ func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Pag
 		cursor       string
 		done         bool
 		pages        []pageRecord
-		rows, logged int
+		rows         int
 	}
 	var moves []moved
 	var recs []incoming
