@@ -258,11 +258,11 @@ func (w *rangeWalk) run(ctx context.Context) error {
 func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Page) error {
 	e, ent := w.g.e, w.g.ent
 	type moved struct {
-		r            *idRange
-		cursor       string
-		done         bool
-		pages        []pageRecord
-		rows         int
+		r      *idRange
+		cursor string
+		done   bool
+		pages  []pageRecord
+		rows   int
 	}
 	var moves []moved
 	var recs []incoming
