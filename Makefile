@@ -5,24 +5,35 @@
 GO      ?= go
 BIN     := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X main.version=$(VERSION)
+IMAGE   ?= ghcr.io/ingest-dev/ingest
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build test demo lint bench clean
+.PHONY: all build image push test demo lint bench clean
 
 all: build
 
+## build: bin/ingest, the static release binary (scripts/build.sh, the same build as the
+## image's), and bin/fakes for the demo.
 build:
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ingest ./cmd/ingest
+	GO=$(GO) scripts/build.sh $(BIN)/ingest $(VERSION)
 	$(GO) build -o $(BIN)/fakes ./cmd/fakes
+
+## image: the container image $(IMAGE):$(VERSION) (needs a Docker engine); push: and push it.
+image:
+	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE):$(VERSION) .
+
+push: image
+	docker push $(IMAGE):$(VERSION)
 
 ## test: every test, with the race detector, against a real Postgres.
 test:
 	scripts/with-pg.sh $(GO) test -race -count=1 ./...
 
-## demo: the main jobs end to end against the local fakes, then `ingest status`.
+## demo: the main jobs end to end against the local fakes, then `ingest status`. It always
+## runs on a throwaway cluster of its own in .pg-demo/, never on an exported DATABASE_URL;
+## DEMO_DATABASE_URL names a server for it instead.
 demo: build
-	scripts/with-pg.sh scripts/demo.sh
+	DATABASE_URL='$(DEMO_DATABASE_URL)' PGDIR='$(CURDIR)/.pg-demo' scripts/with-pg.sh scripts/demo.sh
 
 ## lint: gofmt, go vet and staticcheck (from the Go module proxy).
 lint:
@@ -37,3 +48,4 @@ bench:
 clean:
 	rm -rf $(BIN)
 	scripts/pg.sh stop .pg
+	scripts/pg.sh stop .pg-demo

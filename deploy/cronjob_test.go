@@ -1,94 +1,89 @@
-// Package deploy holds the Kubernetes manifests; its test checks the properties README.md and
-// the runbook rely on, so an edit cannot silently drop one.
+// Package deploy holds the Kubernetes manifests; its tests render them the way
+// `kubectl apply -k` does, decode every object strictly into the Kubernetes API types, and check
+// the properties README.md and the runbook rely on, so an edit cannot silently drop one.
 package deploy
 
 import (
 	"bytes"
 	"fmt"
-	"os"
-	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	psapi "k8s.io/pod-security-admission/api"
+	"k8s.io/pod-security-admission/policy"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ingest-dev/ingest/internal/bitrix"
 )
 
-type podSpec struct {
-	RestartPolicy                 string `json:"restartPolicy"`
-	TerminationGracePeriodSeconds *int   `json:"terminationGracePeriodSeconds"`
-	Containers                    []struct {
-		Args []string `json:"args"`
-		Env  []struct {
-			Name      string         `json:"name"`
-			Value     string         `json:"value"`
-			ValueFrom map[string]any `json:"valueFrom"`
-		} `json:"env"`
-	} `json:"containers"`
-}
+// imageName is the image every container runs; kustomization.yaml pins its version.
+const imageName = "ghcr.io/ingest-dev/ingest"
 
-type jobSpec struct {
-	BackoffLimit          *int `json:"backoffLimit"`
-	ActiveDeadlineSeconds *int `json:"activeDeadlineSeconds"`
-	Template              struct {
-		Spec podSpec `json:"spec"`
-	} `json:"template"`
-}
-
-type manifest struct {
-	Kind     string `json:"kind"`
-	Metadata struct {
-		Name string `json:"name"`
-	} `json:"metadata"`
-	Spec struct {
-		jobSpec
-		Schedule                string `json:"schedule"`
-		TimeZone                string `json:"timeZone"`
-		ConcurrencyPolicy       string `json:"concurrencyPolicy"`
-		StartingDeadlineSeconds *int   `json:"startingDeadlineSeconds"`
-		JobTemplate             struct {
-			Spec jobSpec `json:"spec"`
-		} `json:"jobTemplate"`
-	} `json:"spec"`
-}
-
-func load(t *testing.T) []manifest {
+// render builds a kustomization directory as `kubectl apply -k DIR` would and returns its
+// objects as YAML documents.
+func render(t *testing.T, dir string) [][]byte {
 	t.Helper()
-	raw, err := os.ReadFile("cronjob.yaml")
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	m, err := k.Run(filesys.MakeFsOnDisk(), dir)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("kustomize build %s: %v", dir, err)
 	}
-	var out []manifest
-	for _, doc := range bytes.Split(raw, []byte("\n---\n")) {
-		if len(bytes.TrimSpace(stripComments(doc))) == 0 {
-			continue
+	var docs [][]byte
+	for _, r := range m.Resources() {
+		b, err := r.AsYAML()
+		if err != nil {
+			t.Fatal(err)
 		}
-		var m manifest
-		// Only the fields checked here are typed; the rest of the manifest is ignored.
-		if err := yaml.Unmarshal(doc, &m); err != nil {
-			t.Fatalf("parse manifest: %v\n%s", err, doc)
+		docs = append(docs, b)
+	}
+	return docs
+}
+
+// strict decodes doc into v, refusing any field v's type does not have: a misspelt or
+// misplaced field in a manifest is an error here rather than silently dropped by the API server.
+func strict(t *testing.T, doc []byte, v any) {
+	t.Helper()
+	if err := yaml.UnmarshalStrict(doc, v); err != nil {
+		t.Fatalf("decode %T strictly: %v\n%s", v, err, doc)
+	}
+}
+
+// cronJobs renders deploy/ and decodes each object, failing on any kind but CronJob.
+func cronJobs(t *testing.T) []batchv1.CronJob {
+	t.Helper()
+	var out []batchv1.CronJob
+	for _, doc := range render(t, ".") {
+		var meta struct{ APIVersion, Kind string }
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			t.Fatal(err)
 		}
-		out = append(out, m)
+		if meta.APIVersion != "batch/v1" || meta.Kind != "CronJob" {
+			t.Fatalf("deploy/ renders a %s %s: add its checks to this test", meta.APIVersion, meta.Kind)
+		}
+		var cj batchv1.CronJob
+		strict(t, doc, &cj)
+		out = append(out, cj)
 	}
 	return out
 }
 
-func stripComments(b []byte) []byte {
-	return regexp.MustCompile(`(?m)^\s*#.*$`).ReplaceAll(b, nil)
-}
-
 // intervalSeconds is the shortest gap between two runs of a simple cron schedule: "*/N * * * *"
 // (every N minutes), "M * * * *" (hourly) or "M H * * *" (daily).
-func intervalSeconds(t *testing.T, schedule string) int {
+func intervalSeconds(t *testing.T, schedule string) int64 {
 	t.Helper()
 	f := strings.Fields(schedule)
 	if len(f) != 5 {
 		t.Fatalf("schedule %q: want 5 fields", schedule)
 	}
-	var n int
+	var n int64
 	switch {
 	case strings.HasPrefix(f[0], "*/") && f[1] == "*":
-		_, err := fmt.Sscan(f[0][2:], &n)
-		if err != nil {
+		if _, err := fmt.Sscan(f[0][2:], &n); err != nil {
 			t.Fatalf("schedule %q: %v", schedule, err)
 		}
 		return n * 60
@@ -102,80 +97,158 @@ func intervalSeconds(t *testing.T, schedule string) int {
 }
 
 func TestCronJobs(t *testing.T) {
-	ms := load(t)
+	t.Parallel()
 	commands := map[string]bool{}
-	var migrateJob bool
-	for _, m := range ms {
-		switch m.Kind {
-		case "Job":
-			job := m.Spec.jobSpec
-			checkJob(t, m.Metadata.Name, job)
-			if c := job.Template.Spec.Containers; len(c) == 1 && strings.Join(c[0].Args, " ") == "migrate up" {
-				migrateJob = true
-			}
-		case "CronJob":
-			name, s := m.Metadata.Name, m.Spec
-			if len(name) > 52 {
-				t.Errorf("%s: CronJob names are limited to 52 characters", name)
-			}
-			if s.ConcurrencyPolicy != "Forbid" {
-				t.Errorf("%s: concurrencyPolicy = %q, want Forbid", name, s.ConcurrencyPolicy)
-			}
-			if s.StartingDeadlineSeconds == nil || *s.StartingDeadlineSeconds < 10 {
-				t.Errorf("%s: startingDeadlineSeconds must be set and >= 10", name)
-			}
-			if s.TimeZone == "" {
-				t.Errorf("%s: timeZone must be set", name)
-			}
-			job := s.JobTemplate.Spec
-			checkJob(t, name, job)
-			if job.ActiveDeadlineSeconds != nil && *job.ActiveDeadlineSeconds >= intervalSeconds(t, s.Schedule) {
-				t.Errorf("%s: activeDeadlineSeconds %d is not shorter than the schedule interval", name, *job.ActiveDeadlineSeconds)
-			}
-			if c := job.Template.Spec.Containers; len(c) == 1 {
-				commands[strings.Join(c[0].Args, " ")] = true
-			}
+	for _, cj := range cronJobs(t) {
+		name, s := cj.Name, cj.Spec
+		if len(name) > 52 {
+			t.Errorf("%s: CronJob names are limited to 52 characters", name)
+		}
+		if s.ConcurrencyPolicy != batchv1.ForbidConcurrent {
+			t.Errorf("%s: concurrencyPolicy = %q, want Forbid", name, s.ConcurrencyPolicy)
+		}
+		if s.StartingDeadlineSeconds == nil || *s.StartingDeadlineSeconds < 10 {
+			t.Errorf("%s: startingDeadlineSeconds must be set and >= 10", name)
+		}
+		if s.TimeZone == nil || *s.TimeZone != "Etc/UTC" {
+			t.Errorf("%s: timeZone must be Etc/UTC", name)
+		}
+		job := s.JobTemplate.Spec
+		if job.BackoffLimit == nil {
+			t.Errorf("%s: backoffLimit must be set", name)
+		}
+		if job.ActiveDeadlineSeconds == nil || *job.ActiveDeadlineSeconds >= intervalSeconds(t, s.Schedule) {
+			t.Errorf("%s: activeDeadlineSeconds must be set and shorter than the schedule interval", name)
+		}
+		checkFailurePolicy(t, name, job.PodFailurePolicy)
+		pod := job.Template.Spec
+		if pod.RestartPolicy != corev1.RestartPolicyNever {
+			t.Errorf("%s: restartPolicy = %q, want Never", name, pod.RestartPolicy)
+		}
+		// Covers the end of a stopped run: up to 30 s recording the outcome, then the push.
+		if pod.TerminationGracePeriodSeconds == nil || *pod.TerminationGracePeriodSeconds < 45 {
+			t.Errorf("%s: terminationGracePeriodSeconds must be set and cover the run's ending", name)
+		}
+		if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+			t.Errorf("%s: automountServiceAccountToken must be false", name)
+		}
+		checkRestricted(t, name, job.Template)
+		if len(pod.InitContainers) != 1 || strings.Join(pod.InitContainers[0].Args, " ") != "migrate up" {
+			t.Errorf("%s: want one init container running `migrate up` (migrations on every upgrade)", name)
+		}
+		if len(pod.Containers) != 1 {
+			t.Fatalf("%s: want one container", name)
+		}
+		for _, c := range append(slices.Clone(pod.InitContainers), pod.Containers...) {
+			checkContainer(t, name, c)
+		}
+		command := strings.Join(pod.Containers[0].Args, " ")
+		commands[command] = true
+		if strings.HasPrefix(command, "bitrix ") {
+			checkBitrix(t, name, cj)
 		}
 	}
-	if !migrateJob {
-		t.Error("no Job runs `migrate up`")
+	want := []string{"discover habr", "extract habr"}
+	for _, entity := range bitrix.Catalog().CommandNames() {
+		want = append(want, "bitrix "+entity+" run")
 	}
-	for _, want := range []string{"discover habr", "extract habr", "bitrix users run", "bitrix groups run", "bitrix chats run"} {
-		if !commands[want] {
-			t.Errorf("no CronJob runs %q", want)
+	for _, w := range want {
+		if !commands[w] {
+			t.Errorf("no CronJob runs %q (a Bitrix24 entity needs a CronJob labelled ingest.dev/source: bitrix in cronjob.yaml)", w)
 		}
 	}
 }
 
-func checkJob(t *testing.T, name string, job jobSpec) {
+func checkFailurePolicy(t *testing.T, name string, p *batchv1.PodFailurePolicy) {
 	t.Helper()
-	if job.BackoffLimit == nil {
-		t.Errorf("%s: backoffLimit must be set", name)
-	}
-	if job.ActiveDeadlineSeconds == nil {
-		t.Errorf("%s: activeDeadlineSeconds must be set", name)
-	}
-	pod := job.Template.Spec
-	if pod.RestartPolicy != "Never" {
-		t.Errorf("%s: restartPolicy = %q, want Never", name, pod.RestartPolicy)
-	}
-	// Longer than one batch: for Habr 10 fetches of up to 30 s plus the 5 s pause.
-	if pod.TerminationGracePeriodSeconds == nil || *pod.TerminationGracePeriodSeconds < 60 {
-		t.Errorf("%s: terminationGracePeriodSeconds must be set and cover one batch", name)
-	}
-	for _, c := range pod.Containers {
-		found := false
-		for _, e := range c.Env {
-			if e.Name == "DATABASE_URL" {
-				found = true
-			}
-			secret := e.Name == "DATABASE_URL" || strings.HasSuffix(e.Name, "WEBHOOK_URL")
-			if secret && (e.Value != "" || e.ValueFrom["secretKeyRef"] == nil) {
-				t.Errorf("%s: %s must come from a Secret, not a literal", name, e.Name)
+	var codes []int32
+	if p != nil {
+		for _, r := range p.Rules {
+			if r.Action == batchv1.PodFailurePolicyActionFailJob && r.OnExitCodes != nil && r.OnExitCodes.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn {
+				codes = append(codes, r.OnExitCodes.Values...)
 			}
 		}
-		if !found {
-			t.Errorf("%s: DATABASE_URL is not set", name)
+	}
+	for _, want := range []int32{2, 75, 78} {
+		if !slices.Contains(codes, want) {
+			t.Errorf("%s: exit %d must fail the Job without retries (podFailurePolicy)", name, want)
+		}
+	}
+}
+
+// checkRestricted runs the Pod Security admission's own checks at level "restricted".
+func checkRestricted(t *testing.T, name string, tpl corev1.PodTemplateSpec) {
+	t.Helper()
+	e, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lv := psapi.LevelVersion{Level: psapi.LevelRestricted, Version: psapi.LatestVersion()}
+	if res := policy.AggregateCheckResults(e.EvaluatePod(lv, &tpl.ObjectMeta, &tpl.Spec)); !res.Allowed {
+		t.Errorf("%s: Pod Security restricted refuses the pod: %s", name, res.ForbiddenReason())
+	}
+}
+
+func checkContainer(t *testing.T, job string, c corev1.Container) {
+	t.Helper()
+	name := job + "/" + c.Name
+	pinned := strings.HasPrefix(c.Image, imageName+"@sha256:")
+	if tag, ok := strings.CutPrefix(c.Image, imageName+":"); ok && tag != "" && tag != "latest" {
+		pinned = true
+	}
+	if !pinned {
+		t.Errorf("%s: image %q is not pinned to a version of %s (kustomization.yaml images:)", name, c.Image, imageName)
+	}
+	sc := c.SecurityContext
+	if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+		t.Errorf("%s: readOnlyRootFilesystem must be true", name)
+	}
+	if c.Resources.Limits.Memory().IsZero() {
+		t.Errorf("%s: a memory limit must be set", name)
+	}
+	found := false
+	for _, e := range c.Env {
+		if e.Name == "DATABASE_URL" {
+			found = true
+		}
+		secret := e.Name == "DATABASE_URL" || strings.HasSuffix(e.Name, "WEBHOOK_URL")
+		if secret && (e.Value != "" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil || e.ValueFrom.SecretKeyRef.Name != "ingest") {
+			t.Errorf("%s: %s must come from the Secret ingest, not a literal", name, e.Name)
+		}
+		if e.Name == "LOG_FORMAT" && e.Value != "json" {
+			t.Errorf("%s: LOG_FORMAT = %q, want json", name, e.Value)
+		}
+	}
+	if !found {
+		t.Errorf("%s: DATABASE_URL is not set", name)
+	}
+}
+
+// checkBitrix checks what the README promises of the Bitrix24 CronJobs: suspended until the
+// migration window, with the webhook URLs from the Secret keys it names.
+func checkBitrix(t *testing.T, name string, cj batchv1.CronJob) {
+	t.Helper()
+	if cj.Spec.Suspend == nil || !*cj.Spec.Suspend {
+		t.Errorf("%s: Bitrix24 CronJobs are created suspended", name)
+	}
+	keys := map[string]string{}
+	for _, e := range cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Env {
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			keys[e.Name] = e.ValueFrom.SecretKeyRef.Key
+		}
+	}
+	if keys["BITRIX_WEBHOOK_URL"] != "bitrix-webhook-url" || keys["TARGET_WEBHOOK_URL"] != "target-webhook-url" {
+		t.Errorf("%s: webhook URLs from Secret keys %v, want bitrix-webhook-url and target-webhook-url", name, keys)
+	}
+}
+
+// TestManifestsAreAppliedWithKustomize: cronjob.yaml alone lacks what the patches add; its
+// header says so, and the README applies the directory.
+func TestManifestsAreAppliedWithKustomize(t *testing.T) {
+	t.Parallel()
+	for _, doc := range render(t, ".") {
+		if bytes.Contains(doc, []byte(":latest")) {
+			t.Errorf("a rendered object names :latest:\n%s", doc)
 		}
 	}
 }

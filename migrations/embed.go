@@ -1,6 +1,6 @@
 // Package migrations holds the goose SQL migrations of the ingest schema, embedded in the binary,
 // and applies them with goose's Provider under a Postgres session advisory lock so that two
-// `ingest migrate` runs (or a migration Job racing a CronJob) never interleave.
+// `ingest migrate` runs (the migration init containers of two CronJob pods) never interleave.
 package migrations
 
 import (
@@ -60,17 +60,47 @@ func Up(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) (int, error) 
 	return len(res), nil
 }
 
-// Pending reports whether the database lacks any embedded migration. Commands other than
-// `migrate` refuse to run on an outdated schema rather than fail half-way through.
-func Pending(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
+// Versions are the schema version a database is at and the newest one this binary embeds.
+type Versions struct {
+	// Database is the newest migration applied to the database; 0 when none (a fresh database).
+	Database int64
+	// Binary is the newest migration embedded in this binary.
+	Binary int64
+	// Pending is true when some embedded migration is not applied (a fresh or older schema).
+	Pending bool
+}
+
+// Check reads where the database's schema stands against the binary without taking the
+// migration lock, so it never waits for a running `ingest migrate`. On a fresh database it
+// creates nothing (goose would create its version table).
+func Check(ctx context.Context, pool *pgxpool.Pool) (Versions, error) {
+	var v Versions
+	var exists bool
+	if err := pool.QueryRow(ctx, "SELECT to_regclass('goose_db_version') IS NOT NULL").Scan(&exists); err != nil {
+		return v, fmt.Errorf("check schema version: %w", err)
+	}
 	p, db, err := NewProvider(pool, nil)
 	if err != nil {
-		return false, err
+		return v, err
 	}
 	defer db.Close()
-	pending, err := p.HasPending(ctx)
-	if err != nil {
-		return false, fmt.Errorf("check migrations: %w", err)
+	sources := p.ListSources()
+	if len(sources) > 0 {
+		v.Binary = sources[len(sources)-1].Version
 	}
-	return pending, nil
+	if !exists {
+		v.Pending = v.Binary > 0
+		return v, nil
+	}
+	if v.Database, _, err = p.GetVersions(ctx); err != nil {
+		return v, fmt.Errorf("check schema version: %w", err)
+	}
+	if v.Database > v.Binary {
+		// goose cannot judge pending migrations against versions it does not know.
+		return v, nil
+	}
+	if v.Pending, err = p.HasPending(ctx); err != nil {
+		return v, fmt.Errorf("check migrations: %w", err)
+	}
+	return v, nil
 }

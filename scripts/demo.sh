@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # demo.sh: the main jobs end to end on local fakes (Habr, a Bitrix24 portal, the target import
-# API); run by `make demo` (which builds bin/ and provides DATABASE_URL through
-# scripts/with-pg.sh).
+# API); run by `make demo`, which builds bin/ and provides DATABASE_URL through
+# scripts/with-pg.sh: a throwaway cluster of the demo's own, or DEMO_DATABASE_URL, never the
+# DATABASE_URL a user exported.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${DATABASE_URL:?run me through make demo}"
@@ -9,7 +10,12 @@ export LOG_FORMAT=${LOG_FORMAT:-text}
 
 state=.demo
 rm -rf "$state" && mkdir -p "$state"
-step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+# Bold headings on a terminal only: piped or logged output carries no escape codes.
+if [ -t 1 ]; then
+  step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+else
+  step() { printf '\n== %s\n' "$*"; }
+fi
 
 # The fake Habr serves the real fixture pages and feeds. A few publications misbehave the way
 # Habr does, so the demo shows every outcome: a 503 (extract_failed, retried

@@ -17,7 +17,6 @@ import (
 	"github.com/ingest-dev/ingest/internal/redact"
 	"github.com/ingest-dev/ingest/internal/run"
 	"github.com/ingest-dev/ingest/internal/status"
-	"github.com/ingest-dev/ingest/migrations"
 )
 
 // app is what every command shares: validated configuration, the logger and the pool.
@@ -41,18 +40,22 @@ type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
 
-// newApp validates the configuration and connects. On failure it prints why and returns the
-// exit code.
+// configPrefix starts every configuration error line, so it reads the same whatever reports it.
+const configPrefix = "configuration: "
+
+// newApp validates the configuration and connects. On failure it logs why and returns the exit
+// code: 78 for configuration the server refused (wrong password, no such database or role), 1
+// for a server that cannot be reached (the next run may find it back).
 func newApp(ctx context.Context, command string, c parsed, stdout, stderr io.Writer) (*app, int) {
 	a := c.args
 	r := redact.New()
-	if err := validate(command, &a, c.pipelines, r); err != nil {
-		fmt.Fprintln(stderr, "ingest: configuration:", r.String(err.Error()))
-		return nil, exitConfig
-	}
 	log, err := newLogger(stderr, a.LogFormat, a.LogLevel, r)
 	if err != nil {
-		fmt.Fprintln(stderr, "ingest: configuration:", err)
+		fallbackLogger(stderr, a.LogFormat, r).Error(configPrefix+err.Error(), "exit_code", exitConfig)
+		return nil, exitConfig
+	}
+	if err := validate(command, &a, c.pipelines, r); err != nil {
+		log.Error(configPrefix+r.String(err.Error()), "exit_code", exitConfig)
 		return nil, exitConfig
 	}
 	cfg, _ := pgxpool.ParseConfig(a.DatabaseURL) // validated above
@@ -64,7 +67,14 @@ func newApp(ctx context.Context, command string, c parsed, stdout, stderr io.Wri
 		cancel()
 	}
 	if err != nil {
-		log.Error("cannot connect to Postgres", "database", describeDB(cfg), "error", err)
+		if pool != nil {
+			pool.Close()
+		}
+		if msg, refused := refusedConnection(err, cfg); refused {
+			log.Error(configPrefix+msg, "database", describeDB(cfg), "exit_code", exitConfig)
+			return nil, exitConfig
+		}
+		log.Error("cannot connect to Postgres", "database", describeDB(cfg), "error", err, "exit_code", exitFailed)
 		return nil, exitFailed
 	}
 	return &app{args: a, pipelines: c.pipelines, stdout: stdout, stderr: stderr, log: log, redactor: r, pool: pool}, exitOK
@@ -109,48 +119,19 @@ func describeDB(cfg *pgxpool.Config) string {
 	return fmt.Sprintf("%s@%s:%d/%s", c.User, c.Host, c.Port, c.Database)
 }
 
-func newLogger(w io.Writer, format, level string, r *redact.Redactor) (*slog.Logger, error) {
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("LOG_LEVEL %q: want debug, info, warn or error", level)
-	}
-	opts := &slog.HandlerOptions{Level: lvl, ReplaceAttr: r.ReplaceAttr}
-	switch format {
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
-	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
-	case "auto", "":
-		if f, ok := w.(*os.File); ok {
-			if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-				return slog.New(slog.NewTextHandler(w, opts)), nil
-			}
-		}
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
-	}
-	return nil, fmt.Errorf("LOG_FORMAT %q: want auto, json or text", format)
-}
-
 func (app *app) close() { app.pool.Close() }
 
 // machines lists every pipeline's state machine, in report order.
 func (app *app) machines() []*status.Machine { return machinesOf(app.pipelines) }
 
-// exec runs fn as a locked, recorded run of command (see package run). It refuses to start on
-// a database whose schema is behind the binary.
+// exec runs fn as a locked, recorded run of command (see package run).
 func (app *app) exec(ctx context.Context, command string, fn func(ctx context.Context, r *run.Run) error) error {
 	return app.execLocked(ctx, command, command, fn)
 }
 
 // execLocked is exec with a lock shared by several commands (lockName).
 func (app *app) execLocked(ctx context.Context, command, lockName string, fn func(ctx context.Context, r *run.Run) error) error {
-	pending, err := migrations.Pending(ctx, app.pool)
-	if err != nil {
-		return err
-	}
-	if pending {
-		return configError{"the database schema is older than this binary: run `ingest migrate` first"}
-	}
+	// Main has checked the schema (checkSchema) before dispatching here.
 	return run.Exec(ctx, run.Options{
 		Pool:            app.pool,
 		Command:         command,
@@ -158,7 +139,37 @@ func (app *app) execLocked(ctx context.Context, command, lockName string, fn fun
 		Log:             app.log.With("cmd", command),
 		PushgatewayURL:  app.args.PushgatewayURL,
 		MetricsTextfile: app.args.MetricsTextfile,
-	}, fn)
+	}, func(ctx context.Context, r *run.Run) error {
+		err := fn(ctx, r)
+		app.countRecords(ctx, r, command)
+		return err
+	})
+}
+
+// countRecords sets ingest_records for the pipeline command works on, whatever became of the
+// run: the alerts on records stuck in a failure status read it.
+func (app *app) countRecords(ctx context.Context, r *run.Run, command string) {
+	f := strings.Fields(command)
+	source := f[len(f)-1] // "discover habr", "extract habr"
+	if f[0] == "bitrix" {
+		source = "bitrix" // "bitrix users run"
+	}
+	// A stopped run still counts: one GROUP BY, bounded.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	for _, m := range app.machines() {
+		if m.Name != source {
+			continue
+		}
+		counts, err := m.Counts(ctx, app.pool)
+		if err != nil {
+			r.Log.Warn("records by status not counted for the metrics", "error", err)
+			return
+		}
+		for _, c := range counts {
+			r.Metrics.RecordsByStatus.WithLabelValues(m.Name, c.Scope, string(c.Status)).Set(float64(c.N))
+		}
+	}
 }
 
 // exitCode maps a command's error to the process exit code, logging it once.
@@ -167,15 +178,18 @@ func (app *app) exitCode(err error) int {
 		return exitOK
 	}
 	var cfgErr configError
+	var useErr usageError
 	var sigErr signalError
 	switch {
-
 	case errors.Is(err, status.ErrLocked):
 		app.log.Warn(err.Error())
 		return exitLocked
 	case errors.As(err, &cfgErr):
-		app.log.Error(err.Error())
+		app.log.Error(configPrefix+err.Error(), "exit_code", exitConfig)
 		return exitConfig
+	case errors.As(err, &useErr):
+		app.log.Error("usage error: "+err.Error(), "exit_code", exitUsage)
+		return exitUsage
 	case errors.As(err, &sigErr):
 		return exitCodeFor(sigErr) // run already logged the interruption
 	case errors.Is(err, errReported), errors.As(err, new(*run.Error)):

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/url"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -134,26 +133,26 @@ func bitrixCommands(reg *bitrix.Registry) []string {
 func (c *bitrixCmd) check(phase string, redact func(string)) error {
 	needSource := phase != "fields-set" && phase != "set" && phase != ""
 	needTarget := phase != "fields-get" && phase != "get" && phase != "plan" && phase != ""
-	if needSource {
-		if c.WebhookURL == "" {
-			return configError{"BITRIX_WEBHOOK_URL (or --webhook-url) is required for " + phase + ": the portal's incoming webhook, https://PORTAL/rest/USER/TOKEN/"}
-		}
-		if u, err := url.Parse(c.WebhookURL); err != nil || u.Host == "" {
-			return configError{"BITRIX_WEBHOOK_URL is not a URL"}
-		} else {
-			for _, part := range strings.Split(u.Path, "/") {
-				redact(part)
-			}
+	if needSource && c.WebhookURL == "" {
+		return configError{"BITRIX_WEBHOOK_URL (or --webhook-url) is required for " + phase + ": the portal's incoming webhook, https://PORTAL/rest/USER/TOKEN/"}
+	}
+	if needTarget && c.TargetURL == "" {
+		return configError{"TARGET_WEBHOOK_URL (or --target-url) is required for " + phase + ": the target import API, https://import:TOKEN@HOST/PATH/"}
+	}
+	// A URL given is checked even where the phase does not need it: the engine still builds
+	// its client, and a wrong one is better found now than on the next phase.
+	if c.WebhookURL != "" {
+		token, err := checkPortalWebhook("BITRIX_WEBHOOK_URL", c.WebhookURL)
+		redact(token)
+		if err != nil {
+			return err
 		}
 	}
-	if needTarget {
-		if c.TargetURL == "" {
-			return configError{"TARGET_WEBHOOK_URL (or --target-url) is required for " + phase + ": the target import API, https://import:TOKEN@HOST/PATH/"}
-		}
-		if u, err := url.Parse(c.TargetURL); err != nil || u.Host == "" {
-			return configError{"TARGET_WEBHOOK_URL is not a URL"}
-		} else if pw, ok := u.User.Password(); ok {
-			redact(pw)
+	if c.TargetURL != "" {
+		token, err := checkTargetURL("TARGET_WEBHOOK_URL", c.TargetURL)
+		redact(token)
+		if err != nil {
+			return err
 		}
 	}
 	if _, err := rest.ParseRate(c.Rate); err != nil {
@@ -275,7 +274,7 @@ func (c *showBitrixCmd) check() error {
 func (app *app) showBitrix(ctx context.Context, c *showBitrixCmd) error {
 	d, err := bitrix.GetRecordDetail(ctx, app.pool, c.Entity, c.ID)
 	if errors.Is(err, pgx.ErrNoRows) {
-		fmt.Fprintf(app.stderr, "ingest: no %s record with the portal's id %s has been read\n", c.Entity, c.ID)
+		app.log.Error(fmt.Sprintf("no %s record with the portal's id %s has been read", c.Entity, c.ID))
 		return errReported
 	}
 	if err != nil {

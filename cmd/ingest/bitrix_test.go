@@ -101,16 +101,16 @@ func TestBitrixCommands(t *testing.T) {
 	if code, _, stderr = run("show", "bitrix", "users", "999999"); code != exitFailed || !strings.Contains(stderr, "no users record with the portal's id 999999") {
 		t.Errorf("show bitrix of an unknown id = exit %d\n%s", code, stderr)
 	}
-	if code, _, stderr = run("show", "bitrix", "people", "1"); code != exitUsage || !strings.Contains(stderr, `unknown entity "people"`) {
+	if code, _, stderr = run("show", "bitrix", "people", "1"); code != exitUsage || !strings.Contains(stderr, `unknown entity \"people\"`) {
 		t.Errorf("show bitrix of an unknown entity = exit %d\n%s", code, stderr)
 	}
 	code, _, stderr = run("status", "set", "bitrix", "--entity", "user", "--id", "1", "--to", "NEW", "--reason", "x")
-	if code != exitUsage || !strings.Contains(stderr, `unknown bitrix --entity "user"`) {
+	if code != exitUsage || !strings.Contains(stderr, `unknown bitrix --entity \"user\"`) {
 		t.Errorf("status set with a misspelt entity = exit %d\n%s", code, stderr)
 	}
 
 	code, _, stderr = run("status", "set", "bitrix", "--id", "users:1", "--to", "NEW", "--reason", "x")
-	if code != exitConfig || !strings.Contains(stderr, "add --entity") {
+	if code != exitUsage || !strings.Contains(stderr, "add --entity") {
 		t.Errorf("status set with a non-numeric id = exit %d\n%s", code, stderr)
 	}
 

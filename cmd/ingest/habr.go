@@ -65,6 +65,9 @@ func habrPipeline() *pipeline {
 	}
 }
 
+// habrEntity is the entity label of Habr publications in metrics and logs.
+const habrEntity = "habr_publications"
+
 func (app *app) habrFetcher() (*fetch.Client, error) {
 	return fetch.New(fetch.Config{
 		BaseURL:   app.args.HabrBaseURL,
@@ -78,7 +81,7 @@ func (app *app) discoverHabr(ctx context.Context) error {
 		return configError{err.Error()}
 	}
 	return app.exec(ctx, "discover habr", func(ctx context.Context, r *run.Run) error {
-		d := &habr.Discoverer{Pool: app.pool, Fetcher: f, Log: r.Log, Metrics: r.Metrics}
+		d := &habr.Discoverer{Pool: app.pool, Fetcher: f, Log: r.Log.With("entity", habrEntity), Metrics: r.Metrics}
 		st, err := d.Run(ctx)
 		r.Log.Info("discovery done", "feeds", st.Feeds, "feeds_failed", st.FeedsFailed, "items", st.Items, "new", st.New, "skipped_items", st.Bad)
 		return err
@@ -91,8 +94,10 @@ func (app *app) extractHabr(ctx context.Context) error {
 		return configError{err.Error()}
 	}
 	return app.exec(ctx, "extract habr", func(ctx context.Context, r *run.Run) error {
-		defer r.Metrics.Phase("habr_publications", "extract")()
-		e := &habr.Extraction{Pool: app.pool, Fetcher: f, Extractor: habr.NewExtractor(), Log: r.Log, Metrics: r.Metrics, Actor: r.Actor(), RunID: r.ID}
+		defer r.Metrics.Phase(habrEntity, "extract")()
+		// The entity on every line, progress lines included, as the Bitrix24 engine's lines have it.
+		log := r.Log.With("entity", habrEntity)
+		e := &habr.Extraction{Pool: app.pool, Fetcher: f, Extractor: habr.NewExtractor(), Log: log, Metrics: r.Metrics, Actor: r.Actor(), RunID: r.ID}
 		st, err := e.Run(ctx)
 		r.Log.Info("extraction done", "done", st.Done, "extracted", st.Extracted, "failed", st.Failed, "broken", st.Broken, "from_cache", st.Cached)
 		return err
@@ -102,7 +107,7 @@ func (app *app) extractHabr(ctx context.Context) error {
 func (app *app) showHabr(ctx context.Context, c *showHabrCmd) error {
 	p, md, err := habr.GetPublication(ctx, app.pool, c.ID)
 	if errors.Is(err, pgx.ErrNoRows) {
-		fmt.Fprintf(app.stderr, "ingest: no Habr publication %d is registered\n", c.ID)
+		app.log.Error(fmt.Sprintf("no Habr publication %d is registered", c.ID))
 		return errReported
 	}
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"slices"
@@ -16,6 +17,8 @@ import (
 	"syscall"
 
 	"github.com/alexflint/go-arg"
+
+	"github.com/ingest-dev/ingest/internal/redact"
 )
 
 // Exit codes; documented in --help (args.Epilogue) and README.md.
@@ -40,8 +43,9 @@ type signalError struct{ sig os.Signal }
 
 func (e signalError) Error() string { return "stopped by " + e.sig.String() }
 
-// notifyContext cancels ctx with a signalError on the first SIGINT or SIGTERM, so the run
-// finishes its record in flight and exits; a second signal exits at once.
+// notifyContext cancels ctx with a signalError on the first SIGINT or SIGTERM: the run stops at
+// once, the record in flight keeping its status for the next run (README, Exit codes), and
+// records its outcome; a second signal exits at once.
 func notifyContext(parent context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(parent)
 	ch := make(chan os.Signal, 2)
@@ -58,6 +62,8 @@ func notifyContext(parent context.Context) (context.Context, func()) {
 // Main runs one command line and returns the exit code. It is main without the process-wide
 // parts, so tests can call it.
 func Main(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
+	argv = helpAlias(argv)
+	out := &cliOutput{stderr: stderr, format: formatFromArgv(argv, os.Getenv)}
 	var a args
 	ps := pipelines()
 	shared := sharedArgs(ps)
@@ -69,7 +75,7 @@ func Main(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 	}
 	parser, err := arg.NewParser(arg.Config{Program: "ingest", Out: stderr, Exit: func(int) {}}, dests...)
 	if err != nil {
-		fmt.Fprintln(stderr, "ingest: internal error:", err)
+		out.logger().Error("internal error: " + err.Error())
 		return exitFailed
 	}
 	err = parser.Parse(argv)
@@ -81,19 +87,21 @@ func Main(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, arg.ErrVersion):
 		fmt.Fprintln(stdout, a.Version())
 		return exitOK
+	case isEnvError(err):
+		// An environment value that does not parse is configuration, not a mistyped command line.
+		out.logger().Error(configPrefix + err.Error())
+		return exitConfig
 	case err != nil:
-		_ = parser.WriteUsageForSubcommand(stderr, names...)
-		fmt.Fprintf(stderr, "error: %v\n", err)
+		out.usage(parser, names, err.Error(), false)
 		return exitUsage
 	}
 	command := strings.Join(names, " ")
 	if isGroup(command, parser.Subcommand()) {
-		_ = parser.WriteHelpForSubcommand(stderr, names...)
-		if command == "" {
-			fmt.Fprintln(stderr, "error: a command is required")
-		} else {
-			fmt.Fprintf(stderr, "error: %q needs a subcommand\n", command)
+		msg := "a command is required"
+		if command != "" {
+			msg = fmt.Sprintf("%s needs a subcommand", command)
 		}
+		out.usage(parser, names, msg, true)
 		return exitUsage
 	}
 	cmd := parsed{args: a, pipelines: ps, status: shared.status()}
@@ -101,8 +109,7 @@ func Main(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 		cmd.show = shared.show(name)
 	}
 	if usage := cmd.check(command); usage != nil {
-		_ = parser.WriteUsageForSubcommand(stderr, names...)
-		fmt.Fprintln(stderr, "error:", usage)
+		out.usage(parser, names, usage.Error(), false)
 		return exitUsage
 	}
 	if command == "version" {
@@ -115,8 +122,51 @@ func Main(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	defer app.close()
+	if err := app.checkSchema(ctx, command); err != nil {
+		return app.exitCode(err)
+	}
 	err = app.dispatch(ctx, command, cmd)
 	return app.exitCode(err)
+}
+
+// helpAlias turns `ingest help [COMMAND...]` into `ingest [COMMAND...] --help`.
+func helpAlias(argv []string) []string {
+	if len(argv) > 0 && argv[0] == "help" {
+		return append(slices.Clone(argv[1:]), "--help")
+	}
+	return argv
+}
+
+// isEnvError reports whether go-arg failed on an environment variable's value rather than on
+// the command line. go-arg has no error type for it, only this wording (parse.go, v1.6).
+func isEnvError(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "error processing environment variable ")
+}
+
+// cliOutput reports what goes wrong before a command has its logger: usage errors and
+// configuration errors, in the log format asked for.
+type cliOutput struct {
+	stderr io.Writer
+	format string
+}
+
+func (o *cliOutput) logger() *slog.Logger { return fallbackLogger(o.stderr, o.format, redact.New()) }
+
+// usage reports a command line the program cannot use: as text, the usage (or the whole help
+// when withHelp) and the error; as JSON, one line holding both.
+func (o *cliOutput) usage(p *arg.Parser, names []string, msg string, withHelp bool) {
+	var u strings.Builder
+	if withHelp {
+		_ = p.WriteHelpForSubcommand(&u, names...)
+	} else {
+		_ = p.WriteUsageForSubcommand(&u, names...)
+	}
+	if wantsJSON(o.stderr, o.format) {
+		o.logger().Error("usage error: "+msg, "usage", u.String(), "exit_code", exitUsage)
+		return
+	}
+	fmt.Fprint(o.stderr, u.String())
+	fmt.Fprintln(o.stderr, "error:", msg)
 }
 
 // parsed is a command line after parsing: the global options and the commands' arguments.
@@ -132,7 +182,7 @@ func (c parsed) check(command string) error {
 	switch {
 	case command == "status set":
 		s := c.status.Set
-		if err := s.check(); err != nil {
+		if err := s.check(machinesOf(c.pipelines)); err != nil {
 			return err
 		}
 		return checkEntity(c.pipelines, "status set", s.Source, s.Entity)

@@ -60,7 +60,8 @@ func setupCLI(t *testing.T) *cliBundle {
 // command prepares `ingest args...` against the test database and the fake Habr.
 func (b *cliBundle) command(args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
 	cmd := exec.Command(binary, args...)
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+b.url, "HABR_BASE_URL="+b.base, "LOG_FORMAT=json")
+	// USER is set so that manual changes are signed wherever the tests run (CI may have none).
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+b.url, "HABR_BASE_URL="+b.base, "LOG_FORMAT=json", "USER=ingest-test")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	return cmd, &stdout, &stderr
@@ -135,7 +136,7 @@ func TestUsageAndConfigErrors(t *testing.T) {
 		want string
 	}{
 		{nil, "", exitUsage, "a command is required"},
-		{[]string{"extract"}, "", exitUsage, `"extract" needs a subcommand`},
+		{[]string{"extract"}, "", exitUsage, "extract needs a subcommand"},
 		{[]string{"status", "--bogus"}, "", exitUsage, "unknown argument --bogus"},
 		{[]string{"status", "set", "habr", "--to", "extracted"}, "", exitUsage, "--id is required"},
 		{[]string{"status", "set", "--id", "1"}, "", exitUsage, "SOURCE is required"},
@@ -259,7 +260,14 @@ func TestKillMidBatchThenRerun(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Duration(500+kills*350) * time.Millisecond)
+		// Kill it once its run is under way (a loaded machine may take a while to get there),
+		// at a different point of the batch each time.
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if b.scalar(t, "SELECT count(*) FROM runs WHERE outcome = 'running'") > 0 {
+				break
+			}
+		}
+		time.Sleep(time.Duration(100+kills*350) * time.Millisecond)
 		_ = cmd.Process.Kill() // SIGKILL: no cleanup at all
 		_ = cmd.Wait()
 	}
@@ -299,7 +307,7 @@ func TestStatusSetByHand(t *testing.T) {
 		t.Errorf("refused set = exit %d\n%s", code, stdout)
 	}
 	code, _, stderr := b.run(t, "status", "set", "habr", "--id", broken, "--to", "nonsense", "--reason", "x")
-	if code != exitConfig || !strings.Contains(stderr, "valid: extract_pending, extracted, extract_failed, extract_broken") {
+	if code != exitUsage || !strings.Contains(stderr, "valid: extract_pending, extracted, extract_failed, extract_broken") {
 		t.Errorf("unknown status = exit %d\n%s", code, stderr)
 	}
 	code, stdout, stderr = b.run(t, "status", "set", "habr", "--id", broken, "--to", "extract_pending", "--reason", "selector fixed", "--by", "alice")

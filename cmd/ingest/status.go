@@ -179,14 +179,14 @@ func (app *app) resolveIDs(ctx context.Context, m *status.Machine, entity string
 				if m.Key != "" {
 					hint = fmt.Sprintf(" (to name %s records by the source's ids, add --entity)", m.Name)
 				}
-				return nil, nil, configError{fmt.Sprintf("status set --id %q: not a record id%s", s, hint)}
+				return nil, nil, usageError{fmt.Sprintf("--id %q: not a record id%s", s, hint)}
 			}
 			ids[i] = id
 		}
 		return ids, nil, nil
 	}
 	if m.Key == "" {
-		return nil, nil, configError{fmt.Sprintf("status set --entity: %s records are named by id alone", m.Name)}
+		return nil, nil, usageError{fmt.Sprintf("--entity: %s records are named by id alone", m.Name)}
 	}
 	found, err := m.Resolve(ctx, app.pool, entity, keys)
 	if err != nil {
@@ -205,7 +205,11 @@ func (app *app) resolveIDs(ctx context.Context, m *status.Machine, entity string
 }
 
 // check validates the flags the parser cannot: it runs before anything connects.
-func (c *statusSetCmd) check() error {
+func (c *statusSetCmd) check(machines []*status.Machine) error {
+	m, err := machineNamed(c.Source, "status set", machines)
+	if err != nil {
+		return err
+	}
 	switch {
 	case len(c.IDs) == 0:
 		return usageError{"status set: --id is required (the records to change)"}
@@ -214,29 +218,43 @@ func (c *statusSetCmd) check() error {
 	case strings.TrimSpace(c.Reason) == "":
 		return usageError{"status set: --reason is required (why; it is kept in the status history)"}
 	}
+	if _, err := m.Parse(c.To); err != nil {
+		return usageError{"status set --to: " + err.Error()}
+	}
+	return checkBy("status set", c.By, "who is making the change")
+}
+
+// checkBy refuses a manual change nobody signs: where $USER is unset (cron, containers) the
+// history would otherwise say "unknown".
+func checkBy(command, by, who string) error {
+	if strings.TrimSpace(by) == "" {
+		return usageError{fmt.Sprintf("%s: --by NAME is required when $USER is not set (%s; kept in the status history)", command, who)}
+	}
 	return nil
 }
 
-func (app *app) statusSet(ctx context.Context, c *statusSetCmd) error {
-	var m *status.Machine
+// machineNamed finds the pipeline called name among ms, or says which names there are.
+func machineNamed(name, command string, ms []*status.Machine) (*status.Machine, error) {
 	var names []string
-	for _, x := range app.machines() {
-		names = append(names, x.Name)
-		if x.Name == c.Source {
-			m = x
+	for _, m := range ms {
+		if m.Name == name {
+			return m, nil
 		}
+		names = append(names, m.Name)
 	}
-	if m == nil {
-		return configError{fmt.Sprintf("status set: unknown source %q (known: %s)", c.Source, strings.Join(names, ", "))}
+	return nil, usageError{fmt.Sprintf("%s: unknown source %q (known: %s)", command, name, strings.Join(names, ", "))}
+}
+
+func (app *app) statusSet(ctx context.Context, c *statusSetCmd) error {
+	m, err := machineNamed(c.Source, "status set", app.machines())
+	if err != nil {
+		return err
 	}
 	to, err := m.Parse(c.To)
 	if err != nil {
-		return configError{"status set --to: " + err.Error()}
+		return usageError{"status set --to: " + err.Error()}
 	}
 	by := strings.TrimSpace(c.By)
-	if by == "" {
-		by = "unknown"
-	}
 	ids, unknown, err := app.resolveIDs(ctx, m, c.Entity, c.IDs)
 	if err != nil {
 		return err
@@ -262,7 +280,7 @@ func (app *app) statusSet(ctx context.Context, c *statusSetCmd) error {
 		app.log.Info("manual status change", "source", m.Name, "id", r.ID, "from", r.From, "to", to, "by", by, "reason", c.Reason, "refused", r.Err != nil)
 	}
 	if refused > 0 {
-		fmt.Fprintf(app.stderr, "ingest: %d of %d records not changed\n", refused, len(c.IDs))
+		app.log.Error(fmt.Sprintf("%d of %d records not changed", refused, len(c.IDs)), "refused", refused)
 		return errReported
 	}
 	return nil
@@ -276,7 +294,7 @@ func (c *statusAckCmd) check() error {
 	case strings.TrimSpace(c.Reason) == "":
 		return usageError{"status ack: --reason is required (why the record may stay unmigrated; it is kept in the status history)"}
 	}
-	return nil
+	return checkBy("status ack", c.By, "who accepts the records")
 }
 
 // statusAck accepts records as known exceptions: they stay in their failure status, and verify
@@ -294,12 +312,9 @@ func (app *app) statusAck(ctx context.Context, c *statusAckCmd) error {
 		}
 	}
 	if m == nil {
-		return configError{fmt.Sprintf("status ack: %q records cannot be acknowledged (only: %s)", c.Source, strings.Join(names, ", "))}
+		return usageError{fmt.Sprintf("status ack: %q records cannot be acknowledged (only: %s)", c.Source, strings.Join(names, ", "))}
 	}
 	by := strings.TrimSpace(c.By)
-	if by == "" {
-		by = "unknown"
-	}
 	ids, unknown, err := app.resolveIDs(ctx, m, c.Entity, c.IDs)
 	if err != nil {
 		return err
@@ -322,7 +337,7 @@ func (app *app) statusAck(ctx context.Context, c *statusAckCmd) error {
 		app.log.Info("record acknowledged", "source", m.Name, "id", r.ID, "status", r.From, "by", by, "reason", c.Reason, "refused", r.Err != nil)
 	}
 	if refused > 0 {
-		fmt.Fprintf(app.stderr, "ingest: %d of %d records not acknowledged\n", refused, len(c.IDs))
+		app.log.Error(fmt.Sprintf("%d of %d records not acknowledged", refused, len(c.IDs)), "refused", refused)
 		return errReported
 	}
 	fmt.Fprintln(app.stdout, "the next verify lists these records apart and no longer fails on them")

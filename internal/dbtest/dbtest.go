@@ -30,13 +30,7 @@ const EnvURL = "TEST_DATABASE_URL"
 // pass by skipping the database tests.
 func URL(t testing.TB) string {
 	t.Helper()
-	raw := os.Getenv(EnvURL)
-	if raw == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not set; run the tests with `make test`", EnvURL)
-		}
-		t.Skipf("%s is not set; run `make test` to start a throwaway Postgres", EnvURL)
-	}
+	raw := ServerURL(t)
 	cfg, err := pgconn.ParseConfig(raw)
 	if err != nil {
 		t.Fatalf("parse %s: %v", EnvURL, err)
@@ -58,6 +52,20 @@ func URL(t testing.TB) string {
 	}
 	migrator := goosemigrator.New(".", goosemigrator.WithFS(migrations.FS))
 	return pgtestdb.Custom(t, conf, migrator).URL()
+}
+
+// ServerURL returns the test server's URL itself, for tests that make databases of their own
+// (an empty one, say). It skips or fails the test like URL when there is none.
+func ServerURL(t testing.TB) string {
+	t.Helper()
+	raw := os.Getenv(EnvURL)
+	if raw == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is not set; run the tests with `make test`", EnvURL)
+		}
+		t.Skipf("%s is not set; run `make test` to start a throwaway Postgres", EnvURL)
+	}
+	return raw
 }
 
 // Pool returns a pool on a new, migrated database for t, closed when the test ends.

@@ -5,7 +5,12 @@ package metrics
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -13,6 +18,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/push"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"google.golang.org/protobuf/proto"
 )
 
 // Metrics is one run's registry. Every counter carries an `entity` label ("habr_publications",
@@ -38,9 +46,20 @@ type Metrics struct {
 	// DurationMS is how long each phase of each entity took in this run (duration_ms).
 	DurationMS *prometheus.GaugeVec
 
+	// RecordsByStatus is how many records the command's pipeline holds in each status when the
+	// run ends (ingest_records{source,scope,status}): what the "records stuck in a failure
+	// status" alerts read.
+	RecordsByStatus *prometheus.GaugeVec
+
+	runStart       prometheus.Gauge
 	lastSuccess    prometheus.Gauge
 	lastCompletion prometheus.Gauge
 }
+
+const (
+	lastSuccessName = "ingest_last_success_timestamp_seconds"
+	runStartName    = "ingest_run_start_timestamp_seconds"
+)
 
 // New returns an empty registry with every metric registered.
 func New() *Metrics {
@@ -58,9 +77,13 @@ func New() *Metrics {
 	m.CustomFieldsCreated = counter("custom_fields_created_total", "Custom fields created on the target.", "entity")
 	m.Processed = counter("records_processed_total", "Records processed in this run, by outcome.", "entity", "outcome")
 	m.DurationMS = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "duration_ms", Help: "Phase duration in milliseconds."}, []string{"entity", "phase"})
-	m.lastSuccess = prometheus.NewGauge(prometheus.GaugeOpts{Name: "ingest_last_success_timestamp_seconds", Help: "When the command last succeeded."})
+	m.lastSuccess = prometheus.NewGauge(prometheus.GaugeOpts{Name: lastSuccessName, Help: "When the command last succeeded."})
 	m.lastCompletion = prometheus.NewGauge(prometheus.GaugeOpts{Name: "ingest_last_completion_timestamp_seconds", Help: "When the command last finished, successfully or not."})
-	m.reg.MustRegister(m.DurationMS, m.lastCompletion)
+	m.RecordsByStatus = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ingest_records",
+		Help: "Records of the pipeline in each status when the run ended."}, []string{"source", "scope", "status"})
+	m.runStart = prometheus.NewGauge(prometheus.GaugeOpts{Name: runStartName,
+		Help: "When the command's latest run started (and took its lock); published at the start of the run."})
+	m.reg.MustRegister(m.DurationMS, m.lastCompletion, m.RecordsByStatus, m.runStart)
 	return m
 }
 
@@ -70,6 +93,56 @@ func (m *Metrics) Phase(entity, phase string) func() {
 	return func() {
 		m.DurationMS.WithLabelValues(entity, phase).Set(float64(time.Since(start).Milliseconds()))
 	}
+}
+
+// Start stamps the run's start and publishes it at once, to the Pushgateway and/or the
+// textfile (either may be empty), so that a run that holds its lock for too long shows: its
+// start is newer than its last completion. Everything else waits for the end of the run.
+func (m *Metrics) Start(ctx context.Context, gatewayURL, textfile, command string) error {
+	m.runStart.SetToCurrentTime()
+	var errs []error
+	if gatewayURL != "" {
+		// A registry of its own: the run's other series are not known yet, and pushing them
+		// empty would reset the last completion in the group.
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(m.runStart)
+		if err := push.New(gatewayURL, "ingest").Gatherer(reg).Grouping(commandLabel, CommandLabel(command)).AddContext(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("push run start to pushgateway: %w", err))
+		}
+	}
+	if textfile != "" {
+		if err := m.writeStartTextfile(textfile, command); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// writeStartTextfile rewrites the textfile an earlier run left with this run's start in it,
+// keeping every other series (last success and completion above all) as it was.
+func (m *Metrics) writeStartTextfile(path, command string) error {
+	families, err := readTextfile(path)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m.runStart)
+	fresh, err := (&Metrics{reg: reg}).gatherer(command).Gather()
+	if err != nil {
+		return fmt.Errorf("write metrics textfile %s: %w", path, err)
+	}
+	for _, f := range fresh {
+		families[f.GetName()] = f
+	}
+	out := make([]*dto.MetricFamily, 0, len(families))
+	for _, name := range slices.Sorted(maps.Keys(families)) {
+		out = append(out, families[name])
+	}
+	g := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) { return out, nil })
+	if err := prometheus.WriteToTextfile(path, g); err != nil {
+		return fmt.Errorf("write metrics textfile %s: %w", path, err)
+	}
+	return nil
 }
 
 // Finish stamps the completion time, and the success time when succeeded. Call it once, at the
@@ -82,27 +155,100 @@ func (m *Metrics) Finish(succeeded bool) {
 	}
 }
 
-// Push adds this run's metrics to the Pushgateway group job="ingest", command=<command>. It
-// uses POST (add), so a failed run never erases the last success timestamp of an earlier one.
+// KeepLastSuccess carries an earlier run's success time into a run that did not succeed, so a
+// textfile rewritten by a failed run still holds ingest_last_success_timestamp_seconds: without
+// it the staleness alert would have no series exactly while the job keeps failing. Call it after
+// Finish(false); a zero t (never succeeded) leaves the series out.
+func (m *Metrics) KeepLastSuccess(t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	m.lastSuccess.Set(float64(t.UnixNano()) / 1e9)
+	_ = m.reg.Register(m.lastSuccess) // already registered after a success: the value is set all the same
+}
+
+// CommandLabel is the value of the `command` label every series carries: the command's words
+// joined by "_" ("extract_habr", "bitrix_users_run"). A space would reach a Pushgateway as "+"
+// (client_golang escapes grouping values with url.QueryEscape into a URL path).
+func CommandLabel(command string) string { return strings.Join(strings.Fields(command), "_") }
+
+// gatherer returns the metrics with the label command=CommandLabel(command) on every series, so
+// several commands' textfiles in one node-exporter directory never collide.
+func (m *Metrics) gatherer(command string) prometheus.Gatherer {
+	value := CommandLabel(command)
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		families, err := m.reg.Gather()
+		for _, f := range families {
+			for _, s := range f.GetMetric() {
+				s.Label = append(s.Label, &dto.LabelPair{Name: proto.String(commandLabel), Value: proto.String(value)})
+				sort.Slice(s.Label, func(i, j int) bool { return s.Label[i].GetName() < s.Label[j].GetName() })
+			}
+		}
+		return families, err
+	})
+}
+
+// commandLabel names the label that says which command a series is from.
+const commandLabel = "command"
+
+// Push adds this run's metrics to the Pushgateway group job="ingest", command=CommandLabel(command).
+// It uses POST (add), so a failed run never erases the last success timestamp of an earlier one.
 func (m *Metrics) Push(ctx context.Context, gatewayURL, command string) error {
-	err := push.New(gatewayURL, "ingest").Gatherer(m.reg).Grouping("command", command).AddContext(ctx)
+	// The gateway puts the grouping labels on every series; client_golang refuses series that
+	// carry them already, so the registry goes as it is.
+	err := push.New(gatewayURL, "ingest").Gatherer(m.reg).Grouping(commandLabel, CommandLabel(command)).AddContext(ctx)
 	if err != nil {
 		return fmt.Errorf("push metrics to pushgateway: %w", err)
 	}
 	return nil
 }
 
-// WriteTextfile writes the metrics atomically in the text format node-exporter's textfile
-// collector reads.
-func (m *Metrics) WriteTextfile(path string) error {
-	if err := prometheus.WriteToTextfile(path, m.reg); err != nil {
+// WriteTextfile writes the metrics, labelled with the command, atomically in the text format
+// node-exporter's textfile collector reads.
+func (m *Metrics) WriteTextfile(path, command string) error {
+	if err := prometheus.WriteToTextfile(path, m.gatherer(command)); err != nil {
 		return fmt.Errorf("write metrics textfile %s: %w", path, err)
 	}
 	return nil
 }
 
+// ReadLastSuccess returns ingest_last_success_timestamp_seconds from a textfile written earlier
+// by WriteTextfile; zero when the file or the series is not there.
+func ReadLastSuccess(path string) (time.Time, error) {
+	families, err := readTextfile(path)
+	if err != nil {
+		return time.Time{}, err
+	}
+	var latest float64
+	for _, s := range families[lastSuccessName].GetMetric() {
+		latest = max(latest, s.GetGauge().GetValue())
+	}
+	if latest == 0 {
+		return time.Time{}, nil
+	}
+	return time.Unix(0, int64(latest*1e9)), nil
+}
+
+// readTextfile parses a textfile; a missing file holds no families.
+func readTextfile(path string) (map[string]*dto.MetricFamily, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]*dto.MetricFamily{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read metrics textfile: %w", err)
+	}
+	defer f.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(f)
+	if err != nil {
+		return nil, fmt.Errorf("read metrics textfile %s: %w", path, err)
+	}
+	return families, nil
+}
+
 // Snapshot flattens the counters and gauges recorded so far into "name{label=value}" -> value,
-// leaving out timestamps. It is what a run stores in runs.counters and logs when it ends.
+// leaving out the job's own ingest_* series. It is what a run stores in runs.counters and logs when it ends.
 func (m *Metrics) Snapshot() map[string]float64 {
 	out := map[string]float64{}
 	families, err := m.reg.Gather()
@@ -110,7 +256,9 @@ func (m *Metrics) Snapshot() map[string]float64 {
 		return out
 	}
 	for _, f := range families {
-		if strings.HasSuffix(f.GetName(), "_timestamp_seconds") {
+		// The job's own series (timestamps, records by status) describe the command, not
+		// what this run did.
+		if strings.HasPrefix(f.GetName(), "ingest_") {
 			continue
 		}
 		for _, s := range f.GetMetric() {

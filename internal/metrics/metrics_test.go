@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ingest-dev/ingest/internal/metrics"
 )
@@ -36,14 +37,15 @@ func TestSnapshotAndTextfile(t *testing.T) {
 	}
 
 	path := filepath.Join(t.TempDir(), "ingest.prom")
-	if err := m.WriteTextfile(path); err != nil {
+	if err := m.WriteTextfile(path, "bitrix users get"); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`records_import_ok_total{entity="users"} 1`, "ingest_last_success_timestamp_seconds", "ingest_last_completion_timestamp_seconds"} {
+	for _, want := range []string{`records_import_ok_total{command="bitrix_users_get",entity="users"} 1`,
+		`ingest_last_success_timestamp_seconds{command="bitrix_users_get"}`, `ingest_last_completion_timestamp_seconds{command="bitrix_users_get"}`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("textfile lacks %q:\n%s", want, b)
 		}
@@ -67,10 +69,81 @@ func TestPushAddsToCommandGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	// POST adds to the group; a failed run must not carry (and so not reset) the success stamp.
-	if method != http.MethodPost || !strings.HasPrefix(path, "/metrics/job/ingest/command") {
-		t.Errorf("push = %s %s, want POST /metrics/job/ingest/command/...", method, path)
+	// The grouping value has no space: a Pushgateway would read "bitrix+groups+set".
+	if method != http.MethodPost || path != "/metrics/job/ingest/command/bitrix_groups_set" {
+		t.Errorf("push = %s %s, want POST /metrics/job/ingest/command/bitrix_groups_set", method, path)
 	}
 	if strings.Contains(body, "ingest_last_success_timestamp_seconds") || !strings.Contains(body, "records_import_err_total") {
 		t.Errorf("pushed body wrong: %q", body)
+	}
+}
+
+func TestKeepLastSuccess(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "ingest.prom")
+	if last, err := metrics.ReadLastSuccess(path); err != nil || !last.IsZero() {
+		t.Errorf("no file: %v %v, want zero", last, err)
+	}
+	ok := metrics.New()
+	ok.Finish(true)
+	if err := ok.WriteTextfile(path, "extract habr"); err != nil {
+		t.Fatal(err)
+	}
+	first, err := metrics.ReadLastSuccess(path)
+	if err != nil || first.IsZero() {
+		t.Fatalf("after a success: %v %v", first, err)
+	}
+	failed := metrics.New()
+	failed.Finish(false)
+	failed.KeepLastSuccess(first)
+	if err := failed.WriteTextfile(path, "extract habr"); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := metrics.ReadLastSuccess(path); err != nil || !again.Equal(first) {
+		t.Errorf("after a failed run: %v %v, want %v", again, err, first)
+	}
+	never := metrics.New()
+	never.Finish(false)
+	never.KeepLastSuccess(time.Time{})
+	if err := never.WriteTextfile(path, "extract habr"); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); strings.Contains(string(b), "ingest_last_success_timestamp_seconds") {
+		t.Errorf("a command that never succeeded has a success time:\n%s", b)
+	}
+}
+
+// TestStartIsPublishedAtOnce: a run's start reaches the textfile and the Pushgateway when the
+// run starts, without erasing what the last run left (the lock-held-too-long alert compares
+// them).
+func TestStartIsPublishedAtOnce(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "ingest.prom")
+	last := metrics.New()
+	last.Finish(true)
+	if err := last.WriteTextfile(path, "extract habr"); err != nil {
+		t.Fatal(err)
+	}
+	var bodies []string
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		bodies = append(bodies, r.Method+" "+r.URL.Path+"\n"+string(b))
+	}))
+	defer gw.Close()
+
+	m := metrics.New()
+	if err := m.Start(context.Background(), gw.URL, path, "extract habr"); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	for _, want := range []string{`ingest_run_start_timestamp_seconds{command="extract_habr"}`,
+		`ingest_last_success_timestamp_seconds{command="extract_habr"}`, `ingest_last_completion_timestamp_seconds{command="extract_habr"}`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("textfile after start lacks %s:\n%s", want, b)
+		}
+	}
+	if len(bodies) != 1 || !strings.HasPrefix(bodies[0], "POST /metrics/job/ingest/command/extract_habr\n") ||
+		!strings.Contains(bodies[0], "ingest_run_start_timestamp_seconds") || strings.Contains(bodies[0], "ingest_last_completion") {
+		t.Errorf("start push = %q, want a POST of the start alone", bodies)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ingest-dev/ingest/internal/metrics"
+	"github.com/ingest-dev/ingest/internal/retry"
 	"github.com/ingest-dev/ingest/internal/status"
 )
 
@@ -43,7 +44,20 @@ type Options struct {
 	MetricsTextfile string
 	// LockCheckInterval is how often the lock connection is checked; 5s when zero.
 	LockCheckInterval time.Duration
+	// DeadPeerTimeout is how long the server keeps the lock once this process goes silent
+	// (status.LockOptions); status.DefaultDeadPeerTimeout when zero, and never less than three
+	// lock checks.
+	DeadPeerTimeout time.Duration
+	// RecordTimeout bounds how long a run that cannot reach the database at its end keeps
+	// trying to record its outcome (a database restarting, a failover); 30s when zero.
+	RecordTimeout time.Duration
 }
+
+// abandonedError is what a run still marked running is labelled with by the next run of its
+// command. Both causes leave the same trace (no outcome, the lock gone with its connection), so
+// the label names both rather than guessing; a run that knew why it ended logged it.
+const abandonedError = "no outcome was recorded: the process was killed (SIGKILL, out of memory, node lost) " +
+	"or could not reach the database to record how it ended; its log says which"
 
 // Run is one execution of a command.
 type Run struct {
@@ -68,7 +82,16 @@ func Exec(ctx context.Context, o Options, fn func(ctx context.Context, r *Run) e
 	if lockName == "" {
 		lockName = o.Command
 	}
-	lock, err := status.AcquireLock(ctx, o.Pool.Config().ConnConfig, lockName)
+	interval := o.LockCheckInterval
+	if interval == 0 {
+		interval = 5 * time.Second
+	}
+	dead := o.DeadPeerTimeout
+	if dead == 0 {
+		dead = status.DefaultDeadPeerTimeout
+	}
+	lock, err := status.AcquireLockWith(ctx, o.Pool.Config().ConnConfig, lockName,
+		status.LockOptions{DeadPeerTimeout: max(dead, 3*interval)})
 	if err != nil {
 		return err
 	}
@@ -80,9 +103,8 @@ func Exec(ctx context.Context, o Options, fn func(ctx context.Context, r *Run) e
 
 	// Holding the lock proves no other run of this command is alive: any run still marked
 	// running died without a word (kill -9, OOM, node loss).
-	tag, err := o.Pool.Exec(ctx, `UPDATE runs SET outcome = $2, finished_at = now(),
-error = 'the process ended without recording an outcome (killed, out of memory or node lost)'
-WHERE command = $1 AND outcome = 'running'`, o.Command, Abandoned)
+	tag, err := o.Pool.Exec(ctx, `UPDATE runs SET outcome = $2, finished_at = now(), error = $3
+WHERE command = $1 AND outcome = 'running'`, o.Command, Abandoned, abandonedError)
 	if err != nil {
 		return fmt.Errorf("record abandoned runs: %w", err)
 	}
@@ -92,16 +114,17 @@ WHERE command = $1 AND outcome = 'running'`, o.Command, Abandoned)
 	}
 	r.Log = o.Log.With("run_id", r.ID)
 	if n := tag.RowsAffected(); n > 0 {
-		r.Log.Warn("earlier runs of this command died without finishing; marked abandoned", "runs", n)
+		r.Log.Warn("earlier runs of this command ended without recording an outcome; marked abandoned", "runs", n)
 	}
 	r.Log.Info("run started")
 	start := time.Now()
+	sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
+	if err := r.Metrics.Start(sctx, o.PushgatewayURL, o.MetricsTextfile, r.Command); err != nil {
+		r.Log.Warn("run start not published to the metrics", "error", err)
+	}
+	scancel()
 
 	runCtx, cancel := context.WithCancelCause(ctx)
-	interval := o.LockCheckInterval
-	if interval == 0 {
-		interval = 5 * time.Second
-	}
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
@@ -148,26 +171,21 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // finish records the outcome and publishes the metrics; it must work after a cancelled run.
 func finish(ctx context.Context, o Options, r *Run, outcome string, runErr error, took time.Duration) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
+	ctx = context.WithoutCancel(ctx)
 	counters := r.Metrics.Snapshot()
-	raw, _ := json.Marshal(counters)
-	var errText *string
-	if runErr != nil {
-		s := runErr.Error()
-		errText = &s
-	}
-	if _, err := o.Pool.Exec(ctx, `UPDATE runs SET outcome = $2, finished_at = now(), counters = $3, error = $4 WHERE id = $1`,
-		r.ID, outcome, raw, errText); err != nil {
-		r.Log.Error("record run outcome", "error", err)
-	}
+	recordOutcome(ctx, o, r, outcome, runErr, counters)
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
 	if o.PushgatewayURL != "" {
-		if err := r.Metrics.Push(ctx, o.PushgatewayURL, r.Command); err != nil {
+		if err := r.Metrics.Push(pctx, o.PushgatewayURL, r.Command); err != nil {
 			r.Log.Warn("metrics not pushed", "error", err)
 		}
 	}
 	if o.MetricsTextfile != "" {
-		if err := r.Metrics.WriteTextfile(o.MetricsTextfile); err != nil {
+		if outcome != Succeeded {
+			r.Metrics.KeepLastSuccess(lastSuccess(pctx, o, r))
+		}
+		if err := r.Metrics.WriteTextfile(o.MetricsTextfile, r.Command); err != nil {
 			r.Log.Warn("metrics textfile not written", "error", err)
 		}
 	}
@@ -183,6 +201,67 @@ func finish(ctx context.Context, o Options, r *Run, outcome string, runErr error
 	default:
 		r.Log.Error("run failed", append(attrs, "error", runErr)...)
 	}
+}
+
+// recordOutcome stores the run's outcome, counters and error. A database that is down at that
+// moment (the outage that may have failed the run) is retried until o.RecordTimeout, so that a
+// short outage does not leave the run to be labelled abandoned by the next one.
+func recordOutcome(ctx context.Context, o Options, r *Run, outcome string, runErr error, counters map[string]float64) {
+	limit := o.RecordTimeout
+	if limit == 0 {
+		limit = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	raw, _ := json.Marshal(counters)
+	var errText *string
+	if runErr != nil {
+		s := runErr.Error()
+		errText = &s
+	}
+	pause := 250 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		actx, acancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := o.Pool.Exec(actx, `UPDATE runs SET outcome = $2, finished_at = now(), counters = $3, error = $4 WHERE id = $1`,
+			r.ID, outcome, raw, errText)
+		acancel()
+		if err == nil {
+			if attempt > 1 {
+				r.Log.Info("run outcome recorded once the database answered again", "outcome", outcome, "attempts", attempt)
+			}
+			return
+		}
+		if attempt == 1 {
+			r.Log.Warn("cannot record the run's outcome; retrying", "outcome", outcome, "for_s", limit.Seconds(), "error", err)
+		}
+		if retry.Sleep(ctx, pause) != nil {
+			r.Log.Error("run outcome not recorded: the next run of this command will label it abandoned",
+				"outcome", outcome, "attempts", attempt, "error", err)
+			return
+		}
+		pause = min(2*pause, 5*time.Second)
+	}
+}
+
+// lastSuccess is when the command last succeeded, for a textfile written by a run that did not:
+// from the runs table, or from the textfile an earlier run wrote when the database cannot say
+// (it may be why this run failed).
+func lastSuccess(ctx context.Context, o Options, r *Run) time.Time {
+	var fromDB *time.Time
+	qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if err := o.Pool.QueryRow(qctx, `SELECT max(finished_at) FROM runs WHERE command = $1 AND outcome = $2`,
+		r.Command, Succeeded).Scan(&fromDB); err != nil {
+		r.Log.Warn("last success not read from the database; keeping the textfile's", "error", err)
+	}
+	fromFile, err := metrics.ReadLastSuccess(o.MetricsTextfile)
+	if err != nil {
+		r.Log.Warn("last success not read from the metrics textfile", "error", err)
+	}
+	if fromDB != nil && fromDB.After(fromFile) {
+		return *fromDB
+	}
+	return fromFile
 }
 
 // Row is one recorded run.

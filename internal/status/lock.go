@@ -51,15 +51,39 @@ func LockKey(name string) int64 {
 	return int64(h.Sum64())
 }
 
-// AcquireLock opens a dedicated connection and takes the lock for name without waiting. It
-// returns a *LockedError (errors.Is(err, ErrLocked)) when another session holds it.
+// DefaultDeadPeerTimeout is how long the server keeps a lock whose holder has stopped talking
+// (node lost, network cut) before it ends the session and frees the lock. Without it the
+// server's TCP keepalive (tcp_keepalives_idle, 2 h by default) decides, and every later run
+// exits 75 until then.
+const DefaultDeadPeerTimeout = 45 * time.Second
+
+// LockOptions tune AcquireLockWith.
+type LockOptions struct {
+	// DeadPeerTimeout bounds how long the server keeps the lock of a holder that went silent:
+	// the session's idle_session_timeout, and its TCP keepalive and tcp_user_timeout on a TCP
+	// connection. The holder must talk to the server more often than that (Watch does);
+	// DefaultDeadPeerTimeout when zero.
+	DeadPeerTimeout time.Duration
+}
+
+// AcquireLock is AcquireLockWith with the default options.
 func AcquireLock(ctx context.Context, cfg *pgx.ConnConfig, name string) (*Lock, error) {
+	return AcquireLockWith(ctx, cfg, name, LockOptions{})
+}
+
+// AcquireLockWith opens a dedicated connection and takes the lock for name without waiting. It
+// returns a *LockedError (errors.Is(err, ErrLocked)) when another session holds it.
+func AcquireLockWith(ctx context.Context, cfg *pgx.ConnConfig, name string, o LockOptions) (*Lock, error) {
 	cfg = cfg.Copy()
 	host, _ := os.Hostname()
 	cfg.RuntimeParams["application_name"] = fmt.Sprintf("ingest %s (%s pid %d)", name, host, os.Getpid())
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("lock %q: connect: %w", name, err)
+	}
+	if err := setDeadPeerTimeout(ctx, conn, o.DeadPeerTimeout); err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("lock %q: %w", name, err)
 	}
 	l := &Lock{name: name, key: LockKey(name), conn: conn}
 	var ok bool
@@ -78,6 +102,28 @@ WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
 		return nil, lerr
 	}
 	return l, nil
+}
+
+// setDeadPeerTimeout makes the server end the lock's session when its holder goes silent for d,
+// on this connection only. idle_session_timeout does it whatever sits in between (a proxy that
+// keeps the TCP connection open, a half-open connection); the TCP settings end it sooner on a
+// direct TCP connection to a vanished host (they are ignored on a unix socket). They are set
+// after connecting, not as startup parameters, which poolers such as PgBouncer refuse.
+func setDeadPeerTimeout(ctx context.Context, conn *pgx.Conn, d time.Duration) error {
+	if d <= 0 {
+		d = DefaultDeadPeerTimeout
+	}
+	// Keepalive: the first probe after a third of d, then up to 3 more, a sixth of d apart.
+	idle := max(1, int(d.Seconds()/3))
+	interval := max(1, int(d.Seconds()/6))
+	_, err := conn.Exec(ctx, `SELECT set_config('idle_session_timeout', $1, false),
+set_config('tcp_user_timeout', $2, false), set_config('tcp_keepalives_idle', $3, false),
+set_config('tcp_keepalives_interval', $4, false), set_config('tcp_keepalives_count', '3', false)`,
+		fmt.Sprint(d.Milliseconds()), fmt.Sprint(d.Milliseconds()), fmt.Sprint(idle), fmt.Sprint(interval))
+	if err != nil {
+		return fmt.Errorf("set the dead-peer timeouts (idle_session_timeout needs Postgres 14 or newer): %w", err)
+	}
+	return nil
 }
 
 // Check verifies the lock connection is alive and still holds the lock.

@@ -77,3 +77,74 @@ func TestLock(t *testing.T) {
 		t.Fatal("watcher did not notice the terminated lock connection")
 	}
 }
+
+// TestLockOfASilentHolderIsFreed: the holder's connection goes through a relay that stops
+// forwarding (its node vanished, the network is cut) while the TCP connection stays open, so
+// only the session's own dead-peer timeout can free the lock. The server must end that session
+// and the next run must get the lock; the silent holder's watcher notices too.
+func TestLockOfASilentHolderIsFreed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := dbtest.URL(t)
+	relay := dbtest.NewRelay(t, url)
+	viaRelay, err := pgx.ParseConfig(relay.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Production uses DefaultDeadPeerTimeout (45 s); 3 s keeps the test short and still leaves
+	// the watcher (every 100 ms) a wide margin on a loaded machine.
+	held, err := status.AcquireLockWith(ctx, viaRelay, "extract silent", status.LockOptions{DeadPeerTimeout: 3 * time.Second})
+	if err != nil {
+		t.Fatalf("lock through the relay: %v", err)
+	}
+	defer held.Release(ctx)
+	lost := make(chan error, 1)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go held.Watch(wctx, 100*time.Millisecond, func(err error) { lost <- err })
+	var timeout string
+	if err := directQuery(ctx, direct, `SELECT setting FROM pg_settings WHERE name = 'idle_session_timeout'`, &timeout); err != nil || timeout != "0" {
+		t.Errorf("idle_session_timeout leaked to other sessions: %q, %v", timeout, err)
+	}
+	if _, err := status.AcquireLock(ctx, direct, "extract silent"); !errors.Is(err, status.ErrLocked) {
+		t.Fatalf("second lock while the first is alive = %v, want ErrLocked", err)
+	}
+
+	relay.Freeze()
+	deadline := time.Now().Add(30 * time.Second) // a bound for a hung test, not a timing claim
+	for {
+		next, err := status.AcquireLock(ctx, direct, "extract silent")
+		if err == nil {
+			next.Release(ctx)
+			break
+		}
+		if !errors.Is(err, status.ErrLocked) {
+			t.Fatalf("lock after the holder went silent: %v", err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the silent holder's lock was never freed")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	select {
+	case err := <-lost:
+		if !errors.Is(err, status.ErrLockLost) {
+			t.Errorf("lost = %v, want ErrLockLost", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("the silent holder's watcher never noticed")
+	}
+}
+
+func directQuery(ctx context.Context, cfg *pgx.ConnConfig, sql string, dest any) error {
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	return conn.QueryRow(ctx, sql).Scan(dest)
+}
