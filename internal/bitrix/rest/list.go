@@ -91,6 +91,9 @@ func (s Scan) idField() string { return orDefault(s.IDField, "ID") }
 
 func (s Scan) filterField() string { return orDefault(s.FilterField, s.idField()) }
 
+// IDFilterField is the ID's name in the method's filters ("ID", or "id" for crm.item.list).
+func (s Scan) IDFilterField() string { return s.filterField() }
+
 func orDefault(v, fallback string) string {
 	if v == "" {
 		return fallback
