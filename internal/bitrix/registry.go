@@ -150,6 +150,9 @@ type CustomFields struct {
 	Normalize func(row json.RawMessage) (json.RawMessage, bool, error)
 	// Naming is how the target names the fields (fields_names.go); nil keeps the portal's names.
 	Naming *FieldNaming
+	// Links: the values of the entity's custom fields of type employee (users) and crm (CRM
+	// records) are references, translated through the id map (fields_links.go).
+	Links bool
 }
 
 // Registry holds the entities of one migration, in the order they migrate.
@@ -291,7 +294,9 @@ func (r *Registry) Names() []string {
 // Catalog returns the registry of every entity this migration knows, in migration order. Each
 // call builds a new one: there is no global registry to change behind a running engine.
 func Catalog() *Registry {
-	r, err := NewRegistry(usersEntity(), groupsEntity(), groupMembersEntity(), chatsEntity(), chatMessagesEntity())
+	r, err := NewRegistry(usersEntity(), groupsEntity(), groupMembersEntity(), chatsEntity(), chatMessagesEntity(),
+		crmTypesEntity(), crmCategoriesEntity(), crmStagesEntity(), companiesEntity(), contactsEntity(), dealsEntity(),
+		dealProductsEntity(), smartEntity(), workflowsEntity(), workflowInstancesEntity(), workflowTasksEntity())
 	if err != nil {
 		panic("bitrix: the built-in catalog is inconsistent: " + err.Error())
 	}

@@ -47,6 +47,8 @@ type Refs struct {
 	complete map[string]bool
 	// renames maps custom fields the target names differently (fields_names.go).
 	renames map[string]string
+	// links are the custom fields whose values are references (fields_links.go).
+	links fieldLinks
 }
 
 // Target returns the target id of a record of entity, if it was imported.
@@ -94,6 +96,9 @@ func loadRefs(ctx context.Context, db status.DB, ent *Entity, recs []Record) (*R
 	if out.renames, err = loadRenames(ctx, db, ent); err != nil {
 		return nil, err
 	}
+	if err := out.loadFieldLinks(ctx, db, ent, recs); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
@@ -131,6 +136,9 @@ func payloadFor(ent *Entity, r Record, rf *Refs) (json.RawMessage, error) {
 	}
 	localDates(fields, r.Dates)
 	if err := rf.enums.translate(fields); err != nil {
+		return nil, err
+	}
+	if err := rf.translateFieldLinks(fields); err != nil {
 		return nil, err
 	}
 	resolve := func(field, entity, sourceID string) error {

@@ -41,21 +41,27 @@ func (e *Engine) verifyFamily(ctx context.Context, family []*Entity, r *VerifyRe
 		return err
 	}
 	r.RenamedFields = renamed
-	return nil
+	return e.untranslatedFieldLinks(ctx, family[0], r)
 }
 
 // verifyListedChild compares a child entity read by a listing of its own with the portal and
 // the target, and lists its records that are not imported, acknowledged ones apart.
 func (e *Engine) verifyListedChild(ctx context.Context, child *Entity, r *VerifyReport) error {
-	c := ChildCounts{Entity: child.Name, Source: -1, ByStatus: map[string]int64{}}
 	total, err := child.Lister.total(ctx, e, child)
 	switch {
 	case errors.Is(err, errNoTotal):
+		total = -1
 	case err != nil:
 		return fmt.Errorf("verify %s: source count: %w", child.Name, err)
-	default:
-		c.Source = total
 	}
+	return e.childCounts(ctx, child, total, r)
+}
+
+// childCounts compares a child entity with the portal's count (source, -1 for none) and the
+// target, and lists its records that are not imported, acknowledged ones apart.
+func (e *Engine) childCounts(ctx context.Context, child *Entity, source int64, r *VerifyReport) error {
+	c := ChildCounts{Entity: child.Name, Source: source, ByStatus: map[string]int64{}}
+	var err error
 	if c.Target, err = e.Target.Count(ctx, child.Name); err != nil {
 		return fmt.Errorf("verify %s: %w", child.Name, err)
 	}
