@@ -24,10 +24,12 @@ func dealProductsEntity() *Entity {
 					"order": map[string]any{"id": "asc"}}
 			},
 			Gone: func(err error) bool { return rest.HasCode(err, "NOT_FOUND") }},
-		IDField:  "id",
-		Refs:     []Ref{{Field: "ownerId", Name: "deal", Entity: Deals}},
-		Batch:    100,
-		Finish:   func(fields map[string]json.RawMessage, _ Record, _ *Refs) error { return decimalStrings(fields, crmMoney) },
+		IDField: "id",
+		Refs:    []Ref{{Field: "ownerId", Name: "deal", Entity: Deals}},
+		Batch:   100,
+		Finish: func(fields map[string]json.RawMessage, _ Record, _ *Refs) error {
+			return decimalStrings(fields, crmMoney)
+		},
 		NoFields: "product rows have no custom fields",
 		NotMigrated: []string{"the catalog's products themselves: productId is sent as the portal has it, " +
 			"with the row's own name, price, quantity, tax and measure"},
