@@ -141,7 +141,7 @@ func (s *IDScan) byIDs(ctx context.Context, e *Engine, ent *Entity, ids []string
 	}
 	var out []incoming
 	err := e.batchEach(ctx, cmds, func(_ string, r *rest.Response) error {
-		rows, err := r.Rows()
+		rows, err := r.Rows(s.Scan.RowsPath...)
 		if err != nil {
 			return err
 		}

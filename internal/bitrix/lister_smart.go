@@ -49,7 +49,12 @@ func (smartItems) get(ctx context.Context, g *getRun) error {
 		}
 		st := GetStats{Counts: g.st.Counts}
 		err := s.get(ctx, &getRun{e: e, ent: ent, st: &st, start: g.start})
-		if err != nil && !errors.Is(err, errLimitReached) {
+		switch {
+		case rest.HasCode(err, "NOT_FOUND"):
+			// Deleted since crm_types read it: its items went with it.
+			e.Log.Warn("smart process type gone from the portal: it has no items to read; run `ingest bitrix crm_types run` again",
+				"entity_type_id", et, "error", err)
+		case err != nil && !errors.Is(err, errLimitReached):
 			return fmt.Errorf("smart process %d: %w", et, err)
 		}
 		g.st.Pages += st.Pages
@@ -88,7 +93,12 @@ func (smartItems) counts(ctx context.Context, e *Engine) (map[int]int64, error) 
 		}
 		out[et] = int64(*r.Total)
 		return nil
-	}, func(key string, err error) error { return fmt.Errorf("count smart process %s: %w", key[1:], err) })
+	}, func(key string, err error) error {
+		if rest.HasCode(err, "NOT_FOUND") { // deleted since crm_types read it: no items
+			return nil
+		}
+		return fmt.Errorf("count smart process %s: %w", key[1:], err)
+	})
 	return out, err
 }
 

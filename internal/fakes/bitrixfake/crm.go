@@ -57,7 +57,7 @@ var smartTypes = []smartType{
 }
 
 // longSmartField is the 50-character custom field of the second smart process.
-const longSmartField = "UF_CRM_9_CLAIM_RESOLUTION_RESPONSIBLE_DEPARTMENT1"
+const longSmartField = "UF_CRM_9_CLAIM_RESOLUTION_RESPONSIBLE_DEPARTMENT_1"
 
 // crmCategory is a funnel of an entity type.
 type crmCategory struct {
