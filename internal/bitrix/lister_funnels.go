@@ -222,6 +222,9 @@ func (funnelWalker) get(ctx context.Context, g *getRun) error {
 	err = pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
 		st = GetStats{}
 		for _, name := range []string{ent.Name, stages.Name} {
+			if _, err := loadInventory(ctx, tx, name); err != nil { // startPass moves an existing row
+				return err
+			}
 			inv, err := startPass(ctx, tx, name, 0)
 			if err != nil {
 				return err
