@@ -41,6 +41,7 @@ type manifest struct {
 	} `json:"metadata"`
 	Spec struct {
 		jobSpec
+		Suspend                 *bool  `json:"suspend"`
 		Schedule                string `json:"schedule"`
 		TimeZone                string `json:"timeZone"`
 		ConcurrencyPolicy       string `json:"concurrencyPolicy"`
@@ -140,9 +141,17 @@ func TestCronJobs(t *testing.T) {
 	if !migrateJob {
 		t.Error("no Job runs `migrate up`")
 	}
-	for _, want := range []string{"discover habr", "extract habr", "bitrix users run", "bitrix groups run", "bitrix chats run"} {
+	for _, want := range []string{"discover habr", "extract habr", "bitrix users run", "bitrix groups run", "bitrix chats run",
+		"bitrix crm_types run", "bitrix crm_categories run", "bitrix companies run", "bitrix contacts run", "bitrix deals run",
+		"bitrix deal_products run", "bitrix smart run", "bitrix workflows run"} {
 		if !commands[want] {
 			t.Errorf("no CronJob runs %q", want)
+		}
+	}
+	// The migration's jobs wait, suspended, for the migration window.
+	for _, m := range ms {
+		if m.Kind == "CronJob" && strings.HasPrefix(m.Metadata.Name, "ingest-bitrix-") && (m.Spec.Suspend == nil || !*m.Spec.Suspend) {
+			t.Errorf("%s: a Bitrix24 CronJob must be suspended until the migration window", m.Metadata.Name)
 		}
 	}
 }
