@@ -98,7 +98,9 @@ func crmRefs(entityTypeID int) []Ref {
 		{Field: "updatedBy", Entity: Users, Optional: true},
 		{Field: "movedBy", Entity: Users, Optional: true},
 		{Field: "observers", Entity: Users, Many: true},
-		{Field: "categoryId", Name: "funnel", Entity: CRMCategories, Values: categoryKey(entityTypeID)},
+		// A portal may have no funnels for a type (ENTITY_TYPE_NOT_SUPPORTED): its items' categoryId
+		// then names none, and is sent as null.
+		{Field: "categoryId", Name: "funnel", Entity: CRMCategories, Values: categoryKey(entityTypeID), DropGone: true},
 		{Field: "stageId", Name: "stage", Entity: CRMStages, Optional: true},
 		// A stage deleted from the funnel since the item left it is gone from the dictionary.
 		{Field: "previousStageId", Entity: CRMStages, Optional: true, DropGone: true},
@@ -141,10 +143,14 @@ func crmFinish(fields map[string]json.RawMessage, r Record, rf *Refs) error {
 	}
 	if cat := text(fields, "categoryId"); cat != "" {
 		id, ok := rf.Target(CRMCategories, et+":"+cat)
-		if !ok {
+		switch {
+		case ok:
+			fields["categoryId"] = mustJSON(id)
+		case rf.gone(CRMCategories, et+":"+cat):
+			fields["categoryId"] = json.RawMessage("null")
+		default:
 			return &UnresolvedError{Field: "categoryId", Entity: CRMCategories, SourceID: et + ":" + cat}
 		}
-		fields["categoryId"] = mustJSON(id)
 	}
 	return decimalStrings(fields, crmMoney)
 }
