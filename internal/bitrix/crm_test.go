@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
 )
 
@@ -237,4 +238,44 @@ func (v *env) lastVerify(entity string) bitrix.VerifyReport {
 	}
 	v.t.Fatalf("no verify report for %s", entity)
 	return bitrix.VerifyReport{}
+}
+
+// The plan's calls for CRM records are the calls get then makes.
+func TestCRMPlanForetellsWhatGetDoes(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, bitrixfake.Options{Users: 40, Seed: 4, Companies: 30, Contacts: 40, Deals: 5_300, SmartItems: 60})
+	e := v.engine()
+	v.phases(e, bitrix.CRMTypes, "get")
+	p, err := e.Plan(v.ctx, rest.DefaultRate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans := map[string]bitrix.EntityPlan{}
+	for _, ep := range p.Entities {
+		plans[ep.Entity] = ep
+	}
+	crm := v.portal.CRM()
+	if plans[bitrix.Deals].Records != int64(crm.Deals) || plans[bitrix.Smart].Records != int64(crm.SmartItems) ||
+		plans[bitrix.CRMCategories].Records != int64(crm.Categories) {
+		t.Errorf("plan records: %+v", p.Entities)
+	}
+	for _, ent := range []string{bitrix.Deals, bitrix.Smart, bitrix.DealProducts} {
+		if ent == bitrix.DealProducts { // planned from the deals read
+			if p, err = e.Plan(v.ctx, rest.DefaultRate()); err != nil {
+				t.Fatal(err)
+			}
+			for _, ep := range p.Entities {
+				plans[ep.Entity] = ep
+			}
+		}
+		before := v.portal.Stats().Requests
+		if _, err := e.Get(v.ctx, ent); err != nil {
+			t.Fatal(err)
+		}
+		got, want := v.portal.Stats().Requests-before, plans[ent].Calls
+		// A deal with more than 50 product rows costs one command more, in a batch of its own.
+		if got < want || got > want+1 {
+			t.Errorf("%s get made %d calls, the plan said %d", ent, got, want)
+		}
+	}
 }
