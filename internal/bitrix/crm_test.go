@@ -243,7 +243,7 @@ func (v *env) lastVerify(entity string) bitrix.VerifyReport {
 // The plan's calls for CRM records are the calls get then makes.
 func TestCRMPlanForetellsWhatGetDoes(t *testing.T) {
 	t.Parallel()
-	v := newEnv(t, bitrixfake.Options{Users: 40, Seed: 4, Companies: 30, Contacts: 40, Deals: 5_300, SmartItems: 60})
+	v := newEnv(t, bitrixfake.Options{Users: 40, Seed: 4, Companies: 30, Contacts: 40, Deals: 2_600, SmartItems: 60})
 	e := v.engine()
 	v.phases(e, bitrix.CRMTypes, "get")
 	p, err := e.Plan(v.ctx, rest.DefaultRate())
