@@ -143,7 +143,7 @@ func TestCronJobs(t *testing.T) {
 	}
 	for _, want := range []string{"discover habr", "extract habr", "bitrix users run", "bitrix groups run", "bitrix chats run",
 		"bitrix crm_types run", "bitrix crm_categories run", "bitrix companies run", "bitrix contacts run", "bitrix deals run",
-		"bitrix deal_products run", "bitrix smart run", "bitrix workflows run"} {
+		"bitrix deal_products run", "bitrix crm_comments run", "bitrix smart run", "bitrix workflows run"} {
 		if !commands[want] {
 			t.Errorf("no CronJob runs %q", want)
 		}

@@ -99,6 +99,9 @@ bin/ingest show bitrix deals 2 | sed -n '1,12p'
 step "ingest bitrix deal_products run   (product rows: one call per 50 deals; amounts as exact decimals)"
 quiet deal_products bin/ingest bitrix deal_products run
 
+step "ingest bitrix crm_comments run   (timeline comments of companies, contacts and deals: one call per 50 records)"
+quiet crm_comments bin/ingest bitrix crm_comments run
+
 step "ingest bitrix smart run   (every smart process type; custom fields renamed for the target's type ids, reported)"
 quiet smart bin/ingest bitrix smart run
 

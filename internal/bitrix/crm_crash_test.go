@@ -144,7 +144,7 @@ var crmRefFields = map[string]string{
 }
 
 var (
-	targetRef      = regexp.MustCompile(`(user_|DEAL_|COMPANY_|CONTACT_)(\d+)`)
+	targetRef      = regexp.MustCompile(`(user_|DEAL_|COMPANY_|CONTACT_|USER=)(\d+)`)
 	targetSmartRef = regexp.MustCompile(`DYNAMIC_(\d+)_(\d+)`)
 )
 
@@ -166,7 +166,8 @@ func (w *world) crmContents(t *testing.T) map[string]string {
 		}
 		return id
 	}
-	prefixed := map[string]string{"user_": bitrix.Users, "DEAL_": bitrix.Deals, "COMPANY_": bitrix.Companies, "CONTACT_": bitrix.Contacts}
+	prefixed := map[string]string{"user_": bitrix.Users, "DEAL_": bitrix.Deals, "COMPANY_": bitrix.Companies, "CONTACT_": bitrix.Contacts,
+		"USER=": bitrix.Users}
 	out := map[string]string{}
 	for _, entity := range all {
 		if entity == bitrix.Users {
@@ -186,6 +187,9 @@ func (w *world) crmContents(t *testing.T) map[string]string {
 						v[i] = name(to, fmt.Sprint(id))
 					}
 				}
+			}
+			if owner, ok := map[string]string{"company": bitrix.Companies, "contact": bitrix.Contacts, "deal": bitrix.Deals}[fmt.Sprint(payload["ENTITY_TYPE"])]; ok {
+				payload["ENTITY_ID"] = name(owner, fmt.Sprint(payload["ENTITY_ID"]))
 			}
 			b, _ := json.Marshal(payload)
 			text := targetRef.ReplaceAllStringFunc(string(b), func(m string) string {

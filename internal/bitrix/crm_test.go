@@ -19,7 +19,7 @@ func crmOptions(seed uint64) bitrixfake.Options {
 
 // crmEntities are the commands of the CRM and workflows, in migration order, after users.
 var crmEntities = []string{bitrix.CRMTypes, bitrix.CRMCategories, bitrix.Companies, bitrix.Contacts, bitrix.Deals,
-	bitrix.DealProducts, bitrix.Smart, bitrix.Workflows}
+	bitrix.DealProducts, bitrix.CRMComments, bitrix.Smart, bitrix.Workflows}
 
 // migrateCRM runs users and every CRM and workflow entity through all phases.
 func (v *env) migrateCRM(e *bitrix.Engine) {
@@ -63,7 +63,7 @@ func TestCRMAndWorkflowsEndToEnd(t *testing.T) {
 	for entity, want := range map[string]int{
 		bitrix.CRMTypes: crm.SmartTypes, bitrix.CRMCategories: crm.Categories, bitrix.CRMStages: crm.Stages,
 		bitrix.Companies: crm.Companies, bitrix.Contacts: crm.Contacts, bitrix.Deals: crm.Deals,
-		bitrix.DealProducts: crm.ProductRows, bitrix.Smart: crm.SmartItems,
+		bitrix.DealProducts: crm.ProductRows, bitrix.Smart: crm.SmartItems, bitrix.CRMComments: v.portal.CommentCount(),
 		bitrix.Workflows: templates, bitrix.WorkflowInstances: instances, bitrix.WorkflowTasks: tasks,
 	} {
 		if got := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = $1 AND status = 'IMPORT_OK'`, entity); got != want || want == 0 {
@@ -179,6 +179,25 @@ func TestCRMAndWorkflowsEndToEnd(t *testing.T) {
 	}
 	if v.onTarget(bitrix.Smart, "1042:1")[long] == nil {
 		t.Errorf("smart item 1042:1 has no %s", long)
+	}
+
+	// Timeline comments name their record and the users they mention by target ids.
+	for _, r := range v.target.Records(bitrix.CRMComments) {
+		var p map[string]string
+		_ = json.Unmarshal(r.Payload, &p)
+		owner := map[string]string{"company": bitrix.Companies, "contact": bitrix.Contacts, "deal": bitrix.Deals}[p["ENTITY_TYPE"]]
+		src := v.record(bitrix.CRMComments, strings.TrimPrefix(r.Key, "source:crm_comments:"))
+		var orig map[string]string
+		_ = json.Unmarshal(src.Payload, &orig)
+		if p["ENTITY_ID"] != v.targetID(owner, orig["ENTITY_ID"]) {
+			t.Errorf("comment %s ENTITY_ID %s, want %s %s's target id", r.Key, p["ENTITY_ID"], owner, orig["ENTITY_ID"])
+		}
+		if rest, ok := strings.CutPrefix(orig["COMMENT"], "[USER="); ok {
+			user, _, _ := strings.Cut(rest, "]")
+			if want := "[USER=" + v.targetID(bitrix.Users, user) + "]"; !strings.HasPrefix(p["COMMENT"], want) {
+				t.Errorf("comment %s = %q, want the mention as %s", r.Key, p["COMMENT"], want)
+			}
+		}
 	}
 
 	// Workflows: users in the tree translated where provable, the missing one kept and listed;

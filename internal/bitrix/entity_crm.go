@@ -30,7 +30,7 @@ const (
 
 // crmNotMigrated is what the CRM entities leave behind (README "Bitrix24: what is not migrated").
 var crmNotMigrated = []string{
-	"activities (calls, e-mails, meetings, CRM tasks) and timeline entries other than records' fields",
+	"activities (calls, e-mails, meetings, CRM tasks) and timeline entries other than comments (those: crm_comments)",
 	"files of custom fields of type file (their portal ids are sent as they are)",
 	"leads (entityTypeId 1): links to leads are sent as the portal has them",
 }

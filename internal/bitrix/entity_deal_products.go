@@ -18,8 +18,8 @@ func dealProductsEntity() *Entity {
 		Noun:     "product rows",
 		Help:     "product rows of every deal read (deals must be imported and verified first; one call per 50 deals)",
 		Requires: []string{Deals},
-		Lister: &PerRecord{Of: Deals, Method: "crm.item.productrow.list", RowsPath: []string{"productRows"},
-			Params: func(deal string) map[string]any {
+		Lister: &PerRecord{Of: []string{Deals}, Method: "crm.item.productrow.list", RowsPath: []string{"productRows"},
+			Params: func(_, deal string) map[string]any {
 				return map[string]any{"filter": map[string]any{"=ownerType": "D", "=ownerId": deal},
 					"order": map[string]any{"id": "asc"}}
 			},

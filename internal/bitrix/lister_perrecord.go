@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,11 +25,13 @@ import (
 // The cost is one command per record of Of: 2,000 requests for 100,000 deals, which is why such
 // an entity is a command of its own rather than a child read by its parent's get.
 type PerRecord struct {
-	// Of is the entity whose records are walked.
-	Of string
-	// Method reads one record's rows; Params builds its parameters from the record's portal id.
+	// Of are the entities whose records are walked (in bitrix_records id order, which is one
+	// sequence for every entity).
+	Of []string
+	// Method reads one record's rows; Params builds its parameters from the record's entity and
+	// portal id.
 	Method string
-	Params func(sourceID string) map[string]any
+	Params func(entity, sourceID string) map[string]any
 	// RowsPath leads from the result to the rows.
 	RowsPath []string
 	// Gone recognises the answer for a record the portal no longer has: it has no rows.
@@ -37,8 +40,8 @@ type PerRecord struct {
 
 // owner is a record of Of whose rows are read.
 type owner struct {
-	id       int64
-	sourceID string
+	id               int64
+	entity, sourceID string
 }
 
 func (p *PerRecord) get(ctx context.Context, g *getRun) error {
@@ -59,7 +62,7 @@ func (p *PerRecord) get(ctx context.Context, g *getRun) error {
 	}
 	g.st.Pass, g.st.Cursor = inv.Pass, inv.Cursor
 	w := &perRecordWalk{p: p, g: g, pass: inv.Pass, stored: inv.PassRows, zone: e.SourceZone}
-	e.Log.Info("get started", "entity", ent.Name, "of", p.Of, "pass", inv.Pass, "resumed", g.st.Resumed, "after_record", cursor)
+	e.Log.Info("get started", "entity", ent.Name, "of", strings.Join(p.Of, ","), "pass", inv.Pass, "resumed", g.st.Resumed, "after_record", cursor)
 	for {
 		owners, err := w.owners(ctx, cursor, rest.MaxBatch*e.concurrency())
 		if err != nil {
@@ -112,17 +115,17 @@ func (w *perRecordWalk) zoneFrom(r *rest.Response) (*time.Location, error) {
 }
 
 func (w *perRecordWalk) owners(ctx context.Context, after int64, n int) ([]owner, error) {
-	rows, err := w.g.e.Pool.Query(ctx, `SELECT id, source_id FROM bitrix_records WHERE entity = $1 AND id > $2 ORDER BY id LIMIT $3`,
-		w.p.Of, after, n)
+	rows, err := w.g.e.Pool.Query(ctx, `SELECT id, entity, source_id FROM bitrix_records WHERE entity = ANY($1) AND id > $2
+ORDER BY id LIMIT $3`, w.p.Of, after, n)
 	if err != nil {
-		return nil, fmt.Errorf("list %s to read %s of: %w", w.p.Of, w.g.ent.Name, err)
+		return nil, fmt.Errorf("list %v to read %s of: %w", w.p.Of, w.g.ent.Name, err)
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (owner, error) {
 		var o owner
-		return o, row.Scan(&o.id, &o.sourceID)
+		return o, row.Scan(&o.id, &o.entity, &o.sourceID)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list %s to read %s of: %w", w.p.Of, w.g.ent.Name, err)
+		return nil, fmt.Errorf("list %v to read %s of: %w", w.p.Of, w.g.ent.Name, err)
 	}
 	return out, nil
 }
@@ -165,7 +168,7 @@ func (w *perRecordWalk) fetch(ctx context.Context, chunk []owner) ([]json.RawMes
 	e, p := w.g.e, w.p
 	byOwner := make([][]json.RawMessage, len(chunk))
 	command := func(i, start int) rest.Command {
-		params := p.Params(chunk[i].sourceID)
+		params := p.Params(chunk[i].entity, chunk[i].sourceID)
 		params["start"] = start
 		return rest.Command{Key: fmt.Sprintf("r%d_%d", i, start), Method: p.Method, Params: params}
 	}
@@ -183,7 +186,7 @@ func (w *perRecordWalk) fetch(ctx context.Context, chunk []owner) ([]json.RawMes
 			}
 			rows, err := r.Rows(p.RowsPath...)
 			if err != nil {
-				return fmt.Errorf("%s of %s %s: %w", w.g.ent.Name, p.Of, chunk[i].sourceID, err)
+				return fmt.Errorf("%s of %s %s: %w", w.g.ent.Name, chunk[i].entity, chunk[i].sourceID, err)
 			}
 			byOwner[i] = append(byOwner[i], rows...)
 			if len(rows) == rest.PageSize {
@@ -199,10 +202,10 @@ func (w *perRecordWalk) fetch(ctx context.Context, chunk []owner) ([]json.RawMes
 			_, _ = fmt.Sscanf(key, "r%d_", &i)
 			if p.Gone != nil && p.Gone(err) {
 				e.Log.Warn("record gone from the portal while its rows were read", "entity", w.g.ent.Name,
-					"of", p.Of, "id", chunk[i].sourceID, "error", err)
+					"of", chunk[i].entity, "id", chunk[i].sourceID, "error", err)
 				return nil
 			}
-			return fmt.Errorf("%s of %s %s: %w", w.g.ent.Name, p.Of, chunk[i].sourceID, err)
+			return fmt.Errorf("%s of %s %s: %w", w.g.ent.Name, chunk[i].entity, chunk[i].sourceID, err)
 		})
 		if err != nil {
 			return nil, err
@@ -267,19 +270,23 @@ func (p *PerRecord) total(ctx context.Context, e *Engine, ent *Entity) (int64, e
 // to a call; how many rows they hold is unknown until they are read.
 func (p *PerRecord) plan(ctx context.Context, e *Engine, ent *Entity) ([]EntityPlan, error) {
 	var n int64
-	if err := e.Pool.QueryRow(ctx, `SELECT count(*) FROM bitrix_records WHERE entity = $1`, p.Of).Scan(&n); err != nil {
-		return nil, fmt.Errorf("count %s: %w", p.Of, err)
-	}
-	how := fmt.Sprintf("one %s per %s record read (%d), 50 to a call; no count before they are read", p.Method, p.Of, n)
-	if n == 0 {
-		inv, err := loadInventory(ctx, e.Pool, p.Of)
-		if err != nil {
-			return nil, err
+	how := fmt.Sprintf("one %s per record of %s, 50 to a call; no count before they are read", p.Method, strings.Join(p.Of, ", "))
+	for _, of := range p.Of {
+		var read int64
+		if err := e.Pool.QueryRow(ctx, `SELECT count(*) FROM bitrix_records WHERE entity = $1`, of).Scan(&read); err != nil {
+			return nil, fmt.Errorf("count %s: %w", of, err)
 		}
-		if inv.SourceTotal != nil {
-			n = *inv.SourceTotal
+		if read == 0 { // not read yet: as many as the portal last counted
+			inv, err := loadInventory(ctx, e.Pool, of)
+			if err != nil {
+				return nil, err
+			}
+			if inv.SourceTotal != nil {
+				read = *inv.SourceTotal
+			}
+			how += fmt.Sprintf(" (%s not read yet: its last count)", of)
 		}
-		how = fmt.Sprintf("one %s per %s record (%d as last counted; none read yet), 50 to a call", p.Method, p.Of, n)
+		n += read
 	}
 	return []EntityPlan{{Entity: ent.Name, Records: -1, Calls: ceilDiv(n, rest.MaxBatch), How: how}}, nil
 }

@@ -296,7 +296,7 @@ func (r *Registry) Names() []string {
 func Catalog() *Registry {
 	r, err := NewRegistry(usersEntity(), groupsEntity(), groupMembersEntity(), chatsEntity(), chatMessagesEntity(),
 		crmTypesEntity(), crmCategoriesEntity(), crmStagesEntity(), companiesEntity(), contactsEntity(), dealsEntity(),
-		dealProductsEntity(), smartEntity(), workflowsEntity(), workflowInstancesEntity(), workflowTasksEntity())
+		dealProductsEntity(), crmCommentsEntity(), smartEntity(), workflowsEntity(), workflowInstancesEntity(), workflowTasksEntity())
 	if err != nil {
 		panic("bitrix: the built-in catalog is inconsistent: " + err.Error())
 	}

@@ -26,6 +26,7 @@ func (p *Portal) initCRMMethods() {
 		"crm.contact.userfield.list": p.crmUserfieldList(1),
 		"crm.deal.userfield.list":    p.crmUserfieldList(2),
 		"userfieldconfig.list":       p.userfieldconfigList,
+		"crm.timeline.comment.list":  p.timelineCommentList,
 	} {
 		p.handlers[name] = p.crmGuard(h)
 	}
