@@ -177,8 +177,8 @@ func TestCRMAndWorkflowsEndToEnd(t *testing.T) {
 	if jsonText(item["entityTypeId"]) != typeID || item["UF_CRM_"+typeID+"_COLOR"] == nil || item["UF_CRM_7_COLOR"] != nil {
 		t.Errorf("smart item 1038:1 on the target: type %s, want %s; fields %v", item["entityTypeId"], typeID, keys(item))
 	}
-	if v.onTarget(bitrix.Smart, "1042:1")[long] == nil {
-		t.Errorf("smart item 1042:1 has no %s", long)
+	if item := v.onTarget(bitrix.Smart, "1042:1"); item[long] == nil || jsonText(item["entityTypeId"]) != v.targetID(bitrix.CRMTypes, "1042") {
+		t.Errorf("smart item 1042:1 (its row without entityTypeId): type %s, fields %v", item["entityTypeId"], keys(item))
 	}
 
 	// Timeline comments name their record and the users they mention by target ids.

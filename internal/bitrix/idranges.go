@@ -282,7 +282,7 @@ func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Pag
 				rows, last, limited = rows[:max(left, 0)], true, true
 			}
 			left -= int64(len(rows))
-			got, gotIDs, err := decodeRowsAs(ent, w.scan.IDPrefix, rows, w.zone)
+			got, gotIDs, err := decodeRowsAs(ent, w.scan.IDPrefix, w.scan.Fill, rows, w.zone)
 			if err != nil {
 				return err
 			}

@@ -28,6 +28,9 @@ type IDScan struct {
 	// gives each its own. IDPrefix is then put before every row's id to make the record's
 	// portal id ("1038:" for an item 17 of the type 1038: "1038:17").
 	Scope, IDPrefix string
+	// Fill are fields added to every row that lacks them, before it is stored (a smart process
+	// item's entityTypeId, which the scan knows and the portal need not send).
+	Fill map[string]any
 }
 
 // scope is the name the scan's inventory, ranges and page log are kept under.
@@ -240,13 +243,13 @@ func (e *Engine) pullReferenced(ctx context.Context, batch []entityRecords, zone
 
 // decodeRows prepares rows of a listing and returns their ids, in order.
 func decodeRows(ent *Entity, rows []json.RawMessage, zone *time.Location) ([]incoming, []string, error) {
-	return decodeRowsAs(ent, "", rows, zone)
+	return decodeRowsAs(ent, "", nil, rows, zone)
 }
 
 // decodeRowsAs is decodeRows for rows whose records' portal ids are prefix + the row's id (the
-// ids returned are the rows' own, the listing's cursors); the row's ParentKey, if the entity has
-// one, names its parent.
-func decodeRowsAs(ent *Entity, prefix string, rows []json.RawMessage, zone *time.Location) ([]incoming, []string, error) {
+// ids returned are the rows' own, the listing's cursors), with the fields of fill added where a
+// row lacks them; the row's ParentKey, if the entity has one, names its parent.
+func decodeRowsAs(ent *Entity, prefix string, fill map[string]any, rows []json.RawMessage, zone *time.Location) ([]incoming, []string, error) {
 	recs := make([]incoming, 0, len(rows))
 	ids := make([]string, 0, len(rows))
 	idField := ent.IDField
@@ -257,6 +260,9 @@ func decodeRowsAs(ent *Entity, prefix string, rows []json.RawMessage, zone *time
 		fields, err := fieldsOf(row)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", ent.Name, err)
+		}
+		if filled := fillFields(fields, fill); filled {
+			row = mustJSON(fields)
 		}
 		id := text(fields, idField)
 		if id == "" {
@@ -274,4 +280,16 @@ func decodeRowsAs(ent *Entity, prefix string, rows []json.RawMessage, zone *time
 		ids = append(ids, id)
 	}
 	return recs, ids, nil
+}
+
+// fillFields adds to fields those of fill it lacks, and reports whether it added any.
+func fillFields(fields map[string]json.RawMessage, fill map[string]any) bool {
+	added := false
+	for k, v := range fill {
+		if _, ok := fields[k]; !ok {
+			fields[k] = mustJSON(v)
+			added = true
+		}
+	}
+	return added
 }

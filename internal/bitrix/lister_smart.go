@@ -19,7 +19,7 @@ type smartItems struct{}
 // smartScan is the ID scan of one smart process type.
 func smartScan(et int) *IDScan {
 	return &IDScan{Scan: crmScan(et), CountParams: map[string]any{"select": []string{"id"}},
-		Scope: fmt.Sprintf("%s_%d", Smart, et), IDPrefix: strconv.Itoa(et) + ":"}
+		Scope: fmt.Sprintf("%s_%d", Smart, et), IDPrefix: strconv.Itoa(et) + ":", Fill: map[string]any{"entityTypeId": et}}
 }
 
 func (smartItems) get(ctx context.Context, g *getRun) error {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -405,6 +406,10 @@ func (p *Portal) smartRow(t smartType, id int, original bool) object {
 		{"assignedById", p.pickUser(r)}, {"createdBy", p.pickUser(r)}, {"updatedBy", p.pickUser(r)},
 		{"createdTime", p.isoDate(created)}, {"updatedTime", p.isoDate(updated)},
 		{"begindate", p.isoDate(created.Truncate(24 * time.Hour))},
+	}
+	if t.id != 7 {
+		// Not every answer names the item's type: the second process's leave it out.
+		row = slices.DeleteFunc(row, func(f field) bool { return f.key == "entityTypeId" })
 	}
 	if t.id == 7 {
 		row = append(row, field{ufName("UF_CRM_7_COLOR", original), pick(r, []string{"красный", "зелёный", "синий"})},
