@@ -276,15 +276,14 @@ func (p *PerRecord) plan(ctx context.Context, e *Engine, ent *Entity) ([]EntityP
 		if err := e.Pool.QueryRow(ctx, `SELECT count(*) FROM bitrix_records WHERE entity = $1`, of).Scan(&read); err != nil {
 			return nil, fmt.Errorf("count %s: %w", of, err)
 		}
-		if read == 0 { // not read yet: as many as the portal last counted
-			inv, err := loadInventory(ctx, e.Pool, of)
+		if read == 0 { // not read yet: as many as the portal counts
+			owner := e.entity(of)
+			total, err := owner.Lister.total(ctx, e, owner)
 			if err != nil {
 				return nil, err
 			}
-			if inv.SourceTotal != nil {
-				read = *inv.SourceTotal
-			}
-			how += fmt.Sprintf(" (%s not read yet: its last count)", of)
+			read = total
+			how += fmt.Sprintf(" (%s not read yet: the portal's count)", of)
 		}
 		n += read
 	}
