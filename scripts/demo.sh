@@ -84,6 +84,36 @@ bin/ingest show bitrix chats 70
 step "ingest bitrix chats get again: only tops up each chat (FIRST_ID = newest stored message)"
 bin/ingest bitrix chats get
 
+# quiet NAME CMD...: run CMD with its log in $state/NAME.log, show the lines that sum it up, and stop
+# the demo (showing the whole log) if it fails.
+quiet() {
+  local log=$state/$1.log; shift
+  "$@" 2>"$log" || { cat "$log"; exit 1; }
+  grep -E 'renamed|msg="(get done|set done|custom fields set|verify clean: entity VERIFIED|funnels and stages read)"' "$log" || true
+}
+
+step "Bitrix24 CRM: ingest bitrix crm_types run, then crm_categories run   (smart process types; every type's funnels and stages)"
+quiet crm_types bin/ingest bitrix crm_types run
+quiet crm_categories bin/ingest bitrix crm_categories run
+
+step "ingest bitrix companies|contacts|deals run   (crm.item.list, 2,500 rows per call; links by target ids)"
+for entity in companies contacts deals; do quiet "$entity" bin/ingest bitrix "$entity" run; done
+
+step "ingest show bitrix deals 2   (the deal whose company was deleted on the portal: imported without the link, listed by verify)"
+bin/ingest show bitrix deals 2 | sed -n '1,12p'
+
+step "ingest bitrix deal_products run   (product rows: one call per 50 deals; amounts as exact decimals)"
+quiet deal_products bin/ingest bitrix deal_products run
+
+step "ingest bitrix crm_comments run   (timeline comments of companies, contacts and deals: one call per 50 records)"
+quiet crm_comments bin/ingest bitrix crm_comments run
+
+step "ingest bitrix smart run   (every smart process type; custom fields renamed for the target's type ids, reported)"
+quiet smart bin/ingest bitrix smart run
+
+step "ingest bitrix workflows run   (templates with their whole tree; running workflows and tasks imported as history)"
+quiet workflows bin/ingest bitrix workflows run
+
 step "ingest bitrix status"
 bin/ingest bitrix status
 

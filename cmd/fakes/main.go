@@ -1,7 +1,7 @@
 // Command fakes runs the project's fake external systems on local ports, for `make demo` and
 // for trying ingest by hand: Habr (feeds and article pages from the real fixtures), a Bitrix24
-// portal (generated users, workgroups, chats and messages shaped like the real samples) and the
-// target import API.
+// portal (generated users, workgroups, chats and messages, CRM and workflows shaped like the real
+// samples) and the target import API.
 //
 //	fakes --env-file .demo/fakes.env [--habr-fault /ru/articles/1/=503 ...]
 //	      [--bitrix-users N] [--bitrix-chats N]
@@ -48,6 +48,12 @@ type args struct {
 	BitrixRate   string        `arg:"--bitrix-rate" default:"2/50" help:"the portal's leaky bucket, drain/burst as on the cloud (5/250 Enterprise); 'off' for none"`
 	BitrixDelay  time.Duration `arg:"--bitrix-latency" default:"50ms" help:"how long the portal holds every answer back"`
 	BitrixCmd    time.Duration `arg:"--bitrix-method-latency" default:"20ms" help:"and how much longer per method it ran (a full batch of 50 pages: about 1 s)"`
+	// The CRM and workflows of the fake portal (internal/fakes/bitrixfake/crm.go, bizproc.go).
+	BitrixCompanies int `arg:"--bitrix-companies" default:"300" help:"CRM companies on the fake portal (one of them deleted, still named by a deal)"`
+	BitrixContacts  int `arg:"--bitrix-contacts" default:"500" help:"CRM contacts on the fake portal"`
+	BitrixDeals     int `arg:"--bitrix-deals" default:"1000" help:"CRM deals on the fake portal, in three funnels"`
+	BitrixSmart     int `arg:"--bitrix-smart-items" default:"200" help:"items of each of the fake portal's two smart processes (0: no smart processes)"`
+	BitrixWorkflows int `arg:"--bitrix-workflows" default:"10" help:"workflow templates on the fake portal (the CRM ones with running workflows and tasks)"`
 }
 
 func (args) Description() string {
@@ -112,7 +118,8 @@ func run(ctx context.Context, a args, log *slog.Logger) error {
 	}
 	popts := bitrixfake.Options{Users: a.BitrixUsers, Groups: a.BitrixGroups, Seed: a.BitrixSeed,
 		Chats: a.BitrixChats, OpenLines: a.BitrixLines, MessagesPerChat: a.BitrixMsgs,
-		Latency: a.BitrixDelay, CommandLatency: a.BitrixCmd}
+		Latency: a.BitrixDelay, CommandLatency: a.BitrixCmd, Companies: a.BitrixCompanies, Contacts: a.BitrixContacts,
+		Deals: a.BitrixDeals, SmartItems: a.BitrixSmart, Workflows: a.BitrixWorkflows}
 	if a.BitrixRate != "off" {
 		r, err := rest.ParseRate(a.BitrixRate)
 		if err != nil {

@@ -53,7 +53,7 @@ type bitrixStatusCmd struct {
 
 type showBitrixCmd struct {
 	Entity string `arg:"positional,required" help:"an entity as ingest bitrix status lists it (children too: group_members, chat_messages...)" placeholder:"ENTITY"`
-	ID     string `arg:"positional,required" help:"the portal's id (group_members: GROUP:USER, chat_messages: CHAT:MESSAGE)" placeholder:"ID"`
+	ID     string `arg:"positional,required" help:"the portal's id (group_members: GROUP:USER, chat_messages: CHAT:MESSAGE, smart: ENTITYTYPEID:ID, crm_categories: ENTITYTYPEID:ID, crm_stages: STATUS_ID)" placeholder:"ID"`
 	JSON   bool   `arg:"--json" help:"print JSON"`
 }
 

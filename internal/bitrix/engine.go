@@ -134,7 +134,11 @@ func (e *Engine) sourceZone(ctx context.Context, entity string, scan rest.Scan) 
 	if e.SourceZone != nil {
 		return e.SourceZone, nil
 	}
-	params := map[string]any{scan.FilterParam: map[string]any{"ID": 0}, "start": -1}
+	filterParam := scan.FilterParam
+	if filterParam == "" {
+		filterParam = "filter"
+	}
+	params := map[string]any{filterParam: map[string]any{scan.IDFilterField(): 0}, "start": -1}
 	for key, v := range scan.Params {
 		if key != "select" {
 			params[key] = v

@@ -34,5 +34,5 @@ func ExampleNewRegistry() {
 		return
 	}
 	fmt.Println(reg.CommandNames())
-	// Output: [users groups chats departments]
+	// Output: [users groups chats crm_types crm_categories companies contacts deals deal_products crm_comments smart workflows departments]
 }

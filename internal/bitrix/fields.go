@@ -19,6 +19,9 @@ type FieldStats struct {
 	Created, Existing int
 	// Failed counts fields the target refused, with its reasons in the log (fields-set).
 	Failed int
+	// Renamed counts fields the target names differently by its naming rules, each logged with
+	// both names (fields-set).
+	Renamed int
 	// Unsupported is set for an entity without custom fields in the REST API.
 	Unsupported bool
 }
@@ -37,11 +40,7 @@ func (e *Engine) FieldsGet(ctx context.Context, entity string) (FieldStats, erro
 		return FieldStats{Unsupported: true}, nil
 	}
 	defer e.Metrics.Phase(k.Name, "fields-get")()
-	resp, err := e.Source.Call(ctx, k.Fields.Method, k.Fields.Params)
-	if err != nil {
-		return FieldStats{}, fmt.Errorf("fields-get %s: %w", k.Name, err)
-	}
-	rows, err := resp.Rows()
+	rows, err := e.readFields(ctx, k)
 	if err != nil {
 		return FieldStats{}, fmt.Errorf("fields-get %s: %w", k.Name, err)
 	}
@@ -89,6 +88,7 @@ func (e *Engine) FieldsSet(ctx context.Context, entity string) (FieldStats, erro
 		return st, fmt.Errorf("fields-set %s: %w", k.Name, err)
 	}
 	var want []importapi.Field
+	var sources []string
 	var name string
 	var payload []byte
 	_, err = pgx.ForEachRow(rows, []any{&name, &payload}, func() error {
@@ -96,16 +96,28 @@ func (e *Engine) FieldsSet(ctx context.Context, entity string) (FieldStats, erro
 		if err != nil {
 			return fmt.Errorf("field %s: %w", name, err)
 		}
-		want = append(want, f)
+		want, sources = append(want, f), append(sources, name)
 		return nil
 	})
 	if err != nil {
 		return st, fmt.Errorf("fields-set %s: %w", k.Name, err)
 	}
-	if err := e.createFields(ctx, k, want, &st); err != nil {
+	renames, err := e.fieldNames(ctx, k)
+	if err != nil {
+		return st, fmt.Errorf("fields-set %s: %w", k.Name, err)
+	}
+	for i := range want {
+		if n, ok := renames[sources[i]]; ok {
+			e.Log.Warn("custom field renamed on the target by its naming rules", "entity", k.Name,
+				"field", sources[i], "target_name", n.name, "why", n.why)
+			want[i].Name = n.name
+			st.Renamed++
+		}
+	}
+	if err := e.createFields(ctx, k, want, sources, &st); err != nil {
 		return st, err
 	}
-	unmatched, err := e.mapOptions(ctx, k)
+	unmatched, err := e.mapOptions(ctx, k, renames)
 	if err != nil {
 		return st, err
 	}
@@ -113,15 +125,17 @@ func (e *Engine) FieldsSet(ctx context.Context, entity string) (FieldStats, erro
 		e.Log.Warn("enumeration option has no target option: records with it will fail on set", "entity", k.Name, "option", o)
 	}
 	e.Metrics.CustomFieldsCreated.WithLabelValues(k.Name).Add(float64(st.Created))
-	e.Log.Info("custom fields set", "entity", k.Name, "created", st.Created, "existing", st.Existing, "failed", st.Failed)
+	e.Log.Info("custom fields set", "entity", k.Name, "created", st.Created, "existing", st.Existing, "failed", st.Failed,
+		"renamed", st.Renamed)
 	if st.Failed > 0 {
 		return st, fmt.Errorf("fields-set %s: the target refused %d custom fields (see the log)", k.Name, st.Failed)
 	}
 	return st, nil
 }
 
-// createFields creates the fields on the target and marks those it has as on_target.
-func (e *Engine) createFields(ctx context.Context, k *Entity, want []importapi.Field, st *FieldStats) error {
+// createFields creates the fields on the target and marks those it has as on_target; sources
+// are the portal's names of the fields, in the same order.
+func (e *Engine) createFields(ctx context.Context, k *Entity, want []importapi.Field, sources []string, st *FieldStats) error {
 	if len(want) == 0 {
 		e.Log.Info("no custom fields to create", "entity", k.Name)
 		return nil
@@ -138,7 +152,7 @@ func (e *Engine) createFields(ctx context.Context, k *Entity, want []importapi.F
 		}
 		created := res.Status == "created"
 		_, err := e.Pool.Exec(ctx, `UPDATE bitrix_fields SET on_target = true,
-created_at = CASE WHEN $3 THEN now() ELSE created_at END WHERE entity = $1 AND field_name = $2`, k.Name, want[i].Name, created)
+created_at = CASE WHEN $3 THEN now() ELSE created_at END WHERE entity = $1 AND field_name = $2`, k.Name, sources[i], created)
 		if err != nil {
 			return fmt.Errorf("fields-set %s: %w", k.Name, err)
 		}

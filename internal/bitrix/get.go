@@ -81,6 +81,9 @@ func (e *Engine) Get(ctx context.Context, entity string) (GetStats, error) {
 	if errors.Is(err, errLimitReached) {
 		err = nil
 	}
+	if err == nil {
+		err = e.getListedChildren(ctx, ent, &st)
+	}
 	if err != nil {
 		return st, fmt.Errorf("get %s: %w", ent.Name, err)
 	}

@@ -186,9 +186,9 @@ func (w *rangeWalk) split(ctx context.Context) error {
 		_, err := w.g.e.Pool.Exec(ctx, `WITH cut AS (UPDATE bitrix_get_ranges SET hi = $4
 WHERE entity = $1 AND pass = $2 AND lo = $3 RETURNING 1)
 INSERT INTO bitrix_get_ranges (entity, pass, lo, hi, cursor) SELECT $1, $2, $4, $5, $4 FROM cut`,
-			w.g.ent.Name, w.pass, r.lo, mid, r.hi)
+			w.scan.scope(w.g.ent), w.pass, r.lo, mid, r.hi)
 		if err != nil {
-			return fmt.Errorf("split ID range after %s of %s: %w", r.lo, w.g.ent.Name, err)
+			return fmt.Errorf("split ID range after %s of %s: %w", r.lo, w.scan.scope(w.g.ent), err)
 		}
 		next := &idRange{lo: mid, hi: r.hi, cursor: mid}
 		r.hi = mid
@@ -282,7 +282,7 @@ func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Pag
 				rows, last, limited = rows[:max(left, 0)], true, true
 			}
 			left -= int64(len(rows))
-			got, gotIDs, err := decodeRows(ent, rows, w.zone)
+			got, gotIDs, err := decodeRowsAs(ent, w.scan.IDPrefix, w.scan.Fill, rows, w.zone)
 			if err != nil {
 				return err
 			}
@@ -328,11 +328,11 @@ func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Pag
 			logged = append(logged, m.pages...)
 			done := m.done || limited
 			if _, err := tx.Exec(ctx, `UPDATE bitrix_get_ranges SET cursor = $4, done = $5
-WHERE entity = $1 AND pass = $2 AND lo = $3`, ent.Name, w.pass, m.r.lo, m.cursor, done); err != nil {
-				return fmt.Errorf("advance ID range after %s of %s: %w", m.r.lo, ent.Name, err)
+WHERE entity = $1 AND pass = $2 AND lo = $3`, w.scan.scope(ent), w.pass, m.r.lo, m.cursor, done); err != nil {
+				return fmt.Errorf("advance ID range after %s of %s: %w", m.r.lo, w.scan.scope(ent), err)
 			}
 		}
-		return logPages(ctx, tx, ent.Name, e.RunID, w.pass, logged, w.total, limited)
+		return logPages(ctx, tx, w.scan.scope(ent), e.RunID, w.pass, logged, w.total, limited)
 	})
 	if err != nil {
 		return err

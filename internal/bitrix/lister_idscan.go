@@ -23,6 +23,22 @@ type IDScan struct {
 	// CountParams replace Scan.Params keys for the count call (a narrow select, say), which
 	// reads one page with counting on.
 	CountParams map[string]any
+	// Scope, when set, is the name the scan keeps its inventory, ID ranges and page log under,
+	// instead of the entity's: an entity read by several scans (one per smart process type)
+	// gives each its own. IDPrefix is then put before every row's id to make the record's
+	// portal id ("1038:" for an item 17 of the type 1038: "1038:17").
+	Scope, IDPrefix string
+	// Fill are fields added to every row that lacks them, before it is stored (a smart process
+	// item's entityTypeId, which the scan knows and the portal need not send).
+	Fill map[string]any
+}
+
+// scope is the name the scan's inventory, ranges and page log are kept under.
+func (s *IDScan) scope(ent *Entity) string {
+	if s.Scope != "" {
+		return s.Scope
+	}
+	return ent.Name
 }
 
 func (s *IDScan) get(ctx context.Context, g *getRun) error {
@@ -31,7 +47,8 @@ func (s *IDScan) get(ctx context.Context, g *getRun) error {
 	if err != nil {
 		return err
 	}
-	inv, err := loadInventory(ctx, e.Pool, ent.Name)
+	scope := s.scope(ent)
+	inv, err := loadInventory(ctx, e.Pool, scope)
 	if err != nil {
 		return err
 	}
@@ -39,7 +56,7 @@ func (s *IDScan) get(ctx context.Context, g *getRun) error {
 	g.st.Resumed = inv.Pass > 0 && !inv.Complete
 	var first *rest.Page
 	if g.st.Resumed {
-		if w.ranges, err = loadRanges(ctx, e.Pool, ent.Name, inv); err != nil {
+		if w.ranges, err = loadRanges(ctx, e.Pool, scope, inv); err != nil {
 			return err
 		}
 		w.density, w.total = densityOf(w.ranges, inv.SourceTotal), inv.SourceTotal
@@ -56,10 +73,10 @@ func (s *IDScan) get(ctx context.Context, g *getRun) error {
 			w.total = &t
 		}
 		err = pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
-			if inv, err = startPass(ctx, tx, ent.Name, e.TestLimit); err != nil {
+			if inv, err = startPass(ctx, tx, scope, e.TestLimit); err != nil {
 				return err
 			}
-			return saveRanges(ctx, tx, ent.Name, inv.Pass, w.ranges)
+			return saveRanges(ctx, tx, scope, inv.Pass, w.ranges)
 		})
 		if err != nil {
 			return err
@@ -122,12 +139,12 @@ func (s *IDScan) byIDs(ctx context.Context, e *Engine, ent *Entity, ids []string
 		for key, v := range s.Scan.Params {
 			params[key] = v
 		}
-		params[filterParam] = map[string]any{"@ID": chunk}
+		params[filterParam] = map[string]any{"@" + s.Scan.IDFilterField(): chunk}
 		cmds = append(cmds, rest.Command{Key: fmt.Sprintf("p%d", len(cmds)), Method: s.Scan.Method, Params: params})
 	}
 	var out []incoming
 	err := e.batchEach(ctx, cmds, func(_ string, r *rest.Response) error {
-		rows, err := r.Rows()
+		rows, err := r.Rows(s.Scan.RowsPath...)
 		if err != nil {
 			return err
 		}
@@ -224,20 +241,38 @@ func (e *Engine) pullReferenced(ctx context.Context, batch []entityRecords, zone
 	return out, nil
 }
 
-// decodeRows prepares rows of a listing and returns their source ids, in order.
+// decodeRows prepares rows of a listing and returns their ids, in order.
 func decodeRows(ent *Entity, rows []json.RawMessage, zone *time.Location) ([]incoming, []string, error) {
+	return decodeRowsAs(ent, "", nil, rows, zone)
+}
+
+// decodeRowsAs is decodeRows for rows whose records' portal ids are prefix + the row's id (the
+// ids returned are the rows' own, the listing's cursors), with the fields of fill added where a
+// row lacks them; the row's ParentKey, if the entity has one, names its parent.
+func decodeRowsAs(ent *Entity, prefix string, fill map[string]any, rows []json.RawMessage, zone *time.Location) ([]incoming, []string, error) {
 	recs := make([]incoming, 0, len(rows))
 	ids := make([]string, 0, len(rows))
+	idField := ent.IDField
+	if idField == "" {
+		idField = "ID"
+	}
 	for _, row := range rows {
 		fields, err := fieldsOf(row)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", ent.Name, err)
 		}
-		id := text(fields, "ID")
-		if id == "" {
-			return nil, nil, fmt.Errorf("%s: row without ID: %.200s", ent.Name, row)
+		if filled := fillFields(fields, fill); filled {
+			row = mustJSON(fields)
 		}
-		in, err := newIncoming(ent, id, "", row, fields, zone)
+		id := text(fields, idField)
+		if id == "" {
+			return nil, nil, fmt.Errorf("%s: row without %s: %.200s", ent.Name, idField, row)
+		}
+		parent := ""
+		if ent.ParentKey != "" {
+			parent = text(fields, ent.ParentKey)
+		}
+		in, err := newIncoming(ent, prefix+id, parent, row, fields, zone)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -245,4 +280,16 @@ func decodeRows(ent *Entity, rows []json.RawMessage, zone *time.Location) ([]inc
 		ids = append(ids, id)
 	}
 	return recs, ids, nil
+}
+
+// fillFields adds to fields those of fill it lacks, and reports whether it added any.
+func fillFields(fields map[string]json.RawMessage, fill map[string]any) bool {
+	added := false
+	for k, v := range fill {
+		if _, ok := fields[k]; !ok {
+			fields[k] = mustJSON(v)
+			added = true
+		}
+	}
+	return added
 }

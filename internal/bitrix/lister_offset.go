@@ -75,14 +75,7 @@ func (o *OffsetPages) get(ctx context.Context, g *getRun) error {
 	})
 }
 
-func (o *OffsetPages) params(start int) map[string]any {
-	p := make(map[string]any, len(o.List.Params)+1)
-	for k, v := range o.List.Params {
-		p[k] = v
-	}
-	p["start"] = start
-	return p
-}
+func (o *OffsetPages) params(start int) map[string]any { return o.List.PageParams(start) }
 
 func (o *OffsetPages) total(ctx context.Context, e *Engine, ent *Entity) (int64, error) {
 	resp, err := e.Source.Call(ctx, o.List.Method, o.params(0))

@@ -20,7 +20,7 @@ import (
 
 // mapOptions records the target option of every option of the entity's enumeration fields that
 // the target has. It returns the source options left without one, as "FIELD: value (id)".
-func (e *Engine) mapOptions(ctx context.Context, ent *Entity) ([]string, error) {
+func (e *Engine) mapOptions(ctx context.Context, ent *Entity, renames map[string]fieldName) ([]string, error) {
 	onTarget, err := e.Target.Fields(ctx, ent.Name)
 	if err != nil {
 		return nil, fmt.Errorf("fields-set %s: read the target's fields: %w", ent.Name, err)
@@ -50,7 +50,11 @@ AND payload->>'USER_TYPE_ID' = 'enumeration' ORDER BY field_name`, ent.Name)
 		if err := json.Unmarshal(payload, &l); err != nil {
 			return fmt.Errorf("field %s: %w", name, err)
 		}
-		target, ok := byName[strings.ToUpper(name)]
+		targetName := name
+		if n, renamed := renames[name]; renamed {
+			targetName = n.name
+		}
+		target, ok := byName[strings.ToUpper(targetName)]
 		for _, o := range l.List {
 			id := text(map[string]json.RawMessage{"id": o.ID}, "id")
 			match := ""

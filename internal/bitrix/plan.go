@@ -49,6 +49,16 @@ func (e *Engine) Plan(ctx context.Context, rate rest.Rate) (Plan, error) {
 		if err != nil {
 			return p, fmt.Errorf("plan %s: %w", ent.Name, err)
 		}
+		for _, child := range e.registry().Children(ent) {
+			if child.Lister == nil {
+				continue
+			}
+			more, err := child.Lister.plan(ctx, e, child)
+			if err != nil {
+				return p, fmt.Errorf("plan %s: %w", child.Name, err)
+			}
+			plans = append(plans, more...)
+		}
 		for _, ep := range plans {
 			ep.Seconds = round1(float64(ep.Calls) / rate.PerSecond)
 			p.Calls += ep.Calls

@@ -24,7 +24,9 @@ type Entity struct {
 	// Requires lists the entities that must be imported and VERIFIED before this one's set
 	// (the users every workgroup owner refers to).
 	Requires []string
-	// Lister reads a top-level entity from the portal (an ID-chained scan, the chat walker).
+	// Lister reads a top-level entity from the portal (an ID-chained scan, the chat walker). A
+	// child may have one too: it is then read by a listing of its own right after its parent's,
+	// in the parent's get (see ParentKey).
 	Lister Lister
 	// Fetch reads a child entity with every page of its parent (a workgroup's members), when the
 	// parent's lister does not read it itself (the chat walker reads messages).
@@ -61,6 +63,22 @@ type Entity struct {
 	// Verify, when set, adds checks of the entity's own to verify (after counts, children and
 	// references, before the field-by-field comparison).
 	Verify func(ctx context.Context, e *Engine, ent *Entity, r *VerifyReport) error
+
+	// IDField is the row field holding the record's portal id when it is not "ID"
+	// (crm.item.list's "id"); empty means "ID".
+	IDField string
+	// ParentKey, for a child entity with a Lister of its own (read by a listing of its own right
+	// after its parent's, in the parent's get: running workflows after their templates), is the
+	// row field that names the parent's portal id.
+	ParentKey string
+	// Finish, when set, adjusts the payload set builds for a record after the engine translated
+	// its dates, enumerations, references and custom-field names (CRM money as decimal strings,
+	// a reference whose entity depends on another field). Not used with Payload.
+	Finish func(fields map[string]json.RawMessage, r Record, rf *Refs) error
+	// NotMigrated names what the entity's migration leaves behind by design (CRM activities, the
+	// running state of workflows), so that verify's report and the README say so: nothing is
+	// silently absent.
+	NotMigrated []string
 }
 
 // Ref is one reference of a record to a record of another entity.
@@ -75,6 +93,16 @@ type Ref struct {
 	// [USER=..] mentions in a text); nil means the field's value as one id. A Values ref is
 	// only loaded for the payload hook, which translates it.
 	Values func(fields map[string]json.RawMessage) []string
+	// Many: the field holds a list of ids (a deal's contactIds, many to many), each translated;
+	// the list keeps its order (links.go).
+	Many bool
+	// Optional: an empty value (absent, null, "", "0", 0, []) is no reference and is sent as it
+	// is, instead of failing the record.
+	Optional bool
+	// DropGone: a reference to a record the portal no longer has (never read by a complete get
+	// of Entity: a deal's deleted company) is dropped, sent as null or left out of the list,
+	// instead of failing the record; verify lists every dropped link by record.
+	DropGone bool
 }
 
 func (r Ref) name() string {
@@ -96,6 +124,9 @@ func (r Ref) ids(fields map[string]json.RawMessage) []string {
 	if r.Values != nil {
 		return r.Values(fields)
 	}
+	if r.Many || r.Optional {
+		return linkIDs(fields[r.Field])
+	}
 	if id := text(fields, r.Field); id != "" {
 		return []string{id}
 	}
@@ -107,6 +138,21 @@ type CustomFields struct {
 	// Method lists them (user.userfield.list); Params are its parameters.
 	Method string
 	Params map[string]any
+	// RowsPath leads from the result to the list of fields (userfieldconfig.list: ["fields"]).
+	RowsPath []string
+	// Paged: the method pages by start, 50 fields to a page (userfieldconfig.list), and every
+	// page is read.
+	Paged bool
+	// Normalize rewrites a row into user.userfield.list's shape (FIELD_NAME, USER_TYPE_ID,
+	// MULTIPLE, SETTINGS, labels, LIST of {ID, VALUE, XML_ID, DEF, SORT}) for a method that
+	// answers in another (userfieldconfig.list's camelCase), and says whether the row is one of
+	// the entity's fields at all; nil keeps rows as they are.
+	Normalize func(row json.RawMessage) (json.RawMessage, bool, error)
+	// Naming is how the target names the fields (fields_names.go); nil keeps the portal's names.
+	Naming *FieldNaming
+	// Links: the values of the entity's custom fields of type employee (users) and crm (CRM
+	// records) are references, translated through the id map (fields_links.go).
+	Links bool
 }
 
 // Registry holds the entities of one migration, in the order they migrate.
@@ -248,7 +294,9 @@ func (r *Registry) Names() []string {
 // Catalog returns the registry of every entity this migration knows, in migration order. Each
 // call builds a new one: there is no global registry to change behind a running engine.
 func Catalog() *Registry {
-	r, err := NewRegistry(usersEntity(), groupsEntity(), groupMembersEntity(), chatsEntity(), chatMessagesEntity())
+	r, err := NewRegistry(usersEntity(), groupsEntity(), groupMembersEntity(), chatsEntity(), chatMessagesEntity(),
+		crmTypesEntity(), crmCategoriesEntity(), crmStagesEntity(), companiesEntity(), contactsEntity(), dealsEntity(),
+		dealProductsEntity(), crmCommentsEntity(), smartEntity(), workflowsEntity(), workflowInstancesEntity(), workflowTasksEntity())
 	if err != nil {
 		panic("bitrix: the built-in catalog is inconsistent: " + err.Error())
 	}

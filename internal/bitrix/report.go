@@ -72,6 +72,27 @@ type VerifyReport struct {
 	// Problems says in words what keeps the entity from being verified; none means clean.
 	Problems []string `json:"problems"`
 
+	// Children compares, for each child entity read by a listing of its own (running workflows,
+	// workflow tasks), the portal's count, the records read and the target's count, and lists
+	// the records not imported (verify_family.go).
+	Children []ChildCounts `json:"children,omitempty"`
+	// DroppedLinks lists references to records the portal no longer has, which set dropped
+	// instead of failing the record (a deal's deleted company; up to 50, DroppedLinksCount
+	// counts them all). They do not keep the entity from being verified.
+	DroppedLinks      []RecordIssue `json:"dropped_links,omitempty"`
+	DroppedLinksCount int           `json:"dropped_links_count,omitempty"`
+	// Untranslated lists values sent as the portal has them because no mapping can be proved (a
+	// workflow template's reference to a user that was not migrated; up to 50,
+	// UntranslatedCount counts them all). They do not keep the entity from being verified.
+	Untranslated      []RecordIssue `json:"untranslated,omitempty"`
+	UntranslatedCount int           `json:"untranslated_count,omitempty"`
+	// RenamedFields lists the custom fields the target names differently from the portal, and
+	// why (its naming rules: prefix, length, characters).
+	RenamedFields []string `json:"renamed_fields,omitempty"`
+	// NotMigrated names what the entity's migration leaves behind by design (activities, the
+	// running state of workflows): not a problem, but never silently absent.
+	NotMigrated []string `json:"not_migrated,omitempty"`
+
 	// counted holds the records already counted in verify_sample_mismatch_total ("entity:id"),
 	// so a record the full comparison and the sample both find counts once.
 	counted map[string]bool
@@ -146,6 +167,15 @@ func (r VerifyReport) Summary() string {
 	}
 	if r.UnreachableCount > 0 {
 		s += fmt.Sprintf("; %d %s out of the webhook user's reach (listed, not migrated)", r.UnreachableCount, r.Entity)
+	}
+	if r.DroppedLinksCount > 0 {
+		s += fmt.Sprintf("; %d links to records the portal no longer has were dropped (listed)", r.DroppedLinksCount)
+	}
+	if r.UntranslatedCount > 0 {
+		s += fmt.Sprintf("; %d values kept untranslated, no mapping provable (listed)", r.UntranslatedCount)
+	}
+	if len(r.NotMigrated) > 0 {
+		s += fmt.Sprintf("; %d kinds of data not migrated by design (listed in the report)", len(r.NotMigrated))
 	}
 	if r.AcknowledgedCount > 0 {
 		s += fmt.Sprintf("; %d records acknowledged as known exceptions", r.AcknowledgedCount)

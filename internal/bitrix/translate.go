@@ -41,6 +41,14 @@ type Refs struct {
 	maps map[string]idMap
 	// enums are the entity's enumeration fields and their option mapping.
 	enums enumFields
+	// known and complete say, for the entities of DropGone references, which referenced ids the
+	// source has and whether their get is complete (links.go).
+	known    map[string]map[string]bool
+	complete map[string]bool
+	// renames maps custom fields the target names differently (fields_names.go).
+	renames map[string]string
+	// links are the custom fields whose values are references (fields_links.go).
+	links fieldLinks
 }
 
 // Target returns the target id of a record of entity, if it was imported.
@@ -82,6 +90,15 @@ func loadRefs(ctx context.Context, db status.DB, ent *Entity, recs []Record) (*R
 		}
 		out.maps[name] = m
 	}
+	if err := out.loadLinkState(ctx, db, ent, wanted); err != nil {
+		return nil, err
+	}
+	if out.renames, err = loadRenames(ctx, db, ent); err != nil {
+		return nil, err
+	}
+	if err := out.loadFieldLinks(ctx, db, ent, recs); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
@@ -121,6 +138,9 @@ func payloadFor(ent *Entity, r Record, rf *Refs) (json.RawMessage, error) {
 	if err := rf.enums.translate(fields); err != nil {
 		return nil, err
 	}
+	if err := rf.translateFieldLinks(fields); err != nil {
+		return nil, err
+	}
 	resolve := func(field, entity, sourceID string) error {
 		id, ok := rf.Target(entity, sourceID)
 		if !ok || sourceID == "" {
@@ -133,12 +153,24 @@ func payloadFor(ent *Entity, r Record, rf *Refs) (json.RawMessage, error) {
 		if ref.Values != nil {
 			continue // only a payload hook can translate those
 		}
+		if ref.Many || ref.Optional || ref.DropGone {
+			if err := rf.link(fields, ref); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if err := resolve(ref.Field, ref.Entity, text(fields, ref.Field)); err != nil {
 			return nil, err
 		}
 	}
 	if ent.ParentField != "" {
 		if err := resolve(ent.ParentField, ent.Parent, r.ParentSourceID); err != nil {
+			return nil, err
+		}
+	}
+	rf.rename(fields)
+	if ent.Finish != nil {
+		if err := ent.Finish(fields, r, rf); err != nil {
 			return nil, err
 		}
 	}

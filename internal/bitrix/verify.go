@@ -43,6 +43,9 @@ func (e *Engine) Verify(ctx context.Context, entity string) (VerifyReport, error
 			return r, err
 		}
 	}
+	if err := e.verifyFamily(ctx, family, &r); err != nil {
+		return r, err
+	}
 	if ent.Verify != nil {
 		if err := ent.Verify(ctx, e, ent, &r); err != nil {
 			return r, err
@@ -234,6 +237,12 @@ FROM bitrix_records c WHERE c.entity = $5 AND c.id > $1 AND NOT `+excused("c", c
 func (e *Engine) verifyRefs(ctx context.Context, ent *Entity, r *VerifyReport) error {
 	for _, ref := range ent.Refs {
 		if ref.Values != nil {
+			continue
+		}
+		if ref.Many || ref.Optional || ref.DropGone {
+			if err := e.verifyLinks(ctx, ent, ref, r); err != nil {
+				return err
+			}
 			continue
 		}
 		if err := e.verifyRef(ctx, ent, ref, r); err != nil {

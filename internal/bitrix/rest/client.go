@@ -223,7 +223,8 @@ func IsReadMethod(method string) bool {
 	m := strings.ToLower(method)
 	last := m[strings.LastIndexByte(m, '.')+1:]
 	switch last {
-	case "get", "list", "getlist", "fields", "current":
+	case "get", "list", "getlist", "fields", "current",
+		"instances": // bizproc.workflow.instances, the list of running workflows
 		return true
 	}
 	return false

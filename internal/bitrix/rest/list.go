@@ -91,6 +91,9 @@ func (s Scan) idField() string { return orDefault(s.IDField, "ID") }
 
 func (s Scan) filterField() string { return orDefault(s.FilterField, s.idField()) }
 
+// IDFilterField is the ID's name in the method's filters ("ID", or "id" for crm.item.list).
+func (s Scan) IDFilterField() string { return s.filterField() }
+
 func orDefault(v, fallback string) string {
 	if v == "" {
 		return fallback
@@ -288,12 +291,21 @@ type List struct {
 	Params map[string]any
 	// RowsPath leads from the result to the list of rows, as in Scan.
 	RowsPath []string
+	// StartKey, when set, also sends the offset under that name, for methods whose pages
+	// document it otherwise (bizproc.task.list's START).
+	StartKey string
 }
 
-func (l List) params(start int) map[string]any {
-	p := make(map[string]any, len(l.Params)+1)
+func (l List) params(start int) map[string]any { return l.PageParams(start) }
+
+// Params0 returns the method's parameters for the page at offset start.
+func (l List) PageParams(start int) map[string]any {
+	p := make(map[string]any, len(l.Params)+2)
 	maps.Copy(p, l.Params)
 	p["start"] = start
+	if l.StartKey != "" {
+		p[l.StartKey] = start
+	}
 	return p
 }
 

@@ -21,7 +21,12 @@
 //   - chats (im.*, see im.go): the webhook user's recent list with pages
 //     that overlap, message history behind LAST_ID/FIRST_ID cursors capped
 //     at 50, participants, chat lookup by entity, and 403 ACCESS_ERROR for
-//     the chats that user is not in.
+//     the chats that user is not in;
+//   - the CRM (crm.*, userfieldconfig.list, see crm.go): companies, contacts,
+//     deals and smart processes through crm.item.list, funnels and stages,
+//     custom fields, product rows, with the documented refusals;
+//   - workflows (bizproc.*, see bizproc.go): templates, running workflows
+//     and tasks.
 //
 // Processing time is virtual: methods cost what Options says and the
 // portal's clock is injectable, so the operating-time limit can be
@@ -101,6 +106,18 @@ type Options struct {
 	MethodLatency map[string]time.Duration
 	// Now is the portal's clock; nil means time.Now.
 	Now func() time.Time
+
+	// Companies, Contacts and Deals are how many of each the portal's CRM holds, and
+	// SmartItems how many items each of its two smart processes holds (none: no smart
+	// processes at all). See crm.go.
+	Companies, Contacts, Deals, SmartItems int
+	// Workflows is how many workflow templates the portal holds; the CRM ones have running
+	// workflows and tasks (bizproc.go).
+	Workflows int
+	// Extranet makes the webhook's user an extranet user: every CRM method answers 403
+	// allowed_only_intranet_user. DenyCRM and DenyBizproc refuse the CRM or workflow methods
+	// with their documented access errors.
+	Extranet, DenyCRM, DenyBizproc bool
 }
 
 // Stats counts what the portal saw.
@@ -152,6 +169,12 @@ type Portal struct {
 	stats          Stats
 	held           time.Duration // answer time of the methods run so far (CommandLatency, MethodLatency)
 	last           Request
+
+	// The CRM (crm.go): live ids, the deleted company a deal still names, custom fields.
+	companies, contacts, deals, smartItems []int
+	deletedCompany                         int
+	crmUserfields                          [][]json.RawMessage
+	templates                              []int // workflow template ids (bizproc.go)
 }
 
 // handler runs a method with its decoded parameters; it is called with the
@@ -238,6 +261,9 @@ func New(opts Options) *Portal {
 		"sonet_group.user.get": p.groupUserGet,
 	}
 	p.initIM()
+	p.initCRM()
+	p.initCRMMethods()
+	p.initBizproc()
 	return p
 }
 
@@ -252,6 +278,12 @@ func scopeOf(method string) string {
 		return "sonet"
 	case strings.HasPrefix(method, "im."):
 		return "im"
+	case strings.HasPrefix(method, "crm."):
+		return "crm"
+	case strings.HasPrefix(method, "userfieldconfig."):
+		return "userfieldconfig"
+	case strings.HasPrefix(method, "bizproc."):
+		return "bizproc"
 	}
 	return ""
 }

@@ -1,4 +1,5 @@
-// Command crashchild runs get, set and verify of every entity (users, groups, chats) against
+// Command crashchild runs get, set and verify of every entity (or of those BITRIX_CRASH_ENTITIES
+// names, comma-separated) against
 // the fakes of TestKilledRunsConverge, which kills it at random moments. It is built by that
 // test, without the race detector so that a run takes as long as it would in production.
 //
@@ -11,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -47,7 +49,11 @@ func run(ctx context.Context) error {
 	}
 	e := &bitrix.Engine{Pool: pool, Source: source, Target: target, Log: log, Metrics: metrics.New(),
 		Actor: "crash test", RetryPolicy: retry.Policy{Delays: []time.Duration{0, 0, 0}}}
-	for _, entity := range bitrix.Catalog().CommandNames() {
+	entities := bitrix.Catalog().CommandNames()
+	if only := os.Getenv("BITRIX_CRASH_ENTITIES"); only != "" {
+		entities = strings.Split(only, ",")
+	}
+	for _, entity := range entities {
 		for _, phase := range []string{"get", "set", "verify"} {
 			fmt.Printf("phase %s %s\n", entity, phase)
 			if err := e.Phase(ctx, entity, phase); err != nil {

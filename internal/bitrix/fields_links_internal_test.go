@@ -1,0 +1,56 @@
+package bitrix
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestCRMFieldValuesNameTheirRecords(t *testing.T) {
+	for _, c := range []struct {
+		value, single, entity, id string
+		ok                        bool
+	}{
+		{"CO_12", "", Companies, "12", true},
+		{"C_5", "", Contacts, "5", true},
+		{"D_7", Deals, Deals, "7", true},
+		{"T40e_3", "", Smart, "1038:3", true},
+		{"L_9", "", "", "", false}, // leads are not migrated
+		{"42", Deals, Deals, "42", true},
+		{"42", Smart + ":1038", Smart, "1038:42", true},
+		{"42", "", "", "", false},
+	} {
+		entity, id, ok := crmValue(c.value, c.single)
+		if entity != c.entity || id != c.id || ok != c.ok {
+			t.Errorf("crmValue(%q, %q) = %q %q %v, want %q %q %v", c.value, c.single, entity, id, ok, c.entity, c.id, c.ok)
+		}
+	}
+	if got := crmFieldEntity([]byte(`{"COMPANY": "N", "DYNAMIC_1038": "Y"}`)); got != Smart+":1038" {
+		t.Errorf("single smart process field: %q", got)
+	}
+	rf := &Refs{maps: map[string]idMap{Companies: {"12": "500"}, Smart: {"1038:3": "700"}, CRMTypes: {"1038": "26"}}}
+	for value, want := range map[string]string{"CO_12": "CO_500", "T40e_3": "T1a_700", "CO_13": "CO_13"} {
+		if got, _ := rf.crmTarget(value, ""); got != want {
+			t.Errorf("crmTarget(%q) = %q, want %q", value, got, want)
+		}
+	}
+}
+
+func TestFieldNamesFollowThePortalsRules(t *testing.T) {
+	n := &FieldNaming{Prefix: "UF_CRM_", Max: 50}
+	for name, want := range map[string]string{
+		"UF_CRM_HELLO_WORLD": "UF_CRM_HELLO_WORLD",
+		"UF_CRM_hello-world": "UF_CRM_HELLO_WORLD",
+		"UF_MANAGER_NOTE":    "UF_CRM_MANAGER_NOTE",
+	} {
+		got, _, err := n.target(context.Background(), nil, name)
+		if err != nil || got.name != want {
+			t.Errorf("%s -> %q (%v), want %s", name, got.name, err, want)
+		}
+	}
+	long := "UF_CRM_" + strings.Repeat("X", 60)
+	got, renamed, _ := n.target(context.Background(), nil, long)
+	if !renamed || len(got.name) != 50 || !strings.HasPrefix(got.name, "UF_CRM_XXX") || !strings.Contains(got.why, "longer than 50") {
+		t.Errorf("%s -> %q (%s)", long, got.name, got.why)
+	}
+}

@@ -1,0 +1,313 @@
+package bitrix
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ingest-dev/ingest/internal/bitrix/rest"
+)
+
+// funnelWalker reads the funnels of every CRM type (crm.category.list per entityTypeId:
+// companies, contacts, deals and every smart process type read by crm_types) and the stages of
+// each funnel (crm.status.list by the funnel's ENTITY_ID: DEAL_STAGE, DEAL_STAGE_<id>,
+// DYNAMIC_<entityTypeId>_STAGE_<id>), a batch of calls each, and stores them in one
+// transaction: a portal has tens of funnels, not thousands, so the pass is never cut in pieces.
+type funnelWalker struct{}
+
+// funnelTypes are the types whose funnels are read: the built-in ones with funnels, then every
+// smart process type stored by crm_types.
+func funnelTypes(ctx context.Context, e *Engine) ([]int, error) {
+	types := []int{crmCompany, crmContact, crmDeal}
+	smart, err := smartTypeIDs(ctx, e)
+	return append(types, smart...), err
+}
+
+// smartTypeIDs are the entityTypeIds of the smart process types crm_types read, ascending.
+func smartTypeIDs(ctx context.Context, e *Engine) ([]int, error) {
+	rows, err := e.Pool.Query(ctx, `SELECT source_id::int FROM bitrix_records WHERE entity = $1 ORDER BY 1`, CRMTypes)
+	if err != nil {
+		return nil, fmt.Errorf("list smart process types: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		return nil, fmt.Errorf("list smart process types: %w", err)
+	}
+	return out, nil
+}
+
+// funnel is one category as crm.category.list returned it.
+type funnel struct {
+	entityTypeID int
+	row          json.RawMessage
+	fields       map[string]json.RawMessage
+}
+
+// readFunnels lists the funnels of the types, one command each (and more for a type with more
+// than 50). A type the portal answers NOT_FOUND or ENTITY_TYPE_NOT_SUPPORTED for has no funnels.
+func (e *Engine) readFunnels(ctx context.Context, types []int) ([]funnel, *rest.Response, error) {
+	var out []funnel
+	var first *rest.Response
+	cmds := make([]rest.Command, 0, len(types))
+	for _, et := range types {
+		cmds = append(cmds, categoryCommand(et, 0))
+	}
+	for len(cmds) > 0 {
+		var more []rest.Command
+		err := e.batchEach(ctx, cmds, func(key string, r *rest.Response) error {
+			et, start := parseCategoryKey(key)
+			if first == nil {
+				first = r
+			}
+			rows, err := r.Rows("categories")
+			if err != nil {
+				return fmt.Errorf("funnels of type %d: %w", et, err)
+			}
+			for _, row := range rows {
+				fields, err := fieldsOf(row)
+				if err != nil {
+					return fmt.Errorf("funnels of type %d: %w", et, err)
+				}
+				if text(fields, "id") == "" {
+					return fmt.Errorf("funnels of type %d: row without id: %.200s", et, row)
+				}
+				out = append(out, funnel{et, row, fields})
+			}
+			if r.Next != nil && *r.Next > start && len(rows) > 0 {
+				more = append(more, categoryCommand(et, *r.Next))
+			}
+			return nil
+		}, func(key string, err error) error {
+			et, _ := parseCategoryKey(key)
+			if rest.HasCode(err, "NOT_FOUND") || rest.HasCode(err, "ENTITY_TYPE_NOT_SUPPORTED") {
+				e.Log.Warn("the portal has no funnels for this CRM type", "entity_type_id", et, "error", err)
+				return nil
+			}
+			return fmt.Errorf("funnels of type %d: %w", et, err)
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		cmds = more
+	}
+	return out, first, nil
+}
+
+func categoryCommand(et, start int) rest.Command {
+	return rest.Command{Key: fmt.Sprintf("t%d_%d", et, start), Method: "crm.category.list",
+		Params: map[string]any{"entityTypeId": et, "start": start}}
+}
+
+func parseCategoryKey(key string) (et, start int) {
+	_, _ = fmt.Sscanf(key, "t%d_%d", &et, &start)
+	return et, start
+}
+
+// stageEntityID is the crm.status.list ENTITY_ID of a funnel's stages; "" for types whose items
+// have no stages (companies, contacts).
+func stageEntityID(et int, category string) string {
+	switch {
+	case et == crmDeal && category == "0":
+		return "DEAL_STAGE"
+	case et == crmDeal:
+		return "DEAL_STAGE_" + category
+	case isSmartType(strconv.Itoa(et)):
+		return fmt.Sprintf("DYNAMIC_%d_STAGE_%s", et, category)
+	}
+	return ""
+}
+
+// readStages lists the stages of the funnels that have them, one command per funnel (paged past
+// 50), and returns them as children of their funnel's record.
+func (e *Engine) readStages(ctx context.Context, funnels []funnel, stages *Entity, zone *time.Location) ([]incoming, error) {
+	type ask struct {
+		parent, entityID string
+	}
+	var asks []ask
+	var cmds []rest.Command
+	for _, f := range funnels {
+		cat := text(f.fields, "id")
+		entityID := stageEntityID(f.entityTypeID, cat)
+		if entityID == "" {
+			continue
+		}
+		cmds = append(cmds, stageCommand(len(asks), entityID, 0))
+		asks = append(asks, ask{strconv.Itoa(f.entityTypeID) + ":" + cat, entityID})
+	}
+	var out []incoming
+	for len(cmds) > 0 {
+		var more []rest.Command
+		err := e.batchEach(ctx, cmds, func(key string, r *rest.Response) error {
+			var i, start int
+			_, _ = fmt.Sscanf(key, "s%d_%d", &i, &start)
+			a := asks[i]
+			rows, err := r.Rows()
+			if err != nil {
+				return fmt.Errorf("stages of %s: %w", a.entityID, err)
+			}
+			for _, row := range rows {
+				fields, err := fieldsOf(row)
+				if err != nil {
+					return fmt.Errorf("stages of %s: %w", a.entityID, err)
+				}
+				id := text(fields, "STATUS_ID")
+				if id == "" {
+					return fmt.Errorf("stages of %s: row without STATUS_ID: %.200s", a.entityID, row)
+				}
+				in, err := newIncoming(stages, id, a.parent, row, fields, zone)
+				if err != nil {
+					return err
+				}
+				out = append(out, in)
+			}
+			if r.Next != nil && *r.Next > start && len(rows) > 0 {
+				more = append(more, stageCommand(i, a.entityID, *r.Next))
+			}
+			return nil
+		}, func(key string, err error) error {
+			var i int
+			_, _ = fmt.Sscanf(key, "s%d_", &i)
+			return fmt.Errorf("stages of %s: %w", asks[i].entityID, err)
+		})
+		if err != nil {
+			return nil, err
+		}
+		cmds = more
+	}
+	return out, nil
+}
+
+func stageCommand(i int, entityID string, start int) rest.Command {
+	return rest.Command{Key: fmt.Sprintf("s%d_%d", i, start), Method: "crm.status.list", Params: map[string]any{
+		"filter": map[string]any{"ENTITY_ID": entityID}, "order": map[string]any{"SORT": "ASC"}, "start": start}}
+}
+
+func (funnelWalker) get(ctx context.Context, g *getRun) error {
+	e, ent := g.e, g.ent
+	stages := e.entity(CRMStages)
+	types, err := funnelTypes(ctx, e)
+	if err != nil {
+		return err
+	}
+	funnels, first, err := e.readFunnels(ctx, types)
+	if err != nil {
+		return err
+	}
+	zone := e.SourceZone
+	if zone == nil && first != nil {
+		if zone, err = e.zoneOf(first); err != nil {
+			return err
+		}
+	}
+	if zone == nil {
+		zone = time.UTC // nothing was read: no date to read either
+	}
+	var cats []incoming
+	for _, f := range funnels {
+		in, err := newIncoming(ent, strconv.Itoa(f.entityTypeID)+":"+text(f.fields, "id"), "", f.row, f.fields, zone)
+		if err != nil {
+			return err
+		}
+		cats = append(cats, in)
+	}
+	kids, err := e.readStages(ctx, funnels, stages, zone)
+	if err != nil {
+		return err
+	}
+	var st GetStats
+	err = pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
+		st = GetStats{}
+		for _, name := range []string{ent.Name, stages.Name} {
+			if _, err := loadInventory(ctx, tx, name); err != nil { // startPass moves an existing row
+				return err
+			}
+			inv, err := startPass(ctx, tx, name, 0)
+			if err != nil {
+				return err
+			}
+			g.st.Pass = inv.Pass
+		}
+		if err := e.saveBatch(ctx, tx, []entityRecords{{ent, cats}, {stages, kids}}, &st); err != nil {
+			return err
+		}
+		for _, p := range []struct {
+			name string
+			n    int
+		}{{ent.Name, len(cats)}, {stages.Name, len(kids)}} {
+			total := int64(p.n)
+			if err := logPage(ctx, tx, p.name, e.RunID, pageRecord{pass: g.st.Pass, cursor: "0", next: "0", count: p.n,
+				total: &total, last: true}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for name, c := range st.Counts {
+		g.st.add(name, c.Rows, saved{c.Inserted, c.Changed, c.Unchanged})
+	}
+	g.st.Pages, g.st.Complete = 1, true
+	e.Log.Info("funnels and stages read", "types", len(types), "funnels", len(cats), "stages", len(kids))
+	return nil
+}
+
+// total counts the funnels the portal has now (one batch of crm.category.list).
+func (funnelWalker) total(ctx context.Context, e *Engine, _ *Entity) (int64, error) {
+	types, err := funnelTypes(ctx, e)
+	if err != nil {
+		return 0, err
+	}
+	funnels, _, err := e.readFunnels(ctx, types)
+	return int64(len(funnels)), err
+}
+
+func (w funnelWalker) plan(ctx context.Context, e *Engine, ent *Entity) ([]EntityPlan, error) {
+	types, err := funnelTypes(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	funnels, _, err := e.readFunnels(ctx, types)
+	if err != nil {
+		return nil, err
+	}
+	staged := 0
+	for _, f := range funnels {
+		if stageEntityID(f.entityTypeID, text(f.fields, "id")) != "" {
+			staged++
+		}
+	}
+	how := "crm.category.list per type, read as get reads them"
+	if len(types) == 3 {
+		how += "; no smart process types read yet (run `ingest bitrix crm_types get` first)"
+	}
+	return []EntityPlan{
+		{Entity: ent.Name, Records: int64(len(funnels)), Calls: ceilDiv(int64(len(types)), rest.MaxBatch), How: how},
+		{Entity: CRMStages, Records: -1, Calls: ceilDiv(int64(staged), rest.MaxBatch),
+			How: "crm.status.list per funnel with stages, 50 funnels to a call; no count before they are read"},
+	}, nil
+}
+
+// verifyStages is crm_categories' own part of verify: the stages, read with their funnels,
+// compared with the target and listed when not imported.
+func verifyStages(ctx context.Context, e *Engine, _ *Entity, r *VerifyReport) error {
+	stages := e.entity(CRMStages)
+	types, err := funnelTypes(ctx, e)
+	if err != nil {
+		return err
+	}
+	funnels, _, err := e.readFunnels(ctx, types)
+	if err != nil {
+		return err
+	}
+	kids, err := e.readStages(ctx, funnels, stages, time.UTC)
+	if err != nil {
+		return err
+	}
+	return e.childCounts(ctx, stages, int64(len(kids)), r)
+}

@@ -1,0 +1,62 @@
+package bitrix
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// verifyWorkflows is the workflows' own part of verify: every value kept as the portal has it
+// because its mapping cannot be proved, by record. Templates: user_<id> references to users that
+// have no target id. Running workflows and tasks: CRM documents that have no target id (a lead,
+// a deleted deal) and documents outside the CRM (list elements), which no entity migrates.
+func verifyWorkflows(ctx context.Context, e *Engine, _ *Entity, r *VerifyReport) error {
+	for _, name := range []string{Workflows, WorkflowInstances, WorkflowTasks} {
+		ent := e.entity(name)
+		for after := int64(0); ; {
+			rows, err := e.Pool.Query(ctx, `SELECT `+recordColumns+` FROM bitrix_records WHERE entity = $1 AND status = $2 AND id > $3
+ORDER BY id LIMIT $4`, name, string(ImportOK), after, verifyChunk)
+			if err != nil {
+				return fmt.Errorf("verify %s: %w", name, err)
+			}
+			recs, err := pgx.CollectRows(rows, scanRecord)
+			if err != nil {
+				return fmt.Errorf("verify %s: %w", name, err)
+			}
+			if len(recs) == 0 {
+				break
+			}
+			after = recs[len(recs)-1].ID
+			rf, err := loadRefs(ctx, e.Pool, ent, recs)
+			if err != nil {
+				return err
+			}
+			for _, rec := range recs {
+				fields, err := fieldsOf(rec.Payload)
+				if err != nil {
+					return err
+				}
+				var reasons []string
+				if name == Workflows {
+					for _, id := range templateUsers(fields) {
+						if _, ok := rf.Target(Users, id); !ok {
+							reasons = append(reasons, fmt.Sprintf("user_%s in the template names a user that has no target id: kept as on the portal", id))
+						}
+					}
+				} else if doc := text(fields, "DOCUMENT_ID"); doc != "" {
+					if _, ok := documentTarget(doc, rf); !ok {
+						reasons = append(reasons, fmt.Sprintf("document %s (%s) has no target record: kept as the portal names it", doc, text(fields, "ENTITY")))
+					}
+				}
+				for _, reason := range reasons {
+					r.UntranslatedCount++
+					if len(r.Untranslated) < maxListed {
+						r.Untranslated = append(r.Untranslated, RecordIssue{Entity: name, SourceID: rec.SourceID, Status: string(rec.Status), Reason: reason})
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
