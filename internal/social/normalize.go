@@ -34,7 +34,7 @@ func (s *Syncer) Normalize(ctx context.Context) (Stats, error) {
 		if err != nil {
 			return st, err
 		}
-		pages := map[int64]storedPage{}
+		pages := map[int64]*storedPage{}
 		for _, p := range posts {
 			if err := ctx.Err(); err != nil {
 				return st, err
@@ -52,13 +52,13 @@ func (s *Syncer) Normalize(ctx context.Context) (Stats, error) {
 }
 
 type normPost struct {
-	ID, AccountID   int64
-	MediaID         string
-	Surface         string
-	ListedRawID     int64
-	ListedRawAt     time.Time
-	NormalizedUpto  int64
-	Status          status.Status
+	ID, AccountID  int64
+	MediaID        string
+	Surface        string
+	ListedRawID    int64
+	ListedRawAt    time.Time
+	NormalizedUpto int64
+	Status         status.Status
 }
 
 func loadForNormalize(ctx context.Context, db status.DB, ids []int64) ([]normPost, error) {
@@ -82,13 +82,15 @@ type storedPage struct {
 	Endpoint string
 	Request  string
 	Body     []byte
+	// items indexes a listing page's items by id, once (a page of 100 serves 100 posts).
+	items map[string]json.RawMessage
 }
 
-func rawByID(ctx context.Context, db status.DB, id int64, at time.Time, cache map[int64]storedPage) (storedPage, error) {
+func rawByID(ctx context.Context, db status.DB, id int64, at time.Time, cache map[int64]*storedPage) (*storedPage, error) {
 	if p, ok := cache[id]; ok {
 		return p, nil
 	}
-	p := storedPage{ID: id}
+	p := &storedPage{ID: id}
 	err := db.QueryRow(ctx, `SELECT endpoint, request, body FROM social_raw_pages WHERE id = $1 AND fetched_at = $2`, id, at).Scan(&p.Endpoint, &p.Request, &p.Body)
 	if err != nil {
 		return p, fmt.Errorf("read raw page %d: %w", id, err)
@@ -160,22 +162,28 @@ func ptr[T any](p *T) T {
 }
 
 // findItem finds a post's item in its listing page.
-func findItem(page storedPage, mediaID string) (json.RawMessage, error) {
-	l, ok := listings[page.Endpoint]
-	if !ok {
-		return nil, fmt.Errorf("raw page %d is a %s page, not a listing", page.ID, page.Endpoint)
-	}
-	e, err := graph.EdgeAt(page.Body, l.Path...)
-	if err != nil {
-		return nil, fmt.Errorf("raw page %d: %w", page.ID, err)
-	}
-	for _, raw := range e.Data {
-		var id struct {
-			ID string `json:"id"`
+func findItem(page *storedPage, mediaID string) (json.RawMessage, error) {
+	if page.items == nil {
+		l, ok := listings[page.Endpoint]
+		if !ok {
+			return nil, fmt.Errorf("raw page %d is a %s page, not a listing", page.ID, page.Endpoint)
 		}
-		if json.Unmarshal(raw, &id) == nil && id.ID == mediaID {
-			return raw, nil
+		e, err := graph.EdgeAt(page.Body, l.Path...)
+		if err != nil {
+			return nil, fmt.Errorf("raw page %d: %w", page.ID, err)
 		}
+		page.items = map[string]json.RawMessage{}
+		for _, raw := range e.Data {
+			var id struct {
+				ID string `json:"id"`
+			}
+			if json.Unmarshal(raw, &id) == nil && id.ID != "" {
+				page.items[id.ID] = raw
+			}
+		}
+	}
+	if raw, ok := page.items[mediaID]; ok {
+		return raw, nil
 	}
 	return nil, fmt.Errorf("raw page %d does not hold media %s", page.ID, mediaID)
 }
@@ -190,7 +198,7 @@ func validateMedia(m mediaItem) (time.Time, error) {
 	return parseTime(m.Timestamp)
 }
 
-func (s *Syncer) normalizeOne(ctx context.Context, p normPost, pages map[int64]storedPage, st *Stats) error {
+func (s *Syncer) normalizeOne(ctx context.Context, p normPost, pages map[int64]*storedPage, st *Stats) error {
 	st.Records++
 	log := s.Log.With("post_id", p.ID, "media_id", p.MediaID)
 	page, err := rawByID(ctx, s.Pool, p.ListedRawID, p.ListedRawAt, pages)
@@ -360,7 +368,11 @@ WHERE post_id = $1 AND id > $2 AND endpoint = ANY($3) ORDER BY id`, p.ID, p.Norm
 	if err != nil {
 		return out, fmt.Errorf("read comment pages of post %d: %w", p.ID, err)
 	}
-	pages, err := pgx.CollectRows(rows, pgx.RowToStructByPos[storedPage])
+	pages, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (storedPage, error) {
+		var p storedPage
+		err := r.Scan(&p.ID, &p.Endpoint, &p.Request, &p.Body)
+		return p, err
+	})
 	if err != nil {
 		return out, fmt.Errorf("read comment pages of post %d: %w", p.ID, err)
 	}

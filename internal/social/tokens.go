@@ -52,7 +52,9 @@ func NewSealer(keyB64 string) (*Sealer, error) {
 	return &Sealer{aead: aead}, nil
 }
 
-func tokenAAD(network, igUserID string) []byte { return []byte("social_accounts:" + network + ":" + igUserID) }
+func tokenAAD(network, igUserID string) []byte {
+	return []byte("social_accounts:" + network + ":" + igUserID)
+}
 
 // Seal encrypts token for the account (network, igUserID).
 func (s *Sealer) Seal(token, network, igUserID string) ([]byte, error) {
