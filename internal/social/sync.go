@@ -346,7 +346,7 @@ func (s *Syncer) failAccount(ctx context.Context, a *accountRow, c creds, from s
 		st.outcome("skipped")
 		return false, nil
 	}
-	out, ferr := Accounts.Fail(ctx, s.Pool, a.ID, from, status.Failure{Cause: f.reason, Retryable: f.retryable, Policy: s.RetryPolicy}, s.change(""))
+	out, ferr := Accounts.Fail(ctx, s.Pool, a.ID, from, status.Failure{Cause: f.reason, Retryable: f.retryable, Policy: s.RetryPolicy, Now: s.now()}, s.change(""))
 	if ferr != nil {
 		return false, ferr
 	}

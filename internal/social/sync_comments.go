@@ -217,7 +217,7 @@ func (s *Syncer) failPost(ctx context.Context, p postRow, c creds, err error, st
 		st.outcome("skipped")
 		return false, nil
 	}
-	out, ferr := Posts.Fail(ctx, s.Pool, p.ID, p.Status, status.Failure{Cause: f.reason, Retryable: f.retryable, Policy: s.RetryPolicy}, s.change(""))
+	out, ferr := Posts.Fail(ctx, s.Pool, p.ID, p.Status, status.Failure{Cause: f.reason, Retryable: f.retryable, Policy: s.RetryPolicy, Now: s.now()}, s.change(""))
 	if ferr != nil {
 		return false, ferr
 	}
