@@ -18,6 +18,7 @@ import (
 	"github.com/ingest-dev/ingest/internal/habr"
 	"github.com/ingest-dev/ingest/internal/redact"
 	"github.com/ingest-dev/ingest/internal/run"
+	"github.com/ingest-dev/ingest/internal/social"
 	"github.com/ingest-dev/ingest/internal/status"
 	"github.com/ingest-dev/ingest/migrations"
 )
@@ -91,6 +92,9 @@ func validate(command string, a *args, r *redact.Redactor) error {
 			return err
 		}
 	}
+	if err := validateSocial(command, a, r); err != nil {
+		return err
+	}
 	if a.HabrBaseURL != "" {
 		if err := checkHTTPURL(a.HabrBaseURL); err != nil {
 			return configError{"HABR_BASE_URL: " + err.Error()}
@@ -142,7 +146,7 @@ func (app *app) close() { app.pool.Close() }
 
 // machines lists every pipeline's state machine, in report order.
 func (app *app) machines() []*status.Machine {
-	return []*status.Machine{habr.Machine, bitrix.Machine}
+	return append([]*status.Machine{habr.Machine, bitrix.Machine}, social.Machines()...)
 }
 
 // exec runs fn as a locked, recorded run of command (see package run). It refuses to start on

@@ -20,6 +20,7 @@ type args struct {
 	// Bitrix is parsed through a struct built from the entity registry (bitrixArgs), so that
 	// every registered entity has its subcommand; Main copies it here.
 	Bitrix     *bitrixCmd  `arg:"-"`
+	Social     *socialCmd  `arg:"subcommand:social" help:"social-account sync (Instagram): accounts, sync, normalize, enrich, status"`
 	VersionCmd *versionCmd `arg:"subcommand:version" help:"print the version"`
 }
 
@@ -57,6 +58,7 @@ type statusSetCmd struct {
 type showCmd struct {
 	Habr   *showHabrCmd   `arg:"subcommand:habr" help:"a Habr publication"`
 	Bitrix *showBitrixCmd `arg:"subcommand:bitrix" help:"a Bitrix24 record, by entity and the portal's id"`
+	Social *showSocialCmd `arg:"subcommand:social" help:"a social account or post"`
 }
 
 type showBitrixCmd struct {

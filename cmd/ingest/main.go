@@ -128,7 +128,7 @@ func isLeaf(command string) bool {
 		return true
 	}
 	_, _, ok := bitrixCommand(command)
-	return ok
+	return ok || isSocialCommand(command)
 }
 
 func (app *app) dispatch(ctx context.Context, command string, a args) error {
@@ -160,6 +160,9 @@ func (app *app) dispatch(ctx context.Context, command string, a args) error {
 	}
 	if entity, phase, ok := bitrixCommand(command); ok {
 		return app.bitrixPhase(ctx, command, entity, phase)
+	}
+	if isSocialCommand(command) {
+		return app.socialCommand(ctx, command, a)
 	}
 	return fmt.Errorf("unknown command %q", command)
 }

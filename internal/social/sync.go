@@ -300,13 +300,13 @@ func classify(ctx context.Context, err error) failure {
 	if ae, ok := graph.AsAPI(err); ok {
 		switch {
 		case ae.TokenInvalid():
-			return failure{attention: true, reason: "access token expired or revoked: " + ae.Error()}
+			return failure{attention: true, reason: "access token expired or revoked: " + err.Error()}
 		case ae.Permission():
-			return failure{attention: true, reason: "missing permission: " + ae.Error()}
+			return failure{attention: true, reason: "missing permission: " + err.Error()}
 		case ae.Retryable():
-			return failure{retryable: true, reason: ae.Error()}
+			return failure{retryable: true, reason: err.Error()}
 		}
-		return failure{reason: ae.Error()}
+		return failure{reason: err.Error()}
 	}
 	if graph.IsRetryable(err) {
 		return failure{retryable: true, reason: err.Error()}

@@ -76,10 +76,10 @@ type Options struct {
 // read through business discovery, and one of each fault.
 func DemoAccounts() []AccountSpec {
 	return []AccountSpec{
-		{Username: "north_coffee", Connected: true, Posts: 40, Comments: 300, Stories: 3, EmptyPageWithNext: true},
-		{Username: "studio.lumen", Connected: true, Posts: 25, Comments: 150, Stories: 2, DeleteBetweenPages: true},
+		{Username: "north_coffee", Connected: true, Posts: 150, Comments: 900, Stories: 3, EmptyPageWithNext: true},
+		{Username: "studio.lumen", Connected: true, Posts: 120, Comments: 400, Stories: 2, DeleteBetweenPages: true},
 		{Username: "expired_brand", Connected: true, Posts: 5, Comments: 10, TokenExpired: true},
-		{Username: "harbour_bikes", Posts: 60, RejectCursorOnce: true},
+		{Username: "harbour_bikes", Posts: 260, RejectCursorOnce: true},
 		{Username: "maple.bakery", Posts: 30},
 		{Username: "agegated_spirits", Posts: 10, AgeGated: true},
 	}

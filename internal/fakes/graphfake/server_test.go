@@ -96,7 +96,7 @@ func TestDiscoveryPagesByAfterWithoutNext(t *testing.T) {
 	viewer := f.UserID("north_coffee")
 	tok := f.Token("north_coffee")
 	n, after := 0, ""
-	for range 10 {
+	for range 30 {
 		media := "media.limit(25)"
 		if after != "" {
 			media += ".after(" + after + ")"
@@ -121,7 +121,7 @@ func TestDiscoveryPagesByAfterWithoutNext(t *testing.T) {
 		}
 		after = a
 	}
-	if n != 60 {
+	if n != 260 {
 		t.Errorf("read %d media", n)
 	}
 	status, body, _ := c.get(viewer, url.Values{"access_token": {tok}, "fields": {"business_discovery.username(agegated_spirits){id}"}})
