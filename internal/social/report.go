@@ -24,30 +24,30 @@ type Capability struct {
 
 // AccountReport is one account in `ingest social status`.
 type AccountReport struct {
-	ID               int64              `json:"id"`
-	Username         string             `json:"username,omitempty"`
-	IGUserID         string             `json:"ig_user_id,omitempty"`
-	Access           string             `json:"access"`
-	Via              string             `json:"via,omitempty"`
-	TokenFingerprint string             `json:"token_fingerprint,omitempty"`
-	Status           string             `json:"status"`
-	LastError        string             `json:"last_error,omitempty"`
-	NextSyncAt       *time.Time         `json:"next_sync_at,omitempty"`
-	ProfileSyncedAt  *time.Time         `json:"profile_synced_at,omitempty"`
-	Followers        *int64             `json:"followers_count,omitempty"`
-	Follows          *int64             `json:"follows_count,omitempty"`
-	MediaCount       *int64             `json:"media_count,omitempty"`
-	CountsKept       int64              `json:"counts_kept"`
-	Posts            map[string]int64   `json:"posts_by_status"`
-	Stories          int64              `json:"stories"`
-	Comments         int64              `json:"comments"`
-	HighWaterMark    *time.Time         `json:"posts_high_water_mark,omitempty"`
-	ListingCursor    bool               `json:"listing_in_progress"`
-	CycleCalls       map[string]int     `json:"cycle_calls"`
-	LastCycleCalls   map[string]int     `json:"last_cycle_calls,omitempty"`
-	LastCycle        *time.Time         `json:"last_cycle_started_at,omitempty"`
-	Capabilities     []Capability       `json:"capabilities"`
-	Enrichment       map[string]int64   `json:"enrichment_by_status,omitempty"`
+	ID               int64            `json:"id"`
+	Username         string           `json:"username,omitempty"`
+	IGUserID         string           `json:"ig_user_id,omitempty"`
+	Access           string           `json:"access"`
+	Via              string           `json:"via,omitempty"`
+	TokenFingerprint string           `json:"token_fingerprint,omitempty"`
+	Status           string           `json:"status"`
+	LastError        string           `json:"last_error,omitempty"`
+	NextSyncAt       *time.Time       `json:"next_sync_at,omitempty"`
+	ProfileSyncedAt  *time.Time       `json:"profile_synced_at,omitempty"`
+	Followers        *int64           `json:"followers_count,omitempty"`
+	Follows          *int64           `json:"follows_count,omitempty"`
+	MediaCount       *int64           `json:"media_count,omitempty"`
+	CountsKept       int64            `json:"counts_kept"`
+	Posts            map[string]int64 `json:"posts_by_status"`
+	Stories          int64            `json:"stories"`
+	Comments         int64            `json:"comments"`
+	HighWaterMark    *time.Time       `json:"posts_high_water_mark,omitempty"`
+	ListingCursor    bool             `json:"listing_in_progress"`
+	CycleCalls       map[string]int   `json:"cycle_calls"`
+	LastCycleCalls   map[string]int   `json:"last_cycle_calls,omitempty"`
+	LastCycle        *time.Time       `json:"last_cycle_started_at,omitempty"`
+	Capabilities     []Capability     `json:"capabilities"`
+	Enrichment       map[string]int64 `json:"enrichment_by_status,omitempty"`
 }
 
 // Park is a parked token or the app.
