@@ -148,7 +148,7 @@ type walk struct {
 // page; last says the walk ends with this page.
 type pageFn func(tx pgx.Tx, e *graph.Edge, rawID int64, at time.Time, items []listedItem, next string, last bool) error
 
-// run walks from cursor until the list ends or a whole page is older than bound. A cursor the
+// run walks from cursor until the list ends or a page reaches below bound. A cursor the
 // platform refuses (code 100) restarts the walk from the newest page once, after forget.
 func (w *walk) run(ctx context.Context, subject, cursor string, bound *time.Time, page pageFn, forget func() error) error {
 	restarted := false
@@ -182,14 +182,12 @@ func (w *walk) run(ctx context.Context, subject, cursor string, bound *time.Time
 			}
 			items = append(items, it)
 		}
-		old := bound != nil && len(items) > 0
+		// Lists come newest first: once a page reaches below the bound, what follows was read by
+		// an earlier complete walk.
+		old := false
 		for _, it := range items {
-			if !old {
-				break
-			}
-			if it.TakenAt == nil || !it.TakenAt.Before(*bound) {
-				old = false
-				break
+			if bound != nil && it.TakenAt != nil && it.TakenAt.Before(*bound) {
+				old = true
 			}
 		}
 		last := !more || old
