@@ -42,6 +42,7 @@ CREATE TABLE social_accounts (
     list_newest_at      timestamptz,              -- newest media timestamp seen by the listing in progress
     list_pages          integer     NOT NULL DEFAULT 0,
     list_restarts       integer     NOT NULL DEFAULT 0,
+    listed_at           timestamptz,              -- when the last listing completed
     stories_synced_at   timestamptz,
     -- Graph API calls of the sync cycle in progress and of the last complete one, by endpoint.
     cycle_started_at    timestamptz,

@@ -130,6 +130,14 @@ type accountRow struct {
 	ListCursorAt       *time.Time
 	ListNewest         *time.Time
 	CycleStarted       *time.Time
+	// ListedAt and StoriesAt say when the listing and the stories were last completed: a step
+	// completed in the current cycle is not done again by a rerun.
+	ListedAt, StoriesAt *time.Time
+}
+
+// doneThisCycle reports whether a step completed at t belongs to the current cycle.
+func (a *accountRow) doneThisCycle(t *time.Time) bool {
+	return t != nil && a.CycleStarted != nil && !t.Before(*a.CycleStarted)
 }
 
 func loadAccount(ctx context.Context, db status.DB, id int64) (*accountRow, error) {
@@ -138,8 +146,8 @@ func loadAccount(ctx context.Context, db status.DB, id int64) (*accountRow, erro
 	var via *int64
 	var st string
 	err := db.QueryRow(ctx, `SELECT access, username, ig_user_id, via_account_id, status, posts_hwm_at, list_cursor, list_cursor_at,
-list_newest_at, cycle_started_at FROM social_accounts WHERE id = $1`, id).
-		Scan(&a.Access, &username, &igID, &via, &st, &a.HWM, &cursor, &a.ListCursorAt, &a.ListNewest, &a.CycleStarted)
+list_newest_at, cycle_started_at, listed_at, stories_synced_at FROM social_accounts WHERE id = $1`, id).
+		Scan(&a.Access, &username, &igID, &via, &st, &a.HWM, &cursor, &a.ListCursorAt, &a.ListNewest, &a.CycleStarted, &a.ListedAt, &a.StoriesAt)
 	if err != nil {
 		return nil, fmt.Errorf("load account %d: %w", id, err)
 	}

@@ -129,8 +129,12 @@ FROM social_posts WHERE id = $1`, id).Scan(&p.AccountID, &p.MediaID, &stName, &c
 		}
 		var err error
 		if last {
+			// The walk's end and the post's move commit together: a rerun never walks it again.
 			_, err = tx.Exec(ctx, `UPDATE social_posts SET comments_hwm_at = CASE WHEN $2::timestamptz IS NULL THEN comments_hwm_at ELSE greatest(comments_hwm_at, $2) END,
 comments_cursor = NULL, comments_cursor_at = NULL, comments_newest_at = NULL, comments_pages = 0 WHERE id = $1`, p.ID, newest)
+			if err == nil {
+				_, err = Posts.Move(ctx, tx, p.ID, p.Status, Fetched, s.change(""))
+			}
 		} else {
 			_, err = tx.Exec(ctx, `UPDATE social_posts SET comments_cursor = $2, comments_cursor_at = $3, comments_newest_at = $4,
 comments_pages = comments_pages + 1 WHERE id = $1`, p.ID, next, s.now(), newest)
@@ -154,9 +158,6 @@ comments_pages = comments_pages + 1 WHERE id = $1`, p.ID, next, s.now(), newest)
 			cache[p.AccountID] = credsOrErr{a: ac.a, c: c, err: errNoCreds{"its token needs attention"}}
 		}
 		return s.failPost(ctx, p, c, err, st)
-	}
-	if _, err := Posts.Move(ctx, s.Pool, p.ID, p.Status, Fetched, s.change("")); err != nil {
-		return false, err
 	}
 	st.outcome(string(Fetched))
 	return false, nil

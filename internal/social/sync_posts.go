@@ -60,38 +60,42 @@ func (s *Syncer) postsOne(ctx context.Context, a *accountRow, st *Stats) (bool, 
 		b := a.HWM.Add(-s.overlap())
 		bound = &b
 	}
-	w := &walk{s: s, listing: l, calls: calls, st: st, log: log, creds: c}
-	err = w.run(ctx, subject, cursor, bound, func(tx pgx.Tx, e *graph.Edge, rawID int64, at time.Time, items []listedItem, next string, last bool) error {
-		for _, it := range items {
-			if err := s.upsertPost(ctx, tx, a, l.Surface, it, rawID, at); err != nil {
-				return err
+	w := &walk{s: s, listing: l, calls: calls, st: st, log: log, creds: c, accountID: a.ID}
+	if a.doneThisCycle(a.ListedAt) {
+		err = nil // listed already in this cycle (a rerun after the stories failed or the run stopped)
+	} else {
+		err = w.run(ctx, subject, cursor, bound, func(tx pgx.Tx, e *graph.Edge, rawID int64, at time.Time, items []listedItem, next string, last bool) error {
+			for _, it := range items {
+				if err := s.upsertPost(ctx, tx, a, l.Surface, it, rawID, at); err != nil {
+					return err
+				}
+				if it.TakenAt != nil && (a.ListNewest == nil || it.TakenAt.After(*a.ListNewest)) {
+					t := *it.TakenAt
+					a.ListNewest = &t
+				}
 			}
-			if it.TakenAt != nil && (a.ListNewest == nil || it.TakenAt.After(*a.ListNewest)) {
-				t := *it.TakenAt
-				a.ListNewest = &t
-			}
-		}
-		if last {
-			// The listing is complete: its newest timestamp is the new high-water mark.
-			_, err := tx.Exec(ctx, `UPDATE social_accounts SET posts_hwm_at = CASE WHEN $2::timestamptz IS NULL THEN posts_hwm_at ELSE greatest(posts_hwm_at, $2) END,
-list_cursor = NULL, list_cursor_at = NULL, list_newest_at = NULL, list_pages = 0 WHERE id = $1`, a.ID, a.ListNewest)
-			if err != nil {
-				return fmt.Errorf("finish the listing of account %d: %w", a.ID, err)
-			}
-		} else if _, err := tx.Exec(ctx, `UPDATE social_accounts SET list_cursor = $2, list_cursor_at = $3, list_newest_at = $4,
+			if last {
+				// The listing is complete: its newest timestamp is the new high-water mark.
+				_, err := tx.Exec(ctx, `UPDATE social_accounts SET posts_hwm_at = CASE WHEN $2::timestamptz IS NULL THEN posts_hwm_at ELSE greatest(posts_hwm_at, $2) END,
+list_cursor = NULL, list_cursor_at = NULL, list_newest_at = NULL, list_pages = 0, listed_at = $3 WHERE id = $1`, a.ID, a.ListNewest, at)
+				if err != nil {
+					return fmt.Errorf("finish the listing of account %d: %w", a.ID, err)
+				}
+			} else if _, err := tx.Exec(ctx, `UPDATE social_accounts SET list_cursor = $2, list_cursor_at = $3, list_newest_at = $4,
 list_pages = list_pages + 1 WHERE id = $1`, a.ID, next, s.now(), a.ListNewest); err != nil {
-			return fmt.Errorf("store the cursor of account %d: %w", a.ID, err)
-		}
-		return addCalls(ctx, tx, a.ID, calls)
-	}, func() error {
-		_, err := s.Pool.Exec(ctx, `UPDATE social_accounts SET list_cursor = NULL, list_cursor_at = NULL, list_restarts = list_restarts + 1 WHERE id = $1`, a.ID)
-		return err
-	})
+				return fmt.Errorf("store the cursor of account %d: %w", a.ID, err)
+			}
+			return addCalls(ctx, tx, a.ID, calls)
+		}, func() error {
+			_, err := s.Pool.Exec(ctx, `UPDATE social_accounts SET list_cursor = NULL, list_cursor_at = NULL, list_restarts = list_restarts + 1 WHERE id = $1`, a.ID)
+			return err
+		})
+	}
 	if err != nil {
 		return fail(err)
 	}
-	if a.Access == Connected {
-		sw := &walk{s: s, listing: connectedStories, calls: calls, st: st, log: log, creds: c}
+	if a.Access == Connected && !a.doneThisCycle(a.StoriesAt) {
+		sw := &walk{s: s, listing: connectedStories, calls: calls, st: st, log: log, creds: c, accountID: a.ID}
 		err := sw.run(ctx, a.IGUserID, "", nil, func(tx pgx.Tx, e *graph.Edge, rawID int64, at time.Time, items []listedItem, next string, last bool) error {
 			for _, it := range items {
 				if err := s.upsertPost(ctx, tx, a, "story", it, rawID, at); err != nil {
