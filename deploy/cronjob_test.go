@@ -51,9 +51,12 @@ type manifest struct {
 	} `json:"spec"`
 }
 
-func load(t *testing.T) []manifest {
+func load(t *testing.T) []manifest { return loadFile(t, "cronjob.yaml") }
+
+// loadFile reads the manifests of one file of deploy/.
+func loadFile(t *testing.T, name string) []manifest {
 	t.Helper()
-	raw, err := os.ReadFile("cronjob.yaml")
+	raw, err := os.ReadFile(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,25 +117,8 @@ func TestCronJobs(t *testing.T) {
 				migrateJob = true
 			}
 		case "CronJob":
-			name, s := m.Metadata.Name, m.Spec
-			if len(name) > 52 {
-				t.Errorf("%s: CronJob names are limited to 52 characters", name)
-			}
-			if s.ConcurrencyPolicy != "Forbid" {
-				t.Errorf("%s: concurrencyPolicy = %q, want Forbid", name, s.ConcurrencyPolicy)
-			}
-			if s.StartingDeadlineSeconds == nil || *s.StartingDeadlineSeconds < 10 {
-				t.Errorf("%s: startingDeadlineSeconds must be set and >= 10", name)
-			}
-			if s.TimeZone == "" {
-				t.Errorf("%s: timeZone must be set", name)
-			}
-			job := s.JobTemplate.Spec
-			checkJob(t, name, job)
-			if job.ActiveDeadlineSeconds != nil && *job.ActiveDeadlineSeconds >= intervalSeconds(t, s.Schedule) {
-				t.Errorf("%s: activeDeadlineSeconds %d is not shorter than the schedule interval", name, *job.ActiveDeadlineSeconds)
-			}
-			if c := job.Template.Spec.Containers; len(c) == 1 {
+			checkCronJob(t, m)
+			if c := m.Spec.JobTemplate.Spec.Template.Spec.Containers; len(c) == 1 {
 				commands[strings.Join(c[0].Args, " ")] = true
 			}
 		}
@@ -144,6 +130,29 @@ func TestCronJobs(t *testing.T) {
 		if !commands[want] {
 			t.Errorf("no CronJob runs %q", want)
 		}
+	}
+}
+
+// checkCronJob checks the properties every CronJob must have (README "Deployment").
+func checkCronJob(t *testing.T, m manifest) {
+	t.Helper()
+	name, s := m.Metadata.Name, m.Spec
+	if len(name) > 52 {
+		t.Errorf("%s: CronJob names are limited to 52 characters", name)
+	}
+	if s.ConcurrencyPolicy != "Forbid" {
+		t.Errorf("%s: concurrencyPolicy = %q, want Forbid", name, s.ConcurrencyPolicy)
+	}
+	if s.StartingDeadlineSeconds == nil || *s.StartingDeadlineSeconds < 10 {
+		t.Errorf("%s: startingDeadlineSeconds must be set and >= 10", name)
+	}
+	if s.TimeZone == "" {
+		t.Errorf("%s: timeZone must be set", name)
+	}
+	job := s.JobTemplate.Spec
+	checkJob(t, name, job)
+	if job.ActiveDeadlineSeconds != nil && *job.ActiveDeadlineSeconds >= intervalSeconds(t, s.Schedule) {
+		t.Errorf("%s: activeDeadlineSeconds %d is not shorter than the schedule interval", name, *job.ActiveDeadlineSeconds)
 	}
 }
 
