@@ -78,5 +78,7 @@ bin/ingest bitrix chats get
 step "ingest bitrix status"
 bin/ingest bitrix status
 
+scripts/demo-social.sh
+
 step "ingest status"
 bin/ingest status

@@ -133,5 +133,9 @@ func writeComment(out io.Writer, c social.CommentLine, indent string) {
 	if c.Hidden {
 		hidden = " (hidden)"
 	}
-	fmt.Fprintf(out, "%s%s @%s: %s%s%s\n", indent, c.PostedRaw, c.Username, oneLine(c.Text, 120), hidden, labels)
+	who := "(no username)"
+	if c.Username != "" {
+		who = "@" + c.Username
+	}
+	fmt.Fprintf(out, "%s%s %s: %s%s%s\n", indent, c.PostedRaw, who, oneLine(c.Text, 120), hidden, labels)
 }
