@@ -61,7 +61,9 @@ CREATE TABLE social_accounts (
     CONSTRAINT social_accounts_via CHECK ((access = 'discovery') = (via_account_id IS NOT NULL)),
     CONSTRAINT social_accounts_named CHECK (ig_user_id IS NOT NULL OR username IS NOT NULL)
 );
-CREATE INDEX social_accounts_status_id_idx ON social_accounts (status, id);
+-- Picking by status in id order; next_attempt_at rides along so that a due check (synced
+-- accounts, retries) reads the index alone.
+CREATE INDEX social_accounts_status_id_idx ON social_accounts (status, id) INCLUDE (next_attempt_at);
 CREATE UNIQUE INDEX social_accounts_ig_user_id_key ON social_accounts (network, ig_user_id);
 -- A discovery account is registered by its username; two registrations of one name are one.
 CREATE UNIQUE INDEX social_accounts_discovery_username_key ON social_accounts (network, lower(username))
@@ -109,7 +111,8 @@ CREATE TABLE social_posts (
     retries             integer     NOT NULL DEFAULT 0,
     next_attempt_at     timestamptz
 );
-CREATE INDEX social_posts_status_id_idx ON social_posts (status, id);
+-- account_id rides along: a shard's pick (account_id modulo shards) reads the index alone.
+CREATE INDEX social_posts_status_id_idx ON social_posts (status, id) INCLUDE (account_id, next_attempt_at);
 CREATE INDEX social_posts_account_idx ON social_posts (account_id, taken_at DESC);
 
 -- Raw store: every API response page exactly as received (access tokens inside paging URLs

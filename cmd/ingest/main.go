@@ -99,6 +99,8 @@ func Main(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 		usage = a.Status.Ack.check()
 	case "show bitrix":
 		usage = a.Show.Bitrix.check()
+	case "social accounts add":
+		usage = a.Social.Accounts.Add.check()
 	}
 	if usage != nil {
 		_ = p.WriteUsageForSubcommand(stderr, names...)

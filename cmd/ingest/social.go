@@ -11,6 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/ingest-dev/ingest/internal/redact"
 	"github.com/ingest-dev/ingest/internal/run"
 	"github.com/ingest-dev/ingest/internal/social"
@@ -22,11 +24,6 @@ import (
 func validateSocial(command string, a *args, r *redact.Redactor) error {
 	if !isSocialCommand(command) {
 		return nil
-	}
-	if command == "social accounts add" {
-		if err := a.Social.Accounts.Add.check(); err != nil {
-			return err
-		}
 	}
 	_, err := a.Social.check(command, r.Add)
 	return err
@@ -63,8 +60,24 @@ func shardSuffix(c *socialCmd) string {
 	return fmt.Sprintf(" shard %d/%d", c.Shard, c.Shards)
 }
 
+// socialPool opens the pool of the social sync commands, tuned by social.TunePool.
+func (app *app) socialPool(ctx context.Context) (*pgxpool.Pool, error) {
+	cfg := app.pool.Config().Copy()
+	social.TunePool(cfg)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	return pool, nil
+}
+
 func (app *app) socialSync(ctx context.Context, command string, c *socialCmd, set socialSettings) error {
 	sealer, _ := social.NewSealer(c.TokenKey) // checked
+	pool, err := app.socialPool(ctx)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
 	// One lock per shard for every sync step: profiles, posts, comments and normalize of a
 	// shard never overlap, while shards run side by side and never share an account.
 	return app.execLocked(ctx, command+shardSuffix(c), "social sync"+shardSuffix(c), func(ctx context.Context, r *run.Run) error {
@@ -75,8 +88,8 @@ func (app *app) socialSync(ctx context.Context, command string, c *socialCmd, se
 		if err != nil {
 			return configError{"SOCIAL_GRAPH_URL: " + err.Error()}
 		}
-		s := &social.Syncer{Pool: app.pool, Graph: g, Sealer: sealer, Log: r.Log, Metrics: r.Metrics, Actor: r.Actor(), RunID: r.ID,
-			Gate:     &social.Gate{Pool: app.pool, Log: r.Log},
+		s := &social.Syncer{Pool: pool, Graph: g, Sealer: sealer, Log: r.Log, Metrics: r.Metrics, Actor: r.Actor(), RunID: r.ID,
+			Gate:     &social.Gate{Pool: pool, Log: r.Log},
 			Interval: set.interval, Overlap: set.overlap, CursorTTL: set.cursorTTL, Pause: set.pause}
 		if set.pause == 0 {
 			s.Pause = -1
@@ -110,8 +123,13 @@ func (app *app) socialSync(ctx context.Context, command string, c *socialCmd, se
 }
 
 func (app *app) socialEnrich(ctx context.Context, command string, c *socialCmd, set socialSettings) error {
+	pool, err := app.socialPool(ctx)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
 	return app.exec(ctx, command, func(ctx context.Context, r *run.Run) error {
-		e := &social.Enricher{Pool: app.pool, Log: r.Log, Metrics: r.Metrics, Actor: r.Actor(), RunID: r.ID, Cap: c.JobCap,
+		e := &social.Enricher{Pool: pool, Log: r.Log, Metrics: r.Metrics, Actor: r.Actor(), RunID: r.ID, Cap: c.JobCap,
 			Clients: map[string]*enrichapi.Client{}}
 		for name, p := range set.providers {
 			cl, err := enrichapi.New(p[0], p[1])

@@ -25,7 +25,7 @@ var testKey = base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))
 
 // env is one database and one fake Graph API.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	pool   *pgxpool.Pool
 	fake   *graphfake.Server
@@ -51,9 +51,9 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func newEnv(t *testing.T, o graphfake.Options) *env {
+func newEnv(t testing.TB, o graphfake.Options) *env {
 	t.Helper()
-	e := &env{t: t, ctx: context.Background(), pool: dbtest.Pool(t), fake: graphfake.New(o), logs: &syncBuffer{}}
+	e := &env{t: t, ctx: context.Background(), pool: tunedPool(t), fake: graphfake.New(o), logs: &syncBuffer{}}
 	srv := httptest.NewServer(e.fake)
 	t.Cleanup(srv.Close)
 	e.base = srv.URL + "/v23.0"
@@ -62,6 +62,22 @@ func newEnv(t *testing.T, o graphfake.Options) *env {
 		t.Fatal(err)
 	}
 	return e
+}
+
+// tunedPool is a pool on a new database, tuned as the commands tune theirs.
+func tunedPool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(dbtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	social.TunePool(cfg)
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
 }
 
 // syncer returns a Syncer of shard index of count (count 0: unsharded) with fast schedules.

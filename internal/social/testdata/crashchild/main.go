@@ -32,7 +32,12 @@ func main() {
 }
 
 func run(ctx context.Context) error {
-	pool, err := pgxpool.New(ctx, os.Getenv("SOCIAL_CRASH_DB"))
+	cfg, err := pgxpool.ParseConfig(os.Getenv("SOCIAL_CRASH_DB"))
+	if err != nil {
+		return err
+	}
+	social.TunePool(cfg)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return err
 	}
