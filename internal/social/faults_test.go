@@ -52,9 +52,31 @@ func TestThrottlingParksWithoutFailingRecords(t *testing.T) {
 	}
 }
 
-func TestUsageNearTheLimitParksBeforeThrottling(t *testing.T) {
+func TestUsageNearTheLimitSlowsThenParks(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, graphfake.Options{Seed: 32, NoFixtureAccounts: true, UsageFloor: 96,
+	// Near the limit: every call waits, nothing is parked, the work gets done.
+	e := newEnv(t, graphfake.Options{Seed: 32, NoFixtureAccounts: true, UsageFloor: 90,
+		Accounts: []graphfake.AccountSpec{{Username: "a1", Connected: true, Posts: 5}, {Username: "a2", Connected: true, Posts: 5}}})
+	e.addAll()
+	s := e.syncer(0, 0)
+	var pauses atomic.Int32
+	s.Gate.Sleep = func(ctx context.Context, d time.Duration) error {
+		if d > 0 {
+			pauses.Add(1)
+		}
+		return nil
+	}
+	e.syncAll(s)
+	if pauses.Load() == 0 || e.count(`SELECT count(*) FROM social_parks`) != 0 {
+		t.Errorf("at 90%% usage: %d pauses, %d parks; want pauses and no park", pauses.Load(), e.count(`SELECT count(*) FROM social_parks`))
+	}
+	if n := e.count(`SELECT count(*) FROM social_accounts WHERE status = $1`, string(social.Synced)); n != 2 {
+		t.Errorf("%d accounts synced, want 2", n)
+	}
+
+	// At the limit: the app is parked after the first answer, and the run stops without failing
+	// anything.
+	e = newEnv(t, graphfake.Options{Seed: 32, NoFixtureAccounts: true, UsageFloor: 100,
 		Accounts: []graphfake.AccountSpec{{Username: "a1", Connected: true, Posts: 5}, {Username: "a2", Connected: true, Posts: 5}}})
 	e.addAll()
 	st, err := e.syncer(0, 0).SyncProfiles(e.ctx)
@@ -64,8 +86,8 @@ func TestUsageNearTheLimitParksBeforeThrottling(t *testing.T) {
 	if st.Calls != 1 || !st.Truncated {
 		t.Errorf("profiles: %d calls, stopped early %v; want one call, then the app parked and the run stopped", st.Calls, st.Truncated)
 	}
-	if e.count(`SELECT count(*) FROM social_parks WHERE key = 'app' AND reason LIKE 'X-App-Usage at 96%'`) != 1 {
-		t.Error("the app is not parked at 96% usage")
+	if e.count(`SELECT count(*) FROM social_parks WHERE key = 'app' AND reason LIKE 'X-App-Usage at 100%'`) != 1 {
+		t.Error("the app is not parked at 100% usage")
 	}
 	if n := e.count(`SELECT count(*) FROM social_accounts WHERE status = $1`, string(social.ProfilePending)); n != 1 {
 		t.Errorf("%d accounts still waiting, want 1 (not failed)", n)

@@ -22,8 +22,9 @@ func TokenKey(fingerprint string) string { return "token:" + fingerprint }
 
 // Gate keeps calls under the platform's limits for every pod at once: it slows down as the
 // usage headers approach the limit, and parks a token (or the app) in social_parks until the
-// time the platform gave when it throttles us or the usage reaches ParkAt, so that no run
-// anywhere calls with it before then. Meta: "When the limit has been reached, stop making API
+// time the platform gave when it throttles us, when a usage header reaches ParkAt, or when the
+// business-use-case header says access is being regained, so that no run anywhere calls with
+// it before then. Meta: "When the limit has been reached, stop making API
 // calls. Continuing to make calls will continue to increase your call count."
 type Gate struct {
 	Pool *pgxpool.Pool
@@ -31,10 +32,10 @@ type Gate struct {
 	// SlowFrom is the usage percentage from which calls are spaced out (default 75); the pause
 	// grows linearly to MaxPause at ParkAt.
 	SlowFrom float64
-	// ParkAt is the usage percentage at which the key is parked (default 95, as Airbyte's
-	// Facebook connectors do).
+	// ParkAt is the usage percentage at which the key is parked (default 100: the limit; below
+	// it the gate only slows down).
 	ParkAt float64
-	// MaxPause is the pause between calls just below ParkAt (default 10 s).
+	// MaxPause is the pause between calls just below ParkAt (default 5 s).
 	MaxPause time.Duration
 	// ParkFloor is the shortest park (default 1 minute): the platform's regain estimate is in
 	// whole minutes and often 0.
@@ -78,10 +79,10 @@ func (g *Gate) defaults() (slowFrom, parkAt float64, maxPause, floor time.Durati
 		slowFrom = 75
 	}
 	if parkAt <= 0 {
-		parkAt = 95
+		parkAt = 100
 	}
 	if maxPause <= 0 {
-		maxPause = 10 * time.Second
+		maxPause = 5 * time.Second
 	}
 	if floor <= 0 {
 		floor = time.Minute
@@ -181,6 +182,8 @@ func (g *Gate) Observe(ctx context.Context, u graph.Usage, tokenKey string) erro
 		return g.Park(ctx, AppKey, g.now().Add(wait), fmt.Sprintf("X-App-Usage at %.0f%%", app))
 	case biz >= parkAt:
 		return g.Park(ctx, tokenKey, g.now().Add(wait), fmt.Sprintf("X-Business-Use-Case-Usage at %.0f%%", biz))
+	case u.RegainAfter() > 0:
+		return g.Park(ctx, tokenKey, g.now().Add(wait), fmt.Sprintf("X-Business-Use-Case-Usage: access regained in %s", u.RegainAfter()))
 	}
 	return nil
 }

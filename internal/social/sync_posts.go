@@ -160,7 +160,10 @@ func (w *walk) run(ctx context.Context, subject, cursor string, bound *time.Time
 		req := w.listing.request(w.creds, subject, cursor)
 		resp, err := w.s.call(ctx, w.creds, req, w.calls, w.st)
 		if err != nil {
-			if ae, ok := graph.AsAPI(err); ok && ae.Code == 100 && cursor != "" && !restarted && forget != nil {
+			// A page asked with a stored cursor that the platform refuses (code 100: items
+			// deleted, cursors invalidated; some answer otherwise) is asked again from the newest
+			// page, once, rather than failed: the cursor is the likeliest cause.
+			if ae, ok := graph.AsAPI(err); ok && cursor != "" && !restarted && forget != nil && cursorSuspect(ae) {
 				w.log.Warn("cursor refused: listing again from the newest page, down to the high-water mark", "endpoint", req.Endpoint, "error", ae.Message)
 				if err := forget(); err != nil {
 					return err
@@ -239,6 +242,12 @@ ON CONFLICT (kind, platform_id) DO UPDATE SET reason = EXCLUDED.reason, raw_page
 		}
 		cursor = e.After()
 	}
+}
+
+// cursorSuspect reports an answer to a request with a cursor that may be the cursor's fault:
+// anything but throttling, an invalid token or a missing permission.
+func cursorSuspect(ae *graph.APIError) bool {
+	return !ae.Throttled() && !ae.TokenInvalid() && !ae.Permission()
 }
 
 // badItem is an item of a page that cannot be registered (no id): kept in the raw store and
