@@ -105,7 +105,7 @@ SELECT 11 + 10 * (g % ($1::int / 10)), 'm' || g, 'feed', '', 0, now(), $2 FROM g
 // comment pages without replies inline and one call per reply thread), reporting calls and
 // wall time.
 //
-//	go test -run '^$' -bench BenchmarkFullSync -benchtime 1x -timeout 30m ./internal/social/
+//	SOCIAL_BENCH_NAIVE=1 go test -run '^$' -bench BenchmarkFullSync -benchtime 1x -timeout 30m ./internal/social/
 func BenchmarkFullSync(b *testing.B) {
 	latency := 50 * time.Millisecond
 	if v := os.Getenv("SOCIAL_BENCH_LATENCY"); v != "" {
@@ -133,6 +133,9 @@ func BenchmarkFullSync(b *testing.B) {
 		}
 	})
 	b.Run("naive", func(b *testing.B) {
+		if os.Getenv("SOCIAL_BENCH_NAIVE") == "" {
+			b.Skip("about 11,000 calls, 10 minutes at 50 ms: set SOCIAL_BENCH_NAIVE=1 to run it")
+		}
 		for i := 0; i < b.N; i++ {
 			fake := graphfake.New(graphfake.Options{Seed: 61, NoFixtureAccounts: true, Latency: latency, Accounts: []graphfake.AccountSpec{spec}})
 			srv := httptest.NewServer(fake)
