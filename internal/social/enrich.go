@@ -171,13 +171,16 @@ func loadEnrichments(ctx context.Context, db status.DB, where string, arg any) (
 }
 
 // record turns waiting enrichments into a job: a post with nothing to send fails with the
-// reason, the others are queued in a new job recorded with a fresh idempotency token.
+// reason, the others are queued in a new job recorded with a fresh idempotency token, all in one
+// transaction, so that a run killed here leaves the batch whole for the next one (and the jobs
+// are the same batches whatever the kills).
 func (e *Enricher) record(ctx context.Context, p Provider, ids []int64, st *EnrichStats) (int64, error) {
 	rows, err := loadEnrichments(ctx, e.Pool, "id = ANY($1)", ids)
 	if err != nil {
 		return 0, err
 	}
-	var queue []enrichRow
+	var queue, empty []enrichRow
+	var reasons []string
 	for _, r := range rows {
 		if r.Status != EnrichPending && r.Status != EnrichRetry {
 			continue
@@ -187,19 +190,21 @@ func (e *Enricher) record(ctx context.Context, p Provider, ids []int64, st *Enri
 			return 0, err
 		}
 		if none != "" {
-			if _, err := Enrichments.Fail(ctx, e.Pool, r.ID, r.Status, status.Failure{Cause: none}, e.change("")); err != nil {
-				return 0, err
-			}
-			st.Skipped++
+			empty, reasons = append(empty, r), append(reasons, none)
 			continue
 		}
 		queue = append(queue, r)
 	}
-	if len(queue) == 0 {
-		return 0, nil
-	}
 	var jobID int64
 	err = pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
+		for i, r := range empty {
+			if _, err := Enrichments.Fail(ctx, tx, r.ID, r.Status, status.Failure{Cause: reasons[i]}, e.change("")); err != nil {
+				return err
+			}
+		}
+		if len(queue) == 0 {
+			return nil
+		}
 		if err := tx.QueryRow(ctx, `INSERT INTO social_enrich_jobs (provider, idempotency_token, items, status) VALUES ($1, $2, $3, $4) RETURNING id`,
 			p.Name, newToken(p.Name), len(queue), string(JobNew)).Scan(&jobID); err != nil {
 			return fmt.Errorf("record a %s job: %w", p.Name, err)
@@ -225,6 +230,9 @@ func (e *Enricher) record(ctx context.Context, p Provider, ids []int64, st *Enri
 		}
 		return nil
 	})
+	if err == nil {
+		st.Skipped += len(empty)
+	}
 	return jobID, err
 }
 
