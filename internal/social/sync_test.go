@@ -11,7 +11,15 @@ import (
 
 func TestSyncEndToEnd(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, graphfake.Options{Seed: 11})
+	// The demo's accounts, smaller: every fault once, listings of two pages.
+	e := newEnv(t, graphfake.Options{Seed: 11, Accounts: []graphfake.AccountSpec{
+		{Username: "north_coffee", Connected: true, Posts: 110, Comments: 200, Stories: 3, EmptyPageWithNext: true},
+		{Username: "studio.lumen", Connected: true, Posts: 105, Comments: 100, Stories: 2, DeleteBetweenPages: true},
+		{Username: "expired_brand", Connected: true, Posts: 5, Comments: 10, TokenExpired: true},
+		{Username: "harbour_bikes", Posts: 120, RejectCursorOnce: true},
+		{Username: "maple.bakery", Posts: 30},
+		{Username: "agegated_spirits", Posts: 10, AgeGated: true},
+	}})
 	e.addAll()
 	s := e.syncer(0, 0)
 	e.syncAll(s)
