@@ -237,7 +237,7 @@ func (app *app) socialStatus(ctx context.Context, c *socialStatusCmd) error {
 	}
 	w := tabwriter.NewWriter(app.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "accounts (%d of %d)\n", len(rep.Accounts), rep.AccountsTotal)
-	fmt.Fprintln(w, "  ACCOUNT\tACCESS\tSTATUS\tFOLLOWERS\tPOSTS\tSTORIES\tCOMMENTS\tCALLS (LAST CYCLE)\tNEXT SYNC")
+	fmt.Fprintln(w, "  ACCOUNT\tACCESS\tSTATUS\tFOLLOWERS\tPOSTS\tSTORIES\tCOMMENTS\tCALLS PER SYNC CYCLE\tNEXT SYNC")
 	for _, a := range rep.Accounts {
 		var posts int64
 		for _, n := range a.Posts {
