@@ -120,7 +120,7 @@ func TestCronJobs(t *testing.T) {
 		if job.ActiveDeadlineSeconds == nil || *job.ActiveDeadlineSeconds >= intervalSeconds(t, s.Schedule) {
 			t.Errorf("%s: activeDeadlineSeconds must be set and shorter than the schedule interval", name)
 		}
-		checkFailurePolicy(t, name, job.PodFailurePolicy)
+		checkFailurePolicy(t, name, job)
 		pod := job.Template.Spec
 		if pod.RestartPolicy != corev1.RestartPolicyNever {
 			t.Errorf("%s: restartPolicy = %q, want Never", name, pod.RestartPolicy)
@@ -159,10 +159,15 @@ func TestCronJobs(t *testing.T) {
 	}
 }
 
-func checkFailurePolicy(t *testing.T, name string, p *batchv1.PodFailurePolicy) {
+func checkFailurePolicy(t *testing.T, name string, job batchv1.JobSpec) {
 	t.Helper()
+	p := job.PodFailurePolicy
 	var codes []int32
-	if p != nil {
+	switch {
+	case p == nil:
+	case job.CompletionMode != nil && *job.CompletionMode == batchv1.IndexedCompletion:
+		codes = failIndexCodes(t, name, p)
+	default:
 		for _, r := range p.Rules {
 			if r.Action == batchv1.PodFailurePolicyActionFailJob && r.OnExitCodes != nil && r.OnExitCodes.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn {
 				codes = append(codes, r.OnExitCodes.Values...)
@@ -171,7 +176,7 @@ func checkFailurePolicy(t *testing.T, name string, p *batchv1.PodFailurePolicy) 
 	}
 	for _, want := range []int32{2, 75, 78} {
 		if !slices.Contains(codes, want) {
-			t.Errorf("%s: exit %d must fail the Job without retries (podFailurePolicy)", name, want)
+			t.Errorf("%s: exit %d must fail the Job (or, indexed, its index) without retries (podFailurePolicy)", name, want)
 		}
 	}
 }

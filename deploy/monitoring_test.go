@@ -25,6 +25,7 @@ import (
 	"github.com/ingest-dev/ingest/internal/bitrix"
 	"github.com/ingest-dev/ingest/internal/habr"
 	"github.com/ingest-dev/ingest/internal/metrics"
+	"github.com/ingest-dev/ingest/internal/social"
 	"github.com/ingest-dev/ingest/internal/status"
 )
 
@@ -174,7 +175,7 @@ func checkExpr(t *testing.T, where, expr string, names map[string]bool) parser.E
 // allMachines lists the statuses of each pipeline.
 func allMachines() [][]string {
 	var out [][]string
-	for _, m := range []*status.Machine{habr.Machine, bitrix.Machine} {
+	for _, m := range append([]*status.Machine{habr.Machine, bitrix.Machine}, social.Machines()...) {
 		var ss []string
 		for _, s := range m.Statuses {
 			ss = append(ss, string(s))

@@ -117,5 +117,7 @@ quiet workflows bin/ingest bitrix workflows run
 step "ingest bitrix status"
 bin/ingest bitrix status
 
+scripts/demo-social.sh
+
 step "ingest status"
 bin/ingest status

@@ -1,7 +1,8 @@
 // Command fakes runs the project's fake external systems on local ports, for `make demo` and
 // for trying ingest by hand: Habr (feeds and article pages from the real fixtures), a Bitrix24
 // portal (generated users, workgroups, chats and messages, CRM and workflows shaped like the real
-// samples) and the target import API.
+// samples), the target import API, an Instagram Graph API (fixture and generated accounts, with
+// the platform's misbehaviour) and asynchronous enrichment providers (vision, text).
 //
 //	fakes --env-file .demo/fakes.env [--habr-fault /ru/articles/1/=503 ...]
 //	      [--bitrix-users N] [--bitrix-chats N]
@@ -29,6 +30,8 @@ import (
 
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
+	"github.com/ingest-dev/ingest/internal/fakes/enrichfake"
+	"github.com/ingest-dev/ingest/internal/fakes/graphfake"
 	"github.com/ingest-dev/ingest/internal/fakes/habrfake"
 	"github.com/ingest-dev/ingest/internal/fakes/targetfake"
 )
@@ -54,6 +57,14 @@ type args struct {
 	BitrixDeals     int `arg:"--bitrix-deals" default:"1000" help:"CRM deals on the fake portal, in three funnels"`
 	BitrixSmart     int `arg:"--bitrix-smart-items" default:"200" help:"items of each of the fake portal's two smart processes (0: no smart processes)"`
 	BitrixWorkflows int `arg:"--bitrix-workflows" default:"10" help:"workflow templates on the fake portal (the CRM ones with running workflows and tasks)"`
+	// The fake Instagram Graph API and the fake enrichment providers.
+	SocialSeed      uint64        `arg:"--social-seed" default:"1" help:"seed of the fake Graph API's generated accounts"`
+	SocialLatency   time.Duration `arg:"--social-latency" default:"20ms" help:"added to every Graph API answer"`
+	SocialThrottle  int           `arg:"--social-throttle-every" help:"answer every Nth Graph API request with a throttling error (HTTP 400)"`
+	SocialAccounts  string        `arg:"--social-accounts-file" help:"write the fake's accounts here as CSV for ingest social accounts import (holds its tokens)"`
+	EnrichRunFor    time.Duration `arg:"--enrich-run-for" default:"2s" help:"how long a fake enrichment job runs"`
+	EnrichFailEvery int           `arg:"--enrich-fail-every" default:"5" help:"fail every Nth enrichment job (0: none)"`
+	EnrichExpiry    time.Duration `arg:"--enrich-expiry" default:"168h" help:"how long finished jobs' results are kept"`
 }
 
 func (args) Description() string {
@@ -137,6 +148,21 @@ func run(ctx context.Context, a args, log *slog.Logger) error {
 	}); err != nil {
 		return err
 	}
+	graph := graphfake.New(graphfake.Options{Seed: a.SocialSeed, Latency: a.SocialLatency, ThrottleEvery: a.SocialThrottle})
+	if err := serve("graph", "SOCIAL_GRAPH_URL", graph, func(b string) string { return b + "/v23.0" }); err != nil {
+		return err
+	}
+	provider := enrichfake.New(enrichfake.Options{Token: demoEnrichToken, RunFor: a.EnrichRunFor, FailEvery: a.EnrichFailEvery, Expiry: a.EnrichExpiry})
+	if err := serve("enrich", "SOCIAL_ENRICH_VISION_URL", provider, func(b string) string { return b + "/v1/vision" }); err != nil {
+		return err
+	}
+	env["SOCIAL_ENRICH_TEXT_URL"] = strings.Replace(env["SOCIAL_ENRICH_VISION_URL"], "/v1/vision", "/v1/text", 1)
+	env["SOCIAL_ENRICH_VISION_TOKEN"], env["SOCIAL_ENRICH_TEXT_TOKEN"] = demoEnrichToken, demoEnrichToken
+	if a.SocialAccounts != "" {
+		if err := writeSocialAccounts(a.SocialAccounts, graph); err != nil {
+			return err
+		}
+	}
 	if a.EnvFile != "" {
 		if err := writeEnv(a.EnvFile, env); err != nil {
 			return err
@@ -154,10 +180,35 @@ func run(ctx context.Context, a args, log *slog.Logger) error {
 // demoTargetToken is the fake target's bearer token: not a secret, but ingest treats it as one.
 const demoTargetToken = "demo0target0token"
 
+// demoEnrichToken is the fake enrichment providers' bearer token: not a secret, but ingest
+// treats it as one.
+const demoEnrichToken = "demo0enrich0token"
+
+// writeSocialAccounts writes the fake Graph API's accounts as the CSV `ingest social accounts
+// import` reads: connected accounts with their tokens first (they are the viewers), then the
+// others by username, read through business discovery.
+func writeSocialAccounts(path string, g *graphfake.Server) error {
+	var b strings.Builder
+	b.WriteString("username,ig_user_id,token\n")
+	accounts := g.Accounts()
+	for _, a := range accounts {
+		if a.Connected {
+			fmt.Fprintf(&b, "%s,%s,%s\n", a.Username, a.ID, a.Token)
+		}
+	}
+	for _, a := range accounts {
+		if !a.Connected {
+			fmt.Fprintf(&b, "%s,,\n", a.Username)
+		}
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o600)
+}
+
 // writeEnv writes the file atomically, so a reader polling for it never sees half of it.
 func writeEnv(path string, env map[string]string) error {
 	var b strings.Builder
-	for _, k := range []string{"HABR_BASE_URL", "BITRIX_WEBHOOK_URL", "TARGET_WEBHOOK_URL"} {
+	for _, k := range []string{"HABR_BASE_URL", "BITRIX_WEBHOOK_URL", "TARGET_WEBHOOK_URL", "SOCIAL_GRAPH_URL",
+		"SOCIAL_ENRICH_VISION_URL", "SOCIAL_ENRICH_VISION_TOKEN", "SOCIAL_ENRICH_TEXT_URL", "SOCIAL_ENRICH_TEXT_TOKEN"} {
 		if v, ok := env[k]; ok {
 			fmt.Fprintf(&b, "%s=%s\n", k, v)
 		}

@@ -195,6 +195,9 @@ func (c parsed) check(command string) error {
 	case c.show != nil:
 		return c.show.check()
 	}
+	if p := pipelineOwning(c.pipelines, command); p != nil && p.usage != nil {
+		return p.usage(command)
+	}
 	return nil
 }
 

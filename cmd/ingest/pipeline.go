@@ -32,9 +32,11 @@ type pipeline struct {
 	// (`discover habr`, `bitrix ...`); nil when it has none.
 	commands any
 	// owns reports whether a complete command (subcommand names joined by spaces) is one the
-	// pipeline runs; check validates its configuration before anything connects and registers
-	// its secrets; run runs it.
+	// pipeline runs; usage, if set, checks its arguments as the parser cannot (a usage error);
+	// check validates its configuration before anything connects and registers its secrets;
+	// run runs it.
 	owns  func(command string) bool
+	usage func(command string) error
 	check func(command string, a *args, r *redact.Redactor) error
 	run   func(ctx context.Context, app *app, command string) error
 	// runNames lists the run names of its commands, for the last runs `ingest status NAME` shows.
@@ -51,7 +53,7 @@ type showCommand interface {
 // pipelines lists every pipeline, in report order. Each call builds new values: the parser
 // fills their command structs.
 func pipelines() []*pipeline {
-	return []*pipeline{habrPipeline(), bitrixPipeline()}
+	return []*pipeline{habrPipeline(), bitrixPipeline(), socialPipeline()}
 }
 
 // machinesOf lists the state machines of the pipelines, in report order.

@@ -275,13 +275,16 @@ type Row struct {
 	Error      string
 }
 
-// Recent returns the latest runs, newest first: of the given commands, or of all when none
-// are given.
+// Recent returns the latest runs, newest first: of the given commands (a run named with a
+// suffix, like "social sync run shard 0/4", counts as its command's), or of all when none are
+// given.
 func Recent(ctx context.Context, db interface {
 	Query(context.Context, string, ...any) (pgx.Rows, error)
 }, commands []string, limit int) ([]Row, error) {
 	rows, err := db.Query(ctx, `SELECT id, command, started_at, finished_at, outcome, counters, coalesce(error, '')
-FROM runs WHERE coalesce(cardinality($1::text[]), 0) = 0 OR command = ANY($1) ORDER BY id DESC LIMIT $2`, commands, limit)
+FROM runs WHERE coalesce(cardinality($1::text[]), 0) = 0
+    OR EXISTS (SELECT 1 FROM unnest($1::text[]) c WHERE command = c OR starts_with(command, c || ' '))
+ORDER BY id DESC LIMIT $2`, commands, limit)
 	if err != nil {
 		return nil, fmt.Errorf("recent runs: %w", err)
 	}

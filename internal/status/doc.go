@@ -19,7 +19,11 @@
 // for Bitrix24; permanent ones and those out of retries go to Retry.GiveUp with the reason),
 // Pick with DueBy picks waiting records only once they are due, NextDue says when the next one
 // is, and Pick with a ParentPick picks child records only once their parent reached a given
-// status (members after their workgroup, messages after their chat).
+// status (members after their workgroup, messages after their chat). Statuses listed in
+// Machine.Waiting wait for a time of their own (an account synced until its next sync, a job
+// until its next poll): a move into one sets the time, and Pick with DueBy honours it. Pick with
+// a Shard takes one of several disjoint parts of the table, so that the pods of a sharded job
+// never pick each other's records.
 //
 // Commands take a Postgres session advisory lock (Lock) so the same command never runs twice at
 // once.

@@ -44,6 +44,12 @@ type Machine struct {
 	// Acknowledgeable lists the statuses whose records a person may accept as known exceptions
 	// (see Machine.Acknowledge); empty means none may be.
 	Acknowledgeable []Status
+	// Waiting lists statuses whose records wait for a time of their own, the way Retry.Status
+	// does: an account synced until its next sync is due, a job polled again later. A move into
+	// one of them sets next_attempt_at to Change.Due (NULL, due at once, when zero), and Pick
+	// with DueBy picks them only once due. The table needs the next_attempt_at column (see
+	// Retry); Retry.Status must not be listed here (Fail schedules it).
+	Waiting []Status
 }
 
 // Parse returns the status named s, or an error listing the valid ones.

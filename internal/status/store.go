@@ -33,11 +33,31 @@ type PickParams struct {
 	Limit int
 	// ScopeValue limits the pick to one value of Machine.Scope (required when the machine has one).
 	ScopeValue string
-	// DueBy, when set on a machine with a retry schedule, picks records waiting in Retry.Status
-	// only once their next attempt is due at DueBy; other statuses are picked as usual.
+	// DueBy, when set, picks records waiting in Retry.Status or in one of Machine.Waiting only
+	// once their next attempt is due at DueBy; other statuses are picked as usual.
 	DueBy time.Time
 	// Parent, when set, picks only child records whose parent is in one of its statuses.
 	Parent *ParentPick
+	// Shard, when set, picks only the records of one shard.
+	Shard *Shard
+}
+
+// Shard is one of Count disjoint parts of a table: the records whose Column (an integer
+// column: the record's id, or the id of the record it belongs to, so that a parent and its
+// children fall in the same shard) modulo Count is Index. Shards of the same Count never share
+// a record, so a command that takes one shard's lock never touches another shard's records.
+type Shard struct {
+	Column string
+	Count  int
+	Index  int
+}
+
+// Validate reports a shard that is not one of Count parts.
+func (s *Shard) Validate() error {
+	if s.Count < 1 || s.Index < 0 || s.Index >= s.Count {
+		return fmt.Errorf("shard %d of %d: want 0 <= index < count", s.Index, s.Count)
+	}
+	return nil
 }
 
 // Pick returns up to Limit ids of records in the given statuses with id > After, in id order.
@@ -59,11 +79,18 @@ func (m *Machine) Pick(ctx context.Context, db DB, p PickParams) ([]int64, error
 		args = append(args, more...)
 		common += " AND " + cond
 	}
+	if p.Shard != nil {
+		if err := p.Shard.Validate(); err != nil {
+			return nil, fmt.Errorf("pick %s: %w", m.Name, err)
+		}
+		args = append(args, p.Shard.Count, p.Shard.Index)
+		common += fmt.Sprintf(" AND r.%s %% $%d = $%d", pgx.Identifier{p.Shard.Column}.Sanitize(), len(args)-1, len(args))
+	}
 	parts := make([]string, len(p.Statuses))
 	for i, s := range p.Statuses {
 		args = append(args, string(s))
 		where := fmt.Sprintf("r.status = $%d AND r.id > $1%s", len(args), common)
-		if m.Retry != nil && s == m.Retry.Status && !p.DueBy.IsZero() {
+		if m.waits(s) && !p.DueBy.IsZero() {
 			args = append(args, p.DueBy)
 			where += fmt.Sprintf(" AND coalesce(r.next_attempt_at, '-infinity') <= $%d", len(args))
 		}
@@ -95,6 +122,8 @@ type Change struct {
 	// Manual marks a person's move: checked against Machine.Manual, and last_error is kept so
 	// the reason for the earlier failure stays visible.
 	Manual bool
+	// Due is when a record moved into one of Machine.Waiting is due again (zero: at once).
+	Due time.Time
 }
 
 // Move moves one record from status from to status to, if and only if it is still in from. It
@@ -107,7 +136,19 @@ func (m *Machine) Move(ctx context.Context, db DB, id int64, from, to Status, c 
 
 // MoveMany is Move for many records sharing one change; it returns the ids that moved.
 func (m *Machine) MoveMany(ctx context.Context, db DB, ids []int64, from, to Status, c Change) ([]int64, error) {
+	if slices.Contains(m.Waiting, to) {
+		var due *time.Time
+		if !c.Due.IsZero() {
+			due = &c.Due
+		}
+		return m.move(ctx, db, ids, from, to, c, "next_attempt_at = $9", due)
+	}
 	return m.move(ctx, db, ids, from, to, c, "")
+}
+
+// waits reports whether records in s wait for their next_attempt_at (see Machine.Waiting).
+func (m *Machine) waits(s Status) bool {
+	return (m.Retry != nil && s == m.Retry.Status) || slices.Contains(m.Waiting, s)
 }
 
 // move is MoveMany that also sets more columns in the same statement: set is a list of

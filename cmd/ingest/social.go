@@ -1,0 +1,398 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ingest-dev/ingest/internal/redact"
+	"github.com/ingest-dev/ingest/internal/run"
+	"github.com/ingest-dev/ingest/internal/social"
+	"github.com/ingest-dev/ingest/internal/social/enrichapi"
+	"github.com/ingest-dev/ingest/internal/social/graph"
+)
+
+// socialCommands are the social pipeline's top-level commands.
+type socialCommands struct {
+	Social *socialCmd `arg:"subcommand:social" help:"social-account sync (Instagram): accounts, sync, normalize, enrich, status"`
+}
+
+func (c *showSocialCmd) check() error                             { return nil }
+func (c *showSocialCmd) show(ctx context.Context, app *app) error { return app.showSocial(ctx, c) }
+
+// socialPipeline is the social-account sync's part of the command line (seed 003).
+func socialPipeline() *pipeline {
+	cmds := &socialCommands{}
+	return &pipeline{
+		name:       "social",
+		machines:   social.Machines(),
+		statusHelp: "social accounts, posts and enrichment only (ingest social status: per account)",
+		show:       &showSocialCmd{},
+		showHelp:   "a social account or post",
+		commands:   cmds,
+		owns:       func(command string) bool { return isSocialCommand(command) && command != "show social" },
+		usage: func(command string) error {
+			if command == "social accounts add" {
+				return cmds.Social.Accounts.Add.check()
+			}
+			return nil
+		},
+		check: func(command string, _ *args, r *redact.Redactor) error {
+			_, err := cmds.Social.check(command, r.Add)
+			return err
+		},
+		run: func(ctx context.Context, app *app, command string) error {
+			return app.socialCommand(ctx, command, cmds.Social)
+		},
+		// Sharded runs are named "social sync run shard 0/4": ingest status matches them by
+		// these names as prefixes.
+		runNames: func() []string {
+			return []string{"social accounts add", "social accounts import", "social sync profiles", "social sync posts",
+				"social sync comments", "social sync run", "social normalize", "social enrich submit", "social enrich poll"}
+		},
+	}
+}
+
+// socialCommand runs a `social ...` command.
+func (app *app) socialCommand(ctx context.Context, command string, c *socialCmd) error {
+	set, err := c.check(command, app.redactor.Add)
+	if err != nil {
+		return err
+	}
+	switch command {
+	case "social accounts add":
+		return app.socialAdd(ctx, c)
+	case "social accounts import":
+		return app.socialImport(ctx, c)
+	case "social status":
+		return app.socialStatus(ctx, c.Status)
+	case "social enrich submit", "social enrich poll":
+		return app.socialEnrich(ctx, command, c, set)
+	}
+	return app.socialSync(ctx, command, c, set)
+}
+
+// shardSuffix names this run's shard in run and lock names ("" when unsharded).
+func shardSuffix(c *socialCmd) string {
+	if c.Shards <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(" shard %d/%d", c.Shard, c.Shards)
+}
+
+// socialPool opens the pool of the social sync commands, tuned by social.TunePool.
+func (app *app) socialPool(ctx context.Context) (*pgxpool.Pool, error) {
+	cfg := app.pool.Config().Copy()
+	social.TunePool(cfg)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	return pool, nil
+}
+
+func (app *app) socialSync(ctx context.Context, command string, c *socialCmd, set socialSettings) error {
+	sealer, _ := social.NewSealer(c.TokenKey) // checked
+	pool, err := app.socialPool(ctx)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	// One lock per shard for every sync step: profiles, posts, comments and normalize of a
+	// shard never overlap, while shards run side by side and never share an account.
+	return app.execLocked(ctx, command+shardSuffix(c), "social sync"+shardSuffix(c), func(ctx context.Context, r *run.Run) error {
+		g, err := graph.New(graph.Options{BaseURL: c.graphURL(), UserAgent: "ingest/" + version,
+			OnRetry: func(endpoint string, attempt int, err error, wait time.Duration) {
+				r.Log.Warn("graph call retried", "endpoint", endpoint, "attempt", attempt, "wait_s", wait.Seconds(), "error", err)
+			}})
+		if err != nil {
+			return configError{"SOCIAL_GRAPH_URL: " + err.Error()}
+		}
+		s := &social.Syncer{Pool: pool, Graph: g, Sealer: sealer, Log: r.Log, Metrics: r.Metrics, Actor: r.Actor(), RunID: r.ID,
+			Gate:     &social.Gate{Pool: pool, Log: r.Log},
+			Interval: set.interval, Overlap: set.overlap, CursorTTL: set.cursorTTL, Pause: set.pause}
+		if set.pause == 0 {
+			s.Pause = -1
+		}
+		for name := range set.providers {
+			s.Providers = append(s.Providers, name)
+		}
+		slices.Sort(s.Providers)
+		s.Shard.Count, s.Shard.Index = c.Shards, c.Shard
+		steps := map[string][]string{"social sync run": {"profiles", "posts", "comments", "normalize"}}[command]
+		if steps == nil {
+			steps = []string{strings.TrimPrefix(strings.TrimPrefix(command, "social sync "), "social ")}
+		}
+		for _, step := range steps {
+			fn := map[string]func(context.Context) (social.Stats, error){
+				"profiles": s.SyncProfiles, "posts": s.SyncPosts, "comments": s.SyncComments, "normalize": s.Normalize}[step]
+			done := r.Metrics.Phase("social", step)
+			st, err := fn(ctx)
+			done()
+			for outcome, n := range st.Outcomes {
+				r.Metrics.Processed.WithLabelValues("social_"+step, outcome).Add(float64(n))
+			}
+			r.Log.Info(step+" done", "records", st.Records, "calls", st.Calls, "pages", st.Pages, "items", st.Items,
+				"restarts", st.Restarts, "outcomes", st.Outcomes, "parked", st.Parked, "stopped_early", st.Truncated)
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (app *app) socialEnrich(ctx context.Context, command string, c *socialCmd, set socialSettings) error {
+	pool, err := app.socialPool(ctx)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	return app.exec(ctx, command, func(ctx context.Context, r *run.Run) error {
+		e := &social.Enricher{Pool: pool, Log: r.Log, Metrics: r.Metrics, Actor: r.Actor(), RunID: r.ID, Cap: c.JobCap,
+			Clients: map[string]*enrichapi.Client{}}
+		for name, p := range set.providers {
+			cl, err := enrichapi.New(p[0], p[1])
+			if err != nil {
+				return configError{"SOCIAL_ENRICH_" + strings.ToUpper(name) + "_URL: " + err.Error()}
+			}
+			e.Clients[name] = cl
+		}
+		var st social.EnrichStats
+		var err error
+		if command == "social enrich submit" {
+			st, err = e.Submit(ctx)
+		} else {
+			st, err = e.Poll(ctx)
+		}
+		r.Metrics.Processed.WithLabelValues("social_enrich", "jobs_submitted").Add(float64(st.Jobs))
+		r.Metrics.Processed.WithLabelValues("social_enrich", "jobs_succeeded").Add(float64(st.Succeeded))
+		r.Metrics.Processed.WithLabelValues("social_enrich", "jobs_failed").Add(float64(st.Failed))
+		r.Metrics.Processed.WithLabelValues("social_enrich", "jobs_expired").Add(float64(st.Expired))
+		r.Log.Info("enrichment done", "jobs_submitted", st.Jobs, "items", st.Items, "polls", st.Polls, "succeeded", st.Succeeded,
+			"failed", st.Failed, "expired", st.Expired, "labels", st.Labels, "nothing_to_send", st.Skipped, "at_cap", st.CapReached)
+		return err
+	})
+}
+
+// readToken reads a connected account's token from a file or a variable: never from the
+// command line, where shell history and process lists would keep it.
+func readToken(c *socialAddCmd) (string, error) {
+	switch {
+	case c.TokenFile != "":
+		b, err := os.ReadFile(c.TokenFile)
+		if err != nil {
+			return "", configError{fmt.Sprintf("--token-file: %v", err)}
+		}
+		return strings.TrimSpace(string(b)), nil
+	case c.TokenEnv != "":
+		v := strings.TrimSpace(os.Getenv(c.TokenEnv))
+		if v == "" {
+			return "", configError{fmt.Sprintf("--token-env: $%s is empty", c.TokenEnv)}
+		}
+		return v, nil
+	}
+	return "", nil
+}
+
+func (app *app) socialAdd(ctx context.Context, c *socialCmd) error {
+	add := c.Accounts.Add
+	token, err := readToken(add)
+	if err != nil {
+		return err
+	}
+	app.redactor.Add(token)
+	sealer, _ := social.NewSealer(c.TokenKey)
+	res, err := social.Add(ctx, app.pool, sealer, social.NewAccount{Username: add.Username, IGUserID: add.IGUserID, Token: token, Via: add.Via},
+		"manual: "+os.Getenv("USER"))
+	if err != nil {
+		fmt.Fprintln(app.stderr, "ingest: social accounts add:", app.redactor.String(err.Error()))
+		return errReported
+	}
+	what := "already tracked, unchanged"
+	switch {
+	case res.Created:
+		what = "added"
+	case res.Resumed:
+		what = "token renewed; back to profile_pending"
+	case res.Renewed:
+		what = "token renewed"
+	}
+	fmt.Fprintf(app.stdout, "account id:%d (%s): %s\n", res.ID, res.Access, what)
+	return nil
+}
+
+func (app *app) socialImport(ctx context.Context, c *socialCmd) error {
+	var in io.Reader = os.Stdin
+	if f := c.Accounts.Import.File; f != "-" {
+		file, err := os.Open(f)
+		if err != nil {
+			return configError{fmt.Sprintf("social accounts import: %v", err)}
+		}
+		defer file.Close()
+		in = file
+	}
+	sealer, _ := social.NewSealer(c.TokenKey)
+	res, err := social.Import(ctx, app.pool, sealer, in, "import by "+os.Getenv("USER"))
+	for _, f := range res.Failed {
+		fmt.Fprintln(app.stdout, "refused:", app.redactor.String(f.Error()))
+	}
+	fmt.Fprintf(app.stdout, "%d added, %d updated, %d unchanged, %d refused\n", res.Created, res.Updated, res.Unchanged, len(res.Failed))
+	if err != nil {
+		return err
+	}
+	if len(res.Failed) > 0 {
+		return errReported
+	}
+	return nil
+}
+
+func (app *app) socialStatus(ctx context.Context, c *socialStatusCmd) error {
+	rep, err := social.BuildReport(ctx, app.pool, social.ReportOptions{Account: c.Account, Limit: c.Limit})
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return app.printJSON(rep)
+	}
+	w := tabwriter.NewWriter(app.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "accounts (%d of %d)\n", len(rep.Accounts), rep.AccountsTotal)
+	fmt.Fprintln(w, "  ACCOUNT\tACCESS\tSTATUS\tFOLLOWERS\tPOSTS\tSTORIES\tCOMMENTS\tCALLS PER SYNC CYCLE\tNEXT SYNC")
+	for _, a := range rep.Accounts {
+		var posts int64
+		for _, n := range a.Posts {
+			posts += n
+		}
+		next := "-"
+		if a.NextSyncAt != nil {
+			next = a.NextSyncAt.UTC().Format("2006-01-02 15:04")
+		}
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", accountName(a), a.Access, a.Status, optInt(a.Followers), posts, a.Stories,
+			a.Comments, callsLine(a.CycleCalls, a.LastCycleCalls), next)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	for _, a := range rep.Accounts {
+		fmt.Fprintf(app.stdout, "\n%s (%s, %s)\n", accountName(a), a.Access, a.Status)
+		if a.LastError != "" {
+			fmt.Fprintf(app.stdout, "  why: %s\n", oneLine(a.LastError, 200))
+		}
+		for _, cp := range a.Capabilities {
+			mark := "no "
+			if cp.Synced {
+				mark = "yes"
+			}
+			fmt.Fprintf(app.stdout, "  %s  %-45s %s\n", mark, cp.What, cp.Detail)
+		}
+	}
+	w = tabwriter.NewWriter(app.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "\nrecords by status")
+	for _, m := range rep.Counts {
+		if m.Count == 0 {
+			continue
+		}
+		scope := ""
+		if m.Scope != "" {
+			scope = " " + m.Scope
+		}
+		fmt.Fprintf(w, "  %s%s\t%s\t%d\n", m.Machine, scope, m.Status, m.Count)
+	}
+	if len(rep.Parks) > 0 {
+		fmt.Fprintln(w, "parked (no call until)")
+		for _, p := range rep.Parks {
+			fmt.Fprintf(w, "  %s\t%s\t%s\n", p.Key, p.Until.UTC().Format(time.RFC3339), p.Reason)
+		}
+	}
+	if len(rep.InvalidPosts) > 0 || rep.RejectsTotal > 0 {
+		fmt.Fprintf(w, "failed validation (%d posts shown, %d comments or items in social_rejects)\n", len(rep.InvalidPosts), rep.RejectsTotal)
+		for _, x := range append(rep.InvalidPosts, rep.Rejects...) {
+			fmt.Fprintf(w, "  %s %s\t%s\n", x.Kind, x.PlatformID, oneLine(x.Reason, 140))
+		}
+	}
+	return w.Flush()
+}
+
+func accountName(a social.AccountReport) string {
+	switch {
+	case a.Username != "":
+		return "@" + a.Username
+	case a.IGUserID != "":
+		return "ig:" + a.IGUserID
+	}
+	return fmt.Sprintf("id:%d", a.ID)
+}
+
+func optInt(p *int64) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprint(*p)
+}
+
+// callsLine shows the calls of the last complete sync cycle (or of the one in progress).
+func callsLine(cur, last map[string]int) string {
+	m, tag := last, ""
+	if m == nil {
+		m, tag = cur, " (in progress)"
+	}
+	total := 0
+	var parts []string
+	for _, k := range slices.Sorted(mapsKeys(m)) {
+		total += m[k]
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	if total == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d: %s%s", total, strings.Join(parts, ", "), tag)
+}
+
+func mapsKeys(m map[string]int) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+func (app *app) showSocial(ctx context.Context, c *showSocialCmd) error {
+	isPost, err := social.IsPost(ctx, app.pool, c.Key)
+	if err != nil {
+		return err
+	}
+	if isPost {
+		d, err := social.ShowPost(ctx, app.pool, c.Key)
+		if err != nil {
+			return err
+		}
+		if c.JSON {
+			return app.printJSON(d)
+		}
+		writePost(app.stdout, d)
+		return nil
+	}
+	d, err := social.ShowAccount(ctx, app.pool, c.Key)
+	if errors.Is(err, social.ErrNotFound) {
+		fmt.Fprintf(app.stderr, "ingest: no social account or post %q (an account by username, IG user id or id:N; a post by its IG media id)\n", c.Key)
+		return errReported
+	}
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return app.printJSON(d)
+	}
+	writeAccount(app.stdout, d)
+	return nil
+}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/ingest-dev/ingest/internal/social"
+	"github.com/ingest-dev/ingest/internal/social/graph"
+)
+
+// socialCmd is `ingest social ...`: account sync (seed 003), Instagram first.
+type socialCmd struct {
+	GraphURL  string `arg:"--graph-url,env:SOCIAL_GRAPH_URL" help:"Instagram Graph API root with its version (a fake's for tests)" placeholder:"URL"`
+	TokenKey  string `arg:"--token-key,env:SOCIAL_TOKEN_KEY" help:"base64 of 32 bytes sealing access tokens in the database (secret; needed by accounts add/import and sync)" placeholder:"KEY"`
+	Shards    int    `arg:"--shards,env:SOCIAL_SHARDS" default:"1" help:"how many shards the accounts are split into: the Indexed Job's completions" placeholder:"N"`
+	Shard     int    `arg:"--shard,env:JOB_COMPLETION_INDEX" default:"0" help:"this run's shard, 0 to shards-1 (set by Kubernetes in an Indexed Job)" placeholder:"I"`
+	Interval  string `arg:"--interval,env:SOCIAL_SYNC_INTERVAL" default:"6h" help:"time between two syncs of an account (under 24h catches every story)" placeholder:"DURATION"`
+	Overlap   string `arg:"--overlap,env:SOCIAL_OVERLAP" default:"72h" help:"how far below its high-water mark a later listing reads again, to refresh counts" placeholder:"DURATION"`
+	CursorTTL string `arg:"--cursor-ttl,env:SOCIAL_CURSOR_TTL" default:"1h" help:"how long a stored cursor may resume an interrupted walk" placeholder:"DURATION"`
+	Pause     string `arg:"--pause,env:SOCIAL_BATCH_PAUSE" default:"1s" help:"pause between two batches" placeholder:"DURATION"`
+	JobCap    int    `arg:"--job-cap,env:SOCIAL_ENRICH_CAP" default:"20" help:"enrich: unfinished jobs per provider at most" placeholder:"N"`
+
+	Accounts  *socialAccountsCmd `arg:"subcommand:accounts" help:"register accounts to track: add, import"`
+	Sync      *socialSyncCmd     `arg:"subcommand:sync" help:"sync profiles, posts, comments of the due accounts of this shard (or run: all, then normalize)"`
+	Normalize *struct{}          `arg:"subcommand:normalize" help:"validate fetched posts and write the normalized tables"`
+	Enrich    *socialEnrichCmd   `arg:"subcommand:enrich" help:"asynchronous enrichment: submit, poll"`
+	Status    *socialStatusCmd   `arg:"subcommand:status" help:"per account: what was and was not synced, calls per sync, parks, rejects"`
+}
+
+type socialAccountsCmd struct {
+	Add    *socialAddCmd    `arg:"subcommand:add" help:"track one account: --username (business discovery) or --ig-user-id with a token (connected)"`
+	Import *socialImportCmd `arg:"subcommand:import" help:"track the accounts of a CSV file (header: username,ig_user_id,token,via)"`
+}
+
+type socialAddCmd struct {
+	Username  string `arg:"--username" help:"a business or creator account read through business discovery" placeholder:"NAME"`
+	Via       string `arg:"--via" help:"the connected account (username or IG user id) whose token reads it; default the oldest" placeholder:"ACCOUNT"`
+	IGUserID  string `arg:"--ig-user-id" help:"a connected account's IG user id" placeholder:"ID"`
+	TokenFile string `arg:"--token-file" help:"file holding the connected account's access token (never on the command line)" placeholder:"PATH"`
+	TokenEnv  string `arg:"--token-env" help:"environment variable holding the access token" placeholder:"VAR"`
+}
+
+type socialImportCmd struct {
+	File string `arg:"positional,required" help:"CSV file, - for stdin (it may hold tokens: a secret)" placeholder:"FILE"`
+}
+
+type socialSyncCmd struct {
+	Profiles *struct{} `arg:"subcommand:profiles" help:"read the profile of every due account"`
+	Posts    *struct{} `arg:"subcommand:posts" help:"list the media (and stories) of accounts whose profile was read"`
+	Comments *struct{} `arg:"subcommand:comments" help:"walk the comments of new or changed posts of synced accounts"`
+	Run      *struct{} `arg:"subcommand:run" help:"profiles, posts, comments, then normalize, in order"`
+}
+
+type socialEnrichCmd struct {
+	Submit *struct{} `arg:"subcommand:submit" help:"send waiting posts to the configured providers, within the cap"`
+	Poll   *struct{} `arg:"subcommand:poll" help:"poll due jobs; read, store and normalize finished ones"`
+}
+
+type socialStatusCmd struct {
+	Account string `arg:"--account" help:"one account: username, IG user id or id:N" placeholder:"ACCOUNT"`
+	Limit   int    `arg:"--limit" default:"50" help:"accounts listed (by id)" placeholder:"N"`
+	JSON    bool   `arg:"--json" help:"print JSON"`
+}
+
+type showSocialCmd struct {
+	Key  string `arg:"positional,required" help:"an account (username, IG user id, id:N) or a post (its IG media id)" placeholder:"ACCOUNT|POST"`
+	JSON bool   `arg:"--json" help:"print JSON"`
+}
+
+// socialSettings is the checked configuration of a social command.
+type socialSettings struct {
+	interval, overlap, cursorTTL, pause time.Duration
+	providers                           map[string][2]string // name -> URL, token
+}
+
+// isSocialCommand reports a complete `social ...` command.
+func isSocialCommand(command string) bool {
+	switch command {
+	case "social accounts add", "social accounts import", "social sync profiles", "social sync posts", "social sync comments",
+		"social sync run", "social normalize", "social enrich submit", "social enrich poll", "social status", "show social":
+		return true
+	}
+	return false
+}
+
+// check validates the social configuration before anything connects and registers its
+// secrets for redaction.
+func (c *socialCmd) check(command string, redact func(string)) (socialSettings, error) {
+	var s socialSettings
+	if c == nil {
+		return s, nil
+	}
+	redact(c.TokenKey)
+	for _, d := range []struct {
+		name, v string
+		to      *time.Duration
+	}{{"SOCIAL_SYNC_INTERVAL", c.Interval, &s.interval}, {"SOCIAL_OVERLAP", c.Overlap, &s.overlap},
+		{"SOCIAL_CURSOR_TTL", c.CursorTTL, &s.cursorTTL}, {"SOCIAL_BATCH_PAUSE", c.Pause, &s.pause}} {
+		v, err := time.ParseDuration(d.v)
+		if err != nil || v < 0 {
+			return s, configError{fmt.Sprintf("%s %q: want a duration such as 6h or 30m", d.name, d.v)}
+		}
+		*d.to = v
+	}
+	if c.Shards < 1 || c.Shard < 0 || c.Shard >= c.Shards {
+		return s, configError{fmt.Sprintf("shard %d of %d (JOB_COMPLETION_INDEX of SOCIAL_SHARDS): want 0 <= index < shards", c.Shard, c.Shards)}
+	}
+	if c.GraphURL != "" {
+		if err := checkHTTPURL(c.GraphURL); err != nil {
+			return s, configError{"SOCIAL_GRAPH_URL: " + err.Error()}
+		}
+	}
+	if _, err := social.NewSealer(c.TokenKey); err != nil {
+		return s, configError{err.Error()}
+	}
+	needsKey := strings.HasPrefix(command, "social sync") || strings.HasPrefix(command, "social accounts")
+	if needsKey && c.TokenKey == "" {
+		return s, configError{"SOCIAL_TOKEN_KEY is required for " + command + ": 32 random bytes in base64 (head -c32 /dev/urandom | base64), kept in a Secret; it seals the access tokens stored in the database"}
+	}
+	// Providers are configured by SOCIAL_ENRICH_<NAME>_URL and _TOKEN, for each registered one.
+	s.providers = map[string][2]string{}
+	for _, p := range social.Providers {
+		env := "SOCIAL_ENRICH_" + strings.ToUpper(p.Name)
+		u, tok := os.Getenv(env+"_URL"), os.Getenv(env+"_TOKEN")
+		redact(tok)
+		if u == "" {
+			continue
+		}
+		if err := checkHTTPURL(u); err != nil {
+			return s, configError{env + "_URL: " + err.Error()}
+		}
+		s.providers[p.Name] = [2]string{u, tok}
+	}
+	if strings.HasPrefix(command, "social enrich") && len(s.providers) == 0 {
+		names := make([]string, len(social.Providers))
+		for i, p := range social.Providers {
+			names[i] = "SOCIAL_ENRICH_" + strings.ToUpper(p.Name) + "_URL"
+		}
+		return s, configError{"no enrichment provider is configured: set " + strings.Join(names, " and/or ") + " (and its _TOKEN)"}
+	}
+	if c.JobCap < 1 {
+		return s, configError{"SOCIAL_ENRICH_CAP must be at least 1"}
+	}
+	return s, nil
+}
+
+func (c *socialCmd) graphURL() string {
+	if c.GraphURL == "" {
+		return graph.DefaultBaseURL
+	}
+	return c.GraphURL
+}
+
+// check validates the add flags before anything connects.
+func (c *socialAddCmd) check() error {
+	if c.TokenFile != "" && c.TokenEnv != "" {
+		return usageError{"social accounts add: --token-file or --token-env, not both"}
+	}
+	if (c.TokenFile != "" || c.TokenEnv != "") && c.IGUserID == "" {
+		return usageError{"social accounts add: a token needs --ig-user-id"}
+	}
+	if c.IGUserID != "" && c.TokenFile == "" && c.TokenEnv == "" {
+		return usageError{"social accounts add: --ig-user-id needs --token-file or --token-env (tokens never go on the command line)"}
+	}
+	if c.IGUserID == "" && c.Username == "" {
+		return usageError{"social accounts add: --username (business discovery) or --ig-user-id with a token (connected) is required"}
+	}
+	return nil
+}

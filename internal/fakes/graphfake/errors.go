@@ -1,0 +1,75 @@
+package graphfake
+
+import (
+	"embed"
+	"encoding/json"
+	"fmt"
+	"net/http"
+)
+
+//go:embed samples/*.json
+var samples embed.FS
+
+// apiError is an answer in the Graph API's error envelope.
+type apiError struct {
+	status int
+	body   json.RawMessage
+}
+
+func errBadRequest(code, subcode int, msg string) *apiError {
+	return errWith(http.StatusBadRequest, code, subcode, msg, false)
+}
+
+func errWith(status, code, subcode int, msg string, transient bool) *apiError {
+	e := obj{{"message", msg}, {"type", "OAuthException"}, {"code", code}}
+	if subcode != 0 {
+		e.add("error_subcode", subcode)
+	}
+	if transient {
+		e.add("is_transient", true)
+	}
+	e.add("fbtrace_id", "AfakeTrace0"+fmt.Sprint(code))
+	b, _ := json.Marshal(obj{{"error", e}})
+	return &apiError{status: status, body: b}
+}
+
+// sample returns a verbatim error body from the fixtures.
+func sample(name string) json.RawMessage {
+	b, err := samples.ReadFile("samples/" + name)
+	if err != nil {
+		panic(err) // embedded at build time
+	}
+	return b
+}
+
+// throttleBodies are the throttling answers the fake rotates through, all with HTTP 400: the
+// real bodies where the fixtures have them.
+var throttleBodies = []struct {
+	code int
+	body func() json.RawMessage
+}{
+	{80002, func() json.RawMessage { return sample("airbyte_test_ig_rate_limit_error_code80002.json") }},
+	{4, func() json.RawMessage { return sample("airbyte_test_app_rate_limit_error_code4.json") }},
+	{17, func() json.RawMessage { return errBadRequest(17, 0, "(#17) User request limit reached").body }},
+	{32, func() json.RawMessage { return sample("metadocs_rate_limit_error_code32.json") }},
+	{613, func() json.RawMessage {
+		return errBadRequest(613, 0, "(#613) Calls to this api have exceeded the rate limit.").body
+	}},
+	{80001, func() json.RawMessage { return sample("metadocs_buc_rate_limit_error_code80001.json") }},
+}
+
+func errNoObject(id string) *apiError {
+	return errBadRequest(100, 33, fmt.Sprintf("Unsupported get request. Object with ID '%s' does not exist, cannot be loaded due to missing permissions, or does not support this operation. Please read the Graph API documentation at https://developers.facebook.com/docs/graph-api", id))
+}
+
+var (
+	errTokenExpired = errBadRequest(190, 463, "Error validating access token: Session has expired on Tuesday, 24-Nov-26 12:00:00 PST. The current time is Tuesday, 24-Nov-26 13:00:00 PST.")
+	errTokenInvalid = errBadRequest(190, 0, "Invalid OAuth access token - Cannot parse access token")
+)
+
+func errUserNotFound(username string) *apiError {
+	b, _ := json.Marshal(obj{{"error", obj{{"message", "Invalid user id"}, {"type", "OAuthException"}, {"code", 110},
+		{"error_subcode", 2207013}, {"is_transient", false}, {"error_user_title", "Cannot find User"},
+		{"error_user_msg", "The user with username: " + username + " cannot be found."}, {"fbtrace_id", "AfakeTrace110"}}}})
+	return &apiError{status: http.StatusBadRequest, body: b}
+}

@@ -1,0 +1,403 @@
+// Package graphfake is a fake Instagram Graph API (Instagram Platform) for tests, benchmarks and
+// the demo: a real HTTP server holding generated professional accounts (plus two built from the
+// real responses in ../shared/fixtures/social), answering the endpoints the social-sync
+// pipeline uses with field expansion, cursor paging and the error envelope, and misbehaving the
+// way the platform does:
+//
+//   - throttling answers with HTTP 400 and the codes 4, 17, 32, 613, 80001, 80002, after which
+//     the token (or, for code 4, the app) stays throttled for a while; usage headers
+//     (X-App-Usage, X-Business-Use-Case-Usage) on every answer, near 100% on demand;
+//   - cursors refused once used after InvalidateCursors, after their post was deleted, or once
+//     by choice (RejectCursorOnce); an empty page that still has next (EmptyPageWithNext); a
+//     post deleted between two pages (DeleteBetweenPages);
+//   - media_url omitted for media with copyrighted audio; like_count omitted through business
+//     discovery when the owner hides likes; CDN URLs whose signed parameters change on every call;
+//   - an expired token (code 190), an age-gated account that business discovery cannot read
+//     (code 110 / 2207013), business_discovery media paged by after cursors without next.
+package graphfake
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// storyLife is how long a story is listed.
+const storyLife = 24 * time.Hour
+
+// AccountSpec describes one generated account.
+type AccountSpec struct {
+	Username  string
+	Connected bool // the app holds its token: media, comments, stories; else business discovery only
+	Posts     int  // feed posts and reels
+	Comments  int  // comments and replies over all its posts
+	Stories   int  // live stories (connected only)
+	// Faults.
+	TokenExpired       bool // its token answers code 190
+	AgeGated           bool // business discovery answers 110/2207013
+	DeleteBetweenPages bool // the last post of the first media page is deleted once that page is served
+	EmptyPageWithNext  bool // every second media page is first served empty, with next
+	RejectCursorOnce   bool // the first media request with a cursor is refused (code 100)
+}
+
+// Options configure the fake.
+type Options struct {
+	// Seed makes the generated data reproducible.
+	Seed uint64
+	// Accounts are the generated accounts; none means DemoAccounts.
+	Accounts []AccountSpec
+	// NoFixtureAccounts leaves out the two accounts built from the fixtures.
+	NoFixtureAccounts bool
+	// Latency is added to every answer (a real answer takes 100-500 ms).
+	Latency time.Duration
+	// ThrottleEvery, when positive, answers every Nth request with a throttling error, rotating
+	// through the codes; the token (the app for code 4) then stays throttled for ThrottleFor.
+	ThrottleEvery int
+	// ThrottleFor is how long a throttled token or app keeps being refused (default 1 minute).
+	ThrottleFor time.Duration
+	// RegainMinutes is the estimated_time_to_regain_access the usage header gives while throttled.
+	RegainMinutes int
+	// UsageFloor is added to every usage percentage (90 puts every header near the limit).
+	UsageFloor int
+	// CallsPerHour is the app's (and each token's) hourly budget behind the usage percentages
+	// (default 4800).
+	CallsPerHour int
+	// Now is the fake's clock (default time.Now); the data is generated before its first value.
+	Now func() time.Time
+}
+
+// DemoAccounts are the accounts of the demo: connected brands with comments and stories, brands
+// read through business discovery, and one of each fault.
+func DemoAccounts() []AccountSpec {
+	return []AccountSpec{
+		{Username: "north_coffee", Connected: true, Posts: 150, Comments: 900, Stories: 3, EmptyPageWithNext: true},
+		{Username: "studio.lumen", Connected: true, Posts: 120, Comments: 400, Stories: 2, DeleteBetweenPages: true},
+		{Username: "expired_brand", Connected: true, Posts: 5, Comments: 10, TokenExpired: true},
+		{Username: "harbour_bikes", Posts: 260, RejectCursorOnce: true},
+		{Username: "maple.bakery", Posts: 30},
+		{Username: "agegated_spirits", Posts: 10, AgeGated: true},
+	}
+}
+
+// Stats counts what the fake answered.
+type Stats struct {
+	Requests   int
+	ByEndpoint map[string]int
+	Throttled  int // throttling answers sent
+	// WhileThrottled counts requests that arrived while their token or app was throttled: a
+	// client that parks as told sends none.
+	WhileThrottled int
+}
+
+// Server is the fake. It is safe for concurrent use.
+type Server struct {
+	mu         sync.Mutex
+	opts       Options
+	accounts   map[string]*account // by id
+	byUsername map[string]*account // lower-case
+	byToken    map[string]*account
+	media      map[string]*media
+	comments   map[string]*comment
+	order      []*account
+	epoch      int
+	rng        *rand.Rand
+	stats      Stats
+	throttled  map[string]time.Time // "app" or "token:<id>" -> until
+	calls      map[string][]time.Time
+}
+
+// New builds the fake and its data.
+func New(o Options) *Server {
+	if o.Accounts == nil {
+		o.Accounts = DemoAccounts()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.ThrottleFor <= 0 {
+		o.ThrottleFor = time.Minute
+	}
+	if o.CallsPerHour <= 0 {
+		o.CallsPerHour = 4800
+	}
+	s := &Server{opts: o, accounts: map[string]*account{}, byUsername: map[string]*account{}, byToken: map[string]*account{},
+		media: map[string]*media{}, comments: map[string]*comment{}, rng: rand.New(rand.NewPCG(o.Seed, 7)),
+		throttled: map[string]time.Time{}, calls: map[string][]time.Time{}, stats: Stats{ByEndpoint: map[string]int{}}}
+	gen := rand.New(rand.NewPCG(o.Seed, 1))
+	g := &ids{next: 1_000_000 + o.Seed%1000*1_000_000}
+	now := o.Now()
+	if !o.NoFixtureAccounts {
+		for _, a := range fixtureAccounts(now) {
+			s.add(a)
+		}
+	}
+	for _, spec := range o.Accounts {
+		a := &account{id: g.user(), username: spec.Username, connected: spec.Connected, spec: spec,
+			name: strings.ToUpper(spec.Username[:1]) + strings.ReplaceAll(spec.Username[1:], "_", " "),
+			bio:  "Made by hand. " + caption(gen), website: "https://" + strings.ReplaceAll(spec.Username, "_", "") + ".example",
+			followers: 1000 + gen.IntN(90000), follows: 50 + gen.IntN(900)}
+		if spec.Connected {
+			a.token = "EAAG" + strings.ReplaceAll(spec.Username, ".", "") + "Token"
+		}
+		generate(gen, g, a, now)
+		s.add(a)
+	}
+	return s
+}
+
+func (s *Server) add(a *account) {
+	s.accounts[a.id] = a
+	s.byUsername[strings.ToLower(a.username)] = a
+	if a.token != "" {
+		s.byToken[a.token] = a
+	}
+	s.order = append(s.order, a)
+	index := func(m *media) {
+		s.media[m.id] = m
+		for _, c := range m.comments {
+			s.comments[c.id] = c
+			for _, r := range c.replies {
+				s.comments[r.id] = r
+			}
+		}
+	}
+	for _, m := range append(a.media, a.stories...) {
+		m.owner = a
+		index(m)
+		for _, c := range m.children {
+			c.owner = a
+			index(c)
+		}
+	}
+}
+
+func (s *Server) now() time.Time { return s.opts.Now() }
+
+// Token is the access token of a connected account ("" for others).
+func (s *Server) Token(username string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a := s.byUsername[strings.ToLower(username)]; a != nil {
+		return a.token
+	}
+	return ""
+}
+
+// UserID is an account's IG user id.
+func (s *Server) UserID(username string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a := s.byUsername[strings.ToLower(username)]; a != nil {
+		return a.id
+	}
+	return ""
+}
+
+// Account describes what the fake holds for one account, for tests to compare with.
+type Account struct {
+	Username, ID, Token string
+	Connected           bool
+	Posts               []string // live feed media ids, newest first
+	Comments            int      // comments and replies on those posts
+	Stories             int      // live stories
+	Spec                AccountSpec
+}
+
+// Accounts lists every account, fixture accounts first.
+func (s *Server) Accounts() []Account {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Account
+	for _, a := range s.order {
+		x := Account{Username: a.username, ID: a.id, Token: a.token, Connected: a.connected, Spec: a.spec}
+		for _, m := range live(a.media) {
+			x.Posts = append(x.Posts, m.id)
+			x.Comments += m.commentsCount()
+		}
+		for _, m := range a.stories {
+			if s.now().Sub(m.ts) <= storyLife {
+				x.Stories++
+			}
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// InvalidateCursors makes every cursor handed out so far invalid (the platform's "cursors can
+// quickly become invalid").
+func (s *Server) InvalidateCursors() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.epoch++
+}
+
+// AddPost publishes a new post with n comments on an account, newest of all.
+func (s *Server) AddPost(username string, comments int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.byUsername[strings.ToLower(username)]
+	g := &ids{next: uint64(900_000_000 + len(s.media))}
+	m := &media{id: g.media(), owner: a, ts: s.now().Truncate(time.Second), mediaType: "IMAGE", productType: "FEED",
+		shortcode: shortcode(s.rng), caption: "Fresh today #new", commentsEnabled: true}
+	spreadComments(s.rng, g, []*media{m}, comments)
+	a.media = append([]*media{m}, a.media...)
+	s.media[m.id] = m
+	for _, c := range m.comments {
+		s.comments[c.id] = c
+		for _, r := range c.replies {
+			s.comments[r.id] = r
+		}
+	}
+	return m.id
+}
+
+// Stats returns the counters so far.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.stats
+	out.ByEndpoint = map[string]int{}
+	for k, v := range s.stats.ByEndpoint {
+		out.ByEndpoint[k] = v
+	}
+	return out
+}
+
+var versionPrefix = regexp.MustCompile(`^v\d+\.\d+$`)
+
+// ServeHTTP answers GET requests: /[vX.Y/]{node}[/{edge}]?fields=...&access_token=...
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if d := s.opts.Latency; d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	status, body, h := s.answer(r)
+	for k, v := range h {
+		w.Header()[k] = v
+	}
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+func (s *Server) answer(r *http.Request) (int, []byte, http.Header) {
+	s.stats.Requests++
+	h := http.Header{}
+	if r.Method != http.MethodGet {
+		e := errBadRequest(100, 0, "(#100) Unsupported method: the fake answers GET only")
+		return e.status, e.body, h
+	}
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	if len(parts) > 0 && versionPrefix.MatchString(parts[0]) {
+		parts = parts[1:]
+	}
+	q := r.URL.Query()
+	token := q.Get("access_token")
+	if token == "" {
+		token = strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	}
+	viewer := s.byToken[token]
+	endpoint := endpointName(parts, q)
+	s.stats.ByEndpoint[endpoint]++
+	if viewer == nil {
+		e := errTokenInvalid
+		if token == "" {
+			e = errBadRequest(104, 0, "An access token is required to request this resource.")
+		}
+		return e.status, e.body, h
+	}
+	if viewer.spec.TokenExpired {
+		return errTokenExpired.status, errTokenExpired.body, h
+	}
+	now := s.now()
+	tokenKey := "token:" + viewer.id
+	s.usage(h, viewer, tokenKey, now)
+	for _, key := range []string{"app", tokenKey} {
+		if until, ok := s.throttled[key]; ok && now.Before(until) {
+			s.stats.WhileThrottled++
+			return s.throttle(h, viewer, key, now, false)
+		}
+	}
+	if n := s.opts.ThrottleEvery; n > 0 && s.stats.Requests%n == 0 {
+		return s.throttle(h, viewer, tokenKey, now, true)
+	}
+	out, apiErr := s.route(parts, q, viewer, token)
+	if apiErr != nil {
+		return apiErr.status, apiErr.body, h
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		e := errWith(http.StatusInternalServerError, 2, 0, "An unexpected error has occurred. Please retry your request later.", true)
+		return e.status, e.body, h
+	}
+	return http.StatusOK, b, h
+}
+
+// throttle answers with the next throttling code; fresh throttling starts the token's (or, for
+// code 4, the app's) throttled time.
+func (s *Server) throttle(h http.Header, viewer *account, key string, now time.Time, fresh bool) (int, []byte, http.Header) {
+	t := throttleBodies[s.stats.Throttled%len(throttleBodies)]
+	s.stats.Throttled++
+	if fresh {
+		if t.code == 4 {
+			key = "app"
+		}
+		s.throttled[key] = now.Add(s.opts.ThrottleFor)
+	}
+	s.usage(h, viewer, "token:"+viewer.id, now)
+	return http.StatusBadRequest, t.body(), h
+}
+
+// usage sets the usage headers: calls in the last hour against the hourly budget, plus the
+// configured floor, capped at 100.
+func (s *Server) usage(h http.Header, viewer *account, tokenKey string, now time.Time) {
+	pct := func(key string) int {
+		cut := now.Add(-time.Hour)
+		list := s.calls[key]
+		i := sort.Search(len(list), func(i int) bool { return list[i].After(cut) })
+		list = append(list[i:], now)
+		s.calls[key] = list
+		return min(100, s.opts.UsageFloor+len(list)*100/s.opts.CallsPerHour)
+	}
+	app, tok := pct("app"), pct(tokenKey)
+	regain := 0
+	for _, key := range []string{"app", tokenKey} {
+		if until, ok := s.throttled[key]; ok && now.Before(until) {
+			regain = max(regain, s.opts.RegainMinutes)
+		}
+	}
+	a, _ := json.Marshal(obj{{"call_count", app}, {"total_cputime", app / 2}, {"total_time", app / 2}})
+	b, _ := json.Marshal(map[string][]obj{viewer.id: {{{"type", "instagram"}, {"call_count", tok}, {"total_cputime", tok / 3},
+		{"total_time", tok / 3}, {"estimated_time_to_regain_access", regain}}}})
+	h.Set("X-App-Usage", string(a))
+	h.Set("X-Business-Use-Case-Usage", string(b))
+}
+
+func endpointName(parts []string, q url.Values) string {
+	switch {
+	case len(parts) == 1 && strings.Contains(q.Get("fields"), "business_discovery"):
+		if strings.Contains(q.Get("fields"), "media") {
+			return "discovery_media"
+		}
+		return "discovery_profile"
+	case len(parts) == 1:
+		return "node"
+	case len(parts) == 2:
+		return parts[1]
+	}
+	return "other"
+}

@@ -1,0 +1,277 @@
+package social_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ingest-dev/ingest/internal/dbtest"
+	"github.com/ingest-dev/ingest/internal/fakes/enrichfake"
+	"github.com/ingest-dev/ingest/internal/fakes/graphfake"
+)
+
+// The crash test runs every social command in a child process (testdata/crashchild) and kills
+// it with SIGKILL at random moments of each, rerunning it each time as cron would after a node
+// died; then it compares the raw and normalized stores with those of an uninterrupted run. The
+// fake Graph API is shared (it only reads); each world has its own enrichment provider.
+
+func buildChild(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "crashchild")
+	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/crashchild").CombinedOutput(); err != nil {
+		t.Fatalf("build the child: %v\n%s", err, out)
+	}
+	return bin
+}
+
+type world struct {
+	dbURL, enrich string
+}
+
+func newWorld(t *testing.T) *world {
+	w := &world{dbURL: dbtest.URL(t)}
+	srv := httptest.NewServer(enrichfake.New(enrichfake.Options{Token: "crash-token", Cap: 50, RunFor: 30 * time.Millisecond}))
+	t.Cleanup(srv.Close)
+	w.enrich = srv.URL + "/v1"
+	return w
+}
+
+type child struct {
+	cmd    *exec.Cmd
+	phase  chan string
+	stderr bytes.Buffer
+}
+
+func startChild(t *testing.T, bin string, w *world, graphURL, accounts string) *child {
+	t.Helper()
+	c := &child{cmd: exec.Command(bin), phase: make(chan string, 16)}
+	c.cmd.Env = append(os.Environ(), "SOCIAL_CRASH_DB="+w.dbURL, "SOCIAL_CRASH_GRAPH="+graphURL,
+		"SOCIAL_CRASH_ENRICH="+w.enrich, "SOCIAL_CRASH_ACCOUNTS="+accounts)
+	c.cmd.Stderr = &c.stderr
+	out, err := c.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(c.phase)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if p, ok := strings.CutPrefix(sc.Text(), "phase "); ok {
+				c.phase <- p
+			}
+		}
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	return c
+}
+
+// run lets the child run until phase starts, then for a random part of within, then kills it.
+// An empty phase lets it finish.
+func (c *child) run(t *testing.T, phase string, within time.Duration, rng *rand.Rand) (last string, killed bool) {
+	t.Helper()
+	var kill <-chan time.Time
+	for {
+		select {
+		case p, ok := <-c.phase:
+			if ok {
+				last = p
+				if p == phase && kill == nil {
+					kill = time.After(time.Duration(rng.Int64N(int64(within))))
+				}
+				continue
+			}
+			if err := c.cmd.Wait(); err != nil {
+				t.Fatalf("child failed on its own after %q: %v\n%s", last, err, c.stderr.String())
+			}
+			return last, false
+		case <-kill:
+			if err := c.cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			_ = c.cmd.Wait()
+			for p := range c.phase {
+				last = p
+			}
+			return last, true
+		}
+	}
+}
+
+func (c *child) timedPhases(t *testing.T) map[string]time.Duration {
+	t.Helper()
+	took := map[string]time.Duration{}
+	last, at := "", time.Now()
+	for p := range c.phase {
+		if last != "" {
+			took[last] = time.Since(at)
+		}
+		last, at = p, time.Now()
+	}
+	if err := c.cmd.Wait(); err != nil || last != "done" {
+		t.Fatalf("reference run ended after %q: %v\n%s", last, err, c.stderr.String())
+	}
+	return took
+}
+
+func TestKilledRunsConverge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills child processes for a while")
+	}
+	dbtest.URL(t)
+	t.Parallel()
+	fake := graphfake.New(graphfake.Options{Seed: 51, Latency: 2 * time.Millisecond, Accounts: []graphfake.AccountSpec{
+		{Username: "c_one", Connected: true, Posts: 160, Comments: 600, Stories: 2},
+		{Username: "c_two", Connected: true, Posts: 80, Comments: 300, Stories: 1},
+		{Username: "d_one", Posts: 210},
+		{Username: "d_two", Posts: 60},
+	}})
+	gsrv := httptest.NewServer(fake)
+	defer gsrv.Close()
+	accounts := filepath.Join(t.TempDir(), "accounts.csv")
+	var csv strings.Builder
+	csv.WriteString("username,ig_user_id,token\n")
+	for _, a := range fake.Accounts() {
+		if a.Connected {
+			fmt.Fprintf(&csv, "%s,%s,%s\n", a.Username, a.ID, a.Token)
+		}
+	}
+	for _, a := range fake.Accounts() {
+		if !a.Connected {
+			fmt.Fprintf(&csv, "%s,,\n", a.Username)
+		}
+	}
+	if err := os.WriteFile(accounts, []byte(csv.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin := buildChild(t)
+	graphURL := gsrv.URL + "/v23.0"
+
+	ref := newWorld(t)
+	took := startChild(t, bin, ref, graphURL, accounts).timedPhases(t)
+
+	crashed := newWorld(t)
+	rng := rand.New(rand.NewPCG(51, 2))
+	var aims []string
+	for _, a := range []struct {
+		phase string
+		kills int
+	}{{"profiles", 3}, {"posts", 6}, {"comments", 6}, {"normalize", 4}, {"enrich", 7}} {
+		aims = append(aims, slices.Repeat([]string{a.phase}, a.kills)...)
+	}
+	killedIn := map[string]int{}
+	runs, kills := 0, 0
+	for kills < len(aims) {
+		aim := aims[kills]
+		// A kill early in the phase cuts its work several times before it is done.
+		last, killed := startChild(t, bin, crashed, graphURL, accounts).run(t, aim, took[aim]/5+time.Millisecond, rng)
+		runs++
+		if !killed && last == "done" {
+			break // the work is done before the last aims: enough if at least 20 kills landed
+		}
+		if killed {
+			kills++
+			killedIn[last]++
+		}
+	}
+	if kills < 20 {
+		t.Fatalf("only %d kills landed before the work was done (%v); want at least 20", kills, killedIn)
+	}
+	if last, _ := startChild(t, bin, crashed, graphURL, accounts).run(t, "", 0, rng); last != "done" {
+		t.Fatalf("final run ended after %q", last)
+	}
+	t.Logf("uninterrupted phases took %v; %d kills in %d runs, by phase: %v", took, kills, runs, killedIn)
+	if len(killedIn) < 4 {
+		t.Errorf("kills landed in %d phases; want most of them", len(killedIn))
+	}
+
+	// CDN URLs change on every call; everything else must be identical. Records are compared by
+	// the platform's ids, not by our serial ids (a killed transaction uses up sequence values).
+	const stripCDN = `regexp_replace(%s, '(cdninstagram\.com|fbcdn\.net)([^"?]*)\?[^"]*', '\1\2', 'g')`
+	queries := []string{
+		`SELECT r.endpoint, r.request, coalesce(r.cursor, ''), coalesce(r.next_cursor, ''), r.has_next, r.items, coalesce(p.ig_media_id, ''),
+coalesce(a.ig_user_id, a.username, ''), ` + fmt.Sprintf(stripCDN, "r.body::text") + ` FROM social_raw_pages r
+LEFT JOIN social_posts p ON p.id = r.post_id LEFT JOIN social_accounts a ON a.id = r.account_id WHERE r.endpoint NOT LIKE 'enrich:%' ORDER BY 1, 2, 3, 7, 8`,
+		`SELECT endpoint, count(*), sum(items) FROM social_raw_pages WHERE endpoint LIKE 'enrich:%' GROUP BY 1 ORDER BY 1`,
+		`SELECT coalesce(ig_user_id, ''), coalesce(username, ''), access, status, coalesce(last_error, ''), coalesce(name, ''), coalesce(biography, ''),
+followers_count, follows_count, media_count, posts_hwm_at::text FROM social_accounts ORDER BY 1, 2`,
+		`SELECT a.ig_user_id, c.followers_count, c.follows_count, c.media_count FROM social_account_counts c JOIN social_accounts a ON a.id = c.account_id ORDER BY 1`,
+		`SELECT ig_media_id, surface, status, coalesce(taken_raw, ''), comments_count, item_hash, coalesce(comments_hwm_at::text, '') FROM social_posts ORDER BY 1`,
+		`SELECT p.ig_media_id, c.kind, c.media_type, c.media_product_type, c.caption, c.permalink, c.shortcode, c.posted_at::text, c.posted_raw,
+c.like_count, c.comments_count, c.is_comment_enabled, c.media_url_missing FROM social_post_content c JOIN social_posts p ON p.id = c.post_id ORDER BY 1`,
+		`SELECT p.ig_media_id, c.like_count, c.comments_count FROM social_post_counts c JOIN social_posts p ON p.id = c.post_id ORDER BY 1`,
+		`SELECT i.ig_media_id, p.ig_media_id, i.position, i.media_type, split_part(i.media_url, '?', 1), i.permalink, i.taken_raw
+FROM social_media_items i JOIN social_posts p ON p.id = i.post_id ORDER BY 1`,
+		`SELECT c.ig_comment_id, p.ig_media_id, coalesce(c.parent_comment_id, ''), c.username, c.text, c.like_count, c.hidden, c.posted_at::text, c.posted_raw
+FROM social_comments c JOIN social_posts p ON p.id = c.post_id ORDER BY 1`,
+		`SELECT t.source_id, t.kind, t.tag, t.source, p.ig_media_id FROM social_tags t JOIN social_posts p ON p.id = t.post_id ORDER BY 1, 2, 3`,
+		`SELECT p.ig_media_id, e.provider, e.status, coalesce(e.last_error, '') FROM social_enrichments e JOIN social_posts p ON p.id = e.post_id ORDER BY 1, 2`,
+		`SELECT p.ig_media_id, l.provider, l.subject, l.label, l.confidence FROM social_labels l JOIN social_posts p ON p.id = l.post_id ORDER BY 1, 2, 3, 4`,
+		`SELECT kind, platform_id, reason FROM social_rejects ORDER BY 1, 2`,
+	}
+	for _, q := range queries {
+		want, got := dumpRows(t, ref.dbURL, q), dumpRows(t, crashed.dbURL, q)
+		if len(got) != len(want) {
+			t.Errorf("%d rows, want %d: %s", len(got), len(want), q)
+			continue
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("row %d differs:\n got %.300s\nwant %.300s\n%s", i, got[i], want[i], q)
+				break
+			}
+		}
+	}
+	for _, q := range []string{
+		`SELECT endpoint || ' ' || request FROM social_raw_pages WHERE endpoint NOT LIKE 'enrich:%' GROUP BY endpoint, request HAVING count(*) > 1`,
+		`SELECT ig_media_id FROM social_posts GROUP BY 1 HAVING count(*) > 1`,
+	} {
+		if dup := dumpRows(t, crashed.dbURL, q); len(dup) > 0 {
+			t.Errorf("read or stored twice: %v", dup[:min(5, len(dup))])
+		}
+	}
+	counts := dumpRows(t, ref.dbURL, `SELECT (SELECT count(*) FROM social_posts) || ' posts, ' || (SELECT count(*) FROM social_comments) || ' comments, ' ||
+(SELECT count(*) FROM social_raw_pages) || ' raw pages, ' || (SELECT count(*) FROM social_labels) || ' labels'`)
+	t.Logf("each world holds %s", counts[0])
+}
+
+func dumpRows(t *testing.T, dbURL, q string) []string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, q)
+	if err != nil {
+		t.Fatalf("%v: %s", err, q)
+	}
+	var out []string
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fmt.Sprint(vals...))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

@@ -1,0 +1,320 @@
+package social
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ingest-dev/ingest/internal/metrics"
+	"github.com/ingest-dev/ingest/internal/retry"
+	"github.com/ingest-dev/ingest/internal/social/enrichapi"
+	"github.com/ingest-dev/ingest/internal/status"
+)
+
+// Defaults of an Enricher.
+const (
+	// DefaultJobCap is how many unfinished jobs are kept at one provider (AWS Rekognition
+	// Video's default quota is 20 concurrent jobs).
+	DefaultJobCap = 20
+	// DefaultJobPosts is how many posts go into one job.
+	DefaultJobPosts = 20
+	// DefaultPollMin and DefaultPollMax bound the wait between two polls of a job: it doubles
+	// from the first to the second.
+	DefaultPollMin = 5 * time.Second
+	DefaultPollMax = 5 * time.Minute
+)
+
+// Enricher submits posts to the configured providers and polls their jobs.
+type Enricher struct {
+	Pool    *pgxpool.Pool
+	Log     *slog.Logger
+	Metrics *metrics.Metrics
+	Actor   string
+	RunID   int64
+	// Clients are the configured providers by name; the others are left alone.
+	Clients map[string]*enrichapi.Client
+	// Cap, JobPosts, PollMin, PollMax: see the defaults.
+	Cap, JobPosts    int
+	PollMin, PollMax time.Duration
+	Now              func() time.Time
+	// RetryPolicy, when it has delays, replaces the machine's retry schedule (tests).
+	RetryPolicy retry.Policy
+}
+
+// EnrichStats sums up a submit or poll run.
+type EnrichStats struct {
+	Jobs, Items, Polls, Succeeded, Failed, Expired, Labels, Skipped int
+	CapReached                                                      []string
+}
+
+func (e *Enricher) now() time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now()
+}
+
+func (e *Enricher) change(reason string) status.Change {
+	return status.Change{Reason: reason, Actor: e.Actor, RunID: e.RunID, Attempt: true}
+}
+
+func (e *Enricher) providers() []Provider {
+	var out []Provider
+	for _, p := range Providers {
+		if e.Clients[p.Name] != nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// inFlight counts a provider's unfinished jobs.
+func (e *Enricher) inFlight(ctx context.Context, provider string) (int, error) {
+	counts, err := Jobs.Counts(ctx, e.Pool)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, c := range counts {
+		if c.Scope == provider && (c.Status == JobNew || c.Status == JobRunning) {
+			n += int(c.N)
+		}
+	}
+	return n, nil
+}
+
+// Submit sends waiting posts to every configured provider in jobs of JobPosts posts, keeping
+// at most Cap unfinished jobs per provider. A job is recorded with its idempotency token before
+// it is sent, so a job whose sending was interrupted is sent again with the same token and the
+// provider answers with the same job instead of running it twice.
+func (e *Enricher) Submit(ctx context.Context) (EnrichStats, error) {
+	var st EnrichStats
+	for _, p := range e.providers() {
+		if err := e.submitProvider(ctx, p, &st); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
+
+func (e *Enricher) submitProvider(ctx context.Context, p Provider, st *EnrichStats) error {
+	capN := orInt(e.Cap, DefaultJobCap)
+	// Jobs recorded but not accepted yet (an interrupted submit, a cap reached): send them first.
+	pending, err := Jobs.Pick(ctx, e.Pool, status.PickParams{Statuses: []status.Status{JobNew}, Limit: capN, ScopeValue: p.Name})
+	if err != nil {
+		return err
+	}
+	for _, id := range pending {
+		if stop, err := e.send(ctx, p, id, st); err != nil || stop {
+			return err
+		}
+	}
+	n, err := e.inFlight(ctx, p.Name)
+	if err != nil {
+		return err
+	}
+	var after int64
+	for n < capN {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		ids, err := Enrichments.Pick(ctx, e.Pool, status.PickParams{Statuses: []status.Status{EnrichPending, EnrichRetry}, After: after,
+			Limit: orInt(e.JobPosts, DefaultJobPosts), ScopeValue: p.Name, DueBy: e.now()})
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		after = ids[len(ids)-1]
+		jobID, err := e.record(ctx, p, ids, st)
+		if err != nil {
+			return err
+		}
+		if jobID == 0 {
+			continue // nothing to send in this batch
+		}
+		n++
+		if stop, err := e.send(ctx, p, jobID, st); err != nil || stop {
+			return err
+		}
+	}
+	if n >= capN {
+		st.CapReached = append(st.CapReached, p.Name)
+		e.Log.Info("jobs in flight at the cap: the rest waits for the next run", "provider", p.Name, "cap", capN)
+	}
+	return nil
+}
+
+// enrichRow is one post's enrichment by one provider.
+type enrichRow struct {
+	ID, PostID int64
+	Status     status.Status
+}
+
+func loadEnrichments(ctx context.Context, db status.DB, where string, arg any) ([]enrichRow, error) {
+	rows, err := db.Query(ctx, `SELECT id, post_id, status FROM social_enrichments WHERE `+where+` ORDER BY id`, arg)
+	if err != nil {
+		return nil, fmt.Errorf("load enrichments: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (enrichRow, error) {
+		var x enrichRow
+		var s string
+		err := r.Scan(&x.ID, &x.PostID, &s)
+		x.Status = status.Status(s)
+		return x, err
+	})
+}
+
+// record turns waiting enrichments into a job: a post with nothing to send fails with the
+// reason, the others are queued in a new job recorded with a fresh idempotency token, all in one
+// transaction, so that a run killed here leaves the batch whole for the next one (and the jobs
+// are the same batches whatever the kills).
+func (e *Enricher) record(ctx context.Context, p Provider, ids []int64, st *EnrichStats) (int64, error) {
+	rows, err := loadEnrichments(ctx, e.Pool, "id = ANY($1)", ids)
+	if err != nil {
+		return 0, err
+	}
+	var queue, empty []enrichRow
+	var reasons []string
+	for _, r := range rows {
+		if r.Status != EnrichPending && r.Status != EnrichRetry {
+			continue
+		}
+		_, none, err := p.Inputs(ctx, e.Pool, r.PostID)
+		if err != nil {
+			return 0, err
+		}
+		if none != "" {
+			empty, reasons = append(empty, r), append(reasons, none)
+			continue
+		}
+		queue = append(queue, r)
+	}
+	var jobID int64
+	err = pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
+		for i, r := range empty {
+			if _, err := Enrichments.Fail(ctx, tx, r.ID, r.Status, status.Failure{Cause: reasons[i]}, e.change("")); err != nil {
+				return err
+			}
+		}
+		if len(queue) == 0 {
+			return nil
+		}
+		if err := tx.QueryRow(ctx, `INSERT INTO social_enrich_jobs (provider, idempotency_token, items, status) VALUES ($1, $2, $3, $4) RETURNING id`,
+			p.Name, newToken(p.Name), len(queue), string(JobNew)).Scan(&jobID); err != nil {
+			return fmt.Errorf("record a %s job: %w", p.Name, err)
+		}
+		for _, from := range []status.Status{EnrichPending, EnrichRetry} {
+			var ids []int64
+			for _, r := range queue {
+				if r.Status == from {
+					ids = append(ids, r.ID)
+				}
+			}
+			if len(ids) == 0 {
+				continue
+			}
+			if _, err := tx.Exec(ctx, `UPDATE social_enrichments SET job_id = $2, submissions = submissions + 1 WHERE id = ANY($1)`, ids, jobID); err != nil {
+				return fmt.Errorf("queue enrichments: %w", err)
+			}
+			c := e.change(fmt.Sprintf("in job %d", jobID))
+			c.Attempt = false
+			if _, err := Enrichments.MoveMany(ctx, tx, ids, from, EnrichQueued, c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		st.Skipped += len(empty)
+	}
+	return jobID, err
+}
+
+func newToken(provider string) string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return "ingest-" + provider + "-" + hex.EncodeToString(b)
+}
+
+// send submits a recorded job; stop says the provider takes no more now.
+func (e *Enricher) send(ctx context.Context, p Provider, jobID int64, st *EnrichStats) (bool, error) {
+	var token string
+	if err := e.Pool.QueryRow(ctx, `SELECT idempotency_token FROM social_enrich_jobs WHERE id = $1`, jobID).Scan(&token); err != nil {
+		return false, fmt.Errorf("job %d: %w", jobID, err)
+	}
+	rows, err := loadEnrichments(ctx, e.Pool, "job_id = $1", jobID)
+	if err != nil {
+		return false, err
+	}
+	var items []enrichapi.Item
+	for _, r := range rows {
+		if r.Status != EnrichQueued {
+			continue
+		}
+		in, _, err := p.Inputs(ctx, e.Pool, r.PostID)
+		if err != nil {
+			return false, err
+		}
+		items = append(items, in...)
+	}
+	log := e.Log.With("provider", p.Name, "job", jobID)
+	job, err := e.Clients[p.Name].Submit(ctx, enrichapi.Submission{IdempotencyToken: token, Kind: p.Kind, Items: items})
+	switch {
+	case errors.Is(err, enrichapi.ErrCapReached):
+		log.Info("the provider's cap on jobs in flight is reached: the job is sent again by the next run")
+		st.CapReached = append(st.CapReached, p.Name)
+		return true, nil
+	case err != nil && ctx.Err() != nil:
+		return true, ctx.Err()
+	case err != nil && enrichapi.IsRetryable(err):
+		log.Warn("job not sent: sent again by the next run, with the same idempotency token", "error", err)
+		return true, nil
+	case err != nil:
+		log.Warn("job refused", "error", err)
+		return false, pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
+			if _, err := Jobs.Move(ctx, tx, jobID, JobNew, JobFailed, e.change(err.Error())); err != nil {
+				return err
+			}
+			return e.failItems(ctx, tx, rows, err.Error(), false)
+		})
+	}
+	c := e.change("")
+	c.Due = e.now().Add(orDuration(e.PollMin, DefaultPollMin))
+	err = pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `UPDATE social_enrich_jobs SET external_id = $2, submitted_at = coalesce(submitted_at, now()), results_expire_at = $3 WHERE id = $1`,
+			jobID, job.ID, job.ResultsExpireAt); err != nil {
+			return fmt.Errorf("job %d: %w", jobID, err)
+		}
+		_, err := Jobs.Move(ctx, tx, jobID, JobNew, JobRunning, c)
+		return err
+	})
+	if err == nil {
+		st.Jobs++
+		st.Items += len(items)
+		log.Info("job submitted", "external_id", job.ID, "posts", len(rows), "items", len(items))
+	}
+	return false, err
+}
+
+// failItems records a failed attempt at each queued enrichment of a job.
+func (e *Enricher) failItems(ctx context.Context, tx pgx.Tx, rows []enrichRow, cause string, retryable bool) error {
+	for _, r := range rows {
+		if _, err := Enrichments.Fail(ctx, tx, r.ID, EnrichQueued, status.Failure{Cause: cause, Retryable: retryable, Policy: e.RetryPolicy, Now: e.now()}, e.change("")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func orInt(n, def int) int {
+	if n <= 0 {
+		return def
+	}
+	return n
+}

@@ -1,0 +1,222 @@
+package social
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ingest-dev/ingest/internal/retry"
+	"github.com/ingest-dev/ingest/internal/social/graph"
+)
+
+// AppKey is the park key of the whole app (code 4, X-App-Usage).
+const AppKey = "app"
+
+// TokenKey is the park key of one token (codes 17, 32, 613, 80001, 80002,
+// X-Business-Use-Case-Usage: the limit is per app and app user).
+func TokenKey(fingerprint string) string { return "token:" + fingerprint }
+
+// Gate keeps calls under the platform's limits for every pod at once: it slows down as the
+// usage headers approach the limit, and parks a token (or the app) in social_parks until the
+// time the platform gave when it throttles us, when a usage header reaches ParkAt, or when the
+// business-use-case header says access is being regained, so that no run anywhere calls with
+// it before then. Meta: "When the limit has been reached, stop making API
+// calls. Continuing to make calls will continue to increase your call count."
+type Gate struct {
+	Pool *pgxpool.Pool
+	Log  *slog.Logger
+	// SlowFrom is the usage percentage from which calls are spaced out (default 75); the pause
+	// grows linearly to MaxPause at ParkAt.
+	SlowFrom float64
+	// ParkAt is the usage percentage at which the key is parked (default 100: the limit; below
+	// it the gate only slows down).
+	ParkAt float64
+	// MaxPause is the pause between calls just below ParkAt (default 5 s).
+	MaxPause time.Duration
+	// ParkFloor is the shortest park (default 1 minute): the platform's regain estimate is in
+	// whole minutes and often 0.
+	ParkFloor time.Duration
+	// Now and Sleep are the clock (tests replace them).
+	Now   func() time.Time
+	Sleep func(ctx context.Context, d time.Duration) error
+
+	mu     sync.Mutex
+	parks  map[string]park
+	loaded time.Time
+	pause  map[string]time.Duration
+}
+
+type park struct {
+	until  time.Time
+	reason string
+}
+
+// ParkedError says a call was not made because its token or the app is parked.
+type ParkedError struct {
+	Key    string
+	Until  time.Time
+	Reason string
+}
+
+func (e *ParkedError) Error() string {
+	return fmt.Sprintf("%s parked until %s: %s", e.Key, e.Until.UTC().Format(time.RFC3339), e.Reason)
+}
+
+func (g *Gate) now() time.Time {
+	if g.Now != nil {
+		return g.Now()
+	}
+	return time.Now()
+}
+
+func (g *Gate) defaults() (slowFrom, parkAt float64, maxPause, floor time.Duration) {
+	slowFrom, parkAt, maxPause, floor = g.SlowFrom, g.ParkAt, g.MaxPause, g.ParkFloor
+	if slowFrom <= 0 {
+		slowFrom = 75
+	}
+	if parkAt <= 0 {
+		parkAt = 100
+	}
+	if maxPause <= 0 {
+		maxPause = 5 * time.Second
+	}
+	if floor <= 0 {
+		floor = time.Minute
+	}
+	return
+}
+
+// refresh reloads the parks other pods wrote, at most every few seconds.
+func (g *Gate) refresh(ctx context.Context) error {
+	g.mu.Lock()
+	fresh := g.parks != nil && g.now().Sub(g.loaded) < 3*time.Second
+	g.mu.Unlock()
+	if fresh {
+		return nil
+	}
+	rows, err := g.Pool.Query(ctx, `SELECT key, until, reason FROM social_parks WHERE until > now()`)
+	if err != nil {
+		return fmt.Errorf("read parks: %w", err)
+	}
+	parks := map[string]park{}
+	var key, reason string
+	var until time.Time
+	for rows.Next() {
+		if err := rows.Scan(&key, &until, &reason); err != nil {
+			rows.Close()
+			return fmt.Errorf("read parks: %w", err)
+		}
+		parks[key] = park{until, reason}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read parks: %w", err)
+	}
+	g.mu.Lock()
+	g.parks, g.loaded = parks, g.now()
+	g.mu.Unlock()
+	return nil
+}
+
+// Check returns a *ParkedError when any of keys is parked.
+func (g *Gate) Check(ctx context.Context, keys ...string) error {
+	if err := g.refresh(ctx); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := g.now()
+	for _, k := range keys {
+		if p, ok := g.parks[k]; ok && now.Before(p.until) {
+			return &ParkedError{Key: k, Until: p.until, Reason: p.reason}
+		}
+	}
+	return nil
+}
+
+// Pace waits the slowdown pause of keys (the longest), before a call.
+func (g *Gate) Pace(ctx context.Context, keys ...string) error {
+	g.mu.Lock()
+	var d time.Duration
+	for _, k := range keys {
+		d = max(d, g.pause[k])
+	}
+	g.mu.Unlock()
+	if d <= 0 {
+		return nil
+	}
+	if g.Sleep != nil {
+		return g.Sleep(ctx, d)
+	}
+	return retry.Sleep(ctx, d)
+}
+
+// Observe reads a response's usage headers: it sets the pause of the app and of the token, and
+// parks either once its usage reaches ParkAt. It returns the *ParkedError of a park it made.
+func (g *Gate) Observe(ctx context.Context, u graph.Usage, tokenKey string) error {
+	slowFrom, parkAt, maxPause, floor := g.defaults()
+	pauseFor := func(pct float64) time.Duration {
+		if pct < slowFrom {
+			return 0
+		}
+		return time.Duration(float64(maxPause) * min(1, (pct-slowFrom)/(parkAt-slowFrom)))
+	}
+	app, biz := u.AppPercent(), u.BusinessPercent()
+	g.mu.Lock()
+	if g.pause == nil {
+		g.pause = map[string]time.Duration{}
+	}
+	if u.App != nil {
+		g.pause[AppKey] = pauseFor(app)
+	}
+	if u.Business != nil {
+		g.pause[tokenKey] = pauseFor(biz)
+	}
+	g.mu.Unlock()
+	wait := max(u.RegainAfter(), floor)
+	switch {
+	case app >= parkAt:
+		return g.Park(ctx, AppKey, g.now().Add(wait), fmt.Sprintf("X-App-Usage at %.0f%%", app))
+	case biz >= parkAt:
+		return g.Park(ctx, tokenKey, g.now().Add(wait), fmt.Sprintf("X-Business-Use-Case-Usage at %.0f%%", biz))
+	case u.RegainAfter() > 0:
+		return g.Park(ctx, tokenKey, g.now().Add(wait), fmt.Sprintf("X-Business-Use-Case-Usage: access regained in %s", u.RegainAfter()))
+	}
+	return nil
+}
+
+// Throttled parks what a throttling answer concerns (the app for code 4, else the token) until
+// the time the platform gave, and returns the *ParkedError.
+func (g *Gate) Throttled(ctx context.Context, ae *graph.APIError, tokenKey string) error {
+	_, _, _, floor := g.defaults()
+	key := tokenKey
+	if ae.AppWide() {
+		key = AppKey
+	}
+	return g.Park(ctx, key, g.now().Add(max(ae.RegainAfter, floor)), fmt.Sprintf("throttled: code %d (HTTP %d)", ae.Code, ae.HTTPStatus))
+}
+
+// Park records that key may not be used before until (a later park wins), for every pod.
+func (g *Gate) Park(ctx context.Context, key string, until time.Time, reason string) error {
+	_, err := g.Pool.Exec(ctx, `INSERT INTO social_parks (key, until, reason) VALUES ($1, $2, $3)
+ON CONFLICT (key) DO UPDATE SET until = greatest(social_parks.until, EXCLUDED.until), reason = EXCLUDED.reason, parked_at = now()`,
+		key, until, reason)
+	if err != nil {
+		return fmt.Errorf("park %s: %w", key, err)
+	}
+	g.mu.Lock()
+	if g.parks == nil {
+		g.parks = map[string]park{}
+	}
+	if p := g.parks[key]; until.After(p.until) {
+		g.parks[key] = park{until, reason}
+	}
+	g.mu.Unlock()
+	if g.Log != nil {
+		g.Log.Warn("parked: no call with it until the platform's time", "key", key, "until", until.UTC().Format(time.RFC3339), "reason", reason)
+	}
+	return &ParkedError{Key: key, Until: until, Reason: reason}
+}

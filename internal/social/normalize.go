@@ -1,0 +1,450 @@
+package social
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ingest-dev/ingest/internal/social/graph"
+	"github.com/ingest-dev/ingest/internal/status"
+)
+
+// Normalize validates the fetched posts of the shard and writes their typed rows: the post
+// (kind, caption, permalink, time in UTC and as received, counts), its media items (the post
+// itself, or each carousel child), its comments and replies (threaded), the hashtags and
+// mentions of its caption and comments, and its counts over time; then queues it for each
+// enrichment provider. Everything comes from the raw store, so normalize never calls the
+// platform and can be rerun at will. A post that fails validation moves to invalid with the
+// reason; a comment that does is listed in social_rejects; neither stops the others.
+func (s *Syncer) Normalize(ctx context.Context) (Stats, error) {
+	var st Stats
+	var after int64
+	for {
+		ids, err := Posts.Pick(ctx, s.Pool, status.PickParams{Statuses: []status.Status{Fetched}, After: after, Limit: PostBatch, Shard: s.shard("account_id")})
+		if err != nil || len(ids) == 0 {
+			return st, err
+		}
+		posts, err := loadForNormalize(ctx, s.Pool, ids)
+		if err != nil {
+			return st, err
+		}
+		pages := map[int64]*storedPage{}
+		for _, p := range posts {
+			if err := ctx.Err(); err != nil {
+				return st, err
+			}
+			if err := s.normalizeOne(ctx, p, pages, &st); err != nil {
+				return st, err
+			}
+		}
+		after = ids[len(ids)-1]
+		s.Log.Info("batch done", "posts", st.Records, "outcomes", st.Outcomes, "comments", st.Items)
+		if len(ids) < PostBatch {
+			return st, nil
+		}
+	}
+}
+
+type normPost struct {
+	ID, AccountID  int64
+	MediaID        string
+	Surface        string
+	ListedRawID    int64
+	ListedRawAt    time.Time
+	NormalizedUpto int64
+	Status         status.Status
+}
+
+func loadForNormalize(ctx context.Context, db status.DB, ids []int64) ([]normPost, error) {
+	rows, err := db.Query(ctx, `SELECT id, account_id, ig_media_id, surface, listed_raw_id, listed_raw_at, normalized_upto, status
+FROM social_posts WHERE id = ANY($1) ORDER BY id`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("load posts: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (normPost, error) {
+		var p normPost
+		var st string
+		err := r.Scan(&p.ID, &p.AccountID, &p.MediaID, &p.Surface, &p.ListedRawID, &p.ListedRawAt, &p.NormalizedUpto, &st)
+		p.Status = status.Status(st)
+		return p, err
+	})
+}
+
+// storedPage is a raw page read back.
+type storedPage struct {
+	ID       int64
+	Endpoint string
+	Request  string
+	Body     []byte
+	// items indexes a listing page's items by id, once (a page of 100 serves 100 posts).
+	items map[string]json.RawMessage
+}
+
+func rawByID(ctx context.Context, db status.DB, id int64, at time.Time, cache map[int64]*storedPage) (*storedPage, error) {
+	if p, ok := cache[id]; ok {
+		return p, nil
+	}
+	p := &storedPage{ID: id}
+	err := db.QueryRow(ctx, `SELECT endpoint, request, body FROM social_raw_pages WHERE id = $1 AND fetched_at = $2`, id, at).Scan(&p.Endpoint, &p.Request, &p.Body)
+	if err != nil {
+		return p, fmt.Errorf("read raw page %d: %w", id, err)
+	}
+	cache[id] = p
+	return p, nil
+}
+
+// mediaItem is a listed post, reel, story or carousel child as the platform sends it.
+type mediaItem struct {
+	ID               string  `json:"id"`
+	Caption          *string `json:"caption"`
+	CommentsCount    *int64  `json:"comments_count"`
+	LikeCount        *int64  `json:"like_count"`
+	MediaType        string  `json:"media_type"`
+	MediaProductType *string `json:"media_product_type"`
+	MediaURL         *string `json:"media_url"`
+	ThumbnailURL     *string `json:"thumbnail_url"`
+	Permalink        *string `json:"permalink"`
+	Shortcode        *string `json:"shortcode"`
+	Timestamp        string  `json:"timestamp"`
+	IsCommentEnabled *bool   `json:"is_comment_enabled"`
+	Children         *struct {
+		Data []mediaItem `json:"data"`
+	} `json:"children"`
+}
+
+// commentItem is a comment or reply as the platform sends it.
+type commentItem struct {
+	ID        string  `json:"id"`
+	Text      *string `json:"text"`
+	Timestamp string  `json:"timestamp"`
+	Username  *string `json:"username"`
+	From      *struct {
+		ID       string `json:"id"`
+		Username string `json:"username"`
+	} `json:"from"`
+	LikeCount *int64  `json:"like_count"`
+	Hidden    *bool   `json:"hidden"`
+	ParentID  *string `json:"parent_id"`
+	Replies   *struct {
+		Data []json.RawMessage `json:"data"`
+	} `json:"replies"`
+}
+
+// kindOf names what a post is, from its types as received.
+func kindOf(surface string, m mediaItem) string {
+	switch {
+	case surface == "story" || ptr(m.MediaProductType) == "STORY":
+		return "story"
+	case ptr(m.MediaProductType) == "REELS":
+		return "reel"
+	case m.MediaType == "CAROUSEL_ALBUM":
+		return "carousel"
+	case m.MediaType == "VIDEO":
+		return "video"
+	case m.MediaType == "IMAGE":
+		return "image"
+	}
+	return "other"
+}
+
+func ptr[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// findItem finds a post's item in its listing page.
+func findItem(page *storedPage, mediaID string) (json.RawMessage, error) {
+	if page.items == nil {
+		l, ok := listings[page.Endpoint]
+		if !ok {
+			return nil, fmt.Errorf("raw page %d is a %s page, not a listing", page.ID, page.Endpoint)
+		}
+		e, err := graph.EdgeAt(page.Body, l.Path...)
+		if err != nil {
+			return nil, fmt.Errorf("raw page %d: %w", page.ID, err)
+		}
+		page.items = map[string]json.RawMessage{}
+		for _, raw := range e.Data {
+			var id struct {
+				ID string `json:"id"`
+			}
+			if json.Unmarshal(raw, &id) == nil && id.ID != "" {
+				page.items[id.ID] = raw
+			}
+		}
+	}
+	if raw, ok := page.items[mediaID]; ok {
+		return raw, nil
+	}
+	return nil, fmt.Errorf("raw page %d does not hold media %s", page.ID, mediaID)
+}
+
+func validateMedia(m mediaItem) (time.Time, error) {
+	if m.ID == "" {
+		return time.Time{}, errors.New("no id")
+	}
+	if m.MediaType == "" {
+		return time.Time{}, errors.New("no media_type")
+	}
+	return parseTime(m.Timestamp)
+}
+
+func (s *Syncer) normalizeOne(ctx context.Context, p normPost, pages map[int64]*storedPage, st *Stats) error {
+	st.Records++
+	log := s.Log.With("post_id", p.ID, "media_id", p.MediaID)
+	page, err := rawByID(ctx, s.Pool, p.ListedRawID, p.ListedRawAt, pages)
+	if err != nil {
+		return err
+	}
+	var m mediaItem
+	raw, verr := findItem(page, p.MediaID)
+	if verr == nil {
+		if err := json.Unmarshal(raw, &m); err != nil {
+			verr = fmt.Errorf("the item is not the expected JSON: %w", err)
+		}
+	}
+	var postedAt time.Time
+	if verr == nil {
+		postedAt, verr = validateMedia(m)
+	}
+	if verr != nil {
+		reason := fmt.Sprintf("media %s (raw page %d) failed validation: %v", p.MediaID, p.ListedRawID, verr)
+		if _, err := Posts.Move(ctx, s.Pool, p.ID, p.Status, PostInvalid, s.change(reason)); err != nil {
+			return err
+		}
+		log.Warn("post invalid", "reason", reason)
+		st.outcome(string(PostInvalid))
+		return nil
+	}
+	threads, err := s.readComments(ctx, p)
+	if err != nil {
+		return err
+	}
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		b.Queue(`INSERT INTO social_post_content (post_id, account_id, ig_media_id, kind, media_type, media_product_type, caption, permalink, shortcode,
+posted_at, posted_raw, like_count, comments_count, is_comment_enabled, media_url_missing, source_raw_id, normalized_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, now())
+ON CONFLICT (post_id) DO UPDATE SET kind = EXCLUDED.kind, media_type = EXCLUDED.media_type, media_product_type = EXCLUDED.media_product_type,
+caption = EXCLUDED.caption, permalink = EXCLUDED.permalink, shortcode = EXCLUDED.shortcode, posted_at = EXCLUDED.posted_at,
+posted_raw = EXCLUDED.posted_raw, like_count = EXCLUDED.like_count, comments_count = EXCLUDED.comments_count,
+is_comment_enabled = EXCLUDED.is_comment_enabled, media_url_missing = EXCLUDED.media_url_missing, source_raw_id = EXCLUDED.source_raw_id, normalized_at = now()`,
+			p.ID, p.AccountID, m.ID, kindOf(p.Surface, m), m.MediaType, m.MediaProductType, m.Caption, m.Permalink, m.Shortcode,
+			postedAt, m.Timestamp, m.LikeCount, m.CommentsCount, m.IsCommentEnabled, m.MediaURL == nil, p.ListedRawID)
+		b.Queue(`INSERT INTO social_post_counts (post_id, observed_at, like_count, comments_count) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+			p.ID, p.ListedRawAt, m.LikeCount, m.CommentsCount)
+		items := []mediaItem{m}
+		if m.Children != nil && len(m.Children.Data) > 0 {
+			items = m.Children.Data
+		}
+		for i, it := range items {
+			if it.ID == "" {
+				queueReject(b, "media_item", fmt.Sprintf("raw %d %s #%d", p.ListedRawID, m.ID, i), p.ID, "carousel child without an id", p.ListedRawID)
+				continue
+			}
+			var taken *time.Time
+			if t, err := parseTime(it.Timestamp); err == nil {
+				taken = &t
+			}
+			b.Queue(`INSERT INTO social_media_items (ig_media_id, post_id, position, media_type, media_url, thumbnail_url, permalink, shortcode, taken_at, taken_raw)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULLIF($10, ''))
+ON CONFLICT (ig_media_id) DO UPDATE SET position = EXCLUDED.position, media_type = EXCLUDED.media_type, media_url = EXCLUDED.media_url,
+thumbnail_url = EXCLUDED.thumbnail_url, permalink = EXCLUDED.permalink, shortcode = EXCLUDED.shortcode, taken_at = EXCLUDED.taken_at, taken_raw = EXCLUDED.taken_raw`,
+				it.ID, p.ID, i, it.MediaType, it.MediaURL, it.ThumbnailURL, it.Permalink, it.Shortcode, taken, it.Timestamp)
+		}
+		queueTags(b, p.ID, "caption", m.ID, ptr(m.Caption))
+		for _, c := range threads.comments {
+			b.Queue(`INSERT INTO social_comments (ig_comment_id, post_id, parent_comment_id, username, from_id, text, like_count, hidden, posted_at, posted_raw, source_raw_id, normalized_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, now())
+ON CONFLICT (ig_comment_id) DO UPDATE SET parent_comment_id = EXCLUDED.parent_comment_id, username = EXCLUDED.username, from_id = EXCLUDED.from_id,
+text = EXCLUDED.text, like_count = EXCLUDED.like_count, hidden = EXCLUDED.hidden, posted_at = EXCLUDED.posted_at, posted_raw = EXCLUDED.posted_raw,
+source_raw_id = EXCLUDED.source_raw_id, normalized_at = now()`,
+				c.id, p.ID, c.parent, c.username, c.fromID, c.text, c.likes, c.hidden, c.at, c.raw, c.page)
+			queueTags(b, p.ID, "comment", c.id, ptr(c.text))
+		}
+		for _, r := range threads.rejects {
+			queueReject(b, r.kind, r.platformID, p.ID, r.reason, r.page)
+		}
+		b.Queue(`UPDATE social_posts SET normalized_upto = greatest(normalized_upto, $2) WHERE id = $1`, p.ID, threads.upto)
+		for _, prov := range s.Providers {
+			b.Queue(`INSERT INTO social_enrichments (post_id, provider, status) VALUES ($1, $2, $3) ON CONFLICT (post_id, provider) DO NOTHING`,
+				p.ID, prov, string(EnrichPending))
+		}
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return fmt.Errorf("normalize post %d: %w", p.ID, err)
+		}
+		_, err := Posts.Move(ctx, tx, p.ID, p.Status, Normalized, s.change(""))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	st.Items += len(threads.comments)
+	st.outcome(string(Normalized))
+	if len(threads.rejects) > 0 {
+		log.Warn("comments failed validation and were listed in social_rejects", "rejected", len(threads.rejects))
+		st.Outcomes["comments_rejected"] += len(threads.rejects)
+	}
+	return nil
+}
+
+func queueReject(b *pgx.Batch, kind, platformID string, postID int64, reason string, page int64) {
+	b.Queue(`INSERT INTO social_rejects (kind, platform_id, post_id, reason, raw_page_id) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (kind, platform_id) DO UPDATE SET reason = EXCLUDED.reason, raw_page_id = EXCLUDED.raw_page_id, post_id = EXCLUDED.post_id`,
+		kind, platformID, postID, reason, page)
+}
+
+var (
+	hashtagRe = regexp.MustCompile(`#([\p{L}\p{N}_]+)`)
+	mentionRe = regexp.MustCompile(`(?:^|[^\p{L}\p{N}_.])@([A-Za-z0-9._]{1,30})`)
+)
+
+// Tags returns the hashtags and mentions of a text, lower-cased, each once.
+func Tags(text string) (hashtags, mentions []string) {
+	seen := map[string]bool{}
+	for _, m := range hashtagRe.FindAllStringSubmatch(text, -1) {
+		if t := lowerTrim(m[1]); !seen["#"+t] {
+			seen["#"+t] = true
+			hashtags = append(hashtags, t)
+		}
+	}
+	for _, m := range mentionRe.FindAllStringSubmatch(text, -1) {
+		if t := lowerTrim(strings.TrimRight(m[1], ".")); t != "" && !seen["@"+t] {
+			seen["@"+t] = true
+			mentions = append(mentions, t)
+		}
+	}
+	return hashtags, mentions
+}
+
+func queueTags(b *pgx.Batch, postID int64, source, sourceID, text string) {
+	b.Queue(`DELETE FROM social_tags WHERE source_id = $1`, sourceID)
+	hashtags, mentions := Tags(text)
+	for kind, tags := range map[string][]string{"hashtag": hashtags, "mention": mentions} {
+		for _, t := range tags {
+			b.Queue(`INSERT INTO social_tags (source_id, kind, tag, post_id, source) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`,
+				sourceID, kind, t, postID, source)
+		}
+	}
+}
+
+// normComment is a validated comment or reply.
+type normComment struct {
+	id, username, fromID string
+	parent, text         *string
+	likes                *int64
+	hidden               *bool
+	at                   time.Time
+	raw                  string
+	page                 int64
+}
+
+type reject struct {
+	kind, platformID, reason string
+	page                     int64
+}
+
+type threadsRead struct {
+	comments []normComment
+	rejects  []reject
+	upto     int64
+}
+
+// readComments reads the comment and reply pages of a post stored since its last
+// normalization, oldest first, so that a later page's copy of a comment wins.
+func (s *Syncer) readComments(ctx context.Context, p normPost) (threadsRead, error) {
+	out := threadsRead{upto: p.NormalizedUpto}
+	rows, err := s.Pool.Query(ctx, `SELECT id, endpoint, request, body FROM social_raw_pages
+WHERE post_id = $1 AND id > $2 AND endpoint = ANY($3) ORDER BY id`, p.ID, p.NormalizedUpto, []string{comments.Endpoint, replies.Endpoint})
+	if err != nil {
+		return out, fmt.Errorf("read comment pages of post %d: %w", p.ID, err)
+	}
+	pages, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (storedPage, error) {
+		var p storedPage
+		err := r.Scan(&p.ID, &p.Endpoint, &p.Request, &p.Body)
+		return p, err
+	})
+	if err != nil {
+		return out, fmt.Errorf("read comment pages of post %d: %w", p.ID, err)
+	}
+	index := map[string]int{}
+	add := func(kind string, raw json.RawMessage, parent string, page int64, pos int) *commentItem {
+		var c commentItem
+		err := json.Unmarshal(raw, &c)
+		var at time.Time
+		if err == nil {
+			if c.ID == "" {
+				err = errors.New("no id")
+			} else {
+				at, err = parseTime(c.Timestamp)
+			}
+		}
+		if err != nil {
+			id := c.ID
+			if id == "" {
+				id = fmt.Sprintf("raw %d #%d", page, pos)
+			}
+			out.rejects = append(out.rejects, reject{kind, id, fmt.Sprintf("%s %s failed validation: %v", kind, id, err), page})
+			return nil
+		}
+		if c.ParentID != nil && *c.ParentID != "" {
+			parent = *c.ParentID
+		}
+		n := normComment{id: c.ID, text: c.Text, likes: c.LikeCount, hidden: c.Hidden, at: at, raw: c.Timestamp, page: page, username: ptr(c.Username)}
+		if c.From != nil {
+			n.fromID = c.From.ID
+			if n.username == "" {
+				n.username = c.From.Username
+			}
+		}
+		if parent != "" {
+			n.parent = &parent
+		}
+		if n.text == nil {
+			empty := ""
+			n.text = &empty
+		}
+		if i, ok := index[c.ID]; ok {
+			out.comments[i] = n
+		} else {
+			index[c.ID] = len(out.comments)
+			out.comments = append(out.comments, n)
+		}
+		return &c
+	}
+	for _, pg := range pages {
+		out.upto = max(out.upto, pg.ID)
+		e, err := graph.EdgeAt(pg.Body)
+		if err != nil {
+			out.rejects = append(out.rejects, reject{pg.Endpoint + "_page", fmt.Sprintf("raw %d", pg.ID), "page is not a list: " + err.Error(), pg.ID})
+			continue
+		}
+		parent := ""
+		if pg.Endpoint == replies.Endpoint {
+			parent = repliesParent(pg.Request)
+		}
+		for i, raw := range e.Data {
+			kind := "comment"
+			if parent != "" {
+				kind = "reply"
+			}
+			c := add(kind, raw, parent, pg.ID, i)
+			if c == nil || c.Replies == nil {
+				continue
+			}
+			for j, r := range c.Replies.Data {
+				add("reply", r, c.ID, pg.ID, 1000*(i+1)+j)
+			}
+		}
+	}
+	return out, nil
+}

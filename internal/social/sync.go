@@ -1,0 +1,378 @@
+package social
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ingest-dev/ingest/internal/metrics"
+	"github.com/ingest-dev/ingest/internal/retry"
+	"github.com/ingest-dev/ingest/internal/social/graph"
+	"github.com/ingest-dev/ingest/internal/status"
+)
+
+// Defaults of a Syncer.
+const (
+	// AccountBatch and PostBatch are how many records a sync command picks at a time.
+	AccountBatch = 50
+	PostBatch    = 100
+	// DefaultInterval is how long a synced account waits for its next sync. Stories live 24
+	// hours: a connected account must be synced more often than that to catch them all.
+	DefaultInterval = 6 * time.Hour
+	// DefaultOverlap is how far below the high-water mark a later listing still reads, to
+	// refresh the counts of recent posts (and comments of recent comment threads).
+	DefaultOverlap = 72 * time.Hour
+	// DefaultCursorTTL is how long a stored cursor is trusted to resume a walk; an older one is
+	// dropped and the walk starts again from the newest page (Meta: "cursors can quickly become
+	// invalid").
+	DefaultCursorTTL = time.Hour
+)
+
+// Syncer runs the sync commands of one shard. Fields left zero take the defaults above.
+type Syncer struct {
+	Pool    *pgxpool.Pool
+	Graph   *graph.Client
+	Sealer  *Sealer
+	Gate    *Gate
+	Log     *slog.Logger
+	Metrics *metrics.Metrics
+	// Actor and RunID name the run in the status history and the raw store.
+	Actor string
+	RunID int64
+	// Shard is this run's part of the accounts (Index of Count); zero value: all of them.
+	Shard status.Shard
+	// Interval, Overlap and CursorTTL: see the defaults.
+	Interval, Overlap, CursorTTL time.Duration
+	// Pause is the pause between two batches (default 1 s; negative: none).
+	Pause time.Duration
+	// Providers are the enrichment providers normalize queues posts for.
+	Providers []string
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// RetryPolicy, when it has delays, replaces the machines' retry schedules (tests).
+	RetryPolicy retry.Policy
+}
+
+// Stats sums up one sync command.
+type Stats struct {
+	Records   int            // accounts or posts handled
+	Outcomes  map[string]int // by status reached (or "skipped")
+	Calls     int            // Graph API requests
+	Pages     int            // pages stored in the raw store
+	Items     int            // posts, stories or comments read
+	Restarts  int            // walks restarted from the newest page after a refused or stale cursor
+	Parked    []string       // keys parked during the run
+	Truncated bool           // stopped early: the app is parked
+}
+
+func (st *Stats) outcome(s string) {
+	if st.Outcomes == nil {
+		st.Outcomes = map[string]int{}
+	}
+	st.Outcomes[s]++
+}
+
+func (s *Syncer) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+func (s *Syncer) interval() time.Duration  { return orDuration(s.Interval, DefaultInterval) }
+func (s *Syncer) overlap() time.Duration   { return orDuration(s.Overlap, DefaultOverlap) }
+func (s *Syncer) cursorTTL() time.Duration { return orDuration(s.CursorTTL, DefaultCursorTTL) }
+
+func orDuration(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// shard returns the pick's shard on column ("id" for accounts, "account_id" for their posts).
+func (s *Syncer) shard(column string) *status.Shard {
+	if s.Shard.Count <= 1 {
+		return nil
+	}
+	return &status.Shard{Column: column, Count: s.Shard.Count, Index: s.Shard.Index}
+}
+
+func (s *Syncer) change(reason string) status.Change {
+	return status.Change{Reason: reason, Actor: s.Actor, RunID: s.RunID, Attempt: true}
+}
+
+func (s *Syncer) pause(ctx context.Context) error {
+	d := s.Pause
+	switch {
+	case d < 0:
+		return ctx.Err()
+	case d == 0:
+		d = time.Second
+	}
+	return retry.Sleep(ctx, d)
+}
+
+// accountRow is what the sync commands read of an account.
+type accountRow struct {
+	ID                 int64
+	Access             string
+	Username, IGUserID string
+	ViaID              int64
+	Status             status.Status
+	HWM                *time.Time
+	ListCursor         string
+	ListCursorAt       *time.Time
+	ListNewest         *time.Time
+	CycleStarted       *time.Time
+	// ListedAt and StoriesAt say when the listing and the stories were last completed: a step
+	// completed in the current cycle is not done again by a rerun.
+	ListedAt, StoriesAt *time.Time
+}
+
+// doneThisCycle reports whether a step completed at t belongs to the current cycle.
+func (a *accountRow) doneThisCycle(t *time.Time) bool {
+	return t != nil && a.CycleStarted != nil && !t.Before(*a.CycleStarted)
+}
+
+func loadAccount(ctx context.Context, db status.DB, id int64) (*accountRow, error) {
+	a := &accountRow{ID: id}
+	var username, igID, cursor *string
+	var via *int64
+	var st string
+	err := db.QueryRow(ctx, `SELECT access, username, ig_user_id, via_account_id, status, posts_hwm_at, list_cursor, list_cursor_at,
+list_newest_at, cycle_started_at, listed_at, stories_synced_at FROM social_accounts WHERE id = $1`, id).
+		Scan(&a.Access, &username, &igID, &via, &st, &a.HWM, &cursor, &a.ListCursorAt, &a.ListNewest, &a.CycleStarted, &a.ListedAt, &a.StoriesAt)
+	if err != nil {
+		return nil, fmt.Errorf("load account %d: %w", id, err)
+	}
+	a.Username, a.IGUserID, a.ListCursor = deref(username), deref(igID), deref(cursor)
+	if via != nil {
+		a.ViaID = *via
+	}
+	a.Status = status.Status(st)
+	return a, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// name is how logs and reasons name an account.
+func (a *accountRow) name() string {
+	if a.Username != "" {
+		return "@" + a.Username
+	}
+	return "ig:" + a.IGUserID
+}
+
+// creds is how to call the platform for an account: the token (its own, or its viewer's for
+// business discovery), the node business discovery is asked on, and whose token it is.
+type creds struct {
+	token, fingerprint string
+	node               string // the viewer's IG user id (business discovery)
+	ownerID            int64  // the account whose token this is
+	ownerName          string
+}
+
+func (c creds) tokenKey() string { return TokenKey(c.fingerprint) }
+
+// errNoCreds: the account cannot be synced now for a reason that is not its own (its viewer
+// needs attention); it is left as it is.
+type errNoCreds struct{ why string }
+
+func (e errNoCreds) Error() string { return e.why }
+
+func (s *Syncer) creds(ctx context.Context, a *accountRow) (creds, error) {
+	ownerID := a.ID
+	if a.Access == Discovery {
+		ownerID = a.ViaID
+	}
+	var sealed []byte
+	var fp, igID, st string
+	var username *string
+	err := s.Pool.QueryRow(ctx, `SELECT token_sealed, token_fingerprint, ig_user_id, username, status FROM social_accounts WHERE id = $1`, ownerID).
+		Scan(&sealed, &fp, &igID, &username, &st)
+	if err != nil {
+		return creds{}, fmt.Errorf("load the token of account %d: %w", ownerID, err)
+	}
+	c := creds{fingerprint: fp, node: igID, ownerID: ownerID, ownerName: "@" + deref(username)}
+	if c.ownerName == "@" {
+		c.ownerName = "ig:" + igID
+	}
+	if ownerID != a.ID && status.Status(st) == NeedsAttention {
+		return creds{}, errNoCreds{fmt.Sprintf("its viewer %s needs attention (token)", c.ownerName)}
+	}
+	c.token, err = s.Sealer.Open(sealed, Network, igID)
+	if err != nil {
+		return creds{}, err
+	}
+	return c, nil
+}
+
+// call makes one request for account a with c's token, through the gate: it refuses while the
+// token or the app is parked, paces near the limit, reads the usage headers, parks on
+// throttling and counts the calls in calls.
+func (s *Syncer) call(ctx context.Context, c creds, req graph.Request, calls map[string]int, st *Stats) (*graph.Response, error) {
+	keys := []string{AppKey, c.tokenKey()}
+	if err := s.Gate.Check(ctx, keys...); err != nil {
+		return nil, err
+	}
+	if err := s.Gate.Pace(ctx, keys...); err != nil {
+		return nil, err
+	}
+	resp, err := s.Graph.Get(ctx, req)
+	n := graph.CallsOf(err)
+	if resp != nil {
+		n = resp.Calls
+		if perr := s.Gate.Observe(ctx, resp.Usage, c.tokenKey()); perr != nil {
+			s.noteParked(perr, st)
+		}
+	}
+	calls[req.Endpoint] += n
+	st.Calls += n
+	if s.Metrics != nil {
+		s.Metrics.Processed.WithLabelValues("graph_calls", req.Endpoint).Add(float64(n))
+	}
+	if ae, ok := graph.AsAPI(err); ok && ae.Throttled() {
+		perr := s.Gate.Throttled(ctx, ae, c.tokenKey())
+		s.noteParked(perr, st)
+		return nil, perr
+	}
+	return resp, err
+}
+
+func (s *Syncer) noteParked(err error, st *Stats) {
+	var pe *ParkedError
+	if errors.As(err, &pe) {
+		st.Parked = append(st.Parked, pe.Key)
+	}
+}
+
+// addCalls adds a record's calls to its account's cycle counters.
+func addCalls(ctx context.Context, db status.DB, accountID int64, calls map[string]int) error {
+	if len(calls) == 0 {
+		return nil
+	}
+	_, err := db.Exec(ctx, `UPDATE social_accounts SET cycle_calls = cycle_calls || (
+    SELECT coalesce(jsonb_object_agg(key, coalesce((cycle_calls->>key)::int, 0) + value::int), '{}')
+    FROM jsonb_each_text($2::jsonb))
+WHERE id = $1`, accountID, calls)
+	if err != nil {
+		return fmt.Errorf("count calls of account %d: %w", accountID, err)
+	}
+	for k := range calls {
+		delete(calls, k)
+	}
+	return nil
+}
+
+// outcome of a failed call for one record: what to do with it.
+type failure struct {
+	// to is the status to move to (empty: leave the record where it is).
+	to status.Status
+	// retryable: schedule a retry through the machine's Fail.
+	retryable bool
+	// attention: the token's owner needs a person (expired, revoked, missing permission).
+	attention bool
+	// stop: stop the whole run (the app is parked, or the context ended).
+	stop   bool
+	reason string
+}
+
+// classify turns a call's error into what happens to the record: throttling leaves it in
+// place (its token is parked, the run goes on with other tokens, or stops when the app is
+// parked); an invalid token needs a person; retryable errors are scheduled; anything else is
+// permanent for that record.
+func classify(ctx context.Context, err error) failure {
+	var pe *ParkedError
+	var nc errNoCreds
+	switch {
+	case ctx.Err() != nil:
+		return failure{stop: true, reason: "stopped"}
+	case errors.As(err, &pe):
+		return failure{stop: pe.Key == AppKey, reason: pe.Error()}
+	case errors.As(err, &nc):
+		return failure{reason: nc.why}
+	case errors.Is(err, ErrNoTokenKey), errors.Is(err, ErrWrongTokenKey):
+		return failure{stop: true, reason: err.Error()}
+	}
+	if ae, ok := graph.AsAPI(err); ok {
+		switch {
+		case ae.TokenInvalid():
+			return failure{attention: true, reason: "access token expired or revoked: " + err.Error()}
+		case ae.Permission():
+			return failure{attention: true, reason: "missing permission: " + err.Error()}
+		case ae.Retryable():
+			return failure{retryable: true, reason: err.Error()}
+		}
+		return failure{reason: err.Error()}
+	}
+	if graph.IsRetryable(err) {
+		return failure{retryable: true, reason: err.Error()}
+	}
+	return failure{reason: err.Error()}
+}
+
+// needsAttention moves the token's owner to NeedsAttention, whatever it is doing (the token is
+// dead for every use), recording why.
+func (s *Syncer) needsAttention(ctx context.Context, ownerID int64, reason string) error {
+	cur, err := Accounts.Current(ctx, s.Pool, ownerID)
+	if err != nil {
+		return err
+	}
+	if cur == NeedsAttention || !Accounts.AllowsAuto(cur, NeedsAttention) {
+		return nil
+	}
+	_, err = Accounts.Move(ctx, s.Pool, ownerID, cur, NeedsAttention, s.change(reason))
+	return err
+}
+
+// failAccount records a failed step of account a (in status from) and says whether the run
+// must stop.
+func (s *Syncer) failAccount(ctx context.Context, a *accountRow, c creds, from status.Status, err error, st *Stats) (stop bool, _ error) {
+	f := classify(ctx, err)
+	log := s.Log.With("account_id", a.ID, "account", a.name())
+	switch {
+	case f.stop:
+		log.Warn("run stops", "reason", f.reason)
+		return true, nil
+	case f.attention:
+		log.Warn("account needs attention", "token_of", c.ownerName, "reason", f.reason)
+		st.outcome(string(NeedsAttention))
+		return false, s.needsAttention(ctx, c.ownerID, f.reason)
+	case f.to == "" && !f.retryable && isLeftAlone(err):
+		log.Info("account left for later", "reason", f.reason)
+		st.outcome("skipped")
+		return false, nil
+	}
+	out, ferr := Accounts.Fail(ctx, s.Pool, a.ID, from, status.Failure{Cause: f.reason, Retryable: f.retryable, Policy: s.RetryPolicy, Now: s.now()}, s.change(""))
+	if ferr != nil {
+		return false, ferr
+	}
+	if out.Moved {
+		log.Warn("account sync failed", "status", out.To, "retries", out.Retries, "reason", out.Reason)
+		st.outcome(string(out.To))
+	}
+	return false, nil
+}
+
+// isLeftAlone: errors that are not the record's fault and leave it in place.
+func isLeftAlone(err error) bool {
+	var pe *ParkedError
+	var nc errNoCreds
+	return errors.As(err, &pe) || errors.As(err, &nc)
+}
+
+// inTx runs fn in a transaction.
+func (s *Syncer) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, s.Pool, fn)
+}

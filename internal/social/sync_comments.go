@@ -1,0 +1,230 @@
+package social
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ingest-dev/ingest/internal/social/graph"
+	"github.com/ingest-dev/ingest/internal/status"
+)
+
+// commentsPicked: posts waiting for their comment walk, and due retries.
+var commentsPicked = []status.Status{CommentsPending, CommentsRetry}
+
+// SyncComments walks the comments of every post of the shard that waits for them, once its
+// account's listing is complete (the account is synced: posts first, then comments, seed 003).
+// Each page of 50 comments comes with its replies inline; a thread longer than the platform
+// inlines is read on through /replies before the page is stored, so a page and its threads
+// commit together. A later walk of a changed post stops at comments older than its high-water
+// mark less the overlap.
+func (s *Syncer) SyncComments(ctx context.Context) (Stats, error) {
+	var st Stats
+	if _, err := EnsurePartitions(ctx, s.Pool, PartitionsAhead); err != nil {
+		return st, err
+	}
+	parent := &status.ParentPick{Column: "account_id", Machine: Accounts, Statuses: []status.Status{Synced}}
+	cache := map[int64]credsOrErr{}
+	var after int64
+	for {
+		ids, err := Posts.Pick(ctx, s.Pool, status.PickParams{Statuses: commentsPicked, After: after, Limit: PostBatch,
+			DueBy: s.now(), Shard: s.shard("account_id"), Parent: parent})
+		if err != nil || len(ids) == 0 {
+			return st, err
+		}
+		for _, id := range ids {
+			if err := ctx.Err(); err != nil {
+				return st, err
+			}
+			stop, err := s.commentsOne(ctx, id, cache, &st)
+			if err != nil {
+				return st, err
+			}
+			if stop {
+				st.Truncated = true
+				return st, ctx.Err()
+			}
+		}
+		after = ids[len(ids)-1]
+		s.Log.Info("batch done", "posts", st.Records, "calls", st.Calls, "pages", st.Pages, "comments", st.Items, "outcomes", st.Outcomes)
+		if len(ids) < PostBatch {
+			return st, nil
+		}
+		if err := s.pause(ctx); err != nil {
+			return st, err
+		}
+	}
+}
+
+type credsOrErr struct {
+	a   *accountRow
+	c   creds
+	err error
+}
+
+// postRow is what the comment walk reads of a post.
+type postRow struct {
+	ID, AccountID      int64
+	MediaID            string
+	Status             status.Status
+	Cursor             string
+	CursorAt, HWM, New *time.Time
+}
+
+func (s *Syncer) commentsOne(ctx context.Context, id int64, cache map[int64]credsOrErr, st *Stats) (bool, error) {
+	p := postRow{ID: id}
+	var cursor *string
+	var stName string
+	err := s.Pool.QueryRow(ctx, `SELECT account_id, ig_media_id, status, comments_cursor, comments_cursor_at, comments_hwm_at, comments_newest_at
+FROM social_posts WHERE id = $1`, id).Scan(&p.AccountID, &p.MediaID, &stName, &cursor, &p.CursorAt, &p.HWM, &p.New)
+	if err != nil {
+		return false, fmt.Errorf("load post %d: %w", id, err)
+	}
+	p.Status, p.Cursor = status.Status(stName), deref(cursor)
+	if !slicesContains(commentsPicked, p.Status) {
+		return false, nil
+	}
+	st.Records++
+	ac, ok := cache[p.AccountID]
+	if !ok {
+		ac.a, ac.err = loadAccount(ctx, s.Pool, p.AccountID)
+		if ac.err == nil {
+			ac.c, ac.err = s.creds(ctx, ac.a)
+		}
+		cache[p.AccountID] = ac
+	}
+	if ac.err != nil {
+		return s.failPost(ctx, p, ac.c, ac.err, st)
+	}
+	log := s.Log.With("post_id", p.ID, "media_id", p.MediaID, "account", ac.a.name())
+	calls := map[string]int{}
+	c := ac.c
+	start := ""
+	if p.Cursor != "" {
+		if p.CursorAt != nil && s.now().Sub(*p.CursorAt) < s.cursorTTL() {
+			start = p.Cursor
+		} else {
+			st.Restarts++
+		}
+	}
+	var bound *time.Time
+	if p.HWM != nil {
+		b := p.HWM.Add(-s.overlap())
+		bound = &b
+	}
+	newest := p.New
+	w := &walk{s: s, listing: comments, calls: calls, st: st, log: log, creds: c, accountID: p.AccountID, postID: p.ID}
+	w.before = func(ctx context.Context, items []json.RawMessage) ([]rawPage, error) {
+		return s.longThreads(ctx, c, items, calls, st)
+	}
+	err = w.run(ctx, p.MediaID, start, bound, func(tx pgx.Tx, e *graph.Edge, rawID int64, at time.Time, items []listedItem, next string, last bool) error {
+		for _, it := range items {
+			if it.TakenAt != nil && (newest == nil || it.TakenAt.After(*newest)) {
+				t := *it.TakenAt
+				newest = &t
+			}
+		}
+		var err error
+		if last {
+			// The walk's end and the post's move commit together: a rerun never walks it again.
+			_, err = tx.Exec(ctx, `UPDATE social_posts SET comments_hwm_at = CASE WHEN $2::timestamptz IS NULL THEN comments_hwm_at ELSE greatest(comments_hwm_at, $2) END,
+comments_cursor = NULL, comments_cursor_at = NULL, comments_newest_at = NULL, comments_pages = 0 WHERE id = $1`, p.ID, newest)
+			if err == nil {
+				_, err = Posts.Move(ctx, tx, p.ID, p.Status, Fetched, s.change(""))
+			}
+		} else {
+			_, err = tx.Exec(ctx, `UPDATE social_posts SET comments_cursor = $2, comments_cursor_at = $3, comments_newest_at = $4,
+comments_pages = comments_pages + 1 WHERE id = $1`, p.ID, next, s.now(), newest)
+		}
+		if err != nil {
+			return fmt.Errorf("store the comment walk of post %d: %w", p.ID, err)
+		}
+		return addCalls(ctx, tx, p.AccountID, calls)
+	}, func() error {
+		_, err := s.Pool.Exec(ctx, `UPDATE social_posts SET comments_cursor = NULL, comments_cursor_at = NULL WHERE id = $1`, p.ID)
+		return err
+	})
+	if err != nil {
+		if aerr := addCalls(ctx, s.Pool, p.AccountID, calls); aerr != nil {
+			return false, aerr
+		}
+		if ae, ok := graph.AsAPI(err); ok && ae.Code == 100 {
+			err = fmt.Errorf("the post no longer exists or cannot be read: %w", err)
+		} else if ok && (ae.TokenInvalid() || ae.Permission()) {
+			// The rest of this account's posts wait for a person, without a call each.
+			cache[p.AccountID] = credsOrErr{a: ac.a, c: c, err: errNoCreds{"its token needs attention"}}
+		}
+		return s.failPost(ctx, p, c, err, st)
+	}
+	st.outcome(string(Fetched))
+	return false, nil
+}
+
+// longThreads reads on the reply threads of a comment page that the platform did not inline
+// whole, through /replies; the pages are stored with the comment page.
+func (s *Syncer) longThreads(ctx context.Context, c creds, items []json.RawMessage, calls map[string]int, st *Stats) ([]rawPage, error) {
+	var out []rawPage
+	for _, raw := range items {
+		var cm struct {
+			ID      string          `json:"id"`
+			Replies json.RawMessage `json:"replies"`
+		}
+		if json.Unmarshal(raw, &cm) != nil || cm.ID == "" || cm.Replies == nil {
+			continue
+		}
+		inline, err := graph.EdgeAt(cm.Replies)
+		if err != nil || !replies.Rule.More(inline, "") {
+			continue
+		}
+		cursor := inline.After()
+		for {
+			req := replies.request(c, cm.ID, cursor)
+			resp, err := s.call(ctx, c, req, calls, st)
+			if err != nil {
+				return nil, err
+			}
+			e, err := graph.EdgeAt(resp.Body)
+			if err != nil {
+				return nil, &graph.TransportError{Endpoint: req.Endpoint, Err: err}
+			}
+			out = append(out, rawPage{Endpoint: req.Endpoint, Request: req.String(), Cursor: cursor, NextCursor: e.After(),
+				HasNext: e.HasNext(), Items: len(e.Data), Body: resp.Body})
+			st.Items += len(e.Data)
+			if !replies.Rule.More(e, cursor) {
+				break
+			}
+			cursor = e.After()
+		}
+	}
+	return out, nil
+}
+
+// failPost records a failed comment walk.
+func (s *Syncer) failPost(ctx context.Context, p postRow, c creds, err error, st *Stats) (bool, error) {
+	f := classify(ctx, err)
+	log := s.Log.With("post_id", p.ID, "media_id", p.MediaID)
+	switch {
+	case f.stop:
+		log.Warn("run stops", "reason", f.reason)
+		return true, nil
+	case f.attention:
+		log.Warn("account needs attention", "token_of", c.ownerName, "reason", f.reason)
+		st.outcome("skipped")
+		return false, s.needsAttention(ctx, c.ownerID, f.reason)
+	case isLeftAlone(err):
+		st.outcome("skipped")
+		return false, nil
+	}
+	out, ferr := Posts.Fail(ctx, s.Pool, p.ID, p.Status, status.Failure{Cause: f.reason, Retryable: f.retryable, Policy: s.RetryPolicy, Now: s.now()}, s.change(""))
+	if ferr != nil {
+		return false, ferr
+	}
+	if out.Moved {
+		log.Warn("comments not read", "status", out.To, "retries", out.Retries, "reason", out.Reason)
+		st.outcome(string(out.To))
+	}
+	return false, nil
+}

@@ -1,0 +1,310 @@
+package social
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ingest-dev/ingest/internal/social/graph"
+	"github.com/ingest-dev/ingest/internal/status"
+)
+
+// SyncPosts lists the media of every account of the shard whose profile was read: page by page,
+// newest first, each page committed with the cursor of the next, down to the account's
+// high-water mark less the overlap; then its stories (connected accounts). An interrupted
+// listing resumes from its stored cursor while that is fresh; a stale or refused cursor starts
+// the listing again from the newest page, and the high-water mark bounds how far it goes.
+func (s *Syncer) SyncPosts(ctx context.Context) (Stats, error) {
+	var st Stats
+	if _, err := EnsurePartitions(ctx, s.Pool, PartitionsAhead); err != nil {
+		return st, err
+	}
+	err := s.eachAccount(ctx, []status.Status{PostsPending}, &st, s.postsOne)
+	return st, err
+}
+
+func (s *Syncer) postsOne(ctx context.Context, a *accountRow, st *Stats) (bool, error) {
+	log := s.Log.With("account_id", a.ID, "account", a.name())
+	calls := map[string]int{}
+	c, err := s.creds(ctx, a)
+	if err != nil {
+		return s.failAccount(ctx, a, c, PostsPending, err, st)
+	}
+	fail := func(err error) (bool, error) {
+		if aerr := addCalls(ctx, s.Pool, a.ID, calls); aerr != nil {
+			return false, aerr
+		}
+		return s.failAccount(ctx, a, c, PostsPending, err, st)
+	}
+	l := mediaListing(a.Access)
+	subject := a.IGUserID
+	if a.Access == Discovery {
+		subject = a.Username
+	}
+	cursor := ""
+	if a.ListCursor != "" {
+		if a.ListCursorAt != nil && s.now().Sub(*a.ListCursorAt) < s.cursorTTL() {
+			cursor = a.ListCursor
+			log.Info("listing resumes from its stored cursor", "saved_at", a.ListCursorAt.UTC().Format(time.RFC3339))
+		} else {
+			log.Info("stored cursor is stale: listing again from the newest page, down to the high-water mark")
+			st.Restarts++
+		}
+	}
+	var bound *time.Time
+	if a.HWM != nil {
+		b := a.HWM.Add(-s.overlap())
+		bound = &b
+	}
+	w := &walk{s: s, listing: l, calls: calls, st: st, log: log, creds: c, accountID: a.ID}
+	if a.doneThisCycle(a.ListedAt) {
+		err = nil // listed already in this cycle (a rerun after the stories failed or the run stopped)
+	} else {
+		err = w.run(ctx, subject, cursor, bound, func(tx pgx.Tx, e *graph.Edge, rawID int64, at time.Time, items []listedItem, next string, last bool) error {
+			for _, it := range items {
+				if err := s.upsertPost(ctx, tx, a, l.Surface, it, rawID, at); err != nil {
+					return err
+				}
+				if it.TakenAt != nil && (a.ListNewest == nil || it.TakenAt.After(*a.ListNewest)) {
+					t := *it.TakenAt
+					a.ListNewest = &t
+				}
+			}
+			if last {
+				// The listing is complete: its newest timestamp is the new high-water mark.
+				_, err := tx.Exec(ctx, `UPDATE social_accounts SET posts_hwm_at = CASE WHEN $2::timestamptz IS NULL THEN posts_hwm_at ELSE greatest(posts_hwm_at, $2) END,
+list_cursor = NULL, list_cursor_at = NULL, list_newest_at = NULL, list_pages = 0, listed_at = $3 WHERE id = $1`, a.ID, a.ListNewest, at)
+				if err != nil {
+					return fmt.Errorf("finish the listing of account %d: %w", a.ID, err)
+				}
+			} else if _, err := tx.Exec(ctx, `UPDATE social_accounts SET list_cursor = $2, list_cursor_at = $3, list_newest_at = $4,
+list_pages = list_pages + 1 WHERE id = $1`, a.ID, next, s.now(), a.ListNewest); err != nil {
+				return fmt.Errorf("store the cursor of account %d: %w", a.ID, err)
+			}
+			return addCalls(ctx, tx, a.ID, calls)
+		}, func() error {
+			_, err := s.Pool.Exec(ctx, `UPDATE social_accounts SET list_cursor = NULL, list_cursor_at = NULL, list_restarts = list_restarts + 1 WHERE id = $1`, a.ID)
+			return err
+		})
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if a.Access == Connected && !a.doneThisCycle(a.StoriesAt) {
+		sw := &walk{s: s, listing: connectedStories, calls: calls, st: st, log: log, creds: c, accountID: a.ID}
+		err := sw.run(ctx, a.IGUserID, "", nil, func(tx pgx.Tx, e *graph.Edge, rawID int64, at time.Time, items []listedItem, next string, last bool) error {
+			for _, it := range items {
+				if err := s.upsertPost(ctx, tx, a, "story", it, rawID, at); err != nil {
+					return err
+				}
+			}
+			if last {
+				if _, err := tx.Exec(ctx, `UPDATE social_accounts SET stories_synced_at = $2 WHERE id = $1`, a.ID, at); err != nil {
+					return fmt.Errorf("stories of account %d: %w", a.ID, err)
+				}
+			}
+			return addCalls(ctx, tx, a.ID, calls)
+		}, nil)
+		if err != nil {
+			return fail(err)
+		}
+	}
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := addCalls(ctx, tx, a.ID, calls); err != nil {
+			return err
+		}
+		c := s.change("")
+		c.Due = s.now().Add(s.interval())
+		_, err := Accounts.Move(ctx, tx, a.ID, PostsPending, Synced, c)
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	st.outcome(string(Synced))
+	return false, nil
+}
+
+// walk pages through one listing for one record, storing every page with its items in one
+// transaction per page.
+type walk struct {
+	s       *Syncer
+	listing *listing
+	creds   creds
+	calls   map[string]int
+	st      *Stats
+	log     interface {
+		Info(string, ...any)
+		Warn(string, ...any)
+	}
+	// accountID and postID label the raw pages.
+	accountID, postID int64
+	// before, when set, is called with each page's items before the page is stored, to make
+	// the follow-up calls whose answers must be stored with it (reply threads).
+	before func(ctx context.Context, items []json.RawMessage) ([]rawPage, error)
+}
+
+// pageFn stores what a page means, in the page's transaction. next is the cursor of the next
+// page; last says the walk ends with this page.
+type pageFn func(tx pgx.Tx, e *graph.Edge, rawID int64, at time.Time, items []listedItem, next string, last bool) error
+
+// run walks from cursor until the list ends or a page reaches below bound. A cursor the
+// platform refuses (code 100) restarts the walk from the newest page once, after forget.
+func (w *walk) run(ctx context.Context, subject, cursor string, bound *time.Time, page pageFn, forget func() error) error {
+	restarted := false
+	for {
+		req := w.listing.request(w.creds, subject, cursor)
+		resp, err := w.s.call(ctx, w.creds, req, w.calls, w.st)
+		if err != nil {
+			// A page asked with a stored cursor that the platform refuses (code 100: items
+			// deleted, cursors invalidated; some answer otherwise) is asked again from the newest
+			// page, once, rather than failed: the cursor is the likeliest cause.
+			if ae, ok := graph.AsAPI(err); ok && cursor != "" && !restarted && forget != nil && cursorSuspect(ae) {
+				w.log.Warn("cursor refused: listing again from the newest page, down to the high-water mark", "endpoint", req.Endpoint, "error", ae.Message)
+				if err := forget(); err != nil {
+					return err
+				}
+				restarted, cursor = true, ""
+				w.st.Restarts++
+				continue
+			}
+			return err
+		}
+		e, err := graph.EdgeAt(resp.Body, w.listing.Path...)
+		if err != nil {
+			return &graph.TransportError{Endpoint: req.Endpoint, Err: err}
+		}
+		more := w.listing.Rule.More(e, cursor)
+		items := make([]listedItem, 0, len(e.Data))
+		var bad []badItem
+		for i, raw := range e.Data {
+			it, err := readListed(raw)
+			if err != nil {
+				bad = append(bad, badItem{i, err.Error()})
+				continue
+			}
+			items = append(items, it)
+		}
+		// Lists come newest first: once a page reaches below the bound, what follows was read by
+		// an earlier complete walk.
+		old := false
+		for _, it := range items {
+			if bound != nil && it.TakenAt != nil && it.TakenAt.Before(*bound) {
+				old = true
+			}
+		}
+		last := !more || old
+		var extra []rawPage
+		if w.before != nil {
+			if extra, err = w.before(ctx, e.Data); err != nil {
+				return err
+			}
+		}
+		err = w.s.inTx(ctx, func(tx pgx.Tx) error {
+			rawID, at, err := insertRaw(ctx, tx, rawPage{AccountID: w.accountID, PostID: w.postID, Endpoint: req.Endpoint, Request: req.String(),
+				Cursor: cursor, NextCursor: e.After(), HasNext: e.HasNext(), Items: len(e.Data), RunID: w.s.RunID, Body: resp.Body})
+			if err != nil {
+				return err
+			}
+			for _, x := range extra {
+				x.AccountID, x.PostID, x.RunID = w.accountID, w.postID, w.s.RunID
+				if _, _, err := insertRaw(ctx, tx, x); err != nil {
+					return err
+				}
+			}
+			for _, b := range bad {
+				if _, err := tx.Exec(ctx, `INSERT INTO social_rejects (kind, platform_id, post_id, reason, raw_page_id) VALUES ($1, $2, NULLIF($3, 0), $4, $5)
+ON CONFLICT (kind, platform_id) DO UPDATE SET reason = EXCLUDED.reason, raw_page_id = EXCLUDED.raw_page_id`,
+					req.Endpoint+"_item", fmt.Sprintf("raw %d #%d", rawID, b.index), w.postID, b.reason, rawID); err != nil {
+					return fmt.Errorf("record a rejected item: %w", err)
+				}
+			}
+			next := ""
+			if !last {
+				next = e.After()
+			}
+			return page(tx, e, rawID, at, items, next, last)
+		})
+		if err != nil {
+			return err
+		}
+		w.st.Pages += 1 + len(extra)
+		w.st.Items += len(items)
+		if len(bad) > 0 {
+			w.log.Warn("items without an id or not JSON objects were kept in the raw store only", "endpoint", req.Endpoint, "items", bad)
+		}
+		if last {
+			return nil
+		}
+		cursor = e.After()
+	}
+}
+
+// cursorSuspect reports an answer to a request with a cursor that may be the cursor's fault:
+// anything but throttling, an invalid token or a missing permission.
+func cursorSuspect(ae *graph.APIError) bool {
+	return !ae.Throttled() && !ae.TokenInvalid() && !ae.Permission()
+}
+
+// badItem is an item of a page that cannot be registered (no id): kept in the raw store and
+// listed in social_rejects.
+type badItem struct {
+	index  int
+	reason string
+}
+
+// upsertPost registers a listed item, or sends a known one back to work when it changed. A
+// post with comments the platform lets us read (connected accounts' feed posts) waits for its
+// comment walk; any other goes straight to normalization.
+func (s *Syncer) upsertPost(ctx context.Context, tx pgx.Tx, a *accountRow, surface string, it listedItem, rawID int64, at time.Time) error {
+	want := Fetched
+	if a.Access == Connected && surface == "feed" && it.CommentsCount != nil && *it.CommentsCount > 0 {
+		want = CommentsPending
+	}
+	var id int64
+	err := tx.QueryRow(ctx, `INSERT INTO social_posts (account_id, ig_media_id, surface, taken_at, taken_raw, comments_count, item_hash, listed_raw_id, listed_raw_at, status)
+VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7, $8, $9, $10) ON CONFLICT (ig_media_id) DO NOTHING RETURNING id`,
+		a.ID, it.ID, surface, it.TakenAt, it.TakenRaw, it.CommentsCount, it.Hash, rawID, at, string(want)).Scan(&id)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("register post %s: %w", it.ID, err)
+	}
+	var st, hash string
+	var owner int64
+	var count *int
+	if err := tx.QueryRow(ctx, `SELECT id, account_id, status, item_hash, comments_count FROM social_posts WHERE ig_media_id = $1 FOR UPDATE`, it.ID).
+		Scan(&id, &owner, &st, &hash, &count); err != nil {
+		return fmt.Errorf("read post %s: %w", it.ID, err)
+	}
+	if owner != a.ID {
+		return nil // listed under another account (an account registered twice): the first keeps it
+	}
+	if _, err := tx.Exec(ctx, `UPDATE social_posts SET last_seen_at = $2, listed_raw_id = $3, listed_raw_at = $2, taken_at = $4,
+taken_raw = NULLIF($5, ''), item_hash = $6, comments_count = $7 WHERE id = $1`, id, at, rawID, it.TakenAt, it.TakenRaw, it.Hash, it.CommentsCount); err != nil {
+		return fmt.Errorf("update post %s: %w", it.ID, err)
+	}
+	if hash == it.Hash {
+		return nil
+	}
+	// Changed: the comment walk only when its comment count moved.
+	to := Fetched
+	if want == CommentsPending && !sameCount(count, it.CommentsCount) {
+		to = CommentsPending
+	}
+	from := status.Status(st)
+	if from == to || from == CommentsPending || from == CommentsRetry {
+		return nil // already on its way
+	}
+	_, err = Posts.Move(ctx, tx, id, from, to, s.change("changed since it was last listed"))
+	return err
+}
+
+func sameCount(a, b *int) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+}

@@ -1,0 +1,200 @@
+package social
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ingest-dev/ingest/internal/social/graph"
+	"github.com/ingest-dev/ingest/internal/status"
+)
+
+// profilePicked: new accounts, synced ones whose next sync is due, and due retries.
+var profilePicked = []status.Status{ProfilePending, Synced, SyncRetry}
+
+// SyncProfiles reads the profile of every account of the shard that is due, one after
+// another, and moves it on to its posts listing. A new cycle of call counting starts here.
+func (s *Syncer) SyncProfiles(ctx context.Context) (Stats, error) {
+	var st Stats
+	if _, err := EnsurePartitions(ctx, s.Pool, PartitionsAhead); err != nil {
+		return st, err
+	}
+	err := s.eachAccount(ctx, profilePicked, &st, s.profileOne)
+	return st, err
+}
+
+// eachAccount picks accounts of the shard in statuses, in batches, and hands each to fn until
+// none is left or fn asks to stop.
+func (s *Syncer) eachAccount(ctx context.Context, statuses []status.Status, st *Stats,
+	fn func(ctx context.Context, a *accountRow, st *Stats) (stop bool, err error)) error {
+	var after int64
+	for {
+		ids, err := Accounts.Pick(ctx, s.Pool, status.PickParams{Statuses: statuses, After: after, Limit: AccountBatch,
+			DueBy: s.now(), Shard: s.shard("id")})
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		for _, id := range ids {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			a, err := loadAccount(ctx, s.Pool, id)
+			if err != nil {
+				return err
+			}
+			if !slicesContains(statuses, a.Status) {
+				continue // moved since the pick (a person, or another run before a shard change)
+			}
+			st.Records++
+			stop, err := fn(ctx, a, st)
+			if err != nil {
+				return err
+			}
+			if stop {
+				st.Truncated = true
+				return ctx.Err()
+			}
+		}
+		after = ids[len(ids)-1]
+		s.Log.Info("batch done", "records", st.Records, "calls", st.Calls, "pages", st.Pages, "items", st.Items, "outcomes", st.Outcomes)
+		if len(ids) < AccountBatch {
+			return nil
+		}
+		if err := s.pause(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+func slicesContains(ss []status.Status, s status.Status) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// profile is a profile as read, validated.
+type profile struct {
+	ID                string  `json:"id"`
+	Username          string  `json:"username"`
+	Name              *string `json:"name"`
+	Biography         *string `json:"biography"`
+	Website           *string `json:"website"`
+	ProfilePictureURL *string `json:"profile_picture_url"`
+	FollowersCount    *int64  `json:"followers_count"`
+	FollowsCount      *int64  `json:"follows_count"`
+	MediaCount        *int64  `json:"media_count"`
+}
+
+func readProfile(body []byte, discovery bool) (profile, error) {
+	raw := json.RawMessage(body)
+	if discovery {
+		var env struct {
+			BD json.RawMessage `json:"business_discovery"`
+		}
+		if err := json.Unmarshal(body, &env); err != nil || env.BD == nil {
+			return profile{}, errors.New("the answer has no business_discovery object")
+		}
+		raw = env.BD
+	}
+	var p profile
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return profile{}, fmt.Errorf("the profile is not the expected JSON: %w", err)
+	}
+	switch {
+	case p.ID == "" || !igIDRe.MatchString(p.ID):
+		return p, fmt.Errorf("the profile has no valid id (%q)", p.ID)
+	case p.Username == "":
+		return p, errors.New("the profile has no username")
+	}
+	return p, nil
+}
+
+func (s *Syncer) profileOne(ctx context.Context, a *accountRow, st *Stats) (bool, error) {
+	log := s.Log.With("account_id", a.ID, "account", a.name())
+	calls := map[string]int{}
+	c, err := s.creds(ctx, a)
+	if err != nil {
+		return s.failAccount(ctx, a, c, a.Status, err, st)
+	}
+	resp, err := s.call(ctx, c, profileRequest(c, a), calls, st)
+	if err != nil {
+		if ae, ok := graph.AsAPI(err); ok && ae.UserNotFound() {
+			err = fmt.Errorf("business discovery cannot read %s: it does not exist, is a personal account or is age-gated (%w)", a.name(), err)
+			err = permanent{err}
+		}
+		if aerr := addCalls(ctx, s.Pool, a.ID, calls); aerr != nil {
+			return false, aerr
+		}
+		return s.failAccount(ctx, a, c, a.Status, err, st)
+	}
+	p, verr := readProfile(resp.Body, a.Access == Discovery)
+	if verr == nil && a.Access == Connected && p.ID != a.IGUserID {
+		verr = fmt.Errorf("the profile's id %s is not the account's %s", p.ID, a.IGUserID)
+	}
+	if verr == nil && a.Access == Discovery {
+		var other int64
+		err := s.Pool.QueryRow(ctx, `SELECT id FROM social_accounts WHERE network = $1 AND ig_user_id = $2 AND id <> $3`, Network, p.ID, a.ID).Scan(&other)
+		if err == nil {
+			verr = fmt.Errorf("already tracked as account %d (the same IG user id %s)", other, p.ID)
+		} else if !errors.Is(err, pgx.ErrNoRows) {
+			return false, fmt.Errorf("look up ig user id: %w", err)
+		}
+	}
+	newCycle := a.Status != SyncRetry
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		rawID, at, err := insertRaw(ctx, tx, rawPage{AccountID: a.ID, Endpoint: profileRequest(c, a).Endpoint,
+			Request: profileRequest(c, a).String(), Items: 1, RunID: s.RunID, Body: resp.Body})
+		if err != nil {
+			return err
+		}
+		st.Pages++
+		if newCycle {
+			if _, err := tx.Exec(ctx, `UPDATE social_accounts SET last_cycle_calls = CASE WHEN cycle_started_at IS NULL THEN last_cycle_calls ELSE cycle_calls END,
+last_cycle_started_at = CASE WHEN cycle_started_at IS NULL THEN last_cycle_started_at ELSE cycle_started_at END,
+last_cycle_finished_at = CASE WHEN cycle_started_at IS NULL THEN last_cycle_finished_at ELSE $2 END,
+cycle_started_at = $2, cycle_calls = '{}' WHERE id = $1`, a.ID, at); err != nil {
+				return fmt.Errorf("start the sync cycle of account %d: %w", a.ID, err)
+			}
+		}
+		if err := addCalls(ctx, tx, a.ID, calls); err != nil {
+			return err
+		}
+		if verr != nil {
+			_, err := Accounts.Move(ctx, tx, a.ID, a.Status, AccountInvalid, s.change(fmt.Sprintf("profile failed validation (raw page %d): %v", rawID, verr)))
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE social_accounts SET ig_user_id = $2, username = $3, name = $4, biography = $5, website = $6,
+profile_picture_url = $7, followers_count = $8, follows_count = $9, media_count = $10, profile_synced_at = $11 WHERE id = $1`,
+			a.ID, p.ID, p.Username, p.Name, p.Biography, p.Website, p.ProfilePictureURL, p.FollowersCount, p.FollowsCount, p.MediaCount, at); err != nil {
+			return fmt.Errorf("store the profile of account %d: %w", a.ID, err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO social_account_counts (account_id, observed_at, followers_count, follows_count, media_count)
+VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`, a.ID, at, p.FollowersCount, p.FollowsCount, p.MediaCount); err != nil {
+			return fmt.Errorf("store the counts of account %d: %w", a.ID, err)
+		}
+		_, err = Accounts.Move(ctx, tx, a.ID, a.Status, PostsPending, s.change(""))
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	if verr != nil {
+		log.Warn("account invalid", "reason", verr)
+		st.outcome(string(AccountInvalid))
+	} else {
+		st.outcome(string(PostsPending))
+		st.Items++
+	}
+	return false, nil
+}
+
+// permanent marks an error that retrying cannot fix.
+type permanent struct{ error }
+
+func (p permanent) Unwrap() error { return p.error }
