@@ -75,7 +75,7 @@ type discoverCmd struct {
 }
 
 type extractCmd struct {
-	Habr *struct{} `arg:"subcommand:habr" help:"extract Markdown for extract_pending and extract_failed publications (seed 004; takes no parameters)"`
+	Habr *struct{} `arg:"subcommand:habr" help:"extract Markdown for extract_pending publications, then extract_failed ones whose retry is due (seed 004; takes no parameters)"`
 }
 
 type versionCmd struct{}

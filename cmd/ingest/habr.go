@@ -69,13 +69,31 @@ func (app *app) showHabr(ctx context.Context, c *showHabrCmd) error {
 	fmt.Fprintf(w, "id\t%d\n", p.ID)
 	fmt.Fprintf(w, "url\t%s\n", p.URL)
 	fmt.Fprintf(w, "title\t%s\n", p.Title)
-	fmt.Fprintf(w, "author\t%s\n", p.Author)
+	author := p.Author
+	if p.AuthorName != "" {
+		author = fmt.Sprintf("%s (%s)", p.Author, p.AuthorName)
+	}
+	fmt.Fprintf(w, "author\t%s\n", author)
 	if p.PublishedAt != nil {
 		fmt.Fprintf(w, "published\t%s (as received: %s)\n", p.PublishedAt.UTC().Format(time.RFC3339), p.PublishedRaw)
 	}
+	if p.Company.Alias != "" || p.Company.Name != "" {
+		fmt.Fprintf(w, "company blog\t%s (%s)\n", p.Company.Name, p.Company.Alias)
+	}
+	if p.Translation != (habr.Translation{}) {
+		fmt.Fprintf(w, "translation of\t%s, %s\n", p.Translation.OriginalAuthor, p.Translation.OriginalURL)
+	}
 	fmt.Fprintf(w, "hubs\t%s\n", strings.Join(p.Hubs, ", "))
+	fmt.Fprintf(w, "tags\t%s\n", strings.Join(p.Tags, ", "))
+	fmt.Fprintf(w, "feed categories\t%s\n", strings.Join(p.FeedCategories, ", "))
 	fmt.Fprintf(w, "discovered\t%s in %s\n", p.DiscoveredAt.UTC().Format(time.RFC3339), p.Feed)
 	fmt.Fprintf(w, "status\t%s (attempts: %d, since %s)\n", p.Status, p.Attempts, p.StatusChangedAt.UTC().Format(time.RFC3339))
+	if p.Status == habr.Failed && p.NextAttemptAt != nil {
+		fmt.Fprintf(w, "next attempt\t%s (retries used: %d of %d)\n", p.NextAttemptAt.UTC().Format(time.RFC3339), p.Retries, habr.RetrySchedule.MaxRetries())
+	}
+	if p.AttemptStartedAt != nil {
+		fmt.Fprintf(w, "attempt started\t%s, not finished\n", p.AttemptStartedAt.UTC().Format(time.RFC3339))
+	}
 	if p.LastError != "" {
 		fmt.Fprintf(w, "last error\t%s\n", p.LastError)
 	}

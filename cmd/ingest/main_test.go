@@ -267,6 +267,19 @@ func TestKillMidBatchThenRerun(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("rerun after kills = exit %d\n%s", code, stderr)
 	}
+	// A page in flight when its process was killed counts as a failed attempt, retried on the
+	// schedule (issue 14: a page that kills every run must not block the others forever). Once
+	// those retries are due, a run extracts them.
+	if n := b.scalar(t, `SELECT count(*) FROM habr_publications WHERE status <> 'extracted'
+AND NOT (status = 'extract_failed' AND last_error LIKE '%never finished%')`); n != 0 {
+		t.Errorf("%d publications neither extracted nor waiting to retry an attempt that died", n)
+	}
+	if _, err := b.pool.Exec(b.ctx, `UPDATE habr_publications SET next_attempt_at = now() WHERE status = 'extract_failed'`); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := b.run(t, "extract", "habr"); code != 0 {
+		t.Fatalf("run once the retries are due = exit %d\n%s", code, stderr)
+	}
 	if n := b.scalar(t, "SELECT count(*) FROM habr_publications WHERE status = 'extracted'"); n != int64(len(ids)) {
 		t.Errorf("%d extracted, want %d", n, len(ids))
 	}

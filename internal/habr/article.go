@@ -24,11 +24,26 @@ const ExtractorVersion = "1"
 // Article is what Extract reads from an article page.
 type Article struct {
 	Title       string
-	Markdown    string    // the article body only, ending in one newline
+	Markdown    string    // the article body, then its polls, ending in one newline
 	Author      string    // login; empty if the page does not show it
+	AuthorName  string    // the author's display name; empty if the page shows none
 	PublishedAt time.Time // UTC; zero if the page gives no exact time
-	Hubs        []string  // including a company blog, as Habr lists it
+	Hubs        []string  // the topic hubs; a company blog Habr lists among them is Company
 	Tags        []string
+	Company     Company     // the company blog the article is published in, if any
+	Translation Translation // set for a translation whose page names the original
+}
+
+// Company is the company blog a publication belongs to.
+type Company struct {
+	Alias string // as in its URL: /ru/companies/<alias>/articles/
+	Name  string // as the page shows it, e.g. "Блог компании Parallels"
+}
+
+// Translation names the original of a translated publication.
+type Translation struct {
+	OriginalAuthor string
+	OriginalURL    string
 }
 
 // ErrStructure is matched by every error of a page that arrived but holds no

@@ -222,17 +222,26 @@ func TestExtractOutcomesByErrorClass(t *testing.T) {
 		}
 	}
 
-	// The source recovers. Failed ones are retried; broken and extracted ones are never touched.
+	// The source recovers. A failed publication waits for its next attempt: a run before then
+	// leaves it alone; once it is due it is retried. Broken and extracted ones are never touched.
 	for i := range faults {
 		b.fake.ClearFault(b.pathOf(t, pending[i]))
 	}
 	before := b.fake.TotalRequests()
-	st = b.extract(t)
-	if st.Extracted != 5 || st.Done != 5 {
-		t.Errorf("second run = %+v, want the 5 failed ones extracted and nothing else", st)
+	if st = b.extract(t); st.Done != 0 || b.fake.TotalRequests() != before {
+		t.Errorf("run before the retries are due = %+v, %d requests; want nothing done", st, b.fake.TotalRequests()-before)
+	}
+	e := b.extraction()
+	e.Now = func() time.Time { return time.Now().Add(time.Hour) }
+	st, err := e.Run(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Extracted != 5 || st.Done != 5 || st.Backlog != 5 {
+		t.Errorf("run once due = %+v, want the 5 failed ones extracted and nothing else", st)
 	}
 	if got := b.fake.TotalRequests() - before; got != 5 {
-		t.Errorf("second run made %d requests, want 5 (extracted and broken are not fetched)", got)
+		t.Errorf("run once due made %d requests, want 5 (extracted and broken are not fetched)", got)
 	}
 	c := b.counts(t)
 	if c[habr.Broken] != 2 || c[habr.Failed] != 0 || c[habr.Pending] != 0 || c[habr.Extracted] != int64(len(pending)-2) {
@@ -331,9 +340,10 @@ func TestExtractStopsCleanlyOnCancel(t *testing.T) {
 	if st.Extracted != 2 {
 		t.Errorf("extracted %d before the stop, want 2", st.Extracted)
 	}
-	// The publication in flight was not marked failed: a stop is not the source's fault.
-	if got, _ := b.statusOf(t, pending[2]); got != habr.Pending {
-		t.Errorf("in-flight publication is %s, want still %s", got, habr.Pending)
+	// The publication in flight was not marked failed, and its attempt is not held against it:
+	// a stop is not the source's fault.
+	if p, _, err := habr.GetPublication(b.ctx, b.pool, pending[2]); err != nil || p.Status != habr.Pending || p.AttemptStartedAt != nil {
+		t.Errorf("in-flight publication = %+v, %v; want still %s with no open attempt", p, err, habr.Pending)
 	}
 	b.fake.ClearFault(b.pathOf(t, pending[2]))
 	st = b.extract(t)
