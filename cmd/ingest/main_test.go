@@ -328,3 +328,31 @@ func TestStatusSetByHand(t *testing.T) {
 		t.Errorf("status --json = exit %d\n%s", code, stdout)
 	}
 }
+
+// show habr prints the page's metadata once a publication is extracted, in text and JSON.
+func TestShowHabrMetadata(t *testing.T) {
+	t.Parallel()
+	b := setupCLI(t)
+	if code, _, stderr := b.run(t, "discover", "habr"); code != 0 {
+		t.Fatalf("discover: exit %d\n%s", code, stderr)
+	}
+	if _, err := b.pool.Exec(b.ctx, `DELETE FROM habr_publications WHERE id <> 462783`); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := b.run(t, "extract", "habr"); code != 0 {
+		t.Fatalf("extract: exit %d\n%s", code, stderr)
+	}
+	code, stdout, _ := b.run(t, "show", "habr", "462783")
+	for _, want := range []string{"SmirkinDA (Дмитрий Смиркин)", "Блог компании Parallels (parallels)",
+		"Читальный зал, Киберпанк", "parallels, martix, history, movie", "Матрица"} {
+		if code != 0 || !strings.Contains(stdout, want) {
+			t.Errorf("show habr = exit %d, no %q in\n%s", code, want, stdout)
+		}
+	}
+	code, stdout, _ = b.run(t, "show", "habr", "462783", "--json")
+	for _, want := range []string{`"AuthorName": "Дмитрий Смиркин"`, `"Alias": "parallels"`, `"Tags": [`, `"FeedCategories": [`} {
+		if code != 0 || !strings.Contains(stdout, want) {
+			t.Errorf("show habr --json = exit %d, no %q in\n%s", code, want, stdout)
+		}
+	}
+}

@@ -152,7 +152,9 @@ func (e *Extractor) extractWholePage(pageURL string, page []byte) (Article, erro
 	if body == nil {
 		return Article{}, whyNoBody(doc)
 	}
-	return e.convert(pageURL, readMeta(doc, lay), body, lay)
+	art := readMeta(doc, lay)
+	art.AuthorName = authorName(page, art.Author)
+	return e.convert(pageURL, art, body, lay)
 }
 
 // convert cleans the body and adds its Markdown to art, which holds the

@@ -38,9 +38,13 @@ func (e *Extractor) extractFast(pageURL string, page []byte, checkUTF8 bool) (Ar
 		return Article{}, false
 	}
 	art := readMeta(d, lay)
-	if art.Title == "" || art.Author == "" || len(art.Hubs) == 0 {
+	if art.Title == "" || art.Author == "" || len(art.Hubs) == 0 && art.Company == (Company{}) {
 		// Perhaps the page shows it elsewhere, such as og:title.
 		return Article{}, false
+	}
+	art.AuthorName = authorName(page, art.Author)
+	if checkUTF8 && !utf8.ValidString(art.AuthorName) {
+		return Article{}, false // decoding would have replaced those bytes
 	}
 	art, err := e.convert(pageURL, art, body, lay)
 	if err != nil {

@@ -42,16 +42,16 @@ var articlePages = []struct {
 		url:  "https://habr.com/post/354052/",
 		meta: Article{
 			Title:  "Настройка Let's Encrypt wildcard-сертификатов в CentOS 7 с валидацией через CloudFlare API",
-			Author: "Nexon",
-			Hubs:   []string{"Серверное администрирование", "Настройка Linux", "Nginx"},
-			Tags:   []string{"ssl-сертификат", "letsencrypt", "certbot", "centos", "centos 7", "веб-сервер"},
+			Author: "Nexon", AuthorName: "Руслан Азнабаев",
+			Hubs: []string{"Серверное администрирование", "Настройка Linux", "Nginx"},
+			Tags: []string{"ssl-сертификат", "letsencrypt", "certbot", "centos", "centos 7", "веб-сервер"},
 		},
 	},
 	{
 		file: "geektimes-ru-post-300211-legacy-2018.html",
 		url:  "https://habr.com/post/300211/",
 		meta: Article{
-			Title: "Как создавать 3d модели с помощью Python", Author: "Alexandr2001",
+			Title: "Как создавать 3d модели с помощью Python", Author: "Alexandr2001", AuthorName: "Mars",
 			Hubs: []string{"Программирование", "3D-принтеры"},
 			Tags: []string{"python", "3d-моделирование"},
 		},
@@ -60,9 +60,10 @@ var articlePages = []struct {
 		file: "habr-com-ru-company-parallels-blog-462783-legacy-2019.html",
 		url:  "https://habr.com/ru/company/parallels/blog/462783/",
 		meta: Article{
-			Title: "Матрица: 20 лет спустя", Author: "SmirkinDA",
+			Title: "Матрица: 20 лет спустя", Author: "SmirkinDA", AuthorName: "Дмитрий Смиркин",
 			PublishedAt: time.Date(2019, 8, 6, 20, 33, 0, 0, time.UTC),
-			Hubs:        []string{"Блог компании Parallels", "Читальный зал", "Киберпанк"},
+			Hubs:        []string{"Читальный зал", "Киберпанк"},
+			Company:     Company{Alias: "parallels", Name: "Блог компании Parallels"},
 			Tags:        []string{"parallels", "martix", "history", "movie"},
 		},
 	},
@@ -70,9 +71,10 @@ var articlePages = []struct {
 		file: "habr-com-ru-company-parallels-blog-462783-legacy-2019-en-ui.html",
 		url:  "https://habr.com/ru/company/parallels/blog/462783/",
 		meta: Article{
-			Title: "Матрица: 20 лет спустя", Author: "SmirkinDA",
+			Title: "Матрица: 20 лет спустя", Author: "SmirkinDA", AuthorName: "Дмитрий Смиркин",
 			PublishedAt: time.Date(2019, 8, 6, 20, 33, 0, 0, time.UTC),
-			Hubs:        []string{"Parallels corporate blog", "Reading room", "Cyberpunk"},
+			Hubs:        []string{"Reading room", "Cyberpunk"},
+			Company:     Company{Alias: "parallels", Name: "Parallels corporate blog"},
 			Tags:        []string{"parallels", "martix", "history", "movie"},
 		},
 	},
@@ -81,9 +83,10 @@ var articlePages = []struct {
 		file: "m-habr-com-company-parallels-blog-462783-mobile-spa-2019.html",
 		url:  "https://habr.com/ru/company/parallels/blog/462783/",
 		meta: Article{
-			Title: "Матрица: 20 лет спустя", Author: "SmirkinDA",
-			Hubs: []string{"Parallels corporate blog", "Reading room", "Cyberpunk"},
-			Tags: []string{"parallels", "martix", "history", "movie"},
+			Title: "Матрица: 20 лет спустя", Author: "SmirkinDA", AuthorName: "Дмитрий Смиркин",
+			Hubs:    []string{"Reading room", "Cyberpunk"},
+			Company: Company{Alias: "parallels", Name: "Parallels corporate blog"},
+			Tags:    []string{"parallels", "martix", "history", "movie"},
 		},
 	},
 	{
@@ -116,6 +119,10 @@ var articlePages = []struct {
 			Hubs:        []string{"Java", "Распределённые системы", "Микросервисы"},
 			Tags: []string{"java", "распределенные системы", "микросервисы", "saga", "паттерны", "2pc",
 				"оркестрация", "хореография", "архитектура", "распределенные транзакции"},
+			Translation: Translation{
+				OriginalAuthor: "Bilgin Ibryam",
+				OriginalURL:    "https://developers.redhat.com/articles/2021/09/21/distributed-transaction-patterns-microservices-compared",
+			},
 		},
 	},
 }

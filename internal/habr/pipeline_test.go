@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -349,5 +350,43 @@ func TestExtractStopsCleanlyOnCancel(t *testing.T) {
 	st = b.extract(t)
 	if st.Extracted != len(pending)-2 {
 		t.Errorf("rerun extracted %d, want %d", st.Extracted, len(pending)-2)
+	}
+}
+
+// Extraction keeps what the page says about the publication: hubs and tags apart (the feed's
+// mixed categories stay as received), the author's login and display name, the company blog and
+// a translation's original.
+func TestExtractStoresPageMetadata(t *testing.T) {
+	t.Parallel()
+	b := setupPipeline(t)
+	if _, err := b.discover(t); err != nil {
+		t.Fatal(err)
+	}
+	b.extract(t)
+	p, _, err := habr.GetPublication(b.ctx, b.pool, 462783)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Author != "SmirkinDA" || p.AuthorName != "Дмитрий Смиркин" || p.Company != (habr.Company{Alias: "parallels", Name: "Блог компании Parallels"}) ||
+		!slices.Equal(p.Hubs, []string{"Читальный зал", "Киберпанк"}) || !slices.Equal(p.Tags, []string{"parallels", "martix", "history", "movie"}) {
+		t.Errorf("company post 462783 = %+v", p)
+	}
+	p, _, err = habr.GetPublication(b.ctx, b.pool, 769102)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := habr.Translation{OriginalAuthor: "Bilgin Ibryam",
+		OriginalURL: "https://developers.redhat.com/articles/2021/09/21/distributed-transaction-patterns-microservices-compared"}
+	if p.Translation != want || len(p.Tags) != 10 || !slices.Equal(p.Hubs, []string{"Java", "Распределённые системы", "Микросервисы"}) {
+		t.Errorf("translation 769102 = %+v", p)
+	}
+	// A feed item of the 2018 feed lists tags among its categories; they stay as received, and
+	// the page's hubs and tags are stored apart.
+	p, _, err = habr.GetPublication(b.ctx, b.pool, 348118)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(p.FeedCategories, "ansible") || slices.Contains(p.Hubs, "ansible") || p.Status != habr.Extracted {
+		t.Errorf("feed item 348118 = %+v", p)
 	}
 }
