@@ -71,7 +71,11 @@ type showHabrCmd struct {
 }
 
 type discoverCmd struct {
-	Habr *struct{} `arg:"subcommand:habr" help:"read Habr's RSS feeds (HABR_BASE_URL) and register new publications as extract_pending"`
+	Habr *discoverHabrCmd `arg:"subcommand:habr" help:"read Habr's RSS feeds (HABR_BASE_URL) and register new publications as extract_pending"`
+}
+
+type discoverHabrCmd struct {
+	Feeds []string `arg:"--feed,separate,env:HABR_FEEDS" help:"a feed to read instead of the defaults (all articles and news, Russian and English): a path such as /ru/rss/hubs/go/articles/?fl=ru or an https://habr.com/... URL; repeat the flag, or separate them by commas in HABR_FEEDS" placeholder:"FEED"`
 }
 
 type extractCmd struct {

@@ -22,13 +22,24 @@ func (app *app) habrFetcher() (*fetch.Client, error) {
 	})
 }
 
-func (app *app) discoverHabr(ctx context.Context) error {
+func (app *app) discoverHabr(ctx context.Context, c *discoverHabrCmd) error {
 	f, err := app.habrFetcher()
 	if err != nil {
 		return configError{err.Error()}
 	}
+	var feeds []string
+	for _, feed := range c.Feeds {
+		if strings.TrimSpace(feed) == "" {
+			continue
+		}
+		path, err := habr.FeedPath(feed)
+		if err != nil {
+			return configError{"HABR_FEEDS / --feed: " + err.Error()}
+		}
+		feeds = append(feeds, path)
+	}
 	return app.exec(ctx, "discover habr", func(ctx context.Context, r *run.Run) error {
-		d := &habr.Discoverer{Pool: app.pool, Fetcher: f, Log: r.Log, Metrics: r.Metrics}
+		d := &habr.Discoverer{Pool: app.pool, Fetcher: f, Log: r.Log, Metrics: r.Metrics, Feeds: feeds}
 		st, err := d.Run(ctx)
 		r.Log.Info("discovery done", "feeds", st.Feeds, "feeds_failed", st.FeedsFailed, "items", st.Items, "new", st.New, "skipped_items", st.Bad)
 		return err

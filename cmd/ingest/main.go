@@ -154,7 +154,7 @@ func (app *app) dispatch(ctx context.Context, command string, a args) error {
 	case "show bitrix":
 		return app.showBitrix(ctx, a.Show.Bitrix)
 	case "discover habr":
-		return app.discoverHabr(ctx)
+		return app.discoverHabr(ctx, a.Discover.Habr)
 	case "extract habr":
 		return app.extractHabr(ctx)
 	}

@@ -356,3 +356,28 @@ func TestShowHabrMetadata(t *testing.T) {
 		}
 	}
 }
+
+// discover habr reads the configured feeds instead of the defaults; a feed off Habr is a
+// configuration error, found before any run starts.
+func TestDiscoverHabrFeeds(t *testing.T) {
+	t.Parallel()
+	b := setupCLI(t)
+	cmd, _, stderr := b.command("discover", "habr")
+	cmd.Env = append(cmd.Env, "HABR_FEEDS=/ru/rss/articles/?fl=ru,https://example.com/rss/")
+	_ = cmd.Run()
+	if code := cmd.ProcessState.ExitCode(); code != exitConfig || !strings.Contains(stderr.String(), `feed \"https://example.com/rss/\"`) {
+		t.Errorf("off-Habr feed = exit %d\n%s", code, stderr)
+	}
+	if n := b.scalar(t, "SELECT count(*) FROM runs"); n != 0 {
+		t.Errorf("%d runs recorded for a configuration error", n)
+	}
+	if code, _, stderr := b.run(t, "discover", "habr", "--feed", "https://habr.com/ru/rss/all/all/", "--feed", "/ru/rss/users/medsurg/publications/articles/"); code != 0 {
+		t.Fatalf("discover --feed = exit %d\n%s", code, stderr)
+	}
+	if n := b.scalar(t, "SELECT count(*) FROM habr_publications WHERE feed NOT IN ('/ru/rss/all/all/', '/ru/rss/users/medsurg/publications/articles/')"); n != 0 {
+		t.Errorf("%d publications from other feeds", n)
+	}
+	if n := b.scalar(t, "SELECT count(*) FROM habr_publications"); n != 22 {
+		t.Errorf("%d publications, want the 20 + 2 items of the two feeds", n)
+	}
+}

@@ -390,3 +390,28 @@ func TestExtractStoresPageMetadata(t *testing.T) {
 		t.Errorf("feed item 348118 = %+v", p)
 	}
 }
+
+// The default feeds include the English ones: an English article is registered and extracted.
+func TestDiscoverDefaultFeedsIncludeEnglish(t *testing.T) {
+	t.Parallel()
+	b := setupPipeline(t)
+	d := &habr.Discoverer{Pool: b.pool, Fetcher: b.fetch, Log: b.log, Metrics: metrics.New()}
+	st, err := d.Run(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Feeds != len(habr.DefaultFeeds) || st.New == 0 {
+		t.Fatalf("discovery = %+v", st)
+	}
+	p, _, err := habr.GetPublication(b.ctx, b.pool, 453232)
+	if err != nil {
+		t.Fatalf("English article 453232 not registered: %v", err)
+	}
+	if p.URL != "https://habr.com/en/post/453232/" || p.Feed != "/en/rss/articles/?fl=en&limit=100" {
+		t.Errorf("453232 registered as %s from %s", p.URL, p.Feed)
+	}
+	b.extract(t)
+	if got, reason := b.statusOf(t, 453232); got != habr.Extracted {
+		t.Errorf("453232 is %s (%s)", got, reason)
+	}
+}
