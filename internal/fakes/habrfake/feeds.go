@@ -19,7 +19,7 @@ const (
 	// have) only the English publications.
 	FeedArticlesEN = "/en/rss/articles/"
 	FeedNewsEN     = "/en/rss/news/"
-	FeedAll2019  = "/ru/rss/all/all/"  // fixture: "Все публикации подряд", July 2019
+	FeedAll2019    = "/ru/rss/all/all/" // fixture: "Все публикации подряд", July 2019
 	// FeedInteresting is the February 2018 fixture, whose links still point
 	// at habrahabr.ru (habr.com redirects that host with the same path).
 	FeedInteresting = "/ru/rss/interesting/"
