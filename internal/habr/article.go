@@ -154,12 +154,12 @@ func (e *Extractor) extractWholePage(pageURL string, page []byte) (Article, erro
 	}
 	art := readMeta(doc, lay)
 	art.AuthorName = authorName(page, art.Author)
-	return e.convert(pageURL, art, body, lay)
+	return e.convert(pageURL, art, body, lay, readPolls(doc.Selection))
 }
 
-// convert cleans the body and adds its Markdown to art, which holds the
+// convert cleans the body and adds its Markdown, then the polls', to art, which holds the
 // page's metadata.
-func (e *Extractor) convert(pageURL string, art Article, body *goquery.Selection, lay *layout) (Article, error) {
+func (e *Extractor) convert(pageURL string, art Article, body *goquery.Selection, lay *layout, polls []poll) (Article, error) {
 	// Both steps rewrite the tree in place; the document is this call's own.
 	cleanBody(body, baseURL(pageURL))
 	md, err := e.conv.ConvertNode(body.Nodes[0], converter.WithDomain(habrRoot))
@@ -169,6 +169,15 @@ func (e *Extractor) convert(pageURL string, art Article, body *goquery.Selection
 	md = bytes.TrimSpace(md)
 	if len(md) == 0 {
 		return Article{}, structural("body container %s is empty", lay.body)
+	}
+	if len(polls) > 0 {
+		pm, err := e.pollsMarkdown(polls)
+		if err != nil {
+			return Article{}, fmt.Errorf("convert polls of %s to markdown: %w", pageURL, err)
+		}
+		if pm = bytes.TrimSpace(pm); len(pm) > 0 {
+			md = append(append(md, "\n\n"...), pm...)
+		}
 	}
 	art.Markdown = string(md) + "\n"
 	return art, nil

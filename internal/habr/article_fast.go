@@ -28,8 +28,9 @@ import (
 // extractFast returns the article of page if the fast path is sure of it. With checkUTF8, page
 // is still undecoded, and the fast path declines unless the bytes it parses are valid UTF-8.
 func (e *Extractor) extractFast(pageURL string, page []byte, checkUTF8 bool) (Article, bool) {
-	doc, ok := articleDoc(page, checkUTF8)
-	if !ok {
+	doc, end, ok := articleDoc(page, checkUTF8)
+	if !ok || pollAfter(page, end) {
+		// A poll after the article is outside what the fast path reads.
 		return Article{}, false
 	}
 	d := goquery.NewDocumentFromNode(doc)
@@ -46,7 +47,7 @@ func (e *Extractor) extractFast(pageURL string, page []byte, checkUTF8 bool) (Ar
 	if checkUTF8 && !utf8.ValidString(art.AuthorName) {
 		return Article{}, false // decoding would have replaced those bytes
 	}
-	art, err := e.convert(pageURL, art, body, lay)
+	art, err := e.convert(pageURL, art, body, lay, readPolls(d.Selection))
 	if err != nil {
 		return Article{}, false
 	}
@@ -72,12 +73,13 @@ const (
 )
 
 // articleDoc parses the head's <meta> tags and the page's first article
-// into a document of their own, or reports that it cannot be sure to.
-// With checkUTF8 it declines if what it would parse is not valid UTF-8.
-func articleDoc(page []byte, checkUTF8 bool) (*html.Node, bool) {
+// into a document of their own, or reports that it cannot be sure to; end
+// is the offset just past the article. With checkUTF8 it declines if what
+// it would parse is not valid UTF-8.
+func articleDoc(page []byte, checkUTF8 bool) (doc *html.Node, end int, ok bool) {
 	pre, ok := scanPrefix(page)
 	if !ok {
-		return nil, false
+		return nil, 0, false
 	}
 	start := pre.article
 	if pre.hubs >= 0 {
@@ -85,9 +87,10 @@ func articleDoc(page []byte, checkUTF8 bool) (*html.Node, bool) {
 	}
 	n := bytes.Index(page[pre.article:], []byte(articleEnd))
 	if n < 0 {
-		return nil, false
+		return nil, 0, false
 	}
-	region := page[start : pre.article+n+len(articleEnd)]
+	end = pre.article + n + len(articleEnd)
+	region := page[start:end]
 
 	var buf bytes.Buffer
 	buf.Grow(len(region) + len(regionEnd) + 4096)
@@ -97,13 +100,13 @@ func articleDoc(page []byte, checkUTF8 bool) (*html.Node, bool) {
 	buf.Write(region)
 	buf.WriteString(regionEnd)
 	if checkUTF8 && !utf8.Valid(buf.Bytes()) {
-		return nil, false
+		return nil, 0, false
 	}
 	doc, err := html.Parse(&buf)
 	if err != nil || !wellFormedRegion(doc, pre.hubs >= 0) {
-		return nil, false
+		return nil, 0, false
 	}
-	return doc, true
+	return doc, end, true
 }
 
 // wellFormedRegion reports whether the body of doc holds the article (and
