@@ -13,6 +13,7 @@ require (
 	github.com/pressly/goose/v3 v3.28.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
+	github.com/yuin/goldmark v1.8.2
 	golang.org/x/net v0.62.0
 	golang.org/x/time v0.16.0
 	sigs.k8s.io/yaml v1.6.0

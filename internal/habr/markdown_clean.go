@@ -152,16 +152,21 @@ func imageSource(img *goquery.Selection, base *url.URL) string {
 	return ""
 }
 
-// cleanFigures keeps a figure's caption as an emphasised line under the
-// image, unless it only repeats the image's alt text.
+// cleanFigures keeps every non-empty caption as visible text: an emphasised line under the
+// image. The v2 editor copies the caption into the image's alt; such an alt is dropped, since
+// the caption right under the image says it, and the text would otherwise appear twice.
 func cleanFigures(body *goquery.Selection) {
 	body.FindMatcher(figureCaptions).Each(func(_ int, fc *goquery.Selection) {
 		caption := squash(fc.Text())
-		alt := squash(fc.Parent().FindMatcher(images).First().AttrOr("alt", ""))
-		if caption == "" || caption == alt {
+		if caption == "" {
 			fc.Remove()
 			return
 		}
+		fc.Parent().FindMatcher(images).Each(func(_ int, img *goquery.Selection) {
+			if squash(img.AttrOr("alt", "")) == caption {
+				img.SetAttr("alt", "")
+			}
+		})
 		p, em := newElement("p"), newElement("em")
 		p.AppendChild(em)
 		for _, n := range fc.Contents().Nodes {

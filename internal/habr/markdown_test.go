@@ -71,10 +71,12 @@ func TestMarkdownFeatures(t *testing.T) {
 			want: "![Логотип Хабра](https://habr.com/img/logo.png)\n",
 		},
 		{
-			name: "figure caption kept unless it repeats alt",
+			name: "figure caption always kept; an alt that repeats it is dropped",
 			body: `<figure class="full-width "><img src="https://habrastorage.org/a.png" alt="Схема"><figcaption>Рис. 1. <a href="/ru/post/2/">Схема</a> из статьи</figcaption></figure>` +
-				`<figure><img src="https://habrastorage.org/b.png" alt="Схема два"><figcaption>Схема два</figcaption></figure>`,
-			want: "![Схема](https://habrastorage.org/a.png)\n\n*Рис. 1. [Схема](https://habr.com/ru/post/2/) из статьи*\n\n![Схема два](https://habrastorage.org/b.png)\n",
+				`<figure><img src="https://habrastorage.org/b.png" alt="Схема два"><figcaption> Схема  два</figcaption></figure>` +
+				`<figure><img src="https://habrastorage.org/c.png" alt="c"><figcaption></figcaption></figure>`,
+			want: "![Схема](https://habrastorage.org/a.png)\n\n*Рис. 1. [Схема](https://habr.com/ru/post/2/) из статьи*\n\n" +
+				"![](https://habrastorage.org/b.png)\n\n*Схема два*\n\n![c](https://habrastorage.org/c.png)\n",
 		},
 		{
 			name: "code blocks with Habr language classes, inline code",

@@ -1,0 +1,124 @@
+package habr
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"unicode"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/extension"
+	gmhtml "github.com/yuin/goldmark/renderer/html"
+	"golang.org/x/net/html"
+)
+
+// The fidelity test reads every golden Markdown the way a reader sees it: rendered by goldmark
+// (CommonMark + GFM, raw HTML passed through, as our spoilers and complex tables need), then
+// the rendered page's visible words. It compares them with the visible words of the article in
+// the source page: its body container and its polls, as a browser shows them (captions,
+// spoilers and table cells included; scripts, styles and form controls not). Every word of the
+// article must be in the Markdown, as often as in the article.
+
+// invisible are the elements whose text a reader never sees as text.
+var invisible = map[string]bool{
+	"script": true, "style": true, "noscript": true, "template": true, "head": true,
+	"button": true, "select": true, "textarea": true, "input": true, "iframe": true,
+}
+
+// visibleWords counts the words of the text a browser shows for n.
+func visibleWords(n *html.Node, words map[string]int) {
+	switch {
+	case n.Type == html.TextNode:
+		for _, w := range strings.FieldsFunc(n.Data, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+			words[w]++
+		}
+		return
+	case n.Type == html.ElementNode && invisible[n.Data]:
+		return
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		visibleWords(c, words)
+	}
+}
+
+// renderedWords renders Markdown with goldmark and counts its visible words.
+func renderedWords(t testing.TB, md string) map[string]int {
+	t.Helper()
+	gm := goldmark.New(goldmark.WithExtensions(extension.GFM), goldmark.WithRendererOptions(gmhtml.WithUnsafe()))
+	var buf bytes.Buffer
+	if err := gm.Convert([]byte(md), &buf); err != nil {
+		t.Fatalf("goldmark: %v", err)
+	}
+	doc, err := html.Parse(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	words := map[string]int{}
+	visibleWords(doc, words)
+	return words
+}
+
+// articleWords counts the visible words of the article in a source page: its body container
+// and its polls, untouched by the extractor's cleanup.
+func articleWords(t testing.TB, page []byte) map[string]int {
+	t.Helper()
+	root, err := html.Parse(bytes.NewReader(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := goquery.NewDocumentFromNode(root)
+	body, _ := findBody(doc)
+	if body == nil {
+		t.Fatal("no body container")
+	}
+	words := map[string]int{}
+	visibleWords(body.Nodes[0], words)
+	for _, n := range doc.FindMatcher(pollBlocks).Nodes {
+		visibleWords(n, words)
+	}
+	return words
+}
+
+// fidelity is the share of the article's words found in the Markdown, and the missing ones.
+func fidelity(article, markdown map[string]int) (float64, []string) {
+	total, found := 0, 0
+	var missing []string
+	for w, n := range article {
+		total += n
+		got := min(n, markdown[w])
+		found += got
+		if got < n {
+			missing = append(missing, fmt.Sprintf("%s (%d of %d)", w, got, n))
+		}
+	}
+	sort.Strings(missing)
+	if total == 0 {
+		return 1, nil
+	}
+	return float64(found) / float64(total), missing
+}
+
+func TestGoldenFidelity(t *testing.T) {
+	for _, g := range goldenPages(t) {
+		t.Run(g.golden, func(t *testing.T) {
+			md := readGolden(t, g.golden)
+			share, missing := fidelity(articleWords(t, g.page), renderedWords(t, md))
+			t.Logf("fidelity %s: %.2f%% of %d words", g.golden, 100*share, sumWords(articleWords(t, g.page)))
+			if share < 1 {
+				t.Errorf("%.2f%% of the article's words are in the rendered Markdown; missing: %s",
+					100*share, strings.Join(missing[:min(len(missing), 30)], ", "))
+			}
+		})
+	}
+}
+
+func sumWords(w map[string]int) int {
+	n := 0
+	for _, c := range w {
+		n += c
+	}
+	return n
+}
