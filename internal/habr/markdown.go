@@ -36,6 +36,7 @@ func newConverter() *converter.Converter {
 		),
 		strikethrough.NewStrikethroughPlugin(),
 	))
+	registerEscaping(conv)
 	conv.Register.RendererFor("table", converter.TagTypeBlock, renderTableHTML, converter.PriorityStandard+1)
 	conv.Register.RendererFor("details", converter.TagTypeBlock, renderDetails, converter.PriorityEarly)
 	conv.Register.RendererFor("img", converter.TagTypeInline, renderFormula, converter.PriorityEarly)

@@ -38,7 +38,29 @@ func TestMarkdownFeatures(t *testing.T) {
 		{
 			name: "blockquote",
 			body: `<blockquote><p>Цитата</p><p>вторая часть</p></blockquote><p>после</p>`,
-			want: "> Цитата\n> \n> вторая часть\n\nпосле\n",
+			want: "> Цитата\n>\n> вторая часть\n\nпосле\n",
+		},
+		{
+			name: "class 2: quoted paragraphs that look like lists, headings or quotes are escaped at every depth",
+			body: `<blockquote><p>* note</p><p>- dash</p><p>+ plus</p><p>1. one</p><p>1984. year</p><p># not heading</p><p>&gt; not nested</p>` +
+				`<blockquote><p>* deeper</p></blockquote></blockquote>` +
+				`<ul><li><blockquote><p>1. in a list</p></blockquote></li></ul>` +
+				`<details class="spoiler"><summary>s</summary><div class="spoiler__content"><blockquote><p># in a spoiler</p></blockquote></div></details>`,
+			want: "> \\* note\n>\n> \\- dash\n>\n> \\+ plus\n>\n> 1\\. one\n>\n> 1984\\. year\n>\n> \\# not heading\n>\n> &gt; not nested\n>\n> > \\* deeper\n\n" +
+				"- > 1\\. in a list\n\n<details>\n<summary>s</summary>\n\n> \\# in a spoiler\n\n</details>\n",
+		},
+		{
+			name: "class 6: code in a blockquote, in a list in a blockquote, in a blockquote in a list keeps its prefixes",
+			body: `<blockquote><pre><code class="go">a := 1
+b := 2</code></pre><ul><li><pre><code>x
+y</code></pre></li></ul></blockquote><ol><li><blockquote><pre><code>p
+q</code></pre></blockquote></li></ol>`,
+			want: "> ```go\n> a := 1\n> b := 2\n> ```\n>\n> - ```\n>   x\n>   y\n>   ```\n\n1. > ```\n   > p\n   > q\n   > ```\n",
+		},
+		{
+			name: "class 9 and literal delimiters: dollars, pipes, tildes and a star that could close emphasis are escaped",
+			body: `<p>$5 в месяц, а годовой $50; a|b; ~5 и ~10; a * b</p><p><em>двух* изображений</em></p>`,
+			want: "\\$5 в месяц, а годовой \\$50; a\\|b; \\~5 и \\~10; a * b\n\n*двух\\* изображений*\n",
 		},
 		{
 			name: "relative and odd links",
