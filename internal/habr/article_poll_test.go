@@ -28,7 +28,7 @@ func pollPage(after bool) []byte {
 }
 
 func TestPolls(t *testing.T) {
-	want := "Текст\n\n**Какой \\*язык* лучше?**\n\n- [ ] Go — 6 (60%)\n- [ ] 1. Rust — 4 (40%)\n\n" +
+	want := "Текст\n\n**Какой \\*язык\\* лучше?**\n\n- [ ] Go — 6 (60%)\n- [ ] 1. Rust — 4 (40%)\n\n" +
 		"Проголосовали 10 пользователей. Воздержался 1 пользователь.\n"
 	e := NewExtractor()
 	for _, after := range []bool{false, true} {
