@@ -166,7 +166,7 @@ func (e *Extractor) convert(pageURL string, art Article, body *goquery.Selection
 	if err != nil {
 		return Article{}, fmt.Errorf("convert %s to markdown: %w", pageURL, err)
 	}
-	md = bytes.TrimSpace(md)
+	md = bytes.TrimSpace(tidyLines(md))
 	if len(md) == 0 {
 		return Article{}, structural("body container %s is empty", lay.body)
 	}
@@ -175,7 +175,7 @@ func (e *Extractor) convert(pageURL string, art Article, body *goquery.Selection
 		if err != nil {
 			return Article{}, fmt.Errorf("convert polls of %s to markdown: %w", pageURL, err)
 		}
-		if pm = bytes.TrimSpace(pm); len(pm) > 0 {
+		if pm = bytes.TrimSpace(tidyLines(pm)); len(pm) > 0 {
 			md = append(append(md, "\n\n"...), pm...)
 		}
 	}

@@ -10,8 +10,10 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
 	gmhtml "github.com/yuin/goldmark/renderer/html"
+	"github.com/yuin/goldmark/text"
 	"golang.org/x/net/html"
 )
 
@@ -121,4 +123,35 @@ func sumWords(w map[string]int) int {
 		n += c
 	}
 	return n
+}
+
+// No line of a golden file ends in white space outside code blocks and raw HTML blocks, as
+// goldmark parses them (class 3): a trailing space or U+00A0 is either a hard break written the
+// invisible way, or noise.
+func TestGoldenLineEnds(t *testing.T) {
+	gm := goldmark.New(goldmark.WithExtensions(extension.GFM))
+	for _, g := range goldenPages(t) {
+		src := []byte(readGolden(t, g.golden))
+		// Byte ranges of the lines that belong to code or HTML blocks.
+		verbatim := map[int]bool{}
+		doc := gm.Parser().Parse(text.NewReader(src))
+		_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+			if !entering {
+				return ast.WalkContinue, nil
+			}
+			switch n.Kind() {
+			case ast.KindFencedCodeBlock, ast.KindCodeBlock, ast.KindHTMLBlock:
+				lines := n.Lines()
+				for i := 0; i < lines.Len(); i++ {
+					verbatim[bytes.Count(src[:lines.At(i).Start], []byte("\n"))] = true
+				}
+			}
+			return ast.WalkContinue, nil
+		})
+		for i, line := range strings.Split(string(src), "\n") {
+			if !verbatim[i] && strings.TrimRight(line, " \t\u00a0") != line {
+				t.Errorf("%s:%d ends in white space: %q", g.golden, i+1, line)
+			}
+		}
+	}
 }

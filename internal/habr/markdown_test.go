@@ -28,7 +28,18 @@ func TestMarkdownFeatures(t *testing.T) {
 		{
 			name: "legacy text separated by br",
 			body: `Первая строка<br/>вторая строка<br/><br/>Новый абзац<br/>`,
-			want: "Первая строка  \nвторая строка\n\nНовый абзац\n",
+			want: "Первая строка\\\nвторая строка\n\nНовый абзац\n",
+		},
+		{
+			name: "class 3: no line ends in white space outside code; hard breaks are backslashes where they break",
+			body: `<p>конец абзаца&nbsp;</p><p>строка&nbsp;<br>следующая<br></p><ul><li>пункт<br></li><li>второй&nbsp;&nbsp;</li></ul>` +
+				`<blockquote><p>цитата<br>вторая строка&nbsp;</p></blockquote><h2>Заголовок&nbsp;</h2>` +
+				`<pre><code>code with trailing spaces   
+  </code></pre><blockquote><pre><code>a
+
+b</code></pre></blockquote>`,
+			want: "конец абзаца\n\nстрока\\\nследующая\n\n- пункт\n- второй\n\n> цитата\\\n> вторая строка\n\n## Заголовок\n\n" +
+				"```\ncode with trailing spaces   \n  \n```\n\n> ```\n> a\n>\n> b\n> ```\n",
 		},
 		{
 			name: "nested lists",
