@@ -23,8 +23,9 @@ func newConverter() *converter.Converter {
 			commonmark.WithCodeBlockFence("```"),
 			commonmark.WithBulletListMarker("-"),
 			commonmark.WithHorizontalRule("---"),
-			// The marker comment that separates two adjacent lists is
-			// noise in stored text; merging such lists loses nothing.
+			// The plugin's marker comment also lands between lists that
+			// are not siblings (a list in a quote and one after it);
+			// separateLists puts one only where two lists are adjacent.
 			commonmark.WithListEndComment(false),
 		),
 		// Habr tables have no <thead>: the first row is the header.
@@ -37,6 +38,7 @@ func newConverter() *converter.Converter {
 		strikethrough.NewStrikethroughPlugin(),
 	))
 	registerEscaping(conv)
+	conv.Register.RendererFor(listEnd, converter.TagTypeBlock, renderListEnd, converter.PriorityEarly)
 	conv.Register.RendererFor("table", converter.TagTypeBlock, renderTableHTML, converter.PriorityStandard+1)
 	conv.Register.RendererFor("details", converter.TagTypeBlock, renderDetails, converter.PriorityEarly)
 	conv.Register.RendererFor("img", converter.TagTypeInline, renderFormula, converter.PriorityEarly)
@@ -63,6 +65,16 @@ func blankWhitespaceLines(_ converter.Context, md []byte) []byte {
 		}
 	}
 	return bytes.Join(lines, []byte("\n"))
+}
+
+// listEnd is the element separateLists puts between two adjacent lists.
+const listEnd = "ingest-list-end"
+
+// renderListEnd writes an empty HTML comment between two adjacent lists: without it, Markdown
+// reads them as one list, and the second one's start number (or kind of marker) is lost.
+func renderListEnd(_ converter.Context, w converter.Writer, _ *html.Node) converter.RenderStatus {
+	w.WriteString("\n\n<!-- -->\n\n")
+	return converter.RenderSuccess
 }
 
 // renderDetails writes a spoiler as an HTML <details> block with Markdown

@@ -24,6 +24,8 @@ var (
 	classedCode        = css("pre code[class]")
 	links              = css("a[href]")
 	anyElement         = css("*")
+	emphasis           = css("strong, b, em, i")
+	lists              = css("ul, ol")
 )
 
 // cleanBody rewrites the article body in place so that the converter sees
@@ -42,6 +44,8 @@ func cleanBody(body *goquery.Selection, base *url.URL) {
 	cleanEmbeds(body, base)
 	cleanCode(body)
 	cleanLinks(body, base)
+	separateEmphasis(body)
+	separateLists(body)
 	cleanAttributes(body)
 }
 
@@ -261,12 +265,60 @@ func cleanLinks(body *goquery.Selection, base *url.URL) {
 	})
 }
 
+// emphasisKind is "bold" for <strong> and <b>, "italic" for <em> and <i>, "" otherwise.
+func emphasisKind(n *html.Node) string {
+	if n == nil || n.Type != html.ElementNode {
+		return ""
+	}
+	switch n.DataAtom {
+	case atom.Strong, atom.B:
+		return "bold"
+	case atom.Em, atom.I:
+		return "italic"
+	}
+	return ""
+}
+
+// separateEmphasis keeps adjacent emphasis runs of different kinds apart. html-to-markdown
+// merges an emphasis element with the bold or italic elements right after it, whatever their
+// kind (domutils.MergeAdjacent), so <strong><em>X</em></strong><em> tail</em> became
+// "***X* tail**", turning the tail bold. An empty text node between them stops the merge; runs
+// of the same kind still merge, which reads the same.
+func separateEmphasis(body *goquery.Selection) {
+	body.FindMatcher(emphasis).Each(func(_ int, s *goquery.Selection) {
+		n := s.Nodes[0]
+		kind := emphasisKind(n)
+		next := n.NextSibling
+		for next != nil && next.Type == html.ElementNode && next.DataAtom == atom.Span && next.FirstChild != nil {
+			next = next.FirstChild // the converter looks through spans
+		}
+		if k := emphasisKind(next); k != "" && k != kind {
+			n.Parent.InsertBefore(&html.Node{Type: html.TextNode}, n.NextSibling)
+		}
+	})
+}
+
+// separateLists marks every list that is followed directly by another list (white space
+// aside), so that renderListEnd keeps them apart.
+func separateLists(body *goquery.Selection) {
+	body.FindMatcher(lists).Each(func(_ int, s *goquery.Selection) {
+		n := s.Nodes[0]
+		next := n.NextSibling
+		for next != nil && next.Type == html.TextNode && strings.TrimSpace(next.Data) == "" {
+			next = next.NextSibling
+		}
+		if next != nil && next.Type == html.ElementNode && (next.DataAtom == atom.Ul || next.DataAtom == atom.Ol) {
+			n.Parent.InsertBefore(newElement(listEnd), n.NextSibling)
+		}
+	})
+}
+
 // keptAttributes are the attributes that carry content. Everything else
 // (ids, styles, widths, data-*, Vue's data-v-*) would only clutter the
 // tables that stay raw HTML.
 var keptAttributes = map[string]bool{
 	"href": true, "src": true, "alt": true, "title": true,
-	"colspan": true, "rowspan": true, "source": true, "class": true,
+	"colspan": true, "rowspan": true, "source": true, "class": true, "start": true,
 }
 
 // classUsers are the elements whose class the converter still reads: the

@@ -69,6 +69,16 @@ q</code></pre></blockquote></li></ol>`,
 			want: "> ```go\n> a := 1\n> b := 2\n> ```\n>\n> - ```\n>   x\n>   y\n>   ```\n\n1. > ```\n   > p\n   > q\n   > ```\n",
 		},
 		{
+			name: "class 4: adjacent emphasis runs render as written",
+			body: `<p><strong><em>X</em></strong><em> tail</em>, <b>a</b><i>b</i>, <em>c</em><strong>d</strong>, <em>e</em><em>f</em>, <strong>g</strong><span><em>h</em></span></p>`,
+			want: "***X*** *tail*, **a***b*, *c***d**, *ef*, **g***h*\n",
+		},
+		{
+			name: "class 5: an ordered list keeps its start",
+			body: `<ol start="3"><li><p>три</p></li><li><p>четыре</p></li></ol><ol start="0"><li>ноль</li></ol><ol start="x"><li>один</li></ol>`,
+			want: "3. три\n4. четыре\n\n<!-- -->\n\n0. ноль\n\n<!-- -->\n\n1. один\n",
+		},
+		{
 			name: "class 9 and literal delimiters: dollars, pipes, tildes and a star that could close emphasis are escaped",
 			body: `<p>$5 в месяц, а годовой $50; a|b; ~5 и ~10; a * b</p><p><em>двух* изображений</em></p>`,
 			want: "\\$5 в месяц, а годовой \\$50; a\\|b; \\~5 и \\~10; a * b\n\n*двух\\* изображений*\n",
