@@ -39,7 +39,7 @@ func newConverter() *converter.Converter {
 	))
 	registerEscaping(conv)
 	conv.Register.RendererFor(listEnd, converter.TagTypeBlock, renderListEnd, converter.PriorityEarly)
-	conv.Register.RendererFor("table", converter.TagTypeBlock, renderTableHTML, converter.PriorityStandard+1)
+	registerTables(conv)
 	conv.Register.RendererFor("details", converter.TagTypeBlock, renderDetails, converter.PriorityEarly)
 	conv.Register.RendererFor("img", converter.TagTypeInline, renderFormula, converter.PriorityEarly)
 	// Markdown has no super- or subscript; inline HTML keeps "x<sup>2</sup>"
@@ -101,34 +101,6 @@ func renderDetails(ctx converter.Context, w converter.Writer, n *html.Node) conv
 	ctx.RenderNodes(ctx, w, content...)
 	w.WriteString("\n\n</details>\n\n")
 	return converter.RenderSuccess
-}
-
-// renderTableHTML writes a table that GFM cannot express as raw HTML, one
-// row per line so that the Markdown stays readable as text.
-func renderTableHTML(_ converter.Context, w converter.Writer, table *html.Node) converter.RenderStatus {
-	w.WriteString("\n\n<table>\n")
-	for c := table.FirstChild; c != nil; c = c.NextSibling {
-		switch c.Data {
-		case "thead", "tbody", "tfoot":
-			w.WriteString("<" + c.Data + ">\n")
-			for row := c.FirstChild; row != nil; row = row.NextSibling {
-				writeHTMLLine(w, row)
-			}
-			w.WriteString("</" + c.Data + ">\n")
-		default:
-			writeHTMLLine(w, c)
-		}
-	}
-	w.WriteString("</table>\n\n")
-	return converter.RenderSuccess
-}
-
-func writeHTMLLine(w converter.Writer, n *html.Node) {
-	if n.Type == html.TextNode && strings.TrimSpace(n.Data) == "" {
-		return
-	}
-	_ = html.Render(w, n) // writes to memory; cannot fail
-	w.WriteString("\n")
 }
 
 // htmlText escapes text for an HTML context without the &#34; clutter of

@@ -149,6 +149,22 @@ q</code></pre></blockquote></li></ol>`,
 			want: "<table>\n<tbody>\n<tr><td>a<br/>b</td><td>c</td></tr>\n</tbody>\n</table>\n",
 		},
 		{
+			name: "class 8: merged cells keep the table HTML; a pipe in code in a GFM cell is escaped",
+			body: `<table><tbody><tr><td colspan="2"><p>Оба</p></td></tr><tr><td><p>a</p></td><td><p>b</p></td></tr></tbody></table>` +
+				`<table><tr><td><p>Синтаксис</p></td><td><p>Пример</p></td></tr><tr><td><p>или</p></td><td><p><code>a|b</code> и a|b</p></td></tr></table>` +
+				`<table><tr><td><pre><code>x
+
+y</code></pre></td><td>z</td></tr></table>`,
+			want: "<table>\n<tbody>\n<tr><td colspan=\"2\"><p>Оба</p></td></tr>\n<tr><td><p>a</p></td><td><p>b</p></td></tr>\n</tbody>\n</table>\n\n" +
+				"| Синтаксис | Пример |\n|---|---|\n| или | `a\\|b` и a\\|b |\n\n" +
+				"<table>\n<tbody>\n<tr><td><pre><code>x&#10;&#10;y</code></pre></td><td>z</td></tr>\n</tbody>\n</table>\n",
+		},
+		{
+			name: "class 8: lines of text joined by br that look like a table stay text",
+			body: `<p>Таблица:<br>| a | b |<br>|---|---|<br>| c | d |</p>`,
+			want: "Таблица:\\\n\\| a \\| b \\|\\\n\\|---\\|---\\|\\\n\\| c \\| d \\|\n",
+		},
+		{
 			name: "legacy spoiler",
 			body: `<div class="spoiler"><b class="spoiler_title">Весь код</b><div class="spoiler_text"><pre><code class="python hljs">print(1)</code></pre></div></div>`,
 			want: "<details>\n<summary>Весь код</summary>\n\n```python\nprint(1)\n```\n\n</details>\n",
