@@ -308,8 +308,11 @@ func TestEveryHTMLFixtureIsTested(t *testing.T) {
 // editorV2Posts are posts from the API fixture whose editor-v2 markup the
 // saved pages lack: details spoilers and JSON code (572370), an embedded
 // video and strikethrough (572560), a table with paragraphs and rowspan
-// (572550), captioned figures and several videos (572576).
-var editorV2Posts = []int64{572370, 572560, 572550, 572576}
+// (572550), captioned figures and several videos (572576), a table of
+// contents linking to anchors before headings, 53 figures, quotes and
+// spoilers (572234), quotes and ordered lists (572564), and an editor-v1
+// body of <br>-separated text with subscripts (572570).
+var editorV2Posts = []int64{572370, 572560, 572550, 572576, 572234, 572564, 572570}
 
 // apiPosts returns the text_html of every post in the API fixture by id.
 func apiPosts(t testing.TB) map[int64]string {

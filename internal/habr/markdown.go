@@ -41,7 +41,7 @@ func newConverter() *converter.Converter {
 	conv.Register.RendererFor(listEnd, converter.TagTypeBlock, renderListEnd, converter.PriorityEarly)
 	registerTables(conv)
 	conv.Register.RendererFor("details", converter.TagTypeBlock, renderDetails, converter.PriorityEarly)
-	conv.Register.RendererFor("img", converter.TagTypeInline, renderFormula, converter.PriorityEarly)
+	registerLinks(conv)
 	// Markdown has no super- or subscript; inline HTML keeps "x<sup>2</sup>"
 	// from reading as "x2".
 	conv.Register.RendererFor("sup", converter.TagTypeInline, base.RenderAsHTML, converter.PriorityEarly)

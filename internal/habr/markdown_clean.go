@@ -26,6 +26,7 @@ var (
 	anyElement         = css("*")
 	emphasis           = css("strong, b, em, i")
 	lists              = css("ul, ol")
+	withID             = css("[id]")
 )
 
 // cleanBody rewrites the article body in place so that the converter sees
@@ -34,8 +35,7 @@ var (
 // language class it understands, and no page machinery.
 func cleanBody(body *goquery.Selection, base *url.URL) {
 	body.FindMatcher(junkElements).Remove()
-	// Anchors without a target: the habracut marker, footnote targets.
-	body.FindMatcher(anchorsWithoutHref).Each(func(_ int, a *goquery.Selection) { a.ReplaceWithSelection(a.Contents()) })
+	targets := cleanAnchors(body)
 
 	cleanSpoilers(body)
 	cleanFormulas(body)
@@ -43,7 +43,7 @@ func cleanBody(body *goquery.Selection, base *url.URL) {
 	cleanFigures(body)
 	cleanEmbeds(body, base)
 	cleanCode(body)
-	cleanLinks(body, base)
+	cleanLinks(body, base, targets)
 	separateEmphasis(body)
 	separateLists(body)
 	cleanAttributes(body)
@@ -151,7 +151,7 @@ func imageSource(img *goquery.Selection, base *url.URL) string {
 			}
 			return "https://habrastorage.org/webt/" + name[0:2] + "/" + name[2:4] + "/" + name[4:6] + "/" + name
 		}
-		return resizedImage.ReplaceAllString(base.ResolveReference(u).String(), "$1/")
+		return resizedImage.ReplaceAllString(absoluteRef(base, v), "$1/")
 	}
 	return ""
 }
@@ -252,17 +252,111 @@ func cleanCode(body *goquery.Selection) {
 	})
 }
 
-// cleanLinks makes every link absolute; a link that cannot be followed
-// keeps its text only.
-func cleanLinks(body *goquery.Selection, base *url.URL) {
-	body.FindMatcher(links).Each(func(_ int, a *goquery.Selection) {
-		u, err := url.Parse(strings.TrimSpace(a.AttrOr("href", "")))
-		if err != nil || (u.Scheme != "" && u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "mailto") {
+// cleanAnchors keeps the article's own link targets, so that a table of contents keeps
+// working inside the Markdown: an anchor the author placed (<a name="x"> or <a id="x">, the v2
+// editor's <a class="anchor" name="x" id="x"></a> before a heading) becomes <a id="x"></a>,
+// moved into the heading or paragraph that follows it; Habr's habracut marker and anchors
+// without a name are unwrapped. It returns every id an in-article link may point at: those
+// anchors and the ids of other elements.
+func cleanAnchors(body *goquery.Selection) map[string]bool {
+	targets := map[string]bool{}
+	body.FindMatcher(withID).Each(func(_ int, s *goquery.Selection) {
+		if id := strings.TrimSpace(s.AttrOr("id", "")); id != "" && !isAnchor(s) {
+			targets[id] = true
+		}
+	})
+	body.FindMatcher(anchorsWithoutHref).Each(func(_ int, a *goquery.Selection) {
+		id := strings.TrimSpace(a.AttrOr("id", ""))
+		if id == "" {
+			id = strings.TrimSpace(a.AttrOr("name", ""))
+		}
+		if id == "" || id == "habracut" {
 			a.ReplaceWithSelection(a.Contents())
 			return
 		}
-		a.SetAttr("href", base.ResolveReference(u).String())
+		targets[id] = true
+		n := a.Nodes[0]
+		n.Attr = []html.Attribute{{Key: "id", Val: id}}
+		if n.FirstChild != nil {
+			return // it wraps text, which stays where it is
+		}
+		next := n.NextSibling
+		for next != nil && next.Type == html.TextNode && strings.TrimSpace(next.Data) == "" {
+			next = next.NextSibling
+		}
+		if next != nil && next.Type == html.ElementNode && anchorHosts[next.DataAtom] {
+			n.Parent.RemoveChild(n)
+			next.InsertBefore(n, next.FirstChild)
+		}
 	})
+	return targets
+}
+
+func isAnchor(s *goquery.Selection) bool {
+	_, href := s.Attr("href")
+	return goquery.NodeName(s) == "a" && !href
+}
+
+// anchorHosts are the blocks an anchor standing right before them is moved into.
+var anchorHosts = map[atom.Atom]bool{
+	atom.H1: true, atom.H2: true, atom.H3: true, atom.H4: true, atom.H5: true, atom.H6: true, atom.P: true,
+}
+
+// cleanLinks writes every link's URL as the author wrote it, made absolute by string
+// operations and without utm_* tracking parameters; a link to one of the article's own targets
+// (a bare "#x", or this article's URL with "#x") becomes "#x", with an <a id> placed at an
+// element that has the id but is no anchor. A link that cannot be followed (javascript:,
+// unparseable) keeps its text only.
+func cleanLinks(body *goquery.Selection, base *url.URL, targets map[string]bool) {
+	articleID, _, _ := CanonicalURL(base.String())
+	linked := map[string]bool{}
+	body.FindMatcher(links).Each(func(_ int, a *goquery.Selection) {
+		ref := strings.TrimSpace(a.AttrOr("href", ""))
+		if frag, ok := ownFragment(ref, articleID); ok && targets[frag] {
+			a.SetAttr("href", "#"+frag)
+			linked[frag] = true
+			return
+		}
+		abs := absoluteRef(base, ref)
+		u, err := url.Parse(abs)
+		if abs == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "mailto") {
+			a.ReplaceWithSelection(a.Contents())
+			return
+		}
+		if u.Scheme != "mailto" {
+			abs = withoutTracking(abs)
+		}
+		a.SetAttr("href", abs)
+	})
+	// An element that carries a linked id (a heading with an id) gets an anchor of its own,
+	// since the cleanup drops ids.
+	body.FindMatcher(withID).Each(func(_ int, s *goquery.Selection) {
+		id := strings.TrimSpace(s.AttrOr("id", ""))
+		if !linked[id] || isAnchor(s) {
+			return
+		}
+		anchor := newElement("a")
+		anchor.Attr = []html.Attribute{{Key: "id", Val: id}}
+		s.Nodes[0].InsertBefore(anchor, s.Nodes[0].FirstChild)
+	})
+}
+
+// ownFragment returns the fragment of a link to the article itself: "#x", or any URL of this
+// article (by its id) with "#x". Fragments compare unescaped.
+func ownFragment(ref string, articleID int64) (string, bool) {
+	rest, frag, ok := strings.Cut(ref, "#")
+	if !ok || frag == "" {
+		return "", false
+	}
+	if rest != "" {
+		if id, _, err := CanonicalURL(absoluteRef(&url.URL{Scheme: "https", Host: canonicalHost, Path: "/"}, rest)); err != nil || id != articleID || articleID == 0 {
+			return "", false
+		}
+	}
+	if f, err := url.PathUnescape(frag); err == nil {
+		frag = f
+	}
+	return frag, true
 }
 
 // emphasisKind is "bold" for <strong> and <b>, "italic" for <em> and <i>, "" otherwise.
@@ -330,7 +424,7 @@ func cleanAttributes(body *goquery.Selection) {
 		n := s.Nodes[0]
 		kept := n.Attr[:0]
 		for _, a := range n.Attr {
-			if keptAttributes[a.Key] && (a.Key != "class" || classUsers[n.Data]) {
+			if keptAttributes[a.Key] && (a.Key != "class" || classUsers[n.Data]) || a.Key == "id" && n.Data == "a" {
 				kept = append(kept, a)
 			}
 		}

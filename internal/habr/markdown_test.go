@@ -89,6 +89,28 @@ q</code></pre></blockquote></li></ol>`,
 			want: "[автор](https://habr.com/ru/users/x/), [раздел](https://habr.com/ru/articles/1/#sec), скрипт, [Go](https://go.dev/)\n",
 		},
 		{
+			name: "class 10: in-article links point at anchors the Markdown keeps",
+			body: `<h3>Оглавление</h3><ol><li><p><a href="#Class">Класс</a></p></li><li><p><a href="https://habr.com/ru/post/1/#Field">Поля</a></p></li>` +
+				`<li><p><a href="#h-methods">Методы</a></p></li><li><p><a href="#missing">Нет такого</a></p></li><li><p><a href="/ru/post/2/#Class">Другая статья</a></p></li></ol>` +
+				`<a class="anchor" name="Class" id="Class"></a><h2>Класс</h2><p>Текст<a name="habracut"></a></p><a name="Field"></a><p>Поля</p>` +
+				`<h2 id="h-methods">Методы</h2><p><a name="fn1">¹</a> сноска</p>`,
+			want: "### Оглавление\n\n1. [Класс](#Class)\n2. [Поля](#Field)\n3. [Методы](#h-methods)\n4. [Нет такого](https://habr.com/ru/articles/1/#missing)\n" +
+				"5. [Другая статья](https://habr.com/ru/post/2/#Class)\n\n## <a id=\"Class\"></a>Класс\n\nТекст\n\n<a id=\"Field\"></a>Поля\n\n" +
+				"## <a id=\"h-methods\"></a>Методы\n\n<a id=\"fn1\"></a>¹ сноска\n",
+		},
+		{
+			name: "class 11: link URLs as the author wrote them, without utm_* parameters",
+			body: `<p><a href="https://public.tableau.com/views/CVPR2021/Dashboard1?:language=en-US&amp;:display_count=n">карта</a>, ` +
+				`<a href="https://example.com/search?q=a+b&amp;utm_source=habr&amp;utm_medium=referral&amp;page=2#top">поиск</a>, ` +
+				`<a href="https://ru.wikipedia.org/wiki/Неявная_функция">вики</a>, <a href="https://adapty.io/?utm_source=habr.com">adapty</a>, ` +
+				`<a href="//example.com/x y">пробел</a>, <a href="https://en.wikipedia.org/wiki/Go_(programming_language)" title="Go &quot;lang&quot;">Go</a>, ` +
+				`<a href="mailto:a@example.com?subject=Hi+there">почта</a></p>`,
+			want: "[карта](https://public.tableau.com/views/CVPR2021/Dashboard1?:language=en-US&:display_count=n), " +
+				"[поиск](https://example.com/search?q=a+b&page=2#top), [вики](https://ru.wikipedia.org/wiki/Неявная_функция), " +
+				"[adapty](https://adapty.io/), [пробел](<https://example.com/x y>), " +
+				"[Go](https://en.wikipedia.org/wiki/Go_(programming_language) 'Go \"lang\"'), [почта](mailto:a@example.com?subject=Hi+there)\n",
+		},
+		{
 			name: "lazy image: data-src over the blurred placeholder",
 			body: `<p><img src="https://habrastorage.org/r/w780q1/webt/sk/la/0r/skla0rb4ggcljeuxyqmgvmmxfp4.jpeg" alt="image" data-src="https://habrastorage.org/webt/sk/la/0r/skla0rb4ggcljeuxyqmgvmmxfp4.jpeg" data-blurred="true"/></p>`,
 			want: "![image](https://habrastorage.org/webt/sk/la/0r/skla0rb4ggcljeuxyqmgvmmxfp4.jpeg)\n",
