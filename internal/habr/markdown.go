@@ -42,10 +42,7 @@ func newConverter() *converter.Converter {
 	registerTables(conv)
 	conv.Register.RendererFor("details", converter.TagTypeBlock, renderDetails, converter.PriorityEarly)
 	registerLinks(conv)
-	// Markdown has no super- or subscript; inline HTML keeps "x<sup>2</sup>"
-	// from reading as "x2".
-	conv.Register.RendererFor("sup", converter.TagTypeInline, base.RenderAsHTML, converter.PriorityEarly)
-	conv.Register.RendererFor("sub", converter.TagTypeInline, base.RenderAsHTML, converter.PriorityEarly)
+	registerInlineHTML(conv)
 	conv.Register.PostRenderer(blankWhitespaceLines, converter.PriorityStandard-1)
 	return conv
 }

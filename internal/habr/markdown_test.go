@@ -235,9 +235,11 @@ y</code></pre></td><td>z</td></tr></table>`,
 			want: "Текст\n\nконец\n",
 		},
 		{
-			name: "super- and subscripts stay HTML",
-			body: `<p>E = mc<sup>2</sup>, H<sub>2</sub>O</p>`,
-			want: "E = mc<sup>2</sup>, H<sub>2</sub>O\n",
+			name: "class 12: sup, sub, kbd, mark and abbr stay inline HTML around Markdown",
+			body: `<p>E = mc<sup>2</sup>, H<sub>2</sub>O, x<sup><em>n</em>*</sup>, <kbd>Ctrl</kbd>+<kbd>C</kbd>, ` +
+				`<mark>важно </mark>, <abbr title="HyperText  Markup Language">HTML</abbr>, <sup> </sup>конец</p>`,
+			want: "E = mc<sup>2</sup>, H<sub>2</sub>O, x<sup>*n*\\*</sup>, <kbd>Ctrl</kbd>+<kbd>C</kbd>, " +
+				"<mark>важно</mark> , <abbr title=\"HyperText Markup Language\">HTML</abbr>, конец\n",
 		},
 		{
 			name: "lines with only spaces are emptied, code keeps its spaces",

@@ -1,0 +1,47 @@
+package habr
+
+import (
+	"bytes"
+	"strings"
+	"unicode"
+
+	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
+	"golang.org/x/net/html"
+)
+
+// inlineHTML are the inline elements Markdown has no syntax for but whose markup carries
+// meaning: x<sup>2</sup> must not read as x2, a key is not code, a highlight or an
+// abbreviation's expansion is part of the text. They stay inline HTML around Markdown content
+// (escaped and formatted like any text), which CommonMark renders as written.
+var inlineHTML = []string{"sup", "sub", "kbd", "mark", "abbr"}
+
+// registerInlineHTML adds the renderers of inlineHTML to conv.
+func registerInlineHTML(conv *converter.Converter) {
+	for _, tag := range inlineHTML {
+		conv.Register.RendererFor(tag, converter.TagTypeInline, renderInlineHTML, converter.PriorityEarly)
+	}
+}
+
+// renderInlineHTML writes <tag>content</tag>, the white space around the content outside the
+// tags, an abbreviation with its title; an element without content is dropped.
+func renderInlineHTML(ctx converter.Context, w converter.Writer, n *html.Node) converter.RenderStatus {
+	var buf bytes.Buffer
+	ctx.RenderChildNodes(ctx, &buf, n)
+	content := buf.Bytes()
+	trimmed := bytes.TrimRightFunc(content, unicode.IsSpace)
+	after := content[len(trimmed):]
+	inner := bytes.TrimLeftFunc(trimmed, unicode.IsSpace)
+	before := trimmed[:len(trimmed)-len(inner)]
+	w.Write(before)
+	if len(inner) > 0 {
+		w.WriteString("<" + n.Data)
+		if title, ok := attr(n, "title"); ok && n.Data == "abbr" && strings.TrimSpace(title) != "" {
+			w.WriteString(` title="` + html.EscapeString(strings.Join(strings.Fields(title), " ")) + `"`)
+		}
+		w.WriteString(">")
+		w.Write(inner)
+		w.WriteString("</" + n.Data + ">")
+	}
+	w.Write(after)
+	return converter.RenderSuccess
+}
