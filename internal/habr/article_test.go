@@ -133,7 +133,21 @@ var syntheticPages = []struct {
 	file string
 	url  string
 	meta Article
-}{}
+}{
+	{
+		file: "synthetic-2025-every-class.html",
+		url:  "https://habr.com/ru/companies/habr/articles/900001/",
+		meta: Article{
+			Title: "Синтетическая статья: каждая конструкция редактора", Author: "synthetic_author", AuthorName: "Иван Петров",
+			PublishedAt: time.Date(2025, 9, 30, 9, 15, 0, 0, time.UTC),
+			Hubs:        []string{"Java", "Распределённые системы", "Микросервисы"},
+			Tags: []string{"java", "распределенные системы", "микросервисы", "saga", "паттерны", "2pc",
+				"оркестрация", "хореография", "архитектура", "распределенные транзакции"},
+			Company:     Company{Alias: "habr", Name: "Блог компании Хабр"},
+			Translation: Translation{OriginalAuthor: "Jane Q. Writer", OriginalURL: "https://example.org/blog/every-construct?ref=habr"},
+		},
+	},
+}
 
 // listingPages are the non-article pages in fixtures/html.
 var listingPages = []string{
@@ -199,9 +213,20 @@ var leaks = []string{
 
 func TestExtractGolden(t *testing.T) {
 	e := NewExtractor() // one converter for all pages, as in a run
-	for _, p := range articlePages {
+	pages := articlePages
+	for _, p := range syntheticPages {
+		pages = append(pages, p)
+	}
+	for _, p := range pages {
 		t.Run(p.file, func(t *testing.T) {
-			a, err := e.Extract(p.url, readFixture(t, "html", p.file))
+			page, err := os.ReadFile(filepath.Join(fixtures, "html", p.file))
+			if errors.Is(err, os.ErrNotExist) {
+				page, err = os.ReadFile(filepath.Join("testdata", "pages", p.file))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := e.Extract(p.url, page)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -223,7 +248,8 @@ func TestExtractGolden(t *testing.T) {
 }
 
 // checkAbsoluteURLs fails on a Markdown link or image whose URL is relative
-// or points at a browser's local "_files/" copy.
+// or points at a browser's local "_files/" copy; a fragment link must point
+// at an anchor the Markdown has.
 func checkAbsoluteURLs(t *testing.T, md string) {
 	t.Helper()
 	for rest := md; ; {
@@ -233,6 +259,12 @@ func checkAbsoluteURLs(t *testing.T, md string) {
 		}
 		rest = rest[i+2:]
 		u, _, _ := strings.Cut(rest, ")")
+		if frag, ok := strings.CutPrefix(u, "#"); ok {
+			if !strings.Contains(md, `<a id="`+frag+`"></a>`) {
+				t.Errorf("link to #%s, which the Markdown has no anchor for", frag)
+			}
+			continue
+		}
 		if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "mailto:") ||
 			strings.Contains(u, "_files/") && !strings.Contains(u, "/upload_files/") {
 			t.Errorf("link or image with URL %q", u)
@@ -284,11 +316,26 @@ func TestExtractListingPages(t *testing.T) {
 	}
 }
 
-// Every page in fixtures/html is covered by one of the tests above.
+// Every page in fixtures/html and testdata/pages is covered by one of the tests above.
 func TestEveryHTMLFixtureIsTested(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(fixtures, "html", "*.html"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no fixtures found: %v", err)
+	}
+	ours, err := filepath.Glob(filepath.Join("testdata", "pages", "*.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range ours {
+		if !slices.ContainsFunc(syntheticPages, func(p struct {
+			file string
+			url  string
+			meta Article
+		}) bool {
+			return p.file == filepath.Base(f)
+		}) {
+			t.Errorf("page %s has no golden test", f)
+		}
 	}
 	for _, f := range files {
 		name := filepath.Base(f)

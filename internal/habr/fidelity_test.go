@@ -155,3 +155,62 @@ func TestGoldenLineEnds(t *testing.T) {
 		}
 	}
 }
+
+// The synthetic page holds every construct of issue 13; rendered by goldmark, its Markdown must
+// read as the article does: each class, as HTML a reader's renderer would produce.
+func TestSyntheticRendersAsWritten(t *testing.T) {
+	gm := goldmark.New(goldmark.WithExtensions(extension.GFM), goldmark.WithRendererOptions(gmhtml.WithUnsafe()))
+	var buf bytes.Buffer
+	if err := gm.Convert([]byte(readGolden(t, "synthetic-2025-every-class.md")), &buf); err != nil {
+		t.Fatal(err)
+	}
+	got := buf.String()
+	for _, want := range []string{
+		// 1: captions are visible text.
+		"<p><em>Схема сцены: слева исходные фотографии, справа восстановленная геометрия</em></p>",
+		"<p><em>Рис. 2. Произвольные* фотографии: двух хватает</em></p>",
+		// 2: quoted paragraphs stay paragraphs.
+		"<blockquote>\n<p>* Возникает вопрос", "<p>1984. Год, когда всё началось.</p>",
+		"<p># Это не заголовок", "<p>&gt; И это не вложенная цитата.</p>", "<p>- И не список.</p>",
+		"<p>+ вложенная цитата с плюсом</p>", "<blockquote>\n<p>* сноска в спойлере</p>",
+		// 3: a hard break inside a quote.
+		"<p>Первая строка цитаты<br>\nвторая строка цитаты</p>",
+		// 4: adjacent emphasis as written.
+		"<em><strong>Внимание:</strong></em> <em>этот хвост курсивом, но не жирный.</em>",
+		"<em>курсив</em><strong>жирный</strong>",
+		// 5: the list's start.
+		`<ol start="3">`,
+		// 6: code in a quote and in a list in a quote.
+		"<pre><code class=\"language-bash\">sudo apt-get update\nsudo apt-get install -y postgresql-15\n</code></pre>",
+		"<pre><code class=\"language-go\">x := 1\ny := x + 1\n</code></pre>",
+		// 7: the poll.
+		"<p><strong>Какие конструкции вы используете чаще всего?</strong></p>",
+		`<li><input disabled="" type="checkbox"> Таблицы с объединёнными ячейками — 25 (62.5%)</li>`,
+		"<p>Проголосовали 40 пользователей. Воздержались 3 пользователя.</p>",
+		// 8: merged cells, pipes in code in a cell, a table drawn in text.
+		`<tr><td colspan="2"><p><strong>Тариф</strong></p></td><td><p>Цена</p></td></tr>`,
+		`<tr><td rowspan="2"><p>Облако</p></td>`,
+		"<td><code>a || b</code> или <code>x|y</code></td>",
+		"<p>Таблица, нарисованная текстом:<br>\n| Язык | Год |<br>",
+		// 9: prices are text, the formula is TeX.
+		"<p>Тариф стоит $5 в месяц, а годовой $50; формула $E = mc^2$ — не цена.</p>",
+		// 10: the table of contents works inside the Markdown.
+		`<a href="#figures">Рисунки</a>`, `<h2><a id="figures"></a>Рисунки</h2>`,
+		`<a href="#quotes">Цитаты</a>`, `<h2><a id="quotes"></a>Цитаты</h2>`,
+		// 11: URLs as written, without tracking.
+		`href="https://public.tableau.com/views/CVPR2021/Dashboard1?:language=en-US&amp;:display_count=n&amp;:origin=viz_share_link"`,
+		`href="https://www.google.com/search?q=habr+markdown"`,
+		// 12: inline HTML.
+		"E = mc<sup>2</sup>, вода H<sub>2</sub>O, копирование <kbd>Ctrl</kbd>+<kbd>C</kbd>, <mark>важная мысль</mark> и " +
+			`<abbr title="HyperText Markup Language">HTML</abbr>`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("rendered Markdown lacks %q", want)
+		}
+	}
+	for _, wrong := range []string{"<li>Возникает", "<h1>", "<th>Язык</th>", "%3Alanguage", "utm_", "<li>И не список"} {
+		if strings.Contains(got, wrong) {
+			t.Errorf("rendered Markdown has %q", wrong)
+		}
+	}
+}
