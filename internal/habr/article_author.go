@@ -2,16 +2,14 @@ package habr
 
 import (
 	"bytes"
-	"encoding/json"
 	"html"
 )
 
 // The author's display name is not in the article element that the fast path parses: every
 // layout shows it in the author card after the article (span.tm-user-card__name since 2019,
-// a.user-info__fullname on the legacy site). The SPA's state script, at the end of the page,
-// has it too ("alias":"<login>","fullname":"<name>"). Both are read from the page's bytes, by
-// the same code on both paths, so the fast path needs no second parse and cannot differ from
-// the whole-page one.
+// a.user-info__fullname on the legacy site), from 1 to 26 KB after the article's end in the
+// fixtures. It is read from the page's bytes in a window after the article, by the same code on
+// both paths, so the fast path needs no second parse and cannot differ from the whole-page one.
 
 // nameClasses mark the element whose text is the display name.
 var nameClasses = [][]byte{[]byte("tm-user-card__name"), []byte("user-info__fullname")}
@@ -19,20 +17,37 @@ var nameClasses = [][]byte{[]byte("tm-user-card__name"), []byte("user-info__full
 // cardWindow is how far after the name element the card's link to the author's profile may be.
 const cardWindow = 1024
 
+// afterArticleWindow is how much of the page after the article is searched for the author
+// card (and, by the fast path, for a poll): a whole page is 100-900 KB, mostly comments and
+// sidebars, and scanning all of it for a card cost a tenth of an extraction.
+const afterArticleWindow = 64 << 10
+
+// afterArticle returns the part of page where the author card and a poll outside the article
+// can be: from the end of the first article element on, for afterArticleWindow bytes; the
+// whole page if it has no article element.
+func afterArticle(page []byte) []byte {
+	start := bytes.Index(page, []byte("<article"))
+	if start < 0 {
+		return page
+	}
+	end := bytes.Index(page[start:], []byte(articleEnd))
+	if end < 0 {
+		return page[start:]
+	}
+	end += start + len(articleEnd)
+	return page[end:min(len(page), end+afterArticleWindow)]
+}
+
 // authorName returns the display name of the author with login, or "" when the page shows
 // none (or shows the login in its place, as the 2021 card does for a user without a name).
 func authorName(page []byte, login string) string {
 	if login == "" {
 		return ""
 	}
-	name := cardName(page, login)
-	if name == "" {
-		name = stateName(page, login)
+	if name := cardName(afterArticle(page), login); name != login {
+		return name
 	}
-	if name == login {
-		return ""
-	}
-	return name
+	return ""
 }
 
 // cardName finds the first name element whose card links to /users/<login>/.
@@ -81,31 +96,4 @@ func isClassBoundary(page []byte, i int) bool {
 		return true
 	}
 	return false
-}
-
-// stateName reads the author's fullname from the SPA's state JSON.
-func stateName(page []byte, login string) string {
-	key, err := json.Marshal(login)
-	if err != nil {
-		return ""
-	}
-	marker := append(append([]byte(`"alias":`), key...), []byte(`,"fullname":"`)...)
-	i := bytes.Index(page, marker)
-	if i < 0 {
-		return ""
-	}
-	start := i + len(marker) - 1 // the opening quote
-	for j := start + 1; j < len(page); j++ {
-		switch page[j] {
-		case '\\':
-			j++
-		case '"':
-			var name string
-			if json.Unmarshal(page[start:j+1], &name) != nil {
-				return ""
-			}
-			return squash(name)
-		}
-	}
-	return ""
 }

@@ -28,8 +28,8 @@ import (
 // extractFast returns the article of page if the fast path is sure of it. With checkUTF8, page
 // is still undecoded, and the fast path declines unless the bytes it parses are valid UTF-8.
 func (e *Extractor) extractFast(pageURL string, page []byte, checkUTF8 bool) (Article, bool) {
-	doc, end, ok := articleDoc(page, checkUTF8)
-	if !ok || pollAfter(page, end) {
+	doc, ok := articleDoc(page, checkUTF8)
+	if !ok || pollAfter(page) {
 		// A poll after the article is outside what the fast path reads.
 		return Article{}, false
 	}
@@ -73,13 +73,12 @@ const (
 )
 
 // articleDoc parses the head's <meta> tags and the page's first article
-// into a document of their own, or reports that it cannot be sure to; end
-// is the offset just past the article. With checkUTF8 it declines if what
-// it would parse is not valid UTF-8.
-func articleDoc(page []byte, checkUTF8 bool) (doc *html.Node, end int, ok bool) {
+// into a document of their own, or reports that it cannot be sure to.
+// With checkUTF8 it declines if what it would parse is not valid UTF-8.
+func articleDoc(page []byte, checkUTF8 bool) (*html.Node, bool) {
 	pre, ok := scanPrefix(page)
 	if !ok {
-		return nil, 0, false
+		return nil, false
 	}
 	start := pre.article
 	if pre.hubs >= 0 {
@@ -87,10 +86,9 @@ func articleDoc(page []byte, checkUTF8 bool) (doc *html.Node, end int, ok bool) 
 	}
 	n := bytes.Index(page[pre.article:], []byte(articleEnd))
 	if n < 0 {
-		return nil, 0, false
+		return nil, false
 	}
-	end = pre.article + n + len(articleEnd)
-	region := page[start:end]
+	region := page[start : pre.article+n+len(articleEnd)]
 
 	var buf bytes.Buffer
 	buf.Grow(len(region) + len(regionEnd) + 4096)
@@ -100,13 +98,13 @@ func articleDoc(page []byte, checkUTF8 bool) (doc *html.Node, end int, ok bool) 
 	buf.Write(region)
 	buf.WriteString(regionEnd)
 	if checkUTF8 && !utf8.Valid(buf.Bytes()) {
-		return nil, 0, false
+		return nil, false
 	}
 	doc, err := html.Parse(&buf)
 	if err != nil || !wellFormedRegion(doc, pre.hubs >= 0) {
-		return nil, 0, false
+		return nil, false
 	}
-	return doc, end, true
+	return doc, true
 }
 
 // wellFormedRegion reports whether the body of doc holds the article (and

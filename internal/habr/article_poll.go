@@ -25,7 +25,7 @@ var (
 )
 
 // pollMarkers start the poll blocks in a page's bytes: the fast path declines a page that shows
-// a poll after its article, where it does not look.
+// a poll right after its article, where it does not look.
 var pollMarkers = [][]byte{[]byte("tm-article-poll"), []byte("default_block_polling")}
 
 // poll is one poll as the page shows it.
@@ -122,10 +122,11 @@ func (a pollAnswer) text() string {
 
 func textNode(s string) *html.Node { return &html.Node{Type: html.TextNode, Data: s} }
 
-// pollAfter reports whether page shows a poll in its bytes from offset on.
-func pollAfter(page []byte, offset int) bool {
+// pollAfter reports whether page shows a poll right after its article (see afterArticle).
+func pollAfter(page []byte) bool {
+	after := afterArticle(page)
 	for _, m := range pollMarkers {
-		if bytes.Contains(page[offset:], m) {
+		if bytes.Contains(after, m) {
 			return true
 		}
 	}

@@ -37,14 +37,54 @@ func newConverter() *converter.Converter {
 		),
 		strikethrough.NewStrikethroughPlugin(),
 	))
-	registerEscaping(conv)
-	conv.Register.RendererFor(listEnd, converter.TagTypeBlock, renderListEnd, converter.PriorityEarly)
-	registerTables(conv)
-	conv.Register.RendererFor("details", converter.TagTypeBlock, renderDetails, converter.PriorityEarly)
-	registerLinks(conv)
-	registerInlineHTML(conv)
+	conv.Register.EscapedChar('~')
+	conv.Register.UnEscaper(unescape, converter.PriorityEarly)
+	for _, tag := range blockTags {
+		conv.Register.TagType(tag, converter.TagTypeBlock, converter.PriorityEarly)
+	}
+	for _, tag := range inlineTags {
+		conv.Register.TagType(tag, converter.TagTypeInline, converter.PriorityEarly)
+	}
+	conv.Register.Renderer(renderEarly, converter.PriorityEarly)
+	// After the table plugin, which declines a table with line breaks or blocks in a cell.
+	conv.Register.RendererFor("table", converter.TagTypeBlock, renderTableHTML, converter.PriorityStandard+1)
 	conv.Register.PostRenderer(blankWhitespaceLines, converter.PriorityStandard-1)
 	return conv
+}
+
+// earlyRenderers are this package's renderers, tried before the plugins'. They are dispatched
+// by one handler (renderEarly): html-to-markdown copies and sorts its list of render handlers
+// for every node it renders, so each handler registered costs on every node of every page.
+var earlyRenderers = map[string]converter.HandleRenderFunc{
+	"blockquote": renderBlockquote, // markdown_escape.go
+	"details":    renderDetails,
+	listEnd:      renderListEnd,
+	"table":      renderSpannedTable, // markdown_table.go
+	"code":       renderCodeInCell,
+	"a":          renderLink, // markdown_link.go
+	"img":        renderImage,
+	"sup":        renderInlineHTML, // markdown_inline.go
+	"sub":        renderInlineHTML,
+	"kbd":        renderInlineHTML,
+	"mark":       renderInlineHTML,
+	"abbr":       renderInlineHTML,
+}
+
+// The kinds of the tags of earlyRenderers, which the converter needs for the ones it does not
+// know and its whitespace handling.
+var (
+	blockTags  = []string{"blockquote", "details", listEnd, "table"}
+	inlineTags = []string{"code", "a", "img", "sup", "sub", "kbd", "mark", "abbr"}
+)
+
+func renderEarly(ctx converter.Context, w converter.Writer, n *html.Node) converter.RenderStatus {
+	if n.Type != html.ElementNode {
+		return converter.RenderTryNext
+	}
+	if fn, ok := earlyRenderers[n.Data]; ok {
+		return fn(ctx, w, n)
+	}
+	return converter.RenderTryNext
 }
 
 // blankWhitespaceLines empties lines that hold only spaces, such as the one

@@ -330,6 +330,9 @@ func cleanLinks(body *goquery.Selection, base *url.URL, targets map[string]bool)
 	})
 	// An element that carries a linked id (a heading with an id) gets an anchor of its own,
 	// since the cleanup drops ids.
+	if len(linked) == 0 {
+		return
+	}
 	body.FindMatcher(withID).Each(func(_ int, s *goquery.Selection) {
 		id := strings.TrimSpace(s.AttrOr("id", ""))
 		if !linked[id] || isAnchor(s) {

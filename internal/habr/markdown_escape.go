@@ -18,12 +18,13 @@ import (
 // placeholder marks a character of text that may need a backslash (see converter/escape.go).
 var placeholder = marker.BytesMarkerEscaping[0]
 
-// registerEscaping adds the unescapers and the blockquote renderer of this file to conv.
-func registerEscaping(conv *converter.Converter) {
-	conv.Register.EscapedChar('~')
-	conv.Register.UnEscaper(escapeDelimiter, converter.PriorityEarly)
-	conv.Register.UnEscaper(escapeAlways, converter.PriorityEarly)
-	conv.Register.RendererFor("blockquote", converter.TagTypeBlock, renderBlockquote, converter.PriorityEarly)
+// unescape is this package's unescaper: escapeDelimiter, then escapeAlways. One handler, since
+// html-to-markdown copies and sorts its list of unescapers for every character it checks.
+func unescape(chars []byte, index int) int {
+	if skip := escapeDelimiter(chars, index); skip != -1 {
+		return skip
+	}
+	return escapeAlways(chars, index)
 }
 
 // escapeDelimiter keeps the backslash of a literal *, _ or ~ that could open or close emphasis

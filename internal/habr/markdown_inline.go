@@ -15,13 +15,6 @@ import (
 // (escaped and formatted like any text), which CommonMark renders as written.
 var inlineHTML = []string{"sup", "sub", "kbd", "mark", "abbr"}
 
-// registerInlineHTML adds the renderers of inlineHTML to conv.
-func registerInlineHTML(conv *converter.Converter) {
-	for _, tag := range inlineHTML {
-		conv.Register.RendererFor(tag, converter.TagTypeInline, renderInlineHTML, converter.PriorityEarly)
-	}
-}
-
 // renderInlineHTML writes <tag>content</tag>, the white space around the content outside the
 // tags, an abbreviation with its title; an element without content is dropped.
 func renderInlineHTML(ctx converter.Context, w converter.Writer, n *html.Node) converter.RenderStatus {

@@ -3,6 +3,7 @@ package habr
 import (
 	"bytes"
 	"regexp"
+	"strings"
 )
 
 // tidyLines is the last pass over the Markdown: no line outside a code block (or a raw HTML
@@ -30,9 +31,11 @@ func tidyLines(md []byte) []byte {
 			inTable = !bytes.HasPrefix(content, []byte("</table>"))
 			continue
 		}
-		if f := fenceOpen(stripContainers(line)); f != nil {
-			fence = f
-			continue
+		if len(content) > 0 && strings.IndexByte("`~-*+0123456789", content[0]) >= 0 {
+			if f := fenceOpen(stripContainers(line)); f != nil {
+				fence = f
+				continue
+			}
 		}
 		if bytes.HasPrefix(content, []byte("<table>")) {
 			inTable = true

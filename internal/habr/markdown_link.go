@@ -17,12 +17,6 @@ import (
 // was no longer the one the author wrote. The cleanup has already made each URL absolute (or a
 // fragment of the article itself) and dropped tracking parameters, by string operations.
 
-// registerLinks adds the renderers of this file to conv.
-func registerLinks(conv *converter.Converter) {
-	conv.Register.RendererFor("a", converter.TagTypeInline, renderLink, converter.PriorityEarly)
-	conv.Register.RendererFor("img", converter.TagTypeInline, renderImage, converter.PriorityEarly)
-}
-
 // insideLink is the converter's own context key: its commonmark plugin escapes "]" in text while
 // it is set.
 var insideLink any = "is_inside_link"
@@ -71,7 +65,7 @@ func renderImage(ctx converter.Context, w converter.Writer, n *html.Node) conver
 		return converter.RenderTryNext
 	}
 	alt, _ := attr(n, "alt")
-	alt = strings.NewReplacer("\n", " ", "[", `\[`, "]", `\]`).Replace(alt)
+	alt = altText.Replace(alt)
 	w.WriteString("![" + alt + "](" + destination(src))
 	if title, ok := attr(n, "title"); ok && strings.TrimSpace(title) != "" {
 		w.WriteString(" " + linkTitle(title))
@@ -79,6 +73,9 @@ func renderImage(ctx converter.Context, w converter.Writer, n *html.Node) conver
 	w.WriteString(")")
 	return converter.RenderSuccess
 }
+
+// altText escapes an image's alt text for the brackets around it.
+var altText = strings.NewReplacer("\n", " ", "[", `\[`, "]", `\]`)
 
 // multiLineLinkText keeps a link whose text spans lines one link: blank lines would end it, so
 // every line break inside becomes a hard break.
@@ -107,7 +104,7 @@ func multiLineLinkText(text []byte) []byte {
 // destination writes a URL as a Markdown link destination, unchanged where Markdown allows:
 // in <…> when it holds white space, angle brackets or unbalanced parentheses.
 func destination(u string) string {
-	u = strings.NewReplacer("\n", "%0A", "\r", "%0D", `\`, "%5C").Replace(u)
+	u = urlBreakers.Replace(u)
 	depth, balanced := 0, true
 	for _, r := range u {
 		switch r {
@@ -121,8 +118,15 @@ func destination(u string) string {
 	if balanced && depth == 0 && !strings.ContainsAny(u, " \t<>") {
 		return u
 	}
-	return "<" + strings.NewReplacer("<", `\<`, ">", `\>`).Replace(u) + ">"
+	return "<" + angleBrackets.Replace(u) + ">"
 }
+
+var (
+	// urlBreakers are what a Markdown destination cannot hold even in <…>; a backslash would
+	// escape the next character (and browsers read it as "/" in a URL anyway).
+	urlBreakers   = strings.NewReplacer("\n", "%0A", "\r", "%0D", `\`, "%5C")
+	angleBrackets = strings.NewReplacer("<", `\<`, ">", `\>`)
+)
 
 // linkTitle quotes a link or image title.
 func linkTitle(title string) string {

@@ -12,18 +12,8 @@ import (
 // Tables: GFM holds a table whose cells are single lines of inline content, one cell per
 // column. The table plugin writes such tables; the renderers here keep what it cannot hold.
 
-// registerTables adds the table renderers to conv.
-func registerTables(conv *converter.Converter) {
-	// Before the plugin: a table with merged cells, which the plugin would flatten into shifted
-	// cells, stays HTML.
-	conv.Register.RendererFor("table", converter.TagTypeBlock, renderSpannedTable, converter.PriorityEarly)
-	// After the plugin, which declines a table with line breaks or blocks in a cell.
-	conv.Register.RendererFor("table", converter.TagTypeBlock, renderTableHTML, converter.PriorityStandard+1)
-	// A pipe in inline code in a GFM cell would end the cell.
-	conv.Register.RendererFor("code", converter.TagTypeInline, renderCodeInCell, converter.PriorityEarly)
-}
-
-// renderSpannedTable writes a table with a colspan or rowspan above 1 as HTML.
+// renderSpannedTable writes a table with a colspan or rowspan above 1 as HTML: it runs before
+// the table plugin, which would flatten merged cells into shifted ones.
 func renderSpannedTable(ctx converter.Context, w converter.Writer, table *html.Node) converter.RenderStatus {
 	if !hasSpan(table) {
 		return converter.RenderTryNext
