@@ -156,7 +156,7 @@ func (e *Extractor) extractWholePage(pageURL string, page []byte) (Article, erro
 		return Article{}, whyNoBody(doc)
 	}
 	art := readMeta(doc, lay)
-	art.AuthorName = authorName(page, art.Author)
+	art.AuthorName = authorName(afterArticle(page), art.Author)
 	return e.convert(pageURL, art, body, lay, readPolls(doc.Selection))
 }
 

@@ -38,13 +38,14 @@ func afterArticle(page []byte) []byte {
 	return page[end:min(len(page), end+afterArticleWindow)]
 }
 
-// authorName returns the display name of the author with login, or "" when the page shows
-// none (or shows the login in its place, as the 2021 card does for a user without a name).
-func authorName(page []byte, login string) string {
+// authorName returns the display name of the author with login from after, the page after
+// its article (see afterArticle), or "" when the page shows none (or shows the login in its
+// place, as the 2021 card does for a user without a name).
+func authorName(after []byte, login string) string {
 	if login == "" {
 		return ""
 	}
-	if name := cardName(afterArticle(page), login); name != login {
+	if name := cardName(after, login); name != login {
 		return name
 	}
 	return ""

@@ -29,9 +29,12 @@ import (
 // is still undecoded, and the fast path declines unless the bytes it parses are valid UTF-8.
 func (e *Extractor) extractFast(pageURL string, page []byte, checkUTF8 bool) (Article, bool) {
 	doc, ok := articleDoc(page, checkUTF8)
-	if !ok || pollAfter(page) {
-		// A poll after the article is outside what the fast path reads.
+	if !ok {
 		return Article{}, false
+	}
+	after := afterArticle(page)
+	if pollAfter(after) {
+		return Article{}, false // a poll after the article is outside what the fast path reads
 	}
 	d := goquery.NewDocumentFromNode(doc)
 	body, lay := findBody(d)
@@ -43,7 +46,7 @@ func (e *Extractor) extractFast(pageURL string, page []byte, checkUTF8 bool) (Ar
 		// Perhaps the page shows it elsewhere, such as og:title.
 		return Article{}, false
 	}
-	art.AuthorName = authorName(page, art.Author)
+	art.AuthorName = authorName(after, art.Author)
 	if checkUTF8 && !utf8.ValidString(art.AuthorName) {
 		return Article{}, false // decoding would have replaced those bytes
 	}

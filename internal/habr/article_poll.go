@@ -24,9 +24,9 @@ var (
 	pollTotals      = css(".tm-article-poll__stats, .default-block__footer_polling")
 )
 
-// pollMarkers start the poll blocks in a page's bytes: the fast path declines a page that shows
-// a poll right after its article, where it does not look.
-var pollMarkers = [][]byte{[]byte("tm-article-poll"), []byte("default_block_polling")}
+// pollMarkers are the class names of the poll blocks, less their common end "poll": the fast
+// path declines a page that shows a poll right after its article, where it does not look.
+var pollMarkers = [][]byte{[]byte("tm-article-"), []byte("default_block_")}
 
 // poll is one poll as the page shows it.
 type poll struct {
@@ -122,13 +122,20 @@ func (a pollAnswer) text() string {
 
 func textNode(s string) *html.Node { return &html.Node{Type: html.TextNode, Data: s} }
 
-// pollAfter reports whether page shows a poll right after its article (see afterArticle).
-func pollAfter(page []byte) bool {
-	after := afterArticle(page)
-	for _, m := range pollMarkers {
-		if bytes.Contains(after, m) {
-			return true
+// pollAfter reports whether after, the page after its article (see afterArticle), shows a
+// poll. One scan for "poll", whose hits are few, then a look at what precedes each.
+func pollAfter(after []byte) bool {
+	for from := 0; ; {
+		i := bytes.Index(after[from:], []byte("poll"))
+		if i < 0 {
+			return false
 		}
+		i += from
+		for _, m := range pollMarkers {
+			if bytes.HasSuffix(after[:i], m) {
+				return true
+			}
+		}
+		from = i + 4
 	}
-	return false
 }

@@ -13,20 +13,18 @@ import (
 
 // The selectors of the cleanup, compiled once (see selectors.go).
 var (
-	junkElements       = css("script, style, noscript, template, form, button, input, textarea, select")
-	anchorsWithoutHref = css("a:not([href])")
-	legacySpoilers     = css("div.spoiler")
-	texImages          = css("img[data-tex]")
-	mathElements       = css("math")
-	images             = css("img")
-	figureCaptions     = css("figure figcaption")
-	embeds             = css("iframe, div.tm-iframe_temp")
-	classedCode        = css("pre code[class]")
-	links              = css("a[href]")
-	anyElement         = css("*")
-	emphasis           = css("strong, b, em, i")
-	lists              = css("ul, ol")
-	withID             = css("[id]")
+	junkElements   = css("script, style, noscript, template, form, button, input, textarea, select")
+	anchorsAndIDs  = css("a:not([href]), [id]")
+	legacySpoilers = css("div.spoiler")
+	texImages      = css("img[data-tex]")
+	mathElements   = css("math")
+	images         = css("img")
+	figureCaptions = css("figure figcaption")
+	embeds         = css("iframe, div.tm-iframe_temp")
+	classedCode    = css("pre code[class]")
+	links          = css("a[href]")
+	anyElement     = css("*")
+	withID         = css("[id]")
 )
 
 // cleanBody rewrites the article body in place so that the converter sees
@@ -44,9 +42,7 @@ func cleanBody(body *goquery.Selection, base *url.URL) {
 	cleanEmbeds(body, base)
 	cleanCode(body)
 	cleanLinks(body, base, targets)
-	separateEmphasis(body)
-	separateLists(body)
-	cleanAttributes(body)
+	finishElements(body)
 }
 
 // cleanSpoilers turns the legacy spoiler
@@ -260,12 +256,13 @@ func cleanCode(body *goquery.Selection) {
 // anchors and the ids of other elements.
 func cleanAnchors(body *goquery.Selection) map[string]bool {
 	targets := map[string]bool{}
-	body.FindMatcher(withID).Each(func(_ int, s *goquery.Selection) {
-		if id := strings.TrimSpace(s.AttrOr("id", "")); id != "" && !isAnchor(s) {
-			targets[id] = true
+	body.FindMatcher(anchorsAndIDs).Each(func(_ int, a *goquery.Selection) {
+		if !isAnchor(a) {
+			if id := strings.TrimSpace(a.AttrOr("id", "")); id != "" {
+				targets[id] = true
+			}
+			return
 		}
-	})
-	body.FindMatcher(anchorsWithoutHref).Each(func(_ int, a *goquery.Selection) {
 		id := strings.TrimSpace(a.AttrOr("id", ""))
 		if id == "" {
 			id = strings.TrimSpace(a.AttrOr("name", ""))
@@ -381,33 +378,33 @@ func emphasisKind(n *html.Node) string {
 // kind (domutils.MergeAdjacent), so <strong><em>X</em></strong><em> tail</em> became
 // "***X* tail**", turning the tail bold. An empty text node between them stops the merge; runs
 // of the same kind still merge, which reads the same.
-func separateEmphasis(body *goquery.Selection) {
-	body.FindMatcher(emphasis).Each(func(_ int, s *goquery.Selection) {
-		n := s.Nodes[0]
-		kind := emphasisKind(n)
-		next := n.NextSibling
-		for next != nil && next.Type == html.ElementNode && next.DataAtom == atom.Span && next.FirstChild != nil {
-			next = next.FirstChild // the converter looks through spans
-		}
-		if k := emphasisKind(next); k != "" && k != kind {
-			n.Parent.InsertBefore(&html.Node{Type: html.TextNode}, n.NextSibling)
-		}
-	})
+func separateEmphasis(n *html.Node) {
+	kind := emphasisKind(n)
+	if kind == "" {
+		return
+	}
+	next := n.NextSibling
+	for next != nil && next.Type == html.ElementNode && next.DataAtom == atom.Span && next.FirstChild != nil {
+		next = next.FirstChild // the converter looks through spans
+	}
+	if k := emphasisKind(next); k != "" && k != kind {
+		n.Parent.InsertBefore(&html.Node{Type: html.TextNode}, n.NextSibling)
+	}
 }
 
-// separateLists marks every list that is followed directly by another list (white space
-// aside), so that renderListEnd keeps them apart.
-func separateLists(body *goquery.Selection) {
-	body.FindMatcher(lists).Each(func(_ int, s *goquery.Selection) {
-		n := s.Nodes[0]
-		next := n.NextSibling
-		for next != nil && next.Type == html.TextNode && strings.TrimSpace(next.Data) == "" {
-			next = next.NextSibling
-		}
-		if next != nil && next.Type == html.ElementNode && (next.DataAtom == atom.Ul || next.DataAtom == atom.Ol) {
-			n.Parent.InsertBefore(newElement(listEnd), n.NextSibling)
-		}
-	})
+// separateLists marks a list that is followed directly by another list (white space aside), so
+// that renderListEnd keeps them apart.
+func separateLists(n *html.Node) {
+	if n.DataAtom != atom.Ul && n.DataAtom != atom.Ol {
+		return
+	}
+	next := n.NextSibling
+	for next != nil && next.Type == html.TextNode && strings.TrimSpace(next.Data) == "" {
+		next = next.NextSibling
+	}
+	if next != nil && next.Type == html.ElementNode && (next.DataAtom == atom.Ul || next.DataAtom == atom.Ol) {
+		n.Parent.InsertBefore(newElement(listEnd), n.NextSibling)
+	}
 }
 
 // keptAttributes are the attributes that carry content. Everything else
@@ -422,9 +419,13 @@ var keptAttributes = map[string]bool{
 // code language and the formula marker.
 var classUsers = map[string]bool{"code": true, "pre": true, "img": true}
 
-func cleanAttributes(body *goquery.Selection) {
+// finishElements makes the last changes every element needs, in one walk over the body:
+// emphasis and list separation, and the attributes the converter reads, nothing else.
+func finishElements(body *goquery.Selection) {
 	body.FindMatcher(anyElement).Each(func(_ int, s *goquery.Selection) {
 		n := s.Nodes[0]
+		separateEmphasis(n)
+		separateLists(n)
 		kept := n.Attr[:0]
 		for _, a := range n.Attr {
 			if keptAttributes[a.Key] && (a.Key != "class" || classUsers[n.Data]) || a.Key == "id" && n.Data == "a" {
