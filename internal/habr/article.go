@@ -165,22 +165,25 @@ func (e *Extractor) extractWholePage(pageURL string, page []byte) (Article, erro
 func (e *Extractor) convert(pageURL string, art Article, body *goquery.Selection, lay *layout, polls []poll) (Article, error) {
 	// Both steps rewrite the tree in place; the document is this call's own.
 	cleanBody(body, baseURL(pageURL))
-	md, err := e.conv.ConvertNode(body.Nodes[0], converter.WithDomain(habrRoot))
+	root := body.Nodes[0]
+	// The polls follow the body in the same conversion, which has a fixed cost, after a marker
+	// that tells where the body ends.
+	if len(polls) > 0 {
+		root.AppendChild(newElement(pollsStart))
+		for _, n := range pollNodes(polls) {
+			root.AppendChild(n)
+		}
+	}
+	md, err := e.conv.ConvertNode(root, converter.WithDomain(habrRoot))
 	if err != nil {
 		return Article{}, fmt.Errorf("convert %s to markdown: %w", pageURL, err)
 	}
-	md = bytes.TrimSpace(tidyLines(md))
-	if len(md) == 0 {
+	md, pm, _ := bytes.Cut(md, []byte(pollsMark))
+	if md = bytes.TrimSpace(tidyLines(md)); len(md) == 0 {
 		return Article{}, structural("body container %s is empty", lay.body)
 	}
-	if len(polls) > 0 {
-		pm, err := e.pollsMarkdown(polls)
-		if err != nil {
-			return Article{}, fmt.Errorf("convert polls of %s to markdown: %w", pageURL, err)
-		}
-		if pm = bytes.TrimSpace(tidyLines(pm)); len(pm) > 0 {
-			md = append(append(md, "\n\n"...), pm...)
-		}
+	if pm = bytes.TrimSpace(tidyLines(taskItems(pm))); len(pm) > 0 {
+		md = append(append(md, "\n\n"...), pm...)
 	}
 	art.Markdown = string(md) + "\n"
 	return art, nil

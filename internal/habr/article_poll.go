@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 
+	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
 	"github.com/PuerkitoBio/goquery"
 	"golang.org/x/net/html"
 )
@@ -68,20 +69,32 @@ func readPolls(in *goquery.Selection) []poll {
 	return out
 }
 
-// taskItem is what the converter writes for a poll answer, a list item whose text starts with
-// pollAnswerMark; it becomes an unchecked GFM task item.
+// pollsStart is the element convert puts between the body and its polls; the converter writes
+// it as pollsMark on a line of its own.
+const (
+	pollsStart = "ingest-polls"
+	pollsMark  = "\uE001"
+)
+
+func renderPollsStart(_ converter.Context, w converter.Writer, _ *html.Node) converter.RenderStatus {
+	w.WriteString("\n\n" + pollsMark + "\n\n")
+	return converter.RenderSuccess
+}
+
+// pollAnswerMark starts the text of a poll answer's list item; the converter writes it as
+// "- \uE000…", which taskItems turns into an unchecked GFM task item.
 const pollAnswerMark = "\uE000"
 
-// pollsMarkdown writes polls as Markdown with the converter, so their text is escaped like the
-// body's.
-func (e *Extractor) pollsMarkdown(polls []poll) ([]byte, error) {
-	root := newElement("div")
+// pollNodes builds the HTML of polls, to be converted after the body: the question in bold,
+// the answers as a list, the totals.
+func pollNodes(polls []poll) []*html.Node {
+	var out []*html.Node
 	for _, p := range polls {
 		if p.question != "" {
 			para, strong := newElement("p"), newElement("strong")
 			strong.AppendChild(textNode(p.question))
 			para.AppendChild(strong)
-			root.AppendChild(para)
+			out = append(out, para)
 		}
 		if len(p.answers) > 0 {
 			ul := newElement("ul")
@@ -90,19 +103,20 @@ func (e *Extractor) pollsMarkdown(polls []poll) ([]byte, error) {
 				li.AppendChild(textNode(pollAnswerMark + a.text()))
 				ul.AppendChild(li)
 			}
-			root.AppendChild(ul)
+			out = append(out, ul)
 		}
 		if p.totals != "" {
 			para := newElement("p")
 			para.AppendChild(textNode(p.totals))
-			root.AppendChild(para)
+			out = append(out, para)
 		}
 	}
-	md, err := e.conv.ConvertNode(root)
-	if err != nil {
-		return nil, err
-	}
-	return bytes.ReplaceAll(md, []byte("- "+pollAnswerMark), []byte("- [ ] ")), nil
+	return out
+}
+
+// taskItems turns the poll answers' list items into unchecked task items.
+func taskItems(md []byte) []byte {
+	return bytes.ReplaceAll(md, []byte("- "+pollAnswerMark), []byte("- [ ] "))
 }
 
 // text is an answer as a reader sees it: "label — 513 (69.1%)".

@@ -59,6 +59,7 @@ var earlyRenderers = map[string]converter.HandleRenderFunc{
 	"blockquote": renderBlockquote, // markdown_escape.go
 	"details":    renderDetails,
 	listEnd:      renderListEnd,
+	pollsStart:   renderPollsStart,   // article_poll.go
 	"table":      renderSpannedTable, // markdown_table.go
 	"code":       renderCodeInCell,
 	"a":          renderLink, // markdown_link.go
@@ -73,7 +74,7 @@ var earlyRenderers = map[string]converter.HandleRenderFunc{
 // The kinds of the tags of earlyRenderers, which the converter needs for the ones it does not
 // know and its whitespace handling.
 var (
-	blockTags  = []string{"blockquote", "details", listEnd, "table"}
+	blockTags  = []string{"blockquote", "details", listEnd, pollsStart, "table"}
 	inlineTags = []string{"code", "a", "img", "sup", "sub", "kbd", "mark", "abbr"}
 )
 
