@@ -14,7 +14,7 @@ import (
 // nameClasses mark the element whose text is the display name.
 var nameClasses = [][]byte{[]byte("tm-user-card__name"), []byte("user-info__fullname")}
 
-// cardWindow is how far after the name element the card's link to the author's profile may be.
+// cardWindow is how far from the card's link to the author's profile its name element may be.
 const cardWindow = 1024
 
 // afterArticleWindow is how much of the page after the article is searched for the author
@@ -51,36 +51,51 @@ func authorName(after []byte, login string) string {
 	return ""
 }
 
-// cardName finds the first name element whose card links to /users/<login>/.
-func cardName(page []byte, login string) string {
-	profile := bytes.ToLower([]byte("/users/" + login + "/"))
+// cardName finds the author card after the article by its link to the author's profile,
+// /users/<login>/ (one scan for a string that is rare in a page), and reads the name element
+// near it.
+func cardName(after []byte, login string) string {
+	profile := []byte("/users/" + login + "/")
+	// The card links to the profile more than once; comments by the author after it do too,
+	// so only the first few links are tried.
+	for tries, from := 0, 0; tries < 4; tries++ {
+		i := bytes.Index(after[from:], profile)
+		if i < 0 {
+			return ""
+		}
+		i += from
+		if name := nameNear(after[max(0, i-cardWindow):min(len(after), i+cardWindow)]); name != "" {
+			return name
+		}
+		from = i + len(profile)
+	}
+	return ""
+}
+
+// nameNear returns the text of the first name element in card.
+func nameNear(card []byte) string {
 	for _, class := range nameClasses {
-		for from := 0; from < len(page); {
-			i := bytes.Index(page[from:], class)
+		for from := 0; from < len(card); {
+			i := bytes.Index(card[from:], class)
 			if i < 0 {
 				break
 			}
 			i += from
 			from = i + len(class)
 			// A whole class name inside a start tag: <span class="x tm-user-card__name">.
-			if !isClassBoundary(page, i-1) || !isClassBoundary(page, i+len(class)) {
+			if !isClassBoundary(card, i-1) || !isClassBoundary(card, i+len(class)) {
 				continue
 			}
-			lt := bytes.LastIndexByte(page[:i], '<')
-			gt := bytes.IndexByte(page[i:], '>')
-			if lt < 0 || gt < 0 {
+			gt := bytes.IndexByte(card[i:], '>')
+			if gt < 0 {
 				continue
 			}
-			textStart := i + gt + 1
-			textEnd := bytes.IndexByte(page[textStart:], '<')
-			if textEnd < 0 {
+			text := card[i+gt+1:]
+			end := bytes.IndexByte(text, '<')
+			if end < 0 {
 				continue
 			}
-			card := page[lt:min(len(page), textStart+textEnd+cardWindow)]
-			if !bytes.Contains(bytes.ToLower(card), profile) {
-				continue
-			}
-			if name := squash(html.UnescapeString(string(page[textStart : textStart+textEnd]))); name != "" {
+			if name := squash(html.UnescapeString(string(text[:end]))); name != "" {
 				return name
 			}
 		}
