@@ -155,7 +155,7 @@ func (e *Extractor) extractWholePage(pageURL string, page []byte) (Article, erro
 	if body == nil {
 		return Article{}, whyNoBody(doc)
 	}
-	art := readMeta(doc, lay)
+	art := readMeta(doc, lay, true)
 	art.AuthorName = authorName(afterArticle(page), art.Author)
 	return e.convert(pageURL, art, body, lay, readPolls(doc.Selection))
 }

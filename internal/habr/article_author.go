@@ -23,18 +23,25 @@ const cardWindow = 1024
 const afterArticleWindow = 64 << 10
 
 // afterArticle returns the part of page where the author card and a poll outside the article
-// can be: from the end of the first article element on, for afterArticleWindow bytes; the
-// whole page if it has no article element.
+// can be: from the end of the first article element on (found as the fast path finds it, see
+// scanPrefix), for afterArticleWindow bytes; the whole page if no article element is found.
 func afterArticle(page []byte) []byte {
-	start := bytes.Index(page, []byte("<article"))
+	start := -1
+	if pre, ok := scanPrefix(page); ok {
+		start = pre.article
+	}
 	if start < 0 {
 		return page
 	}
 	end := bytes.Index(page[start:], []byte(articleEnd))
 	if end < 0 {
-		return page[start:]
+		return page
 	}
-	end += start + len(articleEnd)
+	return afterOffset(page, start+end+len(articleEnd))
+}
+
+// afterOffset is the window of afterArticle from end, the offset just past the article.
+func afterOffset(page []byte, end int) []byte {
 	return page[end:min(len(page), end+afterArticleWindow)]
 }
 

@@ -1,6 +1,7 @@
 package habr
 
 import (
+	"bytes"
 	"regexp"
 	"strings"
 	"time"
@@ -88,10 +89,11 @@ var layouts = []layout{
 // without seconds.
 var timeLayouts = []string{time.RFC3339, "2006-01-02T15:04Z07:00"}
 
-// readMeta reads the title, author, time, hubs, company blog, tags and translation origin of
-// an article page of layout l. The author's display name is read from the page's bytes by
-// authorName, since it is shown after the article.
-func readMeta(doc *goquery.Document, l *layout) Article {
+// readMeta reads the title, author, time, hubs, company blog, tags and, if withOrigin (the
+// page may have one, see mayHaveOrigin), translation origin of an article page of layout l. The
+// author's display name is read from the page's bytes by authorName, since it is shown after
+// the article.
+func readMeta(doc *goquery.Document, l *layout, withOrigin bool) Article {
 	in := doc.Selection
 	if l.scope != "" {
 		in = doc.FindMatcher(goquery.SingleMatcher(layoutSelector(l.scope)))
@@ -101,7 +103,9 @@ func readMeta(doc *goquery.Document, l *layout) Article {
 		Author:      firstText(in, l.author),
 		Tags:        allTexts(in, l.tags),
 		PublishedAt: publishedAt(in, l.times),
-		Translation: origin(in, l.origin),
+	}
+	if withOrigin {
+		a.Translation = origin(in, l.origin)
 	}
 	a.Hubs, a.Company = hubs(in, l.hubs)
 	if a.Title == "" {
@@ -136,6 +140,12 @@ func hubs(in *goquery.Selection, selectors []string) ([]string, Company) {
 		}
 	}
 	return nil, company
+}
+
+// mayHaveOrigin reports whether the bytes of an article can hold a translation's origin link,
+// whose class names all end in "origin-link" or "translatation-link" (sic).
+func mayHaveOrigin(article []byte) bool {
+	return bytes.Contains(article, []byte("origin-link")) || bytes.Contains(article, []byte("translatation-link"))
 }
 
 // origin reads a translation's origin link: its href is the original's URL, its text "Автор
