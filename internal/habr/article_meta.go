@@ -143,9 +143,20 @@ func hubs(in *goquery.Selection, selectors []string) ([]string, Company) {
 }
 
 // mayHaveOrigin reports whether the bytes of an article can hold a translation's origin link,
-// whose class names all end in "origin-link" or "translatation-link" (sic).
+// whose class names end in "origin-link" or "translatation-link" (sic): one scan for their
+// common end, then a look at what precedes each hit.
 func mayHaveOrigin(article []byte) bool {
-	return bytes.Contains(article, []byte("origin-link")) || bytes.Contains(article, []byte("translatation-link"))
+	for from := 0; ; {
+		i := bytes.Index(article[from:], []byte("n-link"))
+		if i < 0 {
+			return false
+		}
+		i += from
+		if bytes.HasSuffix(article[:i], []byte("origi")) || bytes.HasSuffix(article[:i], []byte("translatatio")) {
+			return true
+		}
+		from = i + 6
+	}
 }
 
 // origin reads a translation's origin link: its href is the original's URL, its text "Автор
