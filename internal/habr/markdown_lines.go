@@ -13,10 +13,18 @@ import (
 // break. A hard break that continues its paragraph becomes a backslash, the visible form;
 // one that ends its paragraph (or list item) breaks nothing and is dropped.
 func tidyLines(md []byte) []byte {
-	lines := bytes.Split(md, []byte("\n"))
+	var out []byte   // nil while no line has changed: most pages need few changes
 	var fence []byte // the open code fence, nil outside code
 	inTable := false
-	for i, line := range lines {
+	for start := 0; start <= len(md); {
+		end := bytes.IndexByte(md[start:], '\n')
+		if end < 0 {
+			end = len(md)
+		} else {
+			end += start
+		}
+		line := md[start:end]
+		fixed := line
 		content := bytes.TrimLeft(line, "> ") // inside its blockquotes and list indentation
 		switch {
 		case fence != nil:
@@ -24,35 +32,50 @@ func tidyLines(md []byte) []byte {
 				fence = nil
 			} else if len(line) > 0 && len(bytes.ReplaceAll(line, []byte("> "), nil)) == 0 {
 				// An empty code line in a blockquote: its prefix, without the optional space.
-				lines[i] = bytes.TrimRight(line, " ")
+				fixed = bytes.TrimRight(line, " ")
 			}
-			continue
 		case inTable:
 			inTable = !bytes.HasPrefix(content, []byte("</table>"))
-			continue
+		case len(content) > 0 && strings.IndexByte("`~-*+0123456789", content[0]) >= 0 && fenceOpen(stripContainers(line)) != nil:
+			fence = fenceOpen(stripContainers(line))
+		case bytes.HasPrefix(content, []byte("<table>")):
+			inTable = true
+		default:
+			fixed = tidyLine(line, md[min(end+1, len(md)):])
 		}
-		if len(content) > 0 && strings.IndexByte("`~-*+0123456789", content[0]) >= 0 {
-			if f := fenceOpen(stripContainers(line)); f != nil {
-				fence = f
-				continue
+		if out == nil && len(fixed) != len(line) {
+			out = append(make([]byte, 0, len(md)), md[:start]...)
+		}
+		if out != nil {
+			out = append(out, fixed...)
+			if end < len(md) {
+				out = append(out, '\n')
 			}
 		}
-		if bytes.HasPrefix(content, []byte("<table>")) {
-			inTable = true
-			continue
-		}
-		trimmed := bytes.TrimRight(line, " \t\u00a0")
-		if len(trimmed) == len(line) {
-			continue
-		}
-		hardBreak := bytes.HasSuffix(line, []byte("  "))
-		if hardBreak && len(bytes.Trim(trimmed, "> ")) > 0 && i+1 < len(lines) && continuesParagraph(lines[i+1]) &&
-			!atxHeading.Match(bytes.TrimLeft(trimmed, "> ")) {
-			trimmed = append(trimmed, '\\')
-		}
-		lines[i] = trimmed
+		start = end + 1
 	}
-	return bytes.Join(lines, []byte("\n"))
+	if out == nil {
+		return md
+	}
+	return out
+}
+
+// tidyLine trims the white space at the end of a line of text; a hard break that continues its
+// paragraph on the next line (the start of rest) becomes a backslash.
+func tidyLine(line, rest []byte) []byte {
+	trimmed := bytes.TrimRight(line, " \t\u00a0")
+	if len(trimmed) == len(line) {
+		return line
+	}
+	next := rest
+	if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+		next = rest[:i]
+	}
+	if bytes.HasSuffix(line, []byte("  ")) && len(bytes.Trim(trimmed, "> ")) > 0 && len(rest) > 0 && continuesParagraph(next) &&
+		!atxHeading.Match(bytes.TrimLeft(trimmed, "> ")) {
+		return append(trimmed[:len(trimmed):len(trimmed)], '\\')
+	}
+	return trimmed
 }
 
 // stripContainers removes the blockquote prefixes, list markers and indentation before a
