@@ -129,7 +129,12 @@ func hubs(in *goquery.Selection, selectors []string) ([]string, Company) {
 			if name == "" {
 				return
 			}
-			if m := companyPath.FindStringSubmatch(s.AttrOr("href", "")); m != nil && company.Alias == "" {
+			href := s.AttrOr("href", "")
+			if !strings.Contains(href, "/compan") {
+				names = append(names, name)
+				return
+			}
+			if m := companyPath.FindStringSubmatch(href); m != nil && company.Alias == "" {
 				company = Company{Alias: m[1], Name: name}
 				return
 			}
