@@ -178,7 +178,10 @@ func (e *Extractor) convert(pageURL string, art Article, body *goquery.Selection
 	if err != nil {
 		return Article{}, fmt.Errorf("convert %s to markdown: %w", pageURL, err)
 	}
-	md, pm, _ := bytes.Cut(md, []byte(pollsMark))
+	var pm []byte
+	if len(polls) > 0 {
+		md, pm = cutAtLine(md, pollsMark)
+	}
 	if md = bytes.TrimSpace(tidyLines(md)); len(md) == 0 {
 		return Article{}, structural("body container %s is empty", lay.body)
 	}
@@ -187,6 +190,24 @@ func (e *Extractor) convert(pageURL string, art Article, body *goquery.Selection
 	}
 	art.Markdown = string(md) + "\n"
 	return art, nil
+}
+
+// cutAtLine splits md around the first line that is exactly mark.
+func cutAtLine(md []byte, mark string) (before, after []byte) {
+	m := []byte(mark)
+	switch {
+	case bytes.Equal(md, m):
+		return nil, nil
+	case bytes.HasPrefix(md, append(m, '\n')):
+		return nil, md[len(m)+1:]
+	}
+	if i := bytes.Index(md, append(append([]byte{'\n'}, m...), '\n')); i >= 0 {
+		return md[:i], md[i+len(m)+2:]
+	}
+	if bytes.HasSuffix(md, append([]byte{'\n'}, m...)) {
+		return md[:len(md)-len(m)-1], nil
+	}
+	return md, nil
 }
 
 const habrRoot = "https://habr.com"

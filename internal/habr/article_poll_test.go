@@ -47,3 +47,14 @@ func TestPolls(t *testing.T) {
 		t.Errorf("rendered poll words = %v", got)
 	}
 }
+
+// The marker between the body and its polls cannot cut a body or a poll whose text holds the
+// same private-use character.
+func TestPollMarkerInText(t *testing.T) {
+	page := strings.Replace(string(pollPage(false)), "<p>Текст</p>", "<p>Текст \uE001 и \uE000</p>", 1)
+	page = strings.Replace(page, "<span>Go</span></span>", "<span>Go \uE001</span></span>", 1)
+	a, err := NewExtractor().Extract("https://habr.com/ru/articles/1/", []byte(page))
+	if err != nil || !strings.HasPrefix(a.Markdown, "Текст \uE001 и \uE000\n\n**Какой") || !strings.Contains(a.Markdown, "- [ ] Go \uE001 — 6 (60%)") {
+		t.Errorf("markdown = %q, %v", a.Markdown, err)
+	}
+}
