@@ -213,10 +213,7 @@ var leaks = []string{
 
 func TestExtractGolden(t *testing.T) {
 	e := NewExtractor() // one converter for all pages, as in a run
-	pages := articlePages
-	for _, p := range syntheticPages {
-		pages = append(pages, p)
-	}
+	pages := append(articlePages[:len(articlePages):len(articlePages)], syntheticPages...)
 	for _, p := range pages {
 		t.Run(p.file, func(t *testing.T) {
 			page, err := os.ReadFile(filepath.Join(fixtures, "html", p.file))

@@ -9,14 +9,12 @@ import (
 	"golang.org/x/net/html"
 )
 
-// inlineHTML are the inline elements Markdown has no syntax for but whose markup carries
-// meaning: x<sup>2</sup> must not read as x2, a key is not code, a highlight or an
-// abbreviation's expansion is part of the text. They stay inline HTML around Markdown content
-// (escaped and formatted like any text), which CommonMark renders as written.
-var inlineHTML = []string{"sup", "sub", "kbd", "mark", "abbr"}
-
-// renderInlineHTML writes <tag>content</tag>, the white space around the content outside the
-// tags, an abbreviation with its title; an element without content is dropped.
+// renderInlineHTML writes the inline elements Markdown has no syntax for but whose markup
+// carries meaning (sup, sub, kbd, mark, abbr; see earlyRenderers): x<sup>2</sup> must not read
+// as x2, a key is not code, a highlight or an abbreviation's expansion is part of the text. It
+// writes <tag>content</tag> around Markdown content (escaped and formatted like any text),
+// which CommonMark renders as written, with the white space around the content outside the
+// tags and an abbreviation's title; an element without content is dropped.
 func renderInlineHTML(ctx converter.Context, w converter.Writer, n *html.Node) converter.RenderStatus {
 	var buf bytes.Buffer
 	ctx.RenderChildNodes(ctx, &buf, n)
