@@ -26,6 +26,8 @@ func TestExtractRetriesEndInBroken(t *testing.T) {
 	if _, err := b.discover(t); err != nil {
 		t.Fatal(err)
 	}
+	all := b.ids(t, habr.Pending)
+	b.keepOnly(t, all[0], all[1], all[2], all[len(all)-1])
 	pending := b.ids(t, habr.Pending)
 	failing, fresh := pending[0], pending[len(pending)-1]
 	if err := b.fake.SetFault(b.pathOf(t, failing), habrfake.Fault{Kind: habrfake.FaultStatus, Code: 503}); err != nil {
@@ -119,6 +121,7 @@ func TestExtractCountsAttemptsThatNeverFinished(t *testing.T) {
 	if _, err := b.discover(t); err != nil {
 		t.Fatal(err)
 	}
+	b.keepOnly(t, b.ids(t, habr.Pending)[:7]...)
 	pending := b.ids(t, habr.Pending)
 	killer := pending[3]
 	c := &clock{t: time.Now()}
@@ -187,6 +190,7 @@ func TestExtractPageOverSizeCapIsBrokenAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := b.ids(t, habr.Pending)[0]
+	b.keepOnly(t, id)
 	var err error
 	b.fetch, err = fetch.New(fetch.Config{BaseURL: b.base, UserAgent: "ingest-test", MaxBodyBytes: 16 << 10})
 	if err != nil {
