@@ -63,6 +63,12 @@ func tidyLines(md []byte) []byte {
 // tidyLine trims the white space at the end of a line of text; a hard break that continues its
 // paragraph on the next line (the start of rest) becomes a backslash.
 func tidyLine(line, rest []byte) []byte {
+	if len(line) == 0 {
+		return line
+	}
+	if last := line[len(line)-1]; last != ' ' && last != '\t' && last != 0xA0 { // 0xA0 ends U+00A0 in UTF-8
+		return line
+	}
 	trimmed := bytes.TrimRight(line, " \t\u00a0")
 	if len(trimmed) == len(line) {
 		return line
