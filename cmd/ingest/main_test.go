@@ -259,7 +259,17 @@ func TestKillMidBatchThenRerun(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Duration(500+kills*350) * time.Millisecond)
+		// Kill it while it works on a page: once its run is recorded and one of its attempts has
+		// started (a fixed delay killed a slow-starting binary before it recorded anything).
+		deadline := time.Now().Add(30 * time.Second)
+		for b.scalar(t, `SELECT count(*) FROM habr_publications WHERE attempt_started_at IS NOT NULL
+AND attempt_run_id = (SELECT max(id) FROM runs WHERE command = 'extract habr' AND outcome = 'running')`) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("run %d never started an attempt", kills+1)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		time.Sleep(time.Duration(kills*150) * time.Millisecond)
 		_ = cmd.Process.Kill() // SIGKILL: no cleanup at all
 		_ = cmd.Wait()
 	}
