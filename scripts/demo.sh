@@ -18,10 +18,12 @@ else
 fi
 
 # The fake Habr serves the real fixture pages and feeds. A few publications misbehave the way
-# Habr does, so the demo shows every outcome: a 503 (extract_failed, retried
-# next run) and a deleted publication (extract_broken, left for a person).
+# Habr does, so the demo shows every outcome: a 503 that lasts (extract_failed, retried on its
+# schedule), a 503 that passes (fixed by hand, then extracted), and a deleted publication
+# (extract_broken, left for a person).
 bin/fakes --env-file "$state/fakes.env" --habr-extra-articles 20 \
   --habr-fault /ru/post/461211/=503 \
+  --habr-fault /ru/company/twin3d/blog/572576/=503x1 \
   --habr-fault /ru/post/461403/=deleted \
   2>"$state/fakes.log" &
 fakes=$!
@@ -33,7 +35,7 @@ set -a; . "$state/fakes.env"; set +a
 step "ingest migrate"
 bin/ingest migrate
 
-step "ingest discover habr   (RSS feeds from $HABR_BASE_URL)"
+step "ingest discover habr   (RSS feeds from $HABR_BASE_URL: articles and news, Russian and English)"
 bin/ingest discover habr
 
 step "ingest extract habr    (batches of 10, 5 s pause between batches)"
@@ -48,12 +50,18 @@ wait $extract
 step "ingest status habr"
 bin/ingest status habr
 
-step "fix a status by hand: ingest status set habr --id 461403 --to extract_pending --reason ..."
-bin/ingest status set habr --id 461403 --to extract_pending --reason "demo: publication restored by its author" --by demo
-step "ingest show habr 461403   (metadata and status history)"
-bin/ingest show habr 461403 | head -20
+step "ingest show habr 461211   (Habr keeps answering 503: retried on a schedule, given up after 6 attempts)"
+bin/ingest show habr 461211 | sed -n '1,/^history/p'
 
-step "ingest show habr 769102   (a 2025 article: metadata, history, Markdown)"
+step "572576 failed with a 503 that has passed: fix its status by hand, then extract again"
+bin/ingest status set habr --id 572576 --to extract_pending --reason "demo: Habr answers again" --by demo
+bin/ingest extract habr 2>&1 | grep -E 'extraction (started|done)' || true
+
+step "ingest show habr 572576   (the recovered publication: metadata, status history, Markdown)"
+bin/ingest show habr 572576 | head -60
+echo "..."
+
+step "ingest show habr 769102   (a 2025 translation: original author and URL, hubs, tags, Markdown)"
 bin/ingest show habr 769102 | head -40
 echo "..."
 

@@ -24,11 +24,15 @@ type habrCommands struct {
 }
 
 type discoverCmd struct {
-	Habr *struct{} `arg:"subcommand:habr" help:"read Habr's RSS feeds (HABR_BASE_URL) and register new publications as extract_pending"`
+	Habr *discoverHabrCmd `arg:"subcommand:habr" help:"read Habr's RSS feeds (HABR_BASE_URL) and register new publications as extract_pending"`
+}
+
+type discoverHabrCmd struct {
+	Feeds []string `arg:"--feed,separate,env:HABR_FEEDS" help:"a feed to read instead of the defaults (all articles and news, Russian and English): a path such as /ru/rss/hubs/go/articles/?fl=ru or an https://habr.com/... URL; repeat the flag, or separate them by commas in HABR_FEEDS" placeholder:"FEED"`
 }
 
 type extractCmd struct {
-	Habr *struct{} `arg:"subcommand:habr" help:"extract Markdown for extract_pending and extract_failed publications (seed 004; takes no parameters)"`
+	Habr *struct{} `arg:"subcommand:habr" help:"extract Markdown for extract_pending publications, then extract_failed ones whose retry is due (seed 004; takes no parameters)"`
 }
 
 type showHabrCmd struct {
@@ -41,13 +45,14 @@ func (c *showHabrCmd) show(ctx context.Context, app *app) error { return app.sho
 
 // habrPipeline is Habr's part of the command line (seed 004).
 func habrPipeline() *pipeline {
+	cmds := &habrCommands{}
 	return &pipeline{
 		name:       "habr",
 		machines:   []*status.Machine{habr.Machine},
 		statusHelp: "Habr publications only",
 		show:       &showHabrCmd{},
 		showHelp:   "a Habr publication",
-		commands:   &habrCommands{},
+		commands:   cmds,
 		owns:       func(command string) bool { return command == "discover habr" || command == "extract habr" },
 		check: func(_ string, a *args, _ *redact.Redactor) error {
 			if err := checkHTTPURL(a.HabrBaseURL); err != nil {
@@ -57,7 +62,7 @@ func habrPipeline() *pipeline {
 		},
 		run: func(ctx context.Context, app *app, command string) error {
 			if command == "discover habr" {
-				return app.discoverHabr(ctx)
+				return app.discoverHabr(ctx, cmds.Discover.Habr)
 			}
 			return app.extractHabr(ctx)
 		},
@@ -75,13 +80,24 @@ func (app *app) habrFetcher() (*fetch.Client, error) {
 	})
 }
 
-func (app *app) discoverHabr(ctx context.Context) error {
+func (app *app) discoverHabr(ctx context.Context, c *discoverHabrCmd) error {
 	f, err := app.habrFetcher()
 	if err != nil {
 		return configError{err.Error()}
 	}
+	var feeds []string
+	for _, feed := range c.Feeds {
+		if strings.TrimSpace(feed) == "" {
+			continue
+		}
+		path, err := habr.FeedPath(feed)
+		if err != nil {
+			return configError{"HABR_FEEDS / --feed: " + err.Error()}
+		}
+		feeds = append(feeds, path)
+	}
 	return app.exec(ctx, "discover habr", func(ctx context.Context, r *run.Run) error {
-		d := &habr.Discoverer{Pool: app.pool, Fetcher: f, Log: r.Log.With("entity", habrEntity), Metrics: r.Metrics}
+		d := &habr.Discoverer{Pool: app.pool, Fetcher: f, Log: r.Log.With("entity", habrEntity), Metrics: r.Metrics, Feeds: feeds}
 		st, err := d.Run(ctx)
 		r.Log.Info("discovery done", "feeds", st.Feeds, "feeds_failed", st.FeedsFailed, "items", st.Items, "new", st.New, "skipped_items", st.Bad)
 		return err
@@ -124,13 +140,31 @@ func (app *app) showHabr(ctx context.Context, c *showHabrCmd) error {
 	fmt.Fprintf(w, "id\t%d\n", p.ID)
 	fmt.Fprintf(w, "url\t%s\n", p.URL)
 	fmt.Fprintf(w, "title\t%s\n", p.Title)
-	fmt.Fprintf(w, "author\t%s\n", p.Author)
+	author := p.Author
+	if p.AuthorName != "" {
+		author = fmt.Sprintf("%s (%s)", p.Author, p.AuthorName)
+	}
+	fmt.Fprintf(w, "author\t%s\n", author)
 	if p.PublishedAt != nil {
 		fmt.Fprintf(w, "published\t%s (as received: %s)\n", p.PublishedAt.UTC().Format(time.RFC3339), p.PublishedRaw)
 	}
+	if p.Company.Alias != "" || p.Company.Name != "" {
+		fmt.Fprintf(w, "company blog\t%s (%s)\n", p.Company.Name, p.Company.Alias)
+	}
+	if p.Translation != (habr.Translation{}) {
+		fmt.Fprintf(w, "translation of\t%s, %s\n", p.Translation.OriginalAuthor, p.Translation.OriginalURL)
+	}
 	fmt.Fprintf(w, "hubs\t%s\n", strings.Join(p.Hubs, ", "))
+	fmt.Fprintf(w, "tags\t%s\n", strings.Join(p.Tags, ", "))
+	fmt.Fprintf(w, "feed categories\t%s\n", strings.Join(p.FeedCategories, ", "))
 	fmt.Fprintf(w, "discovered\t%s in %s\n", p.DiscoveredAt.UTC().Format(time.RFC3339), p.Feed)
 	fmt.Fprintf(w, "status\t%s (attempts: %d, since %s)\n", p.Status, p.Attempts, p.StatusChangedAt.UTC().Format(time.RFC3339))
+	if p.Status == habr.Failed && p.NextAttemptAt != nil {
+		fmt.Fprintf(w, "next attempt\t%s (retries used: %d of %d)\n", p.NextAttemptAt.UTC().Format(time.RFC3339), p.Retries, habr.RetrySchedule.MaxRetries())
+	}
+	if p.AttemptStartedAt != nil {
+		fmt.Fprintf(w, "attempt started\t%s, not finished\n", p.AttemptStartedAt.UTC().Format(time.RFC3339))
+	}
 	if p.LastError != "" {
 		fmt.Fprintf(w, "last error\t%s\n", p.LastError)
 	}

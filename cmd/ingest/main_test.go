@@ -260,20 +260,36 @@ func TestKillMidBatchThenRerun(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		// Kill it once its run is under way (a loaded machine may take a while to get there),
-		// at a different point of the batch each time.
-		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			if b.scalar(t, "SELECT count(*) FROM runs WHERE outcome = 'running'") > 0 {
-				break
+		// Kill it while it works on a page: once its run is recorded and one of its attempts has
+		// started (a fixed delay killed a slow-starting binary before it recorded anything).
+		deadline := time.Now().Add(30 * time.Second)
+		for b.scalar(t, `SELECT count(*) FROM habr_publications WHERE attempt_started_at IS NOT NULL
+AND attempt_run_id = (SELECT max(id) FROM runs WHERE command = 'extract habr' AND outcome = 'running')`) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("run %d never started an attempt", kills+1)
 			}
+			time.Sleep(20 * time.Millisecond)
 		}
-		time.Sleep(time.Duration(100+kills*350) * time.Millisecond)
+		time.Sleep(time.Duration(kills*150) * time.Millisecond)
 		_ = cmd.Process.Kill() // SIGKILL: no cleanup at all
 		_ = cmd.Wait()
 	}
 	code, _, stderr := b.run(t, "extract", "habr")
 	if code != 0 {
 		t.Fatalf("rerun after kills = exit %d\n%s", code, stderr)
+	}
+	// A page in flight when its process was killed counts as a failed attempt, retried on the
+	// schedule (issue 14: a page that kills every run must not block the others forever). Once
+	// those retries are due, a run extracts them.
+	if n := b.scalar(t, `SELECT count(*) FROM habr_publications WHERE status <> 'extracted'
+AND NOT (status = 'extract_failed' AND last_error LIKE '%never finished%')`); n != 0 {
+		t.Errorf("%d publications neither extracted nor waiting to retry an attempt that died", n)
+	}
+	if _, err := b.pool.Exec(b.ctx, `UPDATE habr_publications SET next_attempt_at = now() WHERE status = 'extract_failed'`); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := b.run(t, "extract", "habr"); code != 0 {
+		t.Fatalf("run once the retries are due = exit %d\n%s", code, stderr)
 	}
 	if n := b.scalar(t, "SELECT count(*) FROM habr_publications WHERE status = 'extracted'"); n != int64(len(ids)) {
 		t.Errorf("%d extracted, want %d", n, len(ids))
@@ -321,5 +337,58 @@ func TestStatusSetByHand(t *testing.T) {
 	code, stdout, _ = b.run(t, "status", "habr", "--json")
 	if code != 0 || !strings.Contains(stdout, `"status": "extract_pending"`) {
 		t.Errorf("status --json = exit %d\n%s", code, stdout)
+	}
+}
+
+// show habr prints the page's metadata once a publication is extracted, in text and JSON.
+func TestShowHabrMetadata(t *testing.T) {
+	t.Parallel()
+	b := setupCLI(t)
+	if code, _, stderr := b.run(t, "discover", "habr"); code != 0 {
+		t.Fatalf("discover: exit %d\n%s", code, stderr)
+	}
+	if _, err := b.pool.Exec(b.ctx, `DELETE FROM habr_publications WHERE id <> 462783`); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := b.run(t, "extract", "habr"); code != 0 {
+		t.Fatalf("extract: exit %d\n%s", code, stderr)
+	}
+	code, stdout, _ := b.run(t, "show", "habr", "462783")
+	for _, want := range []string{"SmirkinDA (Дмитрий Смиркин)", "Блог компании Parallels (parallels)",
+		"Читальный зал, Киберпанк", "parallels, martix, history, movie", "Матрица"} {
+		if code != 0 || !strings.Contains(stdout, want) {
+			t.Errorf("show habr = exit %d, no %q in\n%s", code, want, stdout)
+		}
+	}
+	code, stdout, _ = b.run(t, "show", "habr", "462783", "--json")
+	for _, want := range []string{`"AuthorName": "Дмитрий Смиркин"`, `"Alias": "parallels"`, `"Tags": [`, `"FeedCategories": [`} {
+		if code != 0 || !strings.Contains(stdout, want) {
+			t.Errorf("show habr --json = exit %d, no %q in\n%s", code, want, stdout)
+		}
+	}
+}
+
+// discover habr reads the configured feeds instead of the defaults; a feed off Habr is a
+// configuration error, found before any run starts.
+func TestDiscoverHabrFeeds(t *testing.T) {
+	t.Parallel()
+	b := setupCLI(t)
+	cmd, _, stderr := b.command("discover", "habr")
+	cmd.Env = append(cmd.Env, "HABR_FEEDS=/ru/rss/articles/?fl=ru,https://example.com/rss/")
+	_ = cmd.Run()
+	if code := cmd.ProcessState.ExitCode(); code != exitConfig || !strings.Contains(stderr.String(), `feed \"https://example.com/rss/\"`) {
+		t.Errorf("off-Habr feed = exit %d\n%s", code, stderr)
+	}
+	if n := b.scalar(t, "SELECT count(*) FROM runs"); n != 0 {
+		t.Errorf("%d runs recorded for a configuration error", n)
+	}
+	if code, _, stderr := b.run(t, "discover", "habr", "--feed", "https://habr.com/ru/rss/all/all/", "--feed", "/ru/rss/users/medsurg/publications/articles/"); code != 0 {
+		t.Fatalf("discover --feed = exit %d\n%s", code, stderr)
+	}
+	if n := b.scalar(t, "SELECT count(*) FROM habr_publications WHERE feed NOT IN ('/ru/rss/all/all/', '/ru/rss/users/medsurg/publications/articles/')"); n != 0 {
+		t.Errorf("%d publications from other feeds", n)
+	}
+	if n := b.scalar(t, "SELECT count(*) FROM habr_publications"); n != 22 {
+		t.Errorf("%d publications, want the 20 + 2 items of the two feeds", n)
 	}
 }

@@ -18,17 +18,35 @@ import (
 )
 
 // ExtractorVersion is stored with every Markdown row; bump it when the
-// Markdown produced for the same page changes.
-const ExtractorVersion = "1"
+// Markdown produced for the same page changes. Version 2: the Markdown classes
+// of issue 13 (captions, escaping at every depth, line ends, emphasis runs,
+// list starts, code in quotes, polls, tables, dollars, anchors, URLs as
+// written, inline HTML).
+const ExtractorVersion = "2"
 
 // Article is what Extract reads from an article page.
 type Article struct {
 	Title       string
-	Markdown    string    // the article body only, ending in one newline
+	Markdown    string    // the article body, then its polls, ending in one newline
 	Author      string    // login; empty if the page does not show it
+	AuthorName  string    // the author's display name; empty if the page shows none
 	PublishedAt time.Time // UTC; zero if the page gives no exact time
-	Hubs        []string  // including a company blog, as Habr lists it
+	Hubs        []string  // the topic hubs; a company blog Habr lists among them is Company
 	Tags        []string
+	Company     Company     // the company blog the article is published in, if any
+	Translation Translation // set for a translation whose page names the original
+}
+
+// Company is the company blog a publication belongs to.
+type Company struct {
+	Alias string // as in its URL: /ru/companies/<alias>/articles/
+	Name  string // as the page shows it, e.g. "Блог компании Parallels"
+}
+
+// Translation names the original of a translated publication.
+type Translation struct {
+	OriginalAuthor string
+	OriginalURL    string
 }
 
 // ErrStructure is matched by every error of a page that arrived but holds no
@@ -137,24 +155,59 @@ func (e *Extractor) extractWholePage(pageURL string, page []byte) (Article, erro
 	if body == nil {
 		return Article{}, whyNoBody(doc)
 	}
-	return e.convert(pageURL, readMeta(doc, lay), body, lay)
+	art := readMeta(doc, lay, true)
+	art.AuthorName = authorName(afterArticle(page), art.Author)
+	return e.convert(pageURL, art, body, lay, readPolls(doc.Selection))
 }
 
-// convert cleans the body and adds its Markdown to art, which holds the
+// convert cleans the body and adds its Markdown, then the polls', to art, which holds the
 // page's metadata.
-func (e *Extractor) convert(pageURL string, art Article, body *goquery.Selection, lay *layout) (Article, error) {
+func (e *Extractor) convert(pageURL string, art Article, body *goquery.Selection, lay *layout, polls []poll) (Article, error) {
 	// Both steps rewrite the tree in place; the document is this call's own.
 	cleanBody(body, baseURL(pageURL))
-	md, err := e.conv.ConvertNode(body.Nodes[0], converter.WithDomain(habrRoot))
+	root := body.Nodes[0]
+	// The polls follow the body in the same conversion, which has a fixed cost, after a marker
+	// that tells where the body ends.
+	if len(polls) > 0 {
+		root.AppendChild(newElement(pollsStart))
+		for _, n := range pollNodes(polls) {
+			root.AppendChild(n)
+		}
+	}
+	md, err := e.conv.ConvertNode(root, converter.WithDomain(habrRoot))
 	if err != nil {
 		return Article{}, fmt.Errorf("convert %s to markdown: %w", pageURL, err)
 	}
-	md = bytes.TrimSpace(md)
-	if len(md) == 0 {
+	var pm []byte
+	if len(polls) > 0 {
+		md, pm = cutAtLine(md, pollsMark)
+	}
+	if md = bytes.TrimSpace(tidyLines(md)); len(md) == 0 {
 		return Article{}, structural("body container %s is empty", lay.body)
+	}
+	if pm = bytes.TrimSpace(tidyLines(taskItems(pm))); len(pm) > 0 {
+		md = append(append(md, "\n\n"...), pm...)
 	}
 	art.Markdown = string(md) + "\n"
 	return art, nil
+}
+
+// cutAtLine splits md around the first line that is exactly mark.
+func cutAtLine(md []byte, mark string) (before, after []byte) {
+	m := []byte(mark)
+	switch {
+	case bytes.Equal(md, m):
+		return nil, nil
+	case bytes.HasPrefix(md, append(m, '\n')):
+		return nil, md[len(m)+1:]
+	}
+	if i := bytes.Index(md, append(append([]byte{'\n'}, m...), '\n')); i >= 0 {
+		return md[:i], md[i+len(m)+2:]
+	}
+	if bytes.HasSuffix(md, append([]byte{'\n'}, m...)) {
+		return md[:len(md)-len(m)-1], nil
+	}
+	return md, nil
 }
 
 const habrRoot = "https://habr.com"

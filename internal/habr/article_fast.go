@@ -28,25 +28,45 @@ import (
 // extractFast returns the article of page if the fast path is sure of it. With checkUTF8, page
 // is still undecoded, and the fast path declines unless the bytes it parses are valid UTF-8.
 func (e *Extractor) extractFast(pageURL string, page []byte, checkUTF8 bool) (Article, bool) {
-	doc, ok := articleDoc(page, checkUTF8)
+	doc, reg, ok := articleDoc(page, checkUTF8)
 	if !ok {
 		return Article{}, false
+	}
+	after := afterOffset(page, reg.end)
+	if pollAfter(after) {
+		return Article{}, false // a poll after the article is outside what the fast path reads
 	}
 	d := goquery.NewDocumentFromNode(doc)
 	body, lay := findBody(d)
 	if body == nil {
 		return Article{}, false
 	}
-	art := readMeta(d, lay)
-	if art.Title == "" || art.Author == "" || len(art.Hubs) == 0 {
+	art := readMeta(d, lay, reg.origin)
+	if art.Title == "" || art.Author == "" || len(art.Hubs) == 0 && art.Company == (Company{}) {
 		// Perhaps the page shows it elsewhere, such as og:title.
 		return Article{}, false
 	}
-	art, err := e.convert(pageURL, art, body, lay)
+	art.AuthorName = authorName(after, art.Author)
+	if checkUTF8 && !utf8.ValidString(art.AuthorName) {
+		return Article{}, false // decoding would have replaced those bytes
+	}
+	var polls []poll
+	if reg.poll {
+		polls = readPolls(d.Selection)
+	}
+	art, err := e.convert(pageURL, art, body, lay, polls)
 	if err != nil {
 		return Article{}, false
 	}
 	return art, true
+}
+
+// region is what articleDoc learns of the article's bytes: where the article ends, and whether
+// its bytes name a poll or a translation's origin at all (the selectors that find them then
+// need not walk the document when they cannot match).
+type region struct {
+	end          int
+	poll, origin bool
 }
 
 // articleEnd closes the page's first <article>. The Habr layouts nest no
@@ -70,10 +90,10 @@ const (
 // articleDoc parses the head's <meta> tags and the page's first article
 // into a document of their own, or reports that it cannot be sure to.
 // With checkUTF8 it declines if what it would parse is not valid UTF-8.
-func articleDoc(page []byte, checkUTF8 bool) (*html.Node, bool) {
+func articleDoc(page []byte, checkUTF8 bool) (*html.Node, region, bool) {
 	pre, ok := scanPrefix(page)
 	if !ok {
-		return nil, false
+		return nil, region{}, false
 	}
 	start := pre.article
 	if pre.hubs >= 0 {
@@ -81,25 +101,27 @@ func articleDoc(page []byte, checkUTF8 bool) (*html.Node, bool) {
 	}
 	n := bytes.Index(page[pre.article:], []byte(articleEnd))
 	if n < 0 {
-		return nil, false
+		return nil, region{}, false
 	}
-	region := page[start : pre.article+n+len(articleEnd)]
+	end := pre.article + n + len(articleEnd)
+	art := page[start:end]
+	reg := region{end: end, poll: bytes.Contains(art, []byte("poll")), origin: mayHaveOrigin(art)}
 
 	var buf bytes.Buffer
-	buf.Grow(len(region) + len(regionEnd) + 4096)
+	buf.Grow(len(art) + len(regionEnd) + 4096)
 	for _, m := range pre.metas {
 		buf.Write(page[m[0]:m[1]])
 	}
-	buf.Write(region)
+	buf.Write(art)
 	buf.WriteString(regionEnd)
 	if checkUTF8 && !utf8.Valid(buf.Bytes()) {
-		return nil, false
+		return nil, region{}, false
 	}
 	doc, err := html.Parse(&buf)
 	if err != nil || !wellFormedRegion(doc, pre.hubs >= 0) {
-		return nil, false
+		return nil, region{}, false
 	}
-	return doc, true
+	return doc, reg, true
 }
 
 // wellFormedRegion reports whether the body of doc holds the article (and

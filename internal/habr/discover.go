@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -13,11 +15,42 @@ import (
 	"github.com/ingest-dev/ingest/internal/metrics"
 )
 
-// DefaultFeeds are the feeds discovery reads: all new articles and all news, 100 items each
-// (Habr's default of 20 would miss items between runs on a busy day).
+// DefaultFeeds are the feeds discovery reads unless configured otherwise: all new articles and
+// all news, in Russian and in English, 100 items each (Habr's default of 20 would miss items
+// between runs on a busy day). An article's language decides the feed that lists it, so the
+// Russian feeds alone never register an English article.
 var DefaultFeeds = []string{
 	"/ru/rss/articles/?fl=ru&limit=100",
 	"/ru/rss/news/?fl=ru&limit=100",
+	"/en/rss/articles/?fl=en&limit=100",
+	"/en/rss/news/?fl=en&limit=100",
+}
+
+// FeedPath checks one configured feed and returns it as a path on the Habr origin: a path such
+// as "/ru/rss/hubs/go/articles/?fl=ru", or a full https://habr.com/... URL, which is reduced to
+// its path and query (feeds are fetched from HABR_BASE_URL, which may be a mirror or a fake).
+func FeedPath(feed string) (string, error) {
+	feed = strings.TrimSpace(feed)
+	u, err := url.Parse(feed)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("feed %q is not a URL or path: %w", feed, err)
+	case u.Scheme == "" && u.Host == "" && strings.HasPrefix(u.Path, "/"):
+	case (u.Scheme == "https" || u.Scheme == "http") && strings.EqualFold(strings.TrimPrefix(u.Hostname(), "www."), canonicalHost):
+		if u.Path == "" {
+			u.Path = "/"
+		}
+	default:
+		return "", fmt.Errorf("feed %q: want a path on Habr (/ru/rss/...) or an https://habr.com/... URL", feed)
+	}
+	if u.User != nil {
+		return "", fmt.Errorf("feed %q: credentials in URL", u.Redacted())
+	}
+	path := u.EscapedPath()
+	if u.RawQuery != "" {
+		path += "?" + u.RawQuery
+	}
+	return path, nil
 }
 
 // Fetcher gets a page or feed from Habr's origin; *fetch.Client is the real one.
@@ -31,7 +64,7 @@ type Discoverer struct {
 	Fetcher Fetcher
 	Log     *slog.Logger
 	Metrics *metrics.Metrics
-	// Feeds are paths on the Habr origin; DefaultFeeds when empty.
+	// Feeds are paths on the Habr origin (see FeedPath); DefaultFeeds when empty.
 	Feeds []string
 }
 

@@ -13,18 +13,34 @@
 //     listing page, something that is not HTML) yields an error for which
 //     errors.Is(err, ErrStructure) is true: retrying such a page cannot help.
 //
-// The Markdown is CommonMark with GFM tables and strikethrough, plus:
+// The Markdown is CommonMark with GFM tables, strikethrough and task lists,
+// plus:
 //
 //   - spoilers as <details><summary>Title</summary> … </details> blocks with
 //     Markdown inside;
-//   - formulas as TeX, $…$ inline and $$ … $$ on lines of their own;
+//   - formulas as TeX, $…$ inline and $$ … $$ on lines of their own; every
+//     literal $ of the text is escaped, as are | (no text becomes a table)
+//     and any *, _ or ~ that could open or close emphasis;
 //   - embedded players as a link to the video or embedded page;
-//   - tables that GFM cannot hold (cells with paragraphs or line breaks) as
-//     raw HTML, one row per line;
+//   - figure captions as an emphasised line under the image;
+//   - tables that GFM cannot hold (cells with paragraphs or line breaks,
+//     merged cells) as raw HTML, one row per line;
+//   - <sup>, <sub>, <kbd>, <mark> and <abbr> as inline HTML around Markdown;
+//   - the article's own anchors as <a id="…"></a>, which its fragment links
+//     ("#…") point at;
 //   - images at their original habrastorage URL, never a resized preview;
-//     links and images always absolute.
+//     links and images always absolute (or a fragment of the article), with
+//     the URL as the author wrote it, less utm_* parameters;
+//   - no line outside code ending in white space; hard breaks as "\";
+//   - the article's polls after the body: the question in bold, the answers
+//     as an unchecked task list with their votes, the totals.
+//
+// Extract also reads the page's metadata: title, author login and display
+// name, publication time, hubs, tags, company blog and a translation's
+// original author and URL.
 //
 // The layouts, and the evidence for each selector, are described in
 // shared/research/habr.md; the golden files in testdata/golden show the
-// Markdown produced for every real page in shared/fixtures/habr.
+// Markdown produced for every real page in shared/fixtures/habr, for bodies of
+// its API fixture, and for the pages of testdata/pages.
 package habr

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -32,8 +33,9 @@ const (
 // entity labels the Habr pipeline's metrics.
 const entity = "habr_publications"
 
-// Extraction takes pending and failed publications, strictly in id order, one at a time, and
-// stores their Markdown. The zero value of Pause and CacheTTL means the constants above.
+// Extraction takes pending publications, then failed ones whose next attempt is due, strictly in
+// id order, one at a time, and stores their Markdown. The zero value of Pause and CacheTTL means
+// the constants above.
 type Extraction struct {
 	Pool      *pgxpool.Pool
 	Fetcher   Fetcher
@@ -47,21 +49,27 @@ type Extraction struct {
 	Pause time.Duration
 	// CacheTTL overrides the package's CacheTTL (tests only).
 	CacheTTL time.Duration
+	// Now is the clock for retry scheduling; nil means time.Now (tests move it forward).
+	Now func() time.Time
 }
 
 // ExtractStats sums up an extraction run.
 type ExtractStats struct {
-	Backlog                           int64 // publications waiting when the run started
+	Backlog                           int64 // publications waiting (pending, or failed and due) when the run started
 	Done                              int
 	Extracted, Failed, Broken, Cached int
+	// Unfinished counts the attempts of earlier runs that never finished (their process died),
+	// each recorded as a failed attempt when this run started.
+	Unfinished int
 }
 
-// picked are the statuses extraction takes: never extracted or broken ones (seed 004 §5).
-var picked = []status.Status{Pending, Failed}
+// phases are what a run picks, in order: publications never tried, then failed ones whose next
+// attempt is due. New publications come first so that pages that keep failing never hold them up.
+var phases = [][]status.Status{{Pending}, {Failed}}
 
-// Run extracts until no pending or failed publication with a higher id than the last one seen
-// is left. Each publication's result is committed on its own; a stop (ctx cancelled) between
-// two publications leaves the rest untouched for the next run.
+// Run extracts until no pending publication, and no failed one whose retry is due, with a higher
+// id than the last one seen in its phase is left. Each publication's result is committed on its
+// own; a stop (ctx cancelled) between two publications leaves the rest untouched for the next run.
 func (e *Extraction) Run(ctx context.Context) (ExtractStats, error) {
 	var st ExtractStats
 	if n, err := purgeExpiredPages(ctx, e.Pool); err != nil {
@@ -69,49 +77,106 @@ func (e *Extraction) Run(ctx context.Context) (ExtractStats, error) {
 	} else if n > 0 {
 		e.Log.Info("expired html purged from cache", "pages", n)
 	}
-	if err := e.Pool.QueryRow(ctx, `SELECT count(*) FROM habr_publications WHERE status = ANY($1)`,
-		[]string{string(Pending), string(Failed)}).Scan(&st.Backlog); err != nil {
+	if err := e.recoverUnfinished(ctx, &st); err != nil {
+		return st, err
+	}
+	now := e.now()
+	if err := e.Pool.QueryRow(ctx, `SELECT count(*) FROM habr_publications WHERE status = $1`, string(Pending)).Scan(&st.Backlog); err != nil {
 		return st, fmt.Errorf("count backlog: %w", err)
 	}
+	due, err := Machine.DueCount(ctx, e.Pool, "", now)
+	if err != nil {
+		return st, err
+	}
+	st.Backlog += due
 	e.Log.Info("extraction started", "backlog", st.Backlog, "batch_size", BatchSize, "pause_s", e.pause().Seconds())
 	start := time.Now()
-	var after int64
-	for batch := 1; ; batch++ {
-		ids, err := Machine.Pick(ctx, e.Pool, status.PickParams{Statuses: picked, After: after, Limit: BatchSize})
-		if err != nil {
-			return st, err
-		}
-		if len(ids) == 0 {
-			break
-		}
-		pubs, err := loadPublications(ctx, e.Pool, ids)
-		if err != nil {
-			return st, err
-		}
-		for _, p := range pubs {
-			if err := ctx.Err(); err != nil {
+	batch := 0
+	for _, statuses := range phases {
+		var after int64
+		for {
+			ids, err := Machine.Pick(ctx, e.Pool, status.PickParams{Statuses: statuses, After: after, Limit: BatchSize, DueBy: now})
+			if err != nil {
 				return st, err
 			}
-			if err := e.one(ctx, p, &st); err != nil {
+			if len(ids) == 0 {
+				break
+			}
+			if batch > 0 {
+				if err := sleep(ctx, e.pause()); err != nil {
+					return st, err
+				}
+			}
+			batch++
+			pubs, err := loadPublications(ctx, e.Pool, ids)
+			if err != nil {
 				return st, err
 			}
-		}
-		after = ids[len(ids)-1]
-		e.logProgress(batch, st, time.Since(start))
-		if len(ids) < BatchSize {
-			break
-		}
-		if err := sleep(ctx, e.pause()); err != nil {
-			return st, err
+			for _, p := range pubs {
+				if err := ctx.Err(); err != nil {
+					return st, err
+				}
+				if err := e.one(ctx, p, &st); err != nil {
+					return st, err
+				}
+			}
+			after = ids[len(ids)-1]
+			e.logProgress(batch, st, time.Since(start))
+			if len(ids) < BatchSize {
+				break
+			}
 		}
 	}
+	if next, ok, err := Machine.NextDue(ctx, e.Pool, ""); err != nil {
+		return st, err
+	} else if ok {
+		e.Log.Info("failed publications wait for their next attempt", "next_due", next.UTC().Format(time.RFC3339))
+	}
 	return st, nil
+}
+
+// recoverUnfinished records every attempt that an earlier run started and never finished as a
+// failed attempt: its process died on the page (killed, out of memory, node lost). Counting
+// them is what lets a page that kills the process every time be given up on, rather than block
+// every later run.
+func (e *Extraction) recoverUnfinished(ctx context.Context, st *ExtractStats) error {
+	unfinished, err := unfinishedAttempts(ctx, e.Pool, []status.Status{Pending, Failed})
+	if err != nil {
+		return err
+	}
+	for _, u := range unfinished {
+		cause := fmt.Sprintf("attempt started %s never finished (its process died: killed or out of memory)",
+			u.StartedAt.UTC().Format(time.RFC3339))
+		if u.RunID != 0 {
+			cause = fmt.Sprintf("attempt started %s by run %d never finished (its process died: killed or out of memory)",
+				u.StartedAt.UTC().Format(time.RFC3339), u.RunID)
+		}
+		e.Log.Warn("attempt of an earlier run never finished", "publication_id", u.ID, "started_at", u.StartedAt, "run_id", u.RunID)
+		out, err := e.recordFailure(ctx, u.ID, u.Status, cause, true, st)
+		if err != nil {
+			return err
+		}
+		if out.Moved {
+			st.Unfinished++
+		}
+	}
+	return nil
 }
 
 // one handles one publication. It returns an error only when the run must stop (database
 // failure or ctx ending); every outcome of the publication itself is recorded as its status.
 func (e *Extraction) one(ctx context.Context, p Publication, st *ExtractStats) error {
 	log := e.Log.With("publication_id", p.ID, "url", p.URL)
+	recorded := false
+	defer func() {
+		if !recorded && ctx.Err() != nil {
+			e.abandonAttempt(ctx, p.ID, log)
+		}
+	}()
+	started, err := startAttempt(ctx, e.Pool, p, e.RunID)
+	if err != nil || !started {
+		return err // a database failure or a stop, or the publication moved since it was picked
+	}
 	if p.Status == Failed {
 		e.Metrics.RetryAttempts.WithLabelValues(entity).Inc()
 	}
@@ -123,13 +188,16 @@ func (e *Extraction) one(ctx context.Context, p Publication, st *ExtractStats) e
 		if !fetch.IsNetwork(err) && !errors.Is(err, fetch.ErrOffOrigin) {
 			return err // the database failed, not the page
 		}
-		// An off-Habr link cannot get better by retrying: it is broken, for a person to look at.
-		to := Failed
-		if errors.Is(err, fetch.ErrOffOrigin) {
-			to = Broken
+		// A page over the size cap or off Habr cannot get better by retrying.
+		retryable := !errors.Is(err, fetch.ErrOffOrigin) && !errors.Is(err, fetch.ErrTooLarge)
+		out, ferr := e.recordFailure(ctx, p.ID, p.Status, networkReason(err), retryable, st)
+		if ferr != nil {
+			return ferr
 		}
-		log.Warn("publication not fetched", "status", to, "error", err)
-		return e.fail(ctx, p, to, networkReason(err), st)
+		recorded = true
+		st.Done++
+		log.Warn("publication not fetched", "status", out.To, "retries", out.Retries, "next_attempt_at", out.NextAttemptAt, "error", err)
+		return nil
 	}
 	if fromCache {
 		st.Cached++
@@ -137,12 +205,18 @@ func (e *Extraction) one(ctx context.Context, p Publication, st *ExtractStats) e
 	art, err := e.Extractor.Extract(p.URL, []byte(page))
 	if err != nil {
 		log.Warn("publication broken: no complete article body", "status", Broken, "from_cache", fromCache, "error", err)
-		return e.fail(ctx, p, Broken, err.Error(), st)
+		if _, err := e.recordFailure(ctx, p.ID, p.Status, err.Error(), false, st); err != nil {
+			return err
+		}
+		recorded = true
+		st.Done++
+		return nil
 	}
 	moved, err := saveExtracted(ctx, e.Pool, p, art, status.Change{Actor: e.Actor, RunID: e.RunID, Attempt: true})
 	if err != nil {
 		return err
 	}
+	recorded = true
 	st.Done++
 	if moved {
 		st.Extracted++
@@ -152,6 +226,17 @@ func (e *Extraction) one(ctx context.Context, p Publication, st *ExtractStats) e
 		log.Debug("publication extracted", "from_cache", fromCache, "markdown_bytes", len(art.Markdown))
 	}
 	return nil
+}
+
+// abandonAttempt clears the attempt of a run that is stopping (SIGINT, SIGTERM) before recording
+// an outcome: a stop is not the page's fault. It needs a context that is not cancelled; if it
+// fails, the next run counts the attempt, which only costs the publication one retry.
+func (e *Extraction) abandonAttempt(ctx context.Context, id int64, log *slog.Logger) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := endAttempt(cctx, e.Pool, id); err != nil {
+		log.Warn("attempt left open after the stop; the next run counts it", "error", err)
+	}
 }
 
 // page returns the publication's HTML from the cache when it is within its TTL, otherwise from
@@ -175,23 +260,30 @@ func (e *Extraction) page(ctx context.Context, p Publication) (string, bool, err
 	return string(resp.Body), false, nil
 }
 
-func (e *Extraction) fail(ctx context.Context, p Publication, to status.Status, reason string, st *ExtractStats) error {
-	moved, err := Machine.Move(ctx, e.Pool, p.ID, p.Status, to, status.Change{Reason: reason, Actor: e.Actor, RunID: e.RunID, Attempt: true})
-	if err != nil {
-		return err
+// recordFailure records a failed attempt through the machine's retry schedule: a retryable one
+// waits in extract_failed for its next attempt, until the retries are used up; any other goes
+// to extract_broken at once.
+func (e *Extraction) recordFailure(ctx context.Context, id int64, from status.Status, cause string, retryable bool, st *ExtractStats) (status.Outcome, error) {
+	out, err := failAttempt(ctx, e.Pool, id, from, status.Failure{Cause: cause, Retryable: retryable, Now: e.now()},
+		status.Change{Actor: e.Actor, RunID: e.RunID})
+	if err != nil || !out.Moved {
+		return out, err
 	}
-	st.Done++
-	if !moved {
-		return nil
-	}
-	e.Metrics.Processed.WithLabelValues(entity, string(to)).Inc()
-	if to == Broken {
+	e.Metrics.Processed.WithLabelValues(entity, string(out.To)).Inc()
+	if out.To == Broken {
 		st.Broken++
 		e.Metrics.ImportErr.WithLabelValues(entity).Inc()
 	} else {
 		st.Failed++
 	}
-	return nil
+	return out, nil
+}
+
+func (e *Extraction) now() time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now()
 }
 
 // networkReason is the stored reason of a network-class failure: short and free of the URL, so
@@ -208,7 +300,13 @@ func networkReason(err error) string {
 	case errors.Is(err, fetch.ErrTruncated):
 		return "truncated body"
 	case errors.Is(err, fetch.ErrTooLarge):
-		return "body over the size cap"
+		// The fetcher's message carries the size ("Content-Length N is over M bytes", or
+		// "over M bytes" for a body without a length).
+		msg := err.Error()
+		if i := strings.Index(msg, fetch.ErrTooLarge.Error()); i >= 0 {
+			msg = msg[i+len(fetch.ErrTooLarge.Error()):]
+		}
+		return "page over the size cap" + msg
 	case errors.Is(err, fetch.ErrOffOrigin):
 		return "link is not on habr.com"
 	case errors.Is(err, fetch.ErrConnection):

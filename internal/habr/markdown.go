@@ -23,8 +23,9 @@ func newConverter() *converter.Converter {
 			commonmark.WithCodeBlockFence("```"),
 			commonmark.WithBulletListMarker("-"),
 			commonmark.WithHorizontalRule("---"),
-			// The marker comment that separates two adjacent lists is
-			// noise in stored text; merging such lists loses nothing.
+			// The plugin's marker comment also lands between lists that
+			// are not siblings (a list in a quote and one after it);
+			// separateLists puts one only where two lists are adjacent.
 			commonmark.WithListEndComment(false),
 		),
 		// Habr tables have no <thead>: the first row is the header.
@@ -36,15 +37,55 @@ func newConverter() *converter.Converter {
 		),
 		strikethrough.NewStrikethroughPlugin(),
 	))
+	conv.Register.EscapedChar('~')
+	conv.Register.UnEscaper(unescape, converter.PriorityEarly)
+	for _, tag := range blockTags {
+		conv.Register.TagType(tag, converter.TagTypeBlock, converter.PriorityEarly)
+	}
+	for _, tag := range inlineTags {
+		conv.Register.TagType(tag, converter.TagTypeInline, converter.PriorityEarly)
+	}
+	conv.Register.Renderer(renderEarly, converter.PriorityEarly)
+	// After the table plugin, which declines a table with line breaks or blocks in a cell.
 	conv.Register.RendererFor("table", converter.TagTypeBlock, renderTableHTML, converter.PriorityStandard+1)
-	conv.Register.RendererFor("details", converter.TagTypeBlock, renderDetails, converter.PriorityEarly)
-	conv.Register.RendererFor("img", converter.TagTypeInline, renderFormula, converter.PriorityEarly)
-	// Markdown has no super- or subscript; inline HTML keeps "x<sup>2</sup>"
-	// from reading as "x2".
-	conv.Register.RendererFor("sup", converter.TagTypeInline, base.RenderAsHTML, converter.PriorityEarly)
-	conv.Register.RendererFor("sub", converter.TagTypeInline, base.RenderAsHTML, converter.PriorityEarly)
 	conv.Register.PostRenderer(blankWhitespaceLines, converter.PriorityStandard-1)
 	return conv
+}
+
+// earlyRenderers are this package's renderers, tried before the plugins'. They are dispatched
+// by one handler (renderEarly): html-to-markdown copies and sorts its list of render handlers
+// for every node it renders, so each handler registered costs on every node of every page.
+var earlyRenderers = map[string]converter.HandleRenderFunc{
+	"blockquote": renderBlockquote, // markdown_escape.go
+	"details":    renderDetails,
+	listEnd:      renderListEnd,
+	pollsStart:   renderPollsStart,   // article_poll.go
+	"table":      renderSpannedTable, // markdown_table.go
+	"code":       renderCodeInCell,
+	"a":          renderLink, // markdown_link.go
+	"img":        renderImage,
+	"sup":        renderInlineHTML, // markdown_inline.go
+	"sub":        renderInlineHTML,
+	"kbd":        renderInlineHTML,
+	"mark":       renderInlineHTML,
+	"abbr":       renderInlineHTML,
+}
+
+// The kinds of the tags of earlyRenderers, which the converter needs for the ones it does not
+// know and its whitespace handling.
+var (
+	blockTags  = []string{"blockquote", "details", listEnd, pollsStart, "table"}
+	inlineTags = []string{"code", "a", "img", "sup", "sub", "kbd", "mark", "abbr"}
+)
+
+func renderEarly(ctx converter.Context, w converter.Writer, n *html.Node) converter.RenderStatus {
+	if n.Type != html.ElementNode {
+		return converter.RenderTryNext
+	}
+	if fn, ok := earlyRenderers[n.Data]; ok {
+		return fn(ctx, w, n)
+	}
+	return converter.RenderTryNext
 }
 
 // blankWhitespaceLines empties lines that hold only spaces, such as the one
@@ -62,6 +103,16 @@ func blankWhitespaceLines(_ converter.Context, md []byte) []byte {
 		}
 	}
 	return bytes.Join(lines, []byte("\n"))
+}
+
+// listEnd is the element separateLists puts between two adjacent lists.
+const listEnd = "ingest-list-end"
+
+// renderListEnd writes an empty HTML comment between two adjacent lists: without it, Markdown
+// reads them as one list, and the second one's start number (or kind of marker) is lost.
+func renderListEnd(_ converter.Context, w converter.Writer, _ *html.Node) converter.RenderStatus {
+	w.WriteString("\n\n<!-- -->\n\n")
+	return converter.RenderSuccess
 }
 
 // renderDetails writes a spoiler as an HTML <details> block with Markdown
@@ -88,34 +139,6 @@ func renderDetails(ctx converter.Context, w converter.Writer, n *html.Node) conv
 	ctx.RenderNodes(ctx, w, content...)
 	w.WriteString("\n\n</details>\n\n")
 	return converter.RenderSuccess
-}
-
-// renderTableHTML writes a table that GFM cannot express as raw HTML, one
-// row per line so that the Markdown stays readable as text.
-func renderTableHTML(_ converter.Context, w converter.Writer, table *html.Node) converter.RenderStatus {
-	w.WriteString("\n\n<table>\n")
-	for c := table.FirstChild; c != nil; c = c.NextSibling {
-		switch c.Data {
-		case "thead", "tbody", "tfoot":
-			w.WriteString("<" + c.Data + ">\n")
-			for row := c.FirstChild; row != nil; row = row.NextSibling {
-				writeHTMLLine(w, row)
-			}
-			w.WriteString("</" + c.Data + ">\n")
-		default:
-			writeHTMLLine(w, c)
-		}
-	}
-	w.WriteString("</table>\n\n")
-	return converter.RenderSuccess
-}
-
-func writeHTMLLine(w converter.Writer, n *html.Node) {
-	if n.Type == html.TextNode && strings.TrimSpace(n.Data) == "" {
-		return
-	}
-	_ = html.Render(w, n) // writes to memory; cannot fail
-	w.WriteString("\n")
 }
 
 // htmlText escapes text for an HTML context without the &#34; clutter of

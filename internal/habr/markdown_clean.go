@@ -11,38 +11,109 @@ import (
 	"golang.org/x/net/html/atom"
 )
 
-// The selectors of the cleanup, compiled once (see selectors.go).
-var (
-	junkElements       = css("script, style, noscript, template, form, button, input, textarea, select")
-	anchorsWithoutHref = css("a:not([href])")
-	legacySpoilers     = css("div.spoiler")
-	texImages          = css("img[data-tex]")
-	mathElements       = css("math")
-	images             = css("img")
-	figureCaptions     = css("figure figcaption")
-	embeds             = css("iframe, div.tm-iframe_temp")
-	classedCode        = css("pre code[class]")
-	links              = css("a[href]")
-	anyElement         = css("*")
-)
+// images matches the images of a figure (selectors.go compiles it once).
+var images = css("img")
+
+// junk are the elements of page machinery that the cleanup drops with their content.
+var junk = map[string]bool{
+	"script": true, "style": true, "noscript": true, "template": true, "form": true,
+	"button": true, "input": true, "textarea": true, "select": true,
+}
+
+// bodyParts are the elements of an article body the cleanup rewrites, each kind in document
+// order. One walk finds them all: a selector per kind, each walking the whole body, cost a
+// twentieth of an extraction.
+type bodyParts struct {
+	anchorsAndIDs []*html.Node // a:not([href]), [id]
+	spoilers      []*html.Node // div.spoiler
+	tex           []*html.Node // img[data-tex]
+	math          []*html.Node // math
+	images        []*html.Node // img
+	captions      []*html.Node // figure figcaption
+	embeds        []*html.Node // iframe, div.tm-iframe_temp
+	code          []*html.Node // pre code[class]
+	links         []*html.Node // a[href]
+	all           []*html.Node // every element
+}
+
+// collect walks the children of n, dropping junk and filing every other element.
+func (p *bodyParts) collect(n *html.Node, inFigure, inPre bool) {
+	for c := n.FirstChild; c != nil; {
+		next := c.NextSibling
+		if c.Type != html.ElementNode {
+			c = next
+			continue
+		}
+		if junk[c.Data] {
+			n.RemoveChild(c)
+			c = next
+			continue
+		}
+		p.all = append(p.all, c)
+		_, hasHref := attr(c, "href")
+		if _, hasID := attr(c, "id"); hasID || c.Data == "a" && !hasHref {
+			p.anchorsAndIDs = append(p.anchorsAndIDs, c)
+		}
+		switch c.Data {
+		case "a":
+			if hasHref {
+				p.links = append(p.links, c)
+			}
+		case "div":
+			if hasClass(c, "spoiler") {
+				p.spoilers = append(p.spoilers, c)
+			}
+			if hasClass(c, "tm-iframe_temp") {
+				p.embeds = append(p.embeds, c)
+			}
+		case "img":
+			if _, ok := attr(c, "data-tex"); ok {
+				p.tex = append(p.tex, c)
+			}
+			p.images = append(p.images, c)
+		case "math":
+			p.math = append(p.math, c)
+		case "figcaption":
+			if inFigure {
+				p.captions = append(p.captions, c)
+			}
+		case "iframe":
+			p.embeds = append(p.embeds, c)
+		case "code":
+			if _, ok := attr(c, "class"); ok && inPre {
+				p.code = append(p.code, c)
+			}
+		}
+		p.collect(c, inFigure || c.Data == "figure", inPre || c.Data == "pre")
+		c = next
+	}
+}
+
+// each wraps nodes in goquery selections for the cleanups written with goquery.
+func each(nodes []*html.Node, fn func(*goquery.Selection)) {
+	for _, n := range nodes {
+		fn(&goquery.Selection{Nodes: []*html.Node{n}})
+	}
+}
 
 // cleanBody rewrites the article body in place so that the converter sees
 // plain, self-contained HTML: absolute URLs, real image sources, spoilers as
 // <details>, formulas and embeds in a form it can render, code blocks with a
 // language class it understands, and no page machinery.
 func cleanBody(body *goquery.Selection, base *url.URL) {
-	body.FindMatcher(junkElements).Remove()
-	// Anchors without a target: the habracut marker, footnote targets.
-	body.FindMatcher(anchorsWithoutHref).Each(func(_ int, a *goquery.Selection) { a.ReplaceWithSelection(a.Contents()) })
+	var p bodyParts
+	p.collect(body.Nodes[0], false, false)
+	targets := cleanAnchors(p.anchorsAndIDs)
 
-	cleanSpoilers(body)
-	cleanFormulas(body)
-	cleanImages(body, base)
-	cleanFigures(body)
-	cleanEmbeds(body, base)
-	cleanCode(body)
-	cleanLinks(body, base)
-	cleanAttributes(body)
+	cleanSpoilers(p.spoilers)
+	cleanFormulas(p.tex, p.math)
+	cleanImages(p.images, base)
+	cleanFigures(p.captions)
+	// The links that stand for embeds are cleaned like the others.
+	links := append(p.links, cleanEmbeds(p.embeds, base)...)
+	cleanCode(p.code)
+	cleanLinks(links, p.anchorsAndIDs, base, targets)
+	finishElements(p.all)
 }
 
 // cleanSpoilers turns the legacy spoiler
@@ -51,12 +122,11 @@ func cleanBody(body *goquery.Selection, base *url.URL) {
 //
 // into the <details><summary>T</summary>…</details> that the editor-v2 markup
 // already uses and renderDetails writes out.
-func cleanSpoilers(body *goquery.Selection) {
+func cleanSpoilers(spoilers []*html.Node) {
 	// Innermost first, so that a spoiler inside a spoiler is converted
 	// before its parent moves it.
-	spoilers := body.FindMatcher(legacySpoilers)
-	for i := spoilers.Length() - 1; i >= 0; i-- {
-		sp := spoilers.Eq(i)
+	for i := len(spoilers) - 1; i >= 0; i-- {
+		sp := &goquery.Selection{Nodes: spoilers[i : i+1]}
 		text := sp.ChildrenFiltered(".spoiler_text")
 		if text.Length() == 0 {
 			continue // not a spoiler after all; its content stays as is
@@ -79,8 +149,8 @@ func cleanSpoilers(body *goquery.Selection) {
 //
 // Editor v2 already writes that. Editor v1 wrote the TeX, with its $ signs,
 // into alt and marked the kind in data-tex; a display formula sat in <math>.
-func cleanFormulas(body *goquery.Selection) {
-	body.FindMatcher(texImages).Each(func(_ int, img *goquery.Selection) {
+func cleanFormulas(tex, math []*html.Node) {
+	each(tex, func(img *goquery.Selection) {
 		if _, ok := img.Attr("source"); ok {
 			return
 		}
@@ -92,7 +162,7 @@ func cleanFormulas(body *goquery.Selection) {
 		img.SetAttr("class", class)
 		img.SetAttr("source", tex)
 	})
-	body.FindMatcher(mathElements).Each(func(_ int, m *goquery.Selection) { m.ReplaceWithSelection(m.Contents()) })
+	each(math, func(m *goquery.Selection) { m.ReplaceWithSelection(m.Contents()) })
 }
 
 // resizedImage matches habrastorage's resizing prefix, /r/w780q1/ (the
@@ -106,8 +176,8 @@ var webtName = regexp.MustCompile(`^[0-9a-z_-]{27}\.(?:png|jpe?g|gif|webp)$`)
 
 // cleanImages sets each image's src to the original picture and drops
 // images that have none.
-func cleanImages(body *goquery.Selection, base *url.URL) {
-	body.FindMatcher(images).Each(func(_ int, img *goquery.Selection) {
+func cleanImages(images []*html.Node, base *url.URL) {
+	each(images, func(img *goquery.Selection) {
 		if img.HasClass("formula") {
 			return
 		}
@@ -147,21 +217,26 @@ func imageSource(img *goquery.Selection, base *url.URL) string {
 			}
 			return "https://habrastorage.org/webt/" + name[0:2] + "/" + name[2:4] + "/" + name[4:6] + "/" + name
 		}
-		return resizedImage.ReplaceAllString(base.ResolveReference(u).String(), "$1/")
+		return resizedImage.ReplaceAllString(absoluteRef(base, v), "$1/")
 	}
 	return ""
 }
 
-// cleanFigures keeps a figure's caption as an emphasised line under the
-// image, unless it only repeats the image's alt text.
-func cleanFigures(body *goquery.Selection) {
-	body.FindMatcher(figureCaptions).Each(func(_ int, fc *goquery.Selection) {
+// cleanFigures keeps every non-empty caption as visible text: an emphasised line under the
+// image. The v2 editor copies the caption into the image's alt; such an alt is dropped, since
+// the caption right under the image says it, and the text would otherwise appear twice.
+func cleanFigures(captions []*html.Node) {
+	each(captions, func(fc *goquery.Selection) {
 		caption := squash(fc.Text())
-		alt := squash(fc.Parent().FindMatcher(images).First().AttrOr("alt", ""))
-		if caption == "" || caption == alt {
+		if caption == "" {
 			fc.Remove()
 			return
 		}
+		fc.Parent().FindMatcher(images).Each(func(_ int, img *goquery.Selection) {
+			if squash(img.AttrOr("alt", "")) == caption {
+				img.SetAttr("alt", "")
+			}
+		})
 		p, em := newElement("p"), newElement("em")
 		p.AppendChild(em)
 		for _, n := range fc.Contents().Nodes {
@@ -173,10 +248,12 @@ func cleanFigures(body *goquery.Selection) {
 }
 
 // cleanEmbeds replaces embedded players, which the converter would drop, by
-// a link to what they show. Server-rendered pages carry the player as an
-// empty div.tm-iframe_temp that Habr's script turns into an iframe.
-func cleanEmbeds(body *goquery.Selection, base *url.URL) {
-	body.FindMatcher(embeds).Each(func(_ int, e *goquery.Selection) {
+// a link to what they show, and returns those links. Server-rendered pages
+// carry the player as an empty div.tm-iframe_temp that Habr's script turns
+// into an iframe.
+func cleanEmbeds(embeds []*html.Node, base *url.URL) []*html.Node {
+	var links []*html.Node
+	each(embeds, func(e *goquery.Selection) {
 		src := strings.TrimSpace(e.AttrOr("src", ""))
 		if src == "" {
 			src = strings.TrimSpace(e.AttrOr("data-src", ""))
@@ -199,7 +276,9 @@ func cleanEmbeds(body *goquery.Selection, base *url.URL) {
 		a.AppendChild(&html.Node{Type: html.TextNode, Data: text})
 		p.AppendChild(a)
 		e.ReplaceWithNodes(p)
+		links = append(links, a)
 	})
+	return links
 }
 
 // youTubeWatch maps a YouTube player URL (/embed/ID) to the page a reader
@@ -225,8 +304,8 @@ func isVideoHost(host string) bool {
 // cleanCode rewrites Habr's bare language class, <code class="bash hljs">,
 // to the language-bash form the converter turns into a fence info string.
 // "hljs" is added by highlight.js in the browser and is not a language.
-func cleanCode(body *goquery.Selection) {
-	body.FindMatcher(classedCode).Each(func(_ int, c *goquery.Selection) {
+func cleanCode(code []*html.Node) {
+	each(code, func(c *goquery.Selection) {
 		var lang string
 		for _, class := range strings.Fields(c.AttrOr("class", "")) {
 			if class == "hljs" || strings.HasPrefix(class, "hljs-") {
@@ -243,17 +322,163 @@ func cleanCode(body *goquery.Selection) {
 	})
 }
 
-// cleanLinks makes every link absolute; a link that cannot be followed
-// keeps its text only.
-func cleanLinks(body *goquery.Selection, base *url.URL) {
-	body.FindMatcher(links).Each(func(_ int, a *goquery.Selection) {
-		u, err := url.Parse(strings.TrimSpace(a.AttrOr("href", "")))
-		if err != nil || (u.Scheme != "" && u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "mailto") {
+// cleanAnchors keeps the article's own link targets, so that a table of contents keeps
+// working inside the Markdown: an anchor the author placed (<a name="x"> or <a id="x">, the v2
+// editor's <a class="anchor" name="x" id="x"></a> before a heading) becomes <a id="x"></a>,
+// moved into the heading or paragraph that follows it; Habr's habracut marker and anchors
+// without a name are unwrapped. It returns every id an in-article link may point at: those
+// anchors and the ids of other elements.
+func cleanAnchors(anchorsAndIDs []*html.Node) map[string]bool {
+	targets := map[string]bool{}
+	each(anchorsAndIDs, func(a *goquery.Selection) {
+		if !isAnchor(a) {
+			if id := strings.TrimSpace(a.AttrOr("id", "")); id != "" {
+				targets[id] = true
+			}
+			return
+		}
+		id := strings.TrimSpace(a.AttrOr("id", ""))
+		if id == "" {
+			id = strings.TrimSpace(a.AttrOr("name", ""))
+		}
+		if id == "" || id == "habracut" {
 			a.ReplaceWithSelection(a.Contents())
 			return
 		}
-		a.SetAttr("href", base.ResolveReference(u).String())
+		targets[id] = true
+		n := a.Nodes[0]
+		n.Attr = []html.Attribute{{Key: "id", Val: id}}
+		if n.FirstChild != nil {
+			return // it wraps text, which stays where it is
+		}
+		next := n.NextSibling
+		for next != nil && next.Type == html.TextNode && strings.TrimSpace(next.Data) == "" {
+			next = next.NextSibling
+		}
+		if next != nil && next.Type == html.ElementNode && anchorHosts[next.DataAtom] {
+			n.Parent.RemoveChild(n)
+			next.InsertBefore(n, next.FirstChild)
+		}
 	})
+	return targets
+}
+
+func isAnchor(s *goquery.Selection) bool {
+	_, href := s.Attr("href")
+	return goquery.NodeName(s) == "a" && !href
+}
+
+// anchorHosts are the blocks an anchor standing right before them is moved into.
+var anchorHosts = map[atom.Atom]bool{
+	atom.H1: true, atom.H2: true, atom.H3: true, atom.H4: true, atom.H5: true, atom.H6: true, atom.P: true,
+}
+
+// cleanLinks writes every link's URL as the author wrote it, made absolute by string
+// operations and without utm_* tracking parameters; a link to one of the article's own targets
+// (a bare "#x", or this article's URL with "#x") becomes "#x", with an <a id> placed at an
+// element that has the id but is no anchor. A link that cannot be followed (javascript:,
+// unparseable) keeps its text only.
+func cleanLinks(links, withID []*html.Node, base *url.URL, targets map[string]bool) {
+	articleID, _, _ := CanonicalURL(base.String())
+	linked := map[string]bool{}
+	each(links, func(a *goquery.Selection) {
+		ref := strings.TrimSpace(a.AttrOr("href", ""))
+		if frag, ok := ownFragment(ref, articleID); ok && targets[frag] {
+			a.SetAttr("href", "#"+frag)
+			linked[frag] = true
+			return
+		}
+		abs := absoluteRef(base, ref)
+		u, err := url.Parse(abs)
+		if abs == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "mailto") {
+			a.ReplaceWithSelection(a.Contents())
+			return
+		}
+		if u.Scheme != "mailto" {
+			abs = withoutTracking(abs)
+		}
+		a.SetAttr("href", abs)
+	})
+	// An element that carries a linked id (a heading with an id) gets an anchor of its own,
+	// since the cleanup drops ids.
+	if len(linked) == 0 {
+		return
+	}
+	each(withID, func(s *goquery.Selection) {
+		id := strings.TrimSpace(s.AttrOr("id", ""))
+		if !linked[id] || isAnchor(s) || s.Nodes[0].Parent == nil {
+			return
+		}
+		anchor := newElement("a")
+		anchor.Attr = []html.Attribute{{Key: "id", Val: id}}
+		s.Nodes[0].InsertBefore(anchor, s.Nodes[0].FirstChild)
+	})
+}
+
+// ownFragment returns the fragment of a link to the article itself: "#x", or any URL of this
+// article (by its id) with "#x". Fragments compare unescaped.
+func ownFragment(ref string, articleID int64) (string, bool) {
+	rest, frag, ok := strings.Cut(ref, "#")
+	if !ok || frag == "" {
+		return "", false
+	}
+	if rest != "" {
+		if id, _, err := CanonicalURL(absoluteRef(&url.URL{Scheme: "https", Host: canonicalHost, Path: "/"}, rest)); err != nil || id != articleID || articleID == 0 {
+			return "", false
+		}
+	}
+	if f, err := url.PathUnescape(frag); err == nil {
+		frag = f
+	}
+	return frag, true
+}
+
+// emphasisKind is "bold" for <strong> and <b>, "italic" for <em> and <i>, "" otherwise.
+func emphasisKind(n *html.Node) string {
+	if n == nil || n.Type != html.ElementNode {
+		return ""
+	}
+	switch n.DataAtom {
+	case atom.Strong, atom.B:
+		return "bold"
+	case atom.Em, atom.I:
+		return "italic"
+	}
+	return ""
+}
+
+// separateEmphasis keeps adjacent emphasis runs of different kinds apart. html-to-markdown
+// merges an emphasis element with the bold or italic elements right after it, whatever their
+// kind (domutils.MergeAdjacent), so <strong><em>X</em></strong><em> tail</em> became
+// "***X* tail**", turning the tail bold. An empty text node between them stops the merge; runs
+// of the same kind still merge, which reads the same.
+func separateEmphasis(n *html.Node) {
+	kind := emphasisKind(n)
+	if kind == "" {
+		return
+	}
+	next := n.NextSibling
+	for next != nil && next.Type == html.ElementNode && next.DataAtom == atom.Span && next.FirstChild != nil {
+		next = next.FirstChild // the converter looks through spans
+	}
+	if k := emphasisKind(next); k != "" && k != kind {
+		n.Parent.InsertBefore(&html.Node{Type: html.TextNode}, n.NextSibling)
+	}
+}
+
+// separateLists marks a list that is followed directly by another list (white space aside), so
+// that renderListEnd keeps them apart.
+func separateLists(n *html.Node) {
+	if n.DataAtom != atom.Ul && n.DataAtom != atom.Ol {
+		return
+	}
+	next := n.NextSibling
+	for next != nil && next.Type == html.TextNode && strings.TrimSpace(next.Data) == "" {
+		next = next.NextSibling
+	}
+	if next != nil && next.Type == html.ElementNode && (next.DataAtom == atom.Ul || next.DataAtom == atom.Ol) {
+		n.Parent.InsertBefore(newElement(listEnd), n.NextSibling)
+	}
 }
 
 // keptAttributes are the attributes that carry content. Everything else
@@ -261,24 +486,30 @@ func cleanLinks(body *goquery.Selection, base *url.URL) {
 // tables that stay raw HTML.
 var keptAttributes = map[string]bool{
 	"href": true, "src": true, "alt": true, "title": true,
-	"colspan": true, "rowspan": true, "source": true, "class": true,
+	"colspan": true, "rowspan": true, "source": true, "class": true, "start": true,
 }
 
 // classUsers are the elements whose class the converter still reads: the
 // code language and the formula marker.
 var classUsers = map[string]bool{"code": true, "pre": true, "img": true}
 
-func cleanAttributes(body *goquery.Selection) {
-	body.FindMatcher(anyElement).Each(func(_ int, s *goquery.Selection) {
-		n := s.Nodes[0]
+// finishElements makes the last changes every element needs, in one walk over the body:
+// emphasis and list separation, and the attributes the converter reads, nothing else.
+func finishElements(all []*html.Node) {
+	for _, n := range all {
+		if n.Parent == nil {
+			continue // removed by an earlier cleanup
+		}
+		separateEmphasis(n)
+		separateLists(n)
 		kept := n.Attr[:0]
 		for _, a := range n.Attr {
-			if keptAttributes[a.Key] && (a.Key != "class" || classUsers[n.Data]) {
+			if keptAttributes[a.Key] && (a.Key != "class" || classUsers[n.Data]) || a.Key == "id" && n.Data == "a" {
 				kept = append(kept, a)
 			}
 		}
 		n.Attr = kept
-	})
+	}
 }
 
 func newElement(tag string) *html.Node {

@@ -28,7 +28,18 @@ func TestMarkdownFeatures(t *testing.T) {
 		{
 			name: "legacy text separated by br",
 			body: `Первая строка<br/>вторая строка<br/><br/>Новый абзац<br/>`,
-			want: "Первая строка  \nвторая строка\n\nНовый абзац\n",
+			want: "Первая строка\\\nвторая строка\n\nНовый абзац\n",
+		},
+		{
+			name: "class 3: no line ends in white space outside code; hard breaks are backslashes where they break",
+			body: `<p>конец абзаца&nbsp;</p><p>строка&nbsp;<br>следующая<br></p><ul><li>пункт<br></li><li>второй&nbsp;&nbsp;</li></ul>` +
+				`<blockquote><p>цитата<br>вторая строка&nbsp;</p></blockquote><h2>Заголовок&nbsp;</h2>` +
+				`<pre><code>code with trailing spaces   
+  </code></pre><blockquote><pre><code>a
+
+b</code></pre></blockquote>`,
+			want: "конец абзаца\n\nстрока\\\nследующая\n\n- пункт\n- второй\n\n> цитата\\\n> вторая строка\n\n## Заголовок\n\n" +
+				"```\ncode with trailing spaces   \n  \n```\n\n> ```\n> a\n>\n> b\n> ```\n",
 		},
 		{
 			name: "nested lists",
@@ -38,12 +49,66 @@ func TestMarkdownFeatures(t *testing.T) {
 		{
 			name: "blockquote",
 			body: `<blockquote><p>Цитата</p><p>вторая часть</p></blockquote><p>после</p>`,
-			want: "> Цитата\n> \n> вторая часть\n\nпосле\n",
+			want: "> Цитата\n>\n> вторая часть\n\nпосле\n",
+		},
+		{
+			name: "class 2: quoted paragraphs that look like lists, headings or quotes are escaped at every depth",
+			body: `<blockquote><p>* note</p><p>- dash</p><p>+ plus</p><p>1. one</p><p>1984. year</p><p># not heading</p><p>&gt; not nested</p>` +
+				`<blockquote><p>* deeper</p></blockquote></blockquote>` +
+				`<ul><li><blockquote><p>1. in a list</p></blockquote></li></ul>` +
+				`<details class="spoiler"><summary>s</summary><div class="spoiler__content"><blockquote><p># in a spoiler</p></blockquote></div></details>`,
+			want: "> \\* note\n>\n> \\- dash\n>\n> \\+ plus\n>\n> 1\\. one\n>\n> 1984\\. year\n>\n> \\# not heading\n>\n> &gt; not nested\n>\n> > \\* deeper\n\n" +
+				"- > 1\\. in a list\n\n<details>\n<summary>s</summary>\n\n> \\# in a spoiler\n\n</details>\n",
+		},
+		{
+			name: "class 6: code in a blockquote, in a list in a blockquote, in a blockquote in a list keeps its prefixes",
+			body: `<blockquote><pre><code class="go">a := 1
+b := 2</code></pre><ul><li><pre><code>x
+y</code></pre></li></ul></blockquote><ol><li><blockquote><pre><code>p
+q</code></pre></blockquote></li></ol>`,
+			want: "> ```go\n> a := 1\n> b := 2\n> ```\n>\n> - ```\n>   x\n>   y\n>   ```\n\n1. > ```\n   > p\n   > q\n   > ```\n",
+		},
+		{
+			name: "class 4: adjacent emphasis runs render as written",
+			body: `<p><strong><em>X</em></strong><em> tail</em>, <b>a</b><i>b</i>, <em>c</em><strong>d</strong>, <em>e</em><em>f</em>, <strong>g</strong><span><em>h</em></span></p>`,
+			want: "***X*** *tail*, **a***b*, *c***d**, *ef*, **g***h*\n",
+		},
+		{
+			name: "class 5: an ordered list keeps its start",
+			body: `<ol start="3"><li><p>три</p></li><li><p>четыре</p></li></ol><ol start="0"><li>ноль</li></ol><ol start="x"><li>один</li></ol>`,
+			want: "3. три\n4. четыре\n\n<!-- -->\n\n0. ноль\n\n<!-- -->\n\n1. один\n",
+		},
+		{
+			name: "class 9 and literal delimiters: dollars, pipes, tildes and a star that could close emphasis are escaped",
+			body: `<p>$5 в месяц, а годовой $50; a|b; ~5 и ~10; a * b</p><p><em>двух* изображений</em></p>`,
+			want: "\\$5 в месяц, а годовой \\$50; a\\|b; \\~5 и \\~10; a * b\n\n*двух\\* изображений*\n",
 		},
 		{
 			name: "relative and odd links",
 			body: `<p><a href="/ru/users/x/">автор</a>, <a href="#sec">раздел</a>, <a href="javascript:alert(1)">скрипт</a>, <a href="https://go.dev/">Go</a></p>`,
 			want: "[автор](https://habr.com/ru/users/x/), [раздел](https://habr.com/ru/articles/1/#sec), скрипт, [Go](https://go.dev/)\n",
+		},
+		{
+			name: "class 10: in-article links point at anchors the Markdown keeps",
+			body: `<h3>Оглавление</h3><ol><li><p><a href="#Class">Класс</a></p></li><li><p><a href="https://habr.com/ru/post/1/#Field">Поля</a></p></li>` +
+				`<li><p><a href="#h-methods">Методы</a></p></li><li><p><a href="#missing">Нет такого</a></p></li><li><p><a href="/ru/post/2/#Class">Другая статья</a></p></li></ol>` +
+				`<a class="anchor" name="Class" id="Class"></a><h2>Класс</h2><p>Текст<a name="habracut"></a></p><a name="Field"></a><p>Поля</p>` +
+				`<h2 id="h-methods">Методы</h2><p><a name="fn1">¹</a> сноска</p>`,
+			want: "### Оглавление\n\n1. [Класс](#Class)\n2. [Поля](#Field)\n3. [Методы](#h-methods)\n4. [Нет такого](https://habr.com/ru/articles/1/#missing)\n" +
+				"5. [Другая статья](https://habr.com/ru/post/2/#Class)\n\n## <a id=\"Class\"></a>Класс\n\nТекст\n\n<a id=\"Field\"></a>Поля\n\n" +
+				"## <a id=\"h-methods\"></a>Методы\n\n<a id=\"fn1\"></a>¹ сноска\n",
+		},
+		{
+			name: "class 11: link URLs as the author wrote them, without utm_* parameters",
+			body: `<p><a href="https://public.tableau.com/views/CVPR2021/Dashboard1?:language=en-US&amp;:display_count=n">карта</a>, ` +
+				`<a href="https://example.com/search?q=a+b&amp;utm_source=habr&amp;utm_medium=referral&amp;page=2#top">поиск</a>, ` +
+				`<a href="https://ru.wikipedia.org/wiki/Неявная_функция">вики</a>, <a href="https://adapty.io/?utm_source=habr.com">adapty</a>, ` +
+				`<a href="//example.com/x y">пробел</a>, <a href="https://en.wikipedia.org/wiki/Go_(programming_language)" title="Go &quot;lang&quot;">Go</a>, ` +
+				`<a href="mailto:a@example.com?subject=Hi+there">почта</a></p>`,
+			want: "[карта](https://public.tableau.com/views/CVPR2021/Dashboard1?:language=en-US&:display_count=n), " +
+				"[поиск](https://example.com/search?q=a+b&page=2#top), [вики](https://ru.wikipedia.org/wiki/Неявная_функция), " +
+				"[adapty](https://adapty.io/), [пробел](<https://example.com/x y>), " +
+				"[Go](https://en.wikipedia.org/wiki/Go_(programming_language) 'Go \"lang\"'), [почта](mailto:a@example.com?subject=Hi+there)\n",
 		},
 		{
 			name: "lazy image: data-src over the blurred placeholder",
@@ -71,10 +136,12 @@ func TestMarkdownFeatures(t *testing.T) {
 			want: "![Логотип Хабра](https://habr.com/img/logo.png)\n",
 		},
 		{
-			name: "figure caption kept unless it repeats alt",
+			name: "figure caption always kept; an alt that repeats it is dropped",
 			body: `<figure class="full-width "><img src="https://habrastorage.org/a.png" alt="Схема"><figcaption>Рис. 1. <a href="/ru/post/2/">Схема</a> из статьи</figcaption></figure>` +
-				`<figure><img src="https://habrastorage.org/b.png" alt="Схема два"><figcaption>Схема два</figcaption></figure>`,
-			want: "![Схема](https://habrastorage.org/a.png)\n\n*Рис. 1. [Схема](https://habr.com/ru/post/2/) из статьи*\n\n![Схема два](https://habrastorage.org/b.png)\n",
+				`<figure><img src="https://habrastorage.org/b.png" alt="Схема два"><figcaption> Схема  два</figcaption></figure>` +
+				`<figure><img src="https://habrastorage.org/c.png" alt="c"><figcaption></figcaption></figure>`,
+			want: "![Схема](https://habrastorage.org/a.png)\n\n*Рис. 1. [Схема](https://habr.com/ru/post/2/) из статьи*\n\n" +
+				"![](https://habrastorage.org/b.png)\n\n*Схема два*\n\n![c](https://habrastorage.org/c.png)\n",
 		},
 		{
 			name: "code blocks with Habr language classes, inline code",
@@ -102,6 +169,22 @@ func TestMarkdownFeatures(t *testing.T) {
 			name: "table with a line break in a cell stays HTML",
 			body: `<table><tr><td>a<br>b</td><td>c</td></tr></table>`,
 			want: "<table>\n<tbody>\n<tr><td>a<br/>b</td><td>c</td></tr>\n</tbody>\n</table>\n",
+		},
+		{
+			name: "class 8: merged cells keep the table HTML; a pipe in code in a GFM cell is escaped",
+			body: `<table><tbody><tr><td colspan="2"><p>Оба</p></td></tr><tr><td><p>a</p></td><td><p>b</p></td></tr></tbody></table>` +
+				`<table><tr><td><p>Синтаксис</p></td><td><p>Пример</p></td></tr><tr><td><p>или</p></td><td><p><code>a|b</code> и a|b</p></td></tr></table>` +
+				`<table><tr><td><pre><code>x
+
+y</code></pre></td><td>z</td></tr></table>`,
+			want: "<table>\n<tbody>\n<tr><td colspan=\"2\"><p>Оба</p></td></tr>\n<tr><td><p>a</p></td><td><p>b</p></td></tr>\n</tbody>\n</table>\n\n" +
+				"| Синтаксис | Пример |\n|---|---|\n| или | `a\\|b` и a\\|b |\n\n" +
+				"<table>\n<tbody>\n<tr><td><pre><code>x&#10;&#10;y</code></pre></td><td>z</td></tr>\n</tbody>\n</table>\n",
+		},
+		{
+			name: "class 8: lines of text joined by br that look like a table stay text",
+			body: `<p>Таблица:<br>| a | b |<br>|---|---|<br>| c | d |</p>`,
+			want: "Таблица:\\\n\\| a \\| b \\|\\\n\\|---\\|---\\|\\\n\\| c \\| d \\|\n",
 		},
 		{
 			name: "legacy spoiler",
@@ -152,9 +235,11 @@ func TestMarkdownFeatures(t *testing.T) {
 			want: "Текст\n\nконец\n",
 		},
 		{
-			name: "super- and subscripts stay HTML",
-			body: `<p>E = mc<sup>2</sup>, H<sub>2</sub>O</p>`,
-			want: "E = mc<sup>2</sup>, H<sub>2</sub>O\n",
+			name: "class 12: sup, sub, kbd, mark and abbr stay inline HTML around Markdown",
+			body: `<p>E = mc<sup>2</sup>, H<sub>2</sub>O, x<sup><em>n</em>*</sup>, <kbd>Ctrl</kbd>+<kbd>C</kbd>, ` +
+				`<mark>важно </mark>, <abbr title="HyperText  Markup Language">HTML</abbr>, <sup> </sup>конец</p>`,
+			want: "E = mc<sup>2</sup>, H<sub>2</sub>O, x<sup>*n*\\*</sup>, <kbd>Ctrl</kbd>+<kbd>C</kbd>, " +
+				"<mark>важно</mark> , <abbr title=\"HyperText Markup Language\">HTML</abbr>, конец\n",
 		},
 		{
 			name: "lines with only spaces are emptied, code keeps its spaces",

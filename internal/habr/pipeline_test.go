@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -112,6 +113,15 @@ func (b *pipelineBundle) pathOf(t *testing.T, id int64) string {
 		t.Fatal(err)
 	}
 	return u.Path
+}
+
+// keepOnly deletes every registered publication but ids, so that a test extracts only what it
+// looks at (a whole extraction under the race detector takes seconds).
+func (b *pipelineBundle) keepOnly(t *testing.T, ids ...int64) {
+	t.Helper()
+	if _, err := b.pool.Exec(b.ctx, `DELETE FROM habr_publications WHERE NOT id = ANY($1)`, ids); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // ids returns the ids of publications in a status, in id order.
@@ -222,17 +232,26 @@ func TestExtractOutcomesByErrorClass(t *testing.T) {
 		}
 	}
 
-	// The source recovers. Failed ones are retried; broken and extracted ones are never touched.
+	// The source recovers. A failed publication waits for its next attempt: a run before then
+	// leaves it alone; once it is due it is retried. Broken and extracted ones are never touched.
 	for i := range faults {
 		b.fake.ClearFault(b.pathOf(t, pending[i]))
 	}
 	before := b.fake.TotalRequests()
-	st = b.extract(t)
-	if st.Extracted != 5 || st.Done != 5 {
-		t.Errorf("second run = %+v, want the 5 failed ones extracted and nothing else", st)
+	if st = b.extract(t); st.Done != 0 || b.fake.TotalRequests() != before {
+		t.Errorf("run before the retries are due = %+v, %d requests; want nothing done", st, b.fake.TotalRequests()-before)
+	}
+	e := b.extraction()
+	e.Now = func() time.Time { return time.Now().Add(time.Hour) }
+	st, err := e.Run(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Extracted != 5 || st.Done != 5 || st.Backlog != 5 {
+		t.Errorf("run once due = %+v, want the 5 failed ones extracted and nothing else", st)
 	}
 	if got := b.fake.TotalRequests() - before; got != 5 {
-		t.Errorf("second run made %d requests, want 5 (extracted and broken are not fetched)", got)
+		t.Errorf("run once due made %d requests, want 5 (extracted and broken are not fetched)", got)
 	}
 	c := b.counts(t)
 	if c[habr.Broken] != 2 || c[habr.Failed] != 0 || c[habr.Pending] != 0 || c[habr.Extracted] != int64(len(pending)-2) {
@@ -331,13 +350,85 @@ func TestExtractStopsCleanlyOnCancel(t *testing.T) {
 	if st.Extracted != 2 {
 		t.Errorf("extracted %d before the stop, want 2", st.Extracted)
 	}
-	// The publication in flight was not marked failed: a stop is not the source's fault.
-	if got, _ := b.statusOf(t, pending[2]); got != habr.Pending {
-		t.Errorf("in-flight publication is %s, want still %s", got, habr.Pending)
+	// The publication in flight was not marked failed, and its attempt is not held against it:
+	// a stop is not the source's fault.
+	if p, _, err := habr.GetPublication(b.ctx, b.pool, pending[2]); err != nil || p.Status != habr.Pending || p.AttemptStartedAt != nil {
+		t.Errorf("in-flight publication = %+v, %v; want still %s with no open attempt", p, err, habr.Pending)
 	}
 	b.fake.ClearFault(b.pathOf(t, pending[2]))
 	st = b.extract(t)
 	if st.Extracted != len(pending)-2 {
 		t.Errorf("rerun extracted %d, want %d", st.Extracted, len(pending)-2)
+	}
+}
+
+// Extraction keeps what the page says about the publication: hubs and tags apart (the feed's
+// mixed categories stay as received), the author's login and display name, the company blog and
+// a translation's original.
+func TestExtractStoresPageMetadata(t *testing.T) {
+	t.Parallel()
+	b := setupPipeline(t)
+	if _, err := b.discover(t); err != nil {
+		t.Fatal(err)
+	}
+	b.keepOnly(t, 462783, 769102, 348118)
+	// 462783 is the largest fixture page (730 KB): give it time on a loaded machine, where the
+	// bundle's 2 s timeout (kept short for the tests of slow pages) can run out.
+	var err error
+	if b.fetch, err = fetch.New(fetch.Config{BaseURL: b.base, UserAgent: "ingest-test", Timeout: 30 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	b.extract(t)
+	p, _, err := habr.GetPublication(b.ctx, b.pool, 462783)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Author != "SmirkinDA" || p.AuthorName != "Дмитрий Смиркин" || p.Company != (habr.Company{Alias: "parallels", Name: "Блог компании Parallels"}) ||
+		!slices.Equal(p.Hubs, []string{"Читальный зал", "Киберпанк"}) || !slices.Equal(p.Tags, []string{"parallels", "martix", "history", "movie"}) {
+		t.Errorf("company post 462783 = %+v", p)
+	}
+	p, _, err = habr.GetPublication(b.ctx, b.pool, 769102)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := habr.Translation{OriginalAuthor: "Bilgin Ibryam",
+		OriginalURL: "https://developers.redhat.com/articles/2021/09/21/distributed-transaction-patterns-microservices-compared"}
+	if p.Translation != want || len(p.Tags) != 10 || !slices.Equal(p.Hubs, []string{"Java", "Распределённые системы", "Микросервисы"}) {
+		t.Errorf("translation 769102 = %+v", p)
+	}
+	// A feed item of the 2018 feed lists tags among its categories; they stay as received, and
+	// the page's hubs and tags are stored apart.
+	p, _, err = habr.GetPublication(b.ctx, b.pool, 348118)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(p.FeedCategories, "ansible") || slices.Contains(p.Hubs, "ansible") || p.Status != habr.Extracted {
+		t.Errorf("feed item 348118 = %+v", p)
+	}
+}
+
+// The default feeds include the English ones: an English article is registered and extracted.
+func TestDiscoverDefaultFeedsIncludeEnglish(t *testing.T) {
+	t.Parallel()
+	b := setupPipeline(t)
+	d := &habr.Discoverer{Pool: b.pool, Fetcher: b.fetch, Log: b.log, Metrics: metrics.New()}
+	st, err := d.Run(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Feeds != len(habr.DefaultFeeds) || st.New == 0 {
+		t.Fatalf("discovery = %+v", st)
+	}
+	p, _, err := habr.GetPublication(b.ctx, b.pool, 453232)
+	if err != nil {
+		t.Fatalf("English article 453232 not registered: %v", err)
+	}
+	if p.URL != "https://habr.com/en/post/453232/" || p.Feed != "/en/rss/articles/?fl=en&limit=100" {
+		t.Errorf("453232 registered as %s from %s", p.URL, p.Feed)
+	}
+	b.keepOnly(t, 453232)
+	b.extract(t)
+	if got, reason := b.statusOf(t, 453232); got != habr.Extracted {
+		t.Errorf("453232 is %s (%s)", got, reason)
 	}
 }

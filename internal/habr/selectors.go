@@ -30,6 +30,7 @@ func compileLayouts() map[string]goquery.Matcher {
 		add(l.author...)
 		add(l.hubs...)
 		add(l.tags...)
+		add(l.origin...)
 		for _, t := range l.times {
 			add(t.selector)
 		}

@@ -15,19 +15,34 @@ import (
 
 // Publication is a registered Habr publication (a row of habr_publications).
 type Publication struct {
-	ID              int64
-	URL             string
-	Title           string
-	Author          string
-	PublishedAt     *time.Time
-	PublishedRaw    string
-	Hubs            []string
-	Feed            string
-	DiscoveredAt    time.Time
+	ID           int64
+	URL          string
+	Title        string
+	Author       string // login: the feed's dc:creator, replaced by the page's once extracted
+	PublishedAt  *time.Time
+	PublishedRaw string
+	// FeedCategories are the feed item's <category> values as received: hubs and tags mixed,
+	// or none, depending on the feed.
+	FeedCategories []string
+	Feed           string
+	DiscoveredAt   time.Time
+	// Metadata read from the page by the last extraction (empty before it).
+	AuthorName  string
+	Hubs        []string
+	Tags        []string
+	Company     Company
+	Translation Translation
+
 	Status          status.Status
 	Attempts        int
 	LastError       string
 	StatusChangedAt time.Time
+	// Retries used since the publication last entered extract_failed, and when the next
+	// attempt is due (extract_failed only).
+	Retries       int
+	NextAttemptAt *time.Time
+	// AttemptStartedAt is set while an attempt is in progress, or after one whose process died.
+	AttemptStartedAt *time.Time
 }
 
 // Markdown is the extracted text of a publication (a row of habr_markdown).
@@ -57,13 +72,9 @@ func register(ctx context.Context, db batchSender, feed string, items []FeedItem
 		if !it.PublishedAt.IsZero() {
 			published = &it.PublishedAt
 		}
-		hubs := it.Categories
-		if hubs == nil {
-			hubs = []string{}
-		}
-		b.Queue(`INSERT INTO habr_publications (id, url, title, author, published_at, published_raw, hubs, feed)
+		b.Queue(`INSERT INTO habr_publications (id, url, title, author, published_at, published_raw, feed_categories, feed)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING`,
-			it.ID, it.URL, it.Title, it.Author, published, it.PublishedRaw, hubs, feed)
+			it.ID, it.URL, it.Title, it.Author, published, it.PublishedRaw, nonNil(it.Categories), feed)
 	}
 	br := db.SendBatch(ctx, b)
 	defer br.Close()
@@ -78,14 +89,17 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING`,
 	return inserted, br.Close()
 }
 
-const publicationColumns = `id, url, title, author, published_at, published_raw, hubs, feed, discovered_at,
-status, attempts, coalesce(last_error, ''), status_changed_at`
+const publicationColumns = `id, url, title, author, published_at, published_raw, feed_categories, feed,
+discovered_at, author_name, hubs, tags, company_alias, company_name, original_author, original_url,
+status, attempts, coalesce(last_error, ''), status_changed_at, retries, next_attempt_at, attempt_started_at`
 
 func scanPublication(row pgx.CollectableRow) (Publication, error) {
 	var p Publication
 	var st string
-	err := row.Scan(&p.ID, &p.URL, &p.Title, &p.Author, &p.PublishedAt, &p.PublishedRaw, &p.Hubs, &p.Feed,
-		&p.DiscoveredAt, &st, &p.Attempts, &p.LastError, &p.StatusChangedAt)
+	err := row.Scan(&p.ID, &p.URL, &p.Title, &p.Author, &p.PublishedAt, &p.PublishedRaw, &p.FeedCategories, &p.Feed,
+		&p.DiscoveredAt, &p.AuthorName, &p.Hubs, &p.Tags, &p.Company.Alias, &p.Company.Name,
+		&p.Translation.OriginalAuthor, &p.Translation.OriginalURL,
+		&st, &p.Attempts, &p.LastError, &p.StatusChangedAt, &p.Retries, &p.NextAttemptAt, &p.AttemptStartedAt)
 	p.Status = status.Status(st)
 	return p, err
 }
@@ -158,8 +172,9 @@ func purgeExpiredPages(ctx context.Context, db status.DB) (int64, error) {
 	return tag.RowsAffected(), nil
 }
 
-// saveExtracted stores the Markdown and moves the publication to extracted in one transaction;
-// if the publication left status from in the meantime, nothing is stored.
+// saveExtracted stores the Markdown and the page's metadata and moves the publication to
+// extracted, ending its attempt, in one transaction; if the publication left status from in the
+// meantime, nothing is stored.
 func saveExtracted(ctx context.Context, db status.Beginner, p Publication, a Article, c status.Change) (bool, error) {
 	sum := sha256.Sum256([]byte(a.Markdown))
 	moved := false
@@ -181,7 +196,98 @@ ON CONFLICT (publication_id) DO UPDATE SET title = EXCLUDED.title, markdown = EX
 		if err != nil {
 			return fmt.Errorf("store markdown of %d: %w", p.ID, err)
 		}
+		// The page is the authority on its metadata; the feed's author and time stay when the
+		// page does not show them.
+		var published *time.Time
+		if !a.PublishedAt.IsZero() {
+			published = &a.PublishedAt
+		}
+		_, err = tx.Exec(ctx, `UPDATE habr_publications SET author = coalesce(NULLIF($2, ''), author),
+    published_at = coalesce(published_at, $3), author_name = $4, hubs = $5, tags = $6,
+    company_alias = $7, company_name = $8, original_author = $9, original_url = $10,
+    attempt_started_at = NULL, attempt_run_id = NULL
+WHERE id = $1`, p.ID, a.Author, published, a.AuthorName, nonNil(a.Hubs), nonNil(a.Tags),
+			a.Company.Alias, a.Company.Name, a.Translation.OriginalAuthor, a.Translation.OriginalURL)
+		if err != nil {
+			return fmt.Errorf("store metadata of %d: %w", p.ID, err)
+		}
 		return nil
 	})
 	return moved, err
+}
+
+// startAttempt records, committed, that an attempt at p begins, so that a process that dies
+// during it (killed, out of memory) leaves a trace the next run counts as a failed attempt. It
+// reports false when p is no longer in the status it was picked in.
+func startAttempt(ctx context.Context, db status.DB, p Publication, runID int64) (bool, error) {
+	tag, err := db.Exec(ctx, `UPDATE habr_publications SET attempt_started_at = now(), attempt_run_id = NULLIF($3, 0)
+WHERE id = $1 AND status = $2`, p.ID, string(p.Status), runID)
+	if err != nil {
+		return false, fmt.Errorf("start attempt at %d: %w", p.ID, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// endAttempt clears an attempt that ends without a move: the run is stopping, and the attempt is
+// not held against the publication.
+func endAttempt(ctx context.Context, db status.DB, id int64) error {
+	if _, err := db.Exec(ctx, `UPDATE habr_publications SET attempt_started_at = NULL, attempt_run_id = NULL WHERE id = $1`, id); err != nil {
+		return fmt.Errorf("end attempt at %d: %w", id, err)
+	}
+	return nil
+}
+
+// unfinishedAttempt is an attempt whose process died before recording its outcome.
+type unfinishedAttempt struct {
+	ID        int64
+	Status    status.Status
+	StartedAt time.Time
+	RunID     int64
+}
+
+// unfinishedAttempts lists the publications in one of statuses with an attempt that never
+// finished, in id order.
+func unfinishedAttempts(ctx context.Context, db status.DB, statuses []status.Status) ([]unfinishedAttempt, error) {
+	names := make([]string, len(statuses))
+	for i, s := range statuses {
+		names[i] = string(s)
+	}
+	rows, err := db.Query(ctx, `SELECT id, status, attempt_started_at, coalesce(attempt_run_id, 0) FROM habr_publications
+WHERE attempt_started_at IS NOT NULL AND status = ANY($1) ORDER BY id`, names)
+	if err != nil {
+		return nil, fmt.Errorf("unfinished attempts: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (unfinishedAttempt, error) {
+		var u unfinishedAttempt
+		var st string
+		err := r.Scan(&u.ID, &st, &u.StartedAt, &u.RunID)
+		u.Status = status.Status(st)
+		return u, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("unfinished attempts: %w", err)
+	}
+	return out, nil
+}
+
+// failAttempt records a failed attempt with the machine's retry schedule and ends the attempt,
+// in one transaction.
+func failAttempt(ctx context.Context, db status.Beginner, id int64, from status.Status, f status.Failure, c status.Change) (status.Outcome, error) {
+	var out status.Outcome
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		var err error
+		out, err = Machine.Fail(ctx, tx, id, from, f, c)
+		if err != nil || !out.Moved {
+			return err
+		}
+		return endAttempt(ctx, tx, id)
+	})
+	return out, err
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }

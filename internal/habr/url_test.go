@@ -80,3 +80,24 @@ func TestCanonicalURLRejects(t *testing.T) {
 		t.Errorf("non-numeric id: error %v does not wrap errBadID", err)
 	}
 }
+
+func TestFeedPath(t *testing.T) {
+	tests := []struct{ in, want, err string }{
+		{"/ru/rss/hubs/go/articles/?fl=ru", "/ru/rss/hubs/go/articles/?fl=ru", ""},
+		{" https://habr.com/en/rss/news/?fl=en&limit=50 ", "/en/rss/news/?fl=en&limit=50", ""},
+		{"https://www.habr.com/ru/rss/articles/", "/ru/rss/articles/", ""},
+		{"https://example.com/ru/rss/articles/", "", "want a path on Habr"},
+		{"ru/rss/articles/", "", "want a path on Habr"},
+		{"//example.com/rss/", "", "want a path on Habr"},
+		{"https://user:pw@habr.com/ru/rss/", "", "credentials"},
+	}
+	for _, tt := range tests {
+		got, err := FeedPath(tt.in)
+		if got != tt.want || (err == nil) != (tt.err == "") || err != nil && !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("FeedPath(%q) = %q, %v; want %q, %q", tt.in, got, err, tt.want, tt.err)
+		}
+		if err != nil && strings.Contains(err.Error(), "pw") {
+			t.Errorf("FeedPath(%q): error repeats the password: %v", tt.in, err)
+		}
+	}
+}

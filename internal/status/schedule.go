@@ -170,6 +170,24 @@ func (m *Machine) NextDue(ctx context.Context, db DB, scopeValue string) (next t
 	return *at, true, nil
 }
 
+// DueCount returns how many records wait in Retry.Status (within scope, for scoped machines)
+// with their next attempt due at by: the retries a run started at by will make.
+func (m *Machine) DueCount(ctx context.Context, db DB, scopeValue string, by time.Time) (int64, error) {
+	if m.Retry == nil {
+		return 0, nil
+	}
+	where, args := "status = $1 AND coalesce(next_attempt_at, '-infinity') <= $2", []any{string(m.Retry.Status), by}
+	if m.Scope != "" {
+		where += fmt.Sprintf(" AND %s = $3", pgx.Identifier{m.Scope}.Sanitize())
+		args = append(args, scopeValue)
+	}
+	var n int64
+	if err := db.QueryRow(ctx, fmt.Sprintf("SELECT count(*) FROM %s WHERE %s", m.table(), where), args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("due count %s: %w", m.Name, err)
+	}
+	return n, nil
+}
+
 func statusNames(ss []Status) []string {
 	names := make([]string, len(ss))
 	for i, s := range ss {

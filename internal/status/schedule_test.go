@@ -153,6 +153,20 @@ func TestPickDueAndNextDue(t *testing.T) {
 	}
 }
 
+func TestDueCount(t *testing.T) {
+	t.Parallel()
+	b := setupTries(t)
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	_, err := b.pool.Exec(b.ctx, `INSERT INTO tries (id, status, next_attempt_at) VALUES
+ (1, 'pending', NULL), (2, 'failed', $1), (3, 'failed', $2), (4, 'failed', NULL)`, t0, t0.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := tries.DueCount(b.ctx, b.pool, "", t0); err != nil || n != 2 {
+		t.Errorf("due count = %d, %v; want 2 (2 is due now, 4 has no schedule, 3 is due later)", n, err)
+	}
+}
+
 func TestPickByParentStatus(t *testing.T) {
 	t.Parallel()
 	b := setupTries(t)

@@ -58,6 +58,9 @@ type Fault struct {
 	Code     int           // FaultStatus, FaultRedirect, FaultDeleted
 	Location string        // FaultRedirect
 	Delay    time.Duration // FaultSlow
+	// Times, when above 0, limits the fault to the path's next Times requests; after them the
+	// path behaves again (a source that recovers).
+	Times int
 }
 
 // ParseFault reads the short form used on command lines:
@@ -67,7 +70,26 @@ type Fault struct {
 //	slow, slow:90s              a slow answer
 //	deleted, deleted:404        the deleted-publication screen
 //	truncated, listing, malformed-feed, offsite-item, windows-1251
+//
+// followed by xN to limit it to the next N requests ("503x1": one 503, then the page).
 func ParseFault(s string) (Fault, error) {
+	times := 0
+	if m := timesSuffix.FindStringSubmatch(s); m != nil {
+		s = m[1]
+		times, _ = strconv.Atoi(m[2])
+		if times < 1 {
+			return Fault{}, fmt.Errorf("fault %q: x%s: want a count of at least 1", s, m[2])
+		}
+	}
+	f, err := parseFault(s)
+	f.Times = times
+	return f, err
+}
+
+// timesSuffix is ParseFault's "xN" suffix.
+var timesSuffix = regexp.MustCompile(`^(.+)x([0-9]+)$`)
+
+func parseFault(s string) (Fault, error) {
 	name, arg, hasArg := strings.Cut(s, ":")
 	var f Fault
 	switch name {
@@ -109,6 +131,9 @@ func ParseFault(s string) (Fault, error) {
 }
 
 func (f Fault) validate() error {
+	if f.Times < 0 {
+		return fmt.Errorf("fault %s: negative count %d", f.Kind, f.Times)
+	}
 	switch f.Kind {
 	case FaultStatus:
 		if f.Code < 400 || f.Code > 599 {
@@ -151,10 +176,18 @@ func (s *Server) ClearFault(path string) {
 	delete(s.faults, path)
 }
 
+// faultFor returns the fault of path for one request, using up one of a limited fault's times.
 func (s *Server) faultFor(path string) (Fault, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f, ok := s.faults[path]
+	if ok && f.Times > 0 {
+		if f.Times == 1 {
+			delete(s.faults, path)
+		} else {
+			s.faults[path] = Fault{Kind: f.Kind, Code: f.Code, Location: f.Location, Delay: f.Delay, Times: f.Times - 1}
+		}
+	}
 	return f, ok
 }
 

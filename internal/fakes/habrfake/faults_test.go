@@ -303,6 +303,9 @@ func TestParseFault(t *testing.T) {
 		{in: "malformed-feed", want: Fault{Kind: FaultMalformedFeed}},
 		{in: "offsite-item", want: Fault{Kind: FaultOffSiteItem}},
 		{in: "windows-1251", want: Fault{Kind: FaultWindows1251}},
+		{in: "503x1", want: Fault{Kind: FaultStatus, Code: 503, Times: 1}},
+		{in: "deleted:404x3", want: Fault{Kind: FaultDeleted, Code: 404, Times: 3}},
+		{in: "503x0", wantErr: true},
 		{in: "200", wantErr: true},
 		{in: "301", wantErr: true},
 		{in: "303:/x/", wantErr: true},
@@ -316,6 +319,20 @@ func TestParseFault(t *testing.T) {
 		got, err := ParseFault(tt.in)
 		if (err != nil) != tt.wantErr || !tt.wantErr && got != tt.want {
 			t.Errorf("ParseFault(%q) = %+v, %v; want %+v, error %v", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+// A fault limited to N requests lets the path behave again after them.
+func TestLimitedFaultRecovers(t *testing.T) {
+	s, base := Start(t, Options{Fixtures: fixtures})
+	const path = "/ru/articles/769102/"
+	if err := s.SetFault(path, Fault{Kind: FaultStatus, Code: 503, Times: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int{503, 503, 200, 200} {
+		if r := get(t, base, path); r.status != want {
+			t.Errorf("request %d: status %d, want %d", i+1, r.status, want)
 		}
 	}
 }

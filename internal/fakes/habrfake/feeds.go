@@ -15,7 +15,11 @@ import (
 const (
 	FeedArticles = "/ru/rss/articles/" // generated: every article, newest first
 	FeedNews     = "/ru/rss/news/"     // generated: the synthetic news items
-	FeedAll2019  = "/ru/rss/all/all/"  // fixture: "Все публикации подряд", July 2019
+	// The English site's feeds list the same catalogue; with ?fl=en (as Habr's own links
+	// have) only the English publications.
+	FeedArticlesEN = "/en/rss/articles/"
+	FeedNewsEN     = "/en/rss/news/"
+	FeedAll2019    = "/ru/rss/all/all/" // fixture: "Все публикации подряд", July 2019
 	// FeedInteresting is the February 2018 fixture, whose links still point
 	// at habrahabr.ru (habr.com redirects that host with the same path).
 	FeedInteresting = "/ru/rss/interesting/"
@@ -37,8 +41,10 @@ type channelInfo struct {
 }
 
 var generatedFeeds = map[string]channelInfo{
-	FeedArticles: {"Все статьи подряд / Хабр", "https://habr.com/ru/articles/", "Все статьи подряд на Хабре", false},
-	FeedNews:     {"Все новости подряд / Хабр", "https://habr.com/ru/news/", "Все новости подряд на Хабре", true},
+	FeedArticles:   {"Все статьи подряд / Хабр", "https://habr.com/ru/articles/", "Все статьи подряд на Хабре", false},
+	FeedNews:       {"Все новости подряд / Хабр", "https://habr.com/ru/news/", "Все новости подряд на Хабре", true},
+	FeedArticlesEN: {"All articles / Habr", "https://habr.com/en/articles/", "All articles on Habr", false},
+	FeedNewsEN:     {"All news / Habr", "https://habr.com/en/news/", "All news on Habr", true},
 }
 
 // The XML shape of Habr's RSS (research habr.md §3.1).

@@ -14,9 +14,10 @@
 //     Options.ExtraArticles synthetic ones. Rendered pages have no
 //     window.__INITIAL_STATE__: the template's holds article 568382.
 //   - Feeds: the real fixture feeds verbatim (FeedAll2019, FeedInteresting,
-//     FeedMedsurg) and two generated from everything above in today's item
-//     format (FeedArticles, FeedNews). Every item of every feed resolves to a
-//     page the fake serves.
+//     FeedMedsurg) and four generated from everything above in today's item
+//     format (FeedArticles, FeedNews, and the English site's FeedArticlesEN,
+//     FeedNewsEN), filtered by ?fl= language. Every item of every feed
+//     resolves to a page the fake serves.
 //   - A 301 to the canonical path for another URL shape of a known article
 //     (as habr.com does), and Habr's "Страница не найдена" screen with a 404
 //     for anything else.

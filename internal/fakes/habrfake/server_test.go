@@ -91,6 +91,9 @@ func TestEveryFeedItemResolvesToItsPage(t *testing.T) {
 		// less the 12/5 = 2 extras that are news.
 		{FeedArticles + "?fl=ru,en&limit=1000", 7 + 20 + 2 + 20 + 20 + extra - extra/5, "habr.com"},
 		{FeedNews + "?fl=ru", extra / 5, "habr.com"},
+		// The English feeds: the one English article page (453232).
+		{FeedArticlesEN + "?fl=en&limit=100", 1, "habr.com"},
+		{FeedNewsEN + "?fl=en", 0, "habr.com"},
 		{FeedAll2019, 20, "habr.com"},
 		{FeedInteresting, 20, "habrahabr.ru"},
 		{FeedMedsurg, 2, "habr.com"},

@@ -1,0 +1,121 @@
+package habr
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+
+	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
+	"golang.org/x/net/html"
+)
+
+// Tables: GFM holds a table whose cells are single lines of inline content, one cell per
+// column. The table plugin writes such tables; the renderers here keep what it cannot hold.
+
+// renderSpannedTable writes a table with a colspan or rowspan above 1 as HTML: it runs before
+// the table plugin, which would flatten merged cells into shifted ones.
+func renderSpannedTable(ctx converter.Context, w converter.Writer, table *html.Node) converter.RenderStatus {
+	if !hasSpan(table) {
+		return converter.RenderTryNext
+	}
+	return renderTableHTML(ctx, w, table)
+}
+
+func hasSpan(n *html.Node) bool {
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type != html.ElementNode {
+			continue
+		}
+		if c.Data == "table" {
+			continue // a nested table is its own
+		}
+		if c.Data == "td" || c.Data == "th" {
+			for _, key := range []string{"colspan", "rowspan"} {
+				if v, ok := attr(c, key); ok {
+					if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n > 1 {
+						return true
+					}
+				}
+			}
+		}
+		if hasSpan(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// renderTableHTML writes a table that GFM cannot express as raw HTML, one row per line so that
+// the Markdown stays readable as text. A newline inside a row (a <pre> in a cell, text with
+// blank lines) is written as &#10;, which reads the same in HTML: a blank line would end the
+// HTML block and spill the rest of the table into Markdown.
+func renderTableHTML(_ converter.Context, w converter.Writer, table *html.Node) converter.RenderStatus {
+	w.WriteString("\n\n<table>\n")
+	for c := table.FirstChild; c != nil; c = c.NextSibling {
+		switch c.Data {
+		case "thead", "tbody", "tfoot":
+			w.WriteString("<" + c.Data + ">\n")
+			for row := c.FirstChild; row != nil; row = row.NextSibling {
+				writeHTMLLine(w, row)
+			}
+			w.WriteString("</" + c.Data + ">\n")
+		default:
+			writeHTMLLine(w, c)
+		}
+	}
+	w.WriteString("</table>\n\n")
+	return converter.RenderSuccess
+}
+
+func writeHTMLLine(w converter.Writer, n *html.Node) {
+	if n.Type == html.TextNode && strings.TrimSpace(n.Data) == "" {
+		return
+	}
+	var buf bytes.Buffer
+	_ = html.Render(&buf, n) // writes to memory; cannot fail
+	w.Write(bytes.ReplaceAll(buf.Bytes(), []byte("\n"), []byte("&#10;")))
+	w.WriteString("\n")
+}
+
+// renderCodeInCell writes inline code that holds a pipe inside a table cell with the pipe
+// escaped, as GFM requires (its tables split rows at unescaped pipes before reading code spans).
+func renderCodeInCell(_ converter.Context, w converter.Writer, n *html.Node) converter.RenderStatus {
+	if !inCell(n) {
+		return converter.RenderTryNext
+	}
+	code := strings.Join(strings.Fields(textOf(n)), " ")
+	if !strings.Contains(code, "|") {
+		return converter.RenderTryNext
+	}
+	longest, run := 0, 0
+	for _, r := range code {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", longest+1)
+	if strings.HasPrefix(code, "`") || strings.HasSuffix(code, "`") {
+		code = " " + code + " "
+	}
+	w.WriteString(fence + strings.ReplaceAll(code, "|", `\|`) + fence)
+	return converter.RenderSuccess
+}
+
+// inCell reports whether n is inside a table cell and not inside a <pre>.
+func inCell(n *html.Node) bool {
+	for p := n.Parent; p != nil; p = p.Parent {
+		if p.Type != html.ElementNode {
+			continue
+		}
+		switch p.Data {
+		case "pre":
+			return false
+		case "td", "th":
+			return true
+		}
+	}
+	return false
+}
