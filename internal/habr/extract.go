@@ -91,7 +91,7 @@ func (e *Extraction) Run(ctx context.Context) (ExtractStats, error) {
 	st.Backlog += due
 	e.Log.Info("extraction started", "backlog", st.Backlog, "batch_size", BatchSize, "pause_s", e.pause().Seconds())
 	start := time.Now()
-	batch := 0
+	batch, paused := 0, time.Duration(0)
 	for _, statuses := range phases {
 		var after int64
 		for {
@@ -106,6 +106,7 @@ func (e *Extraction) Run(ctx context.Context) (ExtractStats, error) {
 				if err := sleep(ctx, e.pause()); err != nil {
 					return st, err
 				}
+				paused += e.pause()
 			}
 			batch++
 			pubs, err := loadPublications(ctx, e.Pool, ids)
@@ -121,7 +122,7 @@ func (e *Extraction) Run(ctx context.Context) (ExtractStats, error) {
 				}
 			}
 			after = ids[len(ids)-1]
-			e.logProgress(batch, st, time.Since(start))
+			e.logProgress(batch, st, time.Since(start), paused)
 			if len(ids) < BatchSize {
 				break
 			}
@@ -335,12 +336,16 @@ func (e *Extraction) pause() time.Duration {
 	return BatchPause
 }
 
-func (e *Extraction) logProgress(batch int, st ExtractStats, took time.Duration) {
+// logProgress logs one line per batch. The ETA counts the work per record so far and the pauses
+// still to come between the batches left, which on a small backlog are most of the time.
+func (e *Extraction) logProgress(batch int, st ExtractStats, took, paused time.Duration) {
 	rate := float64(st.Done) / took.Seconds()
 	attrs := []any{"batch", batch, "done", st.Done, "total", st.Backlog, "extracted", st.Extracted,
 		"failed", st.Failed, "broken", st.Broken, "from_cache", st.Cached, "rate_per_s", round2(rate)}
-	if left := st.Backlog - int64(st.Done); left > 0 && rate > 0 {
-		attrs = append(attrs, "eta_s", round2(float64(left)/rate))
+	if left := st.Backlog - int64(st.Done); left > 0 && st.Done > 0 {
+		perRecord := (took - paused).Seconds() / float64(st.Done)
+		batches := (left + BatchSize - 1) / BatchSize
+		attrs = append(attrs, "eta_s", round2(float64(left)*perRecord+float64(batches)*e.pause().Seconds()))
 	}
 	e.Log.Info("batch done", attrs...)
 }
