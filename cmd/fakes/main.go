@@ -1,11 +1,12 @@
 // Command fakes runs the project's fake external systems on local ports, for `make demo` and
 // for trying ingest by hand: Habr (feeds and article pages from the real fixtures), a Bitrix24
-// portal (generated users, workgroups, chats and messages, CRM and workflows shaped like the real
-// samples), the target import API, an Instagram Graph API (fixture and generated accounts, with
-// the platform's misbehaviour) and asynchronous enrichment providers (vision, text).
+// portal (generated users, workgroups, chats and messages, feed posts and tasks, CRM and
+// workflows shaped like the real samples), the target import API, an Instagram Graph API (fixture
+// and generated accounts, with the platform's misbehaviour) and asynchronous enrichment providers
+// (vision, text).
 //
 //	fakes --env-file .demo/fakes.env [--habr-fault /ru/articles/1/=503 ...]
-//	      [--bitrix-users N] [--bitrix-chats N]
+//	      [--bitrix-users N] [--bitrix-chats N] [--bitrix-posts N] [--bitrix-tasks N]
 //
 // Once every server listens, it writes the URLs to point ingest at as an env file
 // (HABR_BASE_URL=..., BITRIX_WEBHOOK_URL=..., TARGET_WEBHOOK_URL=...) and serves until SIGINT or
@@ -48,6 +49,10 @@ type args struct {
 	BitrixChats  int           `arg:"--bitrix-chats" default:"60" help:"chats of the webhook's user (1:1, group, open, task), besides one chat per workgroup"`
 	BitrixLines  int           `arg:"--bitrix-open-lines" default:"3" help:"Open Channel conversations, each with an external guest"`
 	BitrixMsgs   int           `arg:"--bitrix-messages" default:"60" help:"messages in every chat"`
+	BitrixPosts  int           `arg:"--bitrix-posts" default:"120" help:"live feed posts"`
+	BitrixPostC  int           `arg:"--bitrix-post-comments" default:"3" help:"average comments per post"`
+	BitrixTasks  int           `arg:"--bitrix-tasks" default:"300" help:"tasks (about half in the new card, with a chat)"`
+	BitrixTaskC  int           `arg:"--bitrix-task-comments" default:"4" help:"average comments per task"`
 	BitrixRate   string        `arg:"--bitrix-rate" default:"2/50" help:"the portal's leaky bucket, drain/burst as on the cloud (5/250 Enterprise); 'off' for none"`
 	BitrixDelay  time.Duration `arg:"--bitrix-latency" default:"50ms" help:"how long the portal holds every answer back"`
 	BitrixCmd    time.Duration `arg:"--bitrix-method-latency" default:"20ms" help:"and how much longer per method it ran (a full batch of 50 pages: about 1 s)"`
@@ -130,7 +135,8 @@ func run(ctx context.Context, a args, log *slog.Logger) error {
 	popts := bitrixfake.Options{Users: a.BitrixUsers, Groups: a.BitrixGroups, Seed: a.BitrixSeed,
 		Chats: a.BitrixChats, OpenLines: a.BitrixLines, MessagesPerChat: a.BitrixMsgs,
 		Latency: a.BitrixDelay, CommandLatency: a.BitrixCmd, Companies: a.BitrixCompanies, Contacts: a.BitrixContacts,
-		Deals: a.BitrixDeals, SmartItems: a.BitrixSmart, Workflows: a.BitrixWorkflows}
+		Deals: a.BitrixDeals, SmartItems: a.BitrixSmart, Workflows: a.BitrixWorkflows,
+		Posts: a.BitrixPosts, PostComments: a.BitrixPostC, Tasks: a.BitrixTasks, TaskComments: a.BitrixTaskC}
 	if a.BitrixRate != "off" {
 		r, err := rest.ParseRate(a.BitrixRate)
 		if err != nil {

@@ -102,7 +102,11 @@ func (e *Engine) walkMessages(ctx context.Context, zone *time.Location, st *GetS
 	}
 	e.Log.Info("reading chat messages", "entity", ChatMessages, "pass", inv.Pass, "resumed", st.Resumed,
 		"chats", len(queue), "rescan", e.ChatRescan)
-	w := &walker{e: e, pass: inv.Pass, zone: zone, st: st, queue: queue, start: e.now()}
+	w := &walker{e: e, ent: e.entity(ChatMessages), pass: inv.Pass, zone: zone, st: st, queue: queue, start: e.now(),
+		parentOf: func(chat int64) string { return strconv.FormatInt(chat, 10) },
+		lost: func(ctx context.Context, tx pgx.Tx, chat int64, u *Unreachable) error {
+			return e.markUnreachable(ctx, tx, chat, u, zone)
+		}}
 	w.wake = sync.NewCond(&w.mu)
 	if err := w.run(ctx); err != nil {
 		return err
@@ -123,13 +127,40 @@ func (e *Engine) chatCursors(ctx context.Context, pass int) ([]*chatCursor, erro
 	if err != nil {
 		return nil, err
 	}
+	newest := map[int64]int64{}
+	rows, err := e.Pool.Query(ctx, `SELECT parent_source_id::bigint, max(split_part(source_id, ':', 2)::bigint)
+FROM bitrix_records WHERE entity = 'chat_messages' GROUP BY 1`)
+	if err != nil {
+		return nil, fmt.Errorf("find the newest stored messages: %w", err)
+	}
+	var chat, id int64
+	_, err = pgx.ForEachRow(rows, []any{&chat, &id}, func() error {
+		newest[chat] = id
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("find the newest stored messages: %w", err)
+	}
+	var readable []int64
+	for _, ch := range chats {
+		if ch.Unreachable == nil {
+			readable = append(readable, ch.ID)
+		}
+	}
+	return e.cursorsOf(ctx, ChatMessages, pass, readable, newest)
+}
+
+// cursorsOf decides where the reading of each of the chats starts in this pass of the entity
+// whose records their messages become (chat_messages, task_comments), from that entity's page log
+// and the newest message stored of each chat (see chatCursors).
+func (e *Engine) cursorsOf(ctx context.Context, entity string, pass int, chats []int64, newest map[int64]int64) ([]*chatCursor, error) {
 	type logged struct {
 		pass int
 		at   chatCursor
 	}
 	latest := map[int64]logged{}
 	rows, err := e.Pool.Query(ctx, `SELECT DISTINCT ON (split_part(cursor, ' ', 1)) pass, next_cursor FROM bitrix_page_log
-WHERE entity = 'chat_messages' ORDER BY split_part(cursor, ' ', 1), id DESC`)
+WHERE entity = $1 ORDER BY split_part(cursor, ' ', 1), id DESC`, entity)
 	if err != nil {
 		return nil, fmt.Errorf("load chat cursors: %w", err)
 	}
@@ -144,35 +175,17 @@ WHERE entity = 'chat_messages' ORDER BY split_part(cursor, ' ', 1), id DESC`)
 	if err != nil {
 		return nil, fmt.Errorf("load chat cursors: %w", err)
 	}
-	newest := map[int64]int64{}
-	rows, err = e.Pool.Query(ctx, `SELECT parent_source_id::bigint, max(split_part(source_id, ':', 2)::bigint)
-FROM bitrix_records WHERE entity = 'chat_messages' GROUP BY 1`)
-	if err != nil {
-		return nil, fmt.Errorf("find the newest stored messages: %w", err)
-	}
-	var chat, id int64
-	_, err = pgx.ForEachRow(rows, []any{&chat, &id}, func() error {
-		newest[chat] = id
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("find the newest stored messages: %w", err)
-	}
-
 	var out []*chatCursor
-	for _, ch := range chats {
-		if ch.Unreachable != nil {
-			continue
-		}
-		l, ok := latest[ch.ID]
-		c := chatCursor{chat: ch.ID}
+	for _, id := range chats {
+		l, ok := latest[id]
+		c := chatCursor{chat: id}
 		switch {
 		case ok && l.pass == pass && l.at.done:
 			continue
 		case ok && l.pass == pass, ok && !l.at.done && !e.ChatRescan:
 			c = l.at
-		case !e.ChatRescan && newest[ch.ID] > 0:
-			c.forward, c.after = true, newest[ch.ID]
+		case !e.ChatRescan && newest[id] > 0:
+			c.forward, c.after = true, newest[id]
 		}
 		out = append(out, &c)
 	}
@@ -184,10 +197,16 @@ FROM bitrix_records WHERE entity = 'chat_messages' GROUP BY 1`)
 // chats, one command each (or a chain of several when few chats are left, so a batch is still
 // full), reads them in one batch, stores the pages and puts back the chats not finished.
 type walker struct {
-	e     *Engine
-	pass  int
-	zone  *time.Location
-	start time.Time
+	e *Engine
+	// ent is the entity the messages become (chat_messages, task_comments); parentOf gives a
+	// chat's parent record there (the chat, the task); lost records a chat that can no longer
+	// be read.
+	ent      *Entity
+	parentOf func(chat int64) string
+	lost     func(ctx context.Context, tx pgx.Tx, chat int64, u *Unreachable) error
+	pass     int
+	zone     *time.Location
+	start    time.Time
 
 	mu    sync.Mutex
 	wake  *sync.Cond // signalled when a job ends
@@ -297,36 +316,36 @@ func (w *walker) read(ctx context.Context, job *walkJob) error {
 	err = pgx.BeginFunc(ctx, w.e.Pool, func(tx pgx.Tx) error {
 		var err error
 		change := status.Change{Reason: "changed on the source (edited)", Actor: w.e.Actor, RunID: w.e.RunID}
-		if got, err = saveRecords(ctx, tx, ChatMessages, recs, change); err != nil {
+		if got, err = saveRecords(ctx, tx, w.ent.Name, recs, change); err != nil {
 			return err
 		}
 		for _, p := range pages {
-			if err := logPage(ctx, tx, ChatMessages, w.e.RunID, p); err != nil {
+			if err := logPage(ctx, tx, w.ent.Name, w.e.RunID, p); err != nil {
 				return err
 			}
 		}
 		for _, chat := range slices.Sorted(maps.Keys(lost)) {
-			if err := w.e.markUnreachable(ctx, tx, chat, lost[chat], w.zone); err != nil {
+			if err := w.lost(ctx, tx, chat, lost[chat]); err != nil {
 				return err
 			}
 		}
 		if got.inserted+got.changed > 0 || len(lost) > 0 {
-			return unverify(ctx, tx, Chats)
+			return unverify(ctx, tx, verifiedAs(w.e.registry(), w.ent))
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	w.e.Metrics.RecordsExtracted.WithLabelValues(ChatMessages).Add(float64(len(recs)))
+	w.e.Metrics.RecordsExtracted.WithLabelValues(w.ent.Name).Add(float64(len(recs)))
 
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.st.Pages += len(pages)
-	w.st.add(ChatMessages, len(recs), got)
+	w.st.add(w.ent.Name, len(recs), got)
 	w.st.Unreachable += len(lost)
-	read := w.st.Of(ChatMessages).Rows
-	w.e.progress("get", ChatMessages, int64(read), nil, read, w.start)
+	read := w.st.Of(w.ent.Name).Rows
+	w.e.progress("get", w.ent.Name, int64(read), nil, read, w.start)
 	return nil
 }
 
@@ -413,7 +432,7 @@ func (w *walker) decodePage(chat int64, r *rest.Response) ([]incoming, []int64, 
 	}
 	recs := make([]incoming, 0, len(page.Messages))
 	ids := make([]int64, 0, len(page.Messages))
-	parent := strconv.FormatInt(chat, 10)
+	parent := w.parentOf(chat)
 	for _, raw := range page.Messages {
 		fields, err := fieldsOf(raw)
 		if err != nil {
@@ -431,7 +450,7 @@ func (w *walker) decodePage(chat int64, r *rest.Response) ([]incoming, []int64, 
 		}
 		fields["files"] = mustJSON(attached)
 		payload := mustJSON(fields)
-		in, err := newIncoming(w.e.entity(ChatMessages), parent+":"+strconv.FormatInt(id, 10), parent, payload, fields, w.zone)
+		in, err := newIncoming(w.ent, parent+":"+strconv.FormatInt(id, 10), parent, payload, fields, w.zone)
 		if err != nil {
 			return nil, nil, err
 		}

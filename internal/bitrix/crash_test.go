@@ -27,10 +27,10 @@ import (
 	"github.com/ingest-dev/ingest/internal/fakes/targetfake"
 )
 
-// The crash test runs the migration in a child process (testdata/crashchild) and kills it with
+// The crash tests run the migration in a child process (testdata/crashchild) and kill it with
 // SIGKILL at random moments, rerunning it each time, as cron would after a node died. The fakes
-// and the databases live in the test and outlive the kills: 28 of them, aimed at the phases
-// that write.
+// and the databases live in the test and outlive the kills, aimed at the phases that write: 28
+// for users, groups and chats, 40 for the feed and tasks.
 
 // buildChild compiles testdata/crashchild, without the race detector: killing a process that
 // runs at production speed is the point.
@@ -49,8 +49,6 @@ type world struct {
 	dbURL  string
 	target *targetfake.Server
 	addr   string // TARGET_WEBHOOK_URL
-	// entities are the commands the child runs, comma-separated; empty means every one.
-	entities string
 }
 
 func newWorld(t *testing.T) *world {
@@ -70,11 +68,11 @@ type child struct {
 	stderr bytes.Buffer
 }
 
-func startChild(t *testing.T, bin string, w *world, portal string) *child {
+func startChild(t *testing.T, bin string, w *world, portal string, entities ...string) *child {
 	t.Helper()
 	c := &child{cmd: exec.Command(bin), phase: make(chan string, 16)}
 	c.cmd.Env = append(os.Environ(), "BITRIX_CRASH_DB="+w.dbURL, "BITRIX_CRASH_PORTAL="+portal, "BITRIX_CRASH_TARGET="+w.addr,
-		"BITRIX_CRASH_ENTITIES="+w.entities)
+		"BITRIX_CRASH_ENTITIES="+strings.Join(entities, ","))
 	c.cmd.Stderr = &c.stderr
 	out, err := c.cmd.StdoutPipe()
 	if err != nil {
@@ -147,12 +145,39 @@ func (c *child) timedPhases(t *testing.T) map[string]time.Duration {
 }
 
 func TestKilledRunsConverge(t *testing.T) {
+	crashTest(t, bitrixfake.Options{Users: 2_000, Groups: 100, Chats: 150, MessagesPerChat: 120, Seed: 51},
+		[]string{bitrix.Users, bitrix.Groups, bitrix.Chats},
+		[]aim{{"users get", 4}, {"users set", 6}, {"groups get", 4}, {"groups set", 6}, {"chats get", 4}, {"chats set", 4}},
+		bitrix.ChatMessages)
+}
+
+// TestKilledFeedAndTasksConverge kills the feed's and the tasks' get and set 20 times each, on
+// a portal small enough that the many restarts stay quick, with every kind of child: recipients
+// walked per audience, comments walked per author, checklists and old-card comments per page of
+// tasks, task chats walked by the chat walker, subtasks waiting for their parents.
+func TestKilledFeedAndTasksConverge(t *testing.T) {
+	crashTest(t, bitrixfake.Options{Users: 80, Groups: 8, Posts: 100, PostComments: 3, Tasks: 260, TaskComments: 4, Seed: 52},
+		[]string{bitrix.Users, bitrix.Groups, bitrix.Feed, bitrix.Tasks},
+		[]aim{{"feed get", 10}, {"feed set", 10}, {"tasks get", 10}, {"tasks set", 10}},
+		bitrix.FeedComments, bitrix.TaskComments, bitrix.TaskChecklists)
+}
+
+// aim is a phase to kill the child in, and how many times.
+type aim struct {
+	phase string
+	kills int
+}
+
+// crashTest migrates the entities from a portal once without interruption, then again into a
+// fresh database and target, killing the child the given number of times in each aimed phase,
+// and requires both to end up equal; every entity in mustHave must have records on the target.
+func crashTest(t *testing.T, opts bitrixfake.Options, entities []string, aims []aim, mustHave ...string) {
 	if testing.Short() {
 		t.Skip("kills child processes for a while")
 	}
 	dbtest.URL(t) // skips without a database, before anything starts
 	t.Parallel()
-	portal := bitrixfake.New(bitrixfake.Options{Users: 2_000, Groups: 100, Chats: 150, MessagesPerChat: 120, Seed: 51})
+	portal := bitrixfake.New(opts)
 	psrv := httptest.NewServer(portal)
 	defer psrv.Close()
 	webhook := psrv.URL + portal.WebhookPath()
@@ -160,34 +185,39 @@ func TestKilledRunsConverge(t *testing.T) {
 	bin := buildChild(t)
 
 	// The uninterrupted run the crashed one must end up equal to.
-	const entities = "users,groups,chats" // the CRM has its own crash test
 	ref := newWorld(t)
-	ref.entities = entities
-	took := startChild(t, bin, ref, webhook).timedPhases(t)
+	took := startChild(t, bin, ref, webhook, entities...).timedPhases(t)
 
 	// Each kill aims at a random moment early in one of the phases that write, so that the
 	// work of a phase is cut several times before it is done; a phase whose work an earlier
 	// run finished passes quickly, and the kill lands in a later one.
+	// A kill counts once it lands in a phase that writes of the aimed entity: the window is a
+	// small part of the phase's uninterrupted time, so that a set whose work earlier runs did is
+	// still cut several times.
 	crashed := newWorld(t)
-	crashed.entities = entities
-	rng := rand.New(rand.NewPCG(51, 1))
-	var aims []string
-	for _, a := range []struct {
-		phase string
-		kills int
-	}{{"users get", 4}, {"users set", 6}, {"groups get", 4}, {"groups set", 6}, {"chats get", 4}, {"chats set", 4}} {
-		aims = append(aims, slices.Repeat([]string{a.phase}, a.kills)...)
+	rng := rand.New(rand.NewPCG(opts.Seed, 1))
+	var phases []string
+	window := map[string]time.Duration{}
+	for _, a := range aims {
+		phases = append(phases, slices.Repeat([]string{a.phase}, a.kills)...)
+		window[a.phase] = took[a.phase]/time.Duration(a.kills+2) + time.Millisecond
 	}
 	killedIn := map[string]int{}
-	for kills := 0; kills < len(aims); {
-		aim := aims[kills]
-		last, killed := startChild(t, bin, crashed, webhook).run(t, aim, took[aim]/3+time.Millisecond, rng)
+	for kills, attempts := 0, 0; kills < len(phases); attempts++ {
+		if attempts > 3*len(phases) {
+			t.Fatalf("after %d runs only %d of %d kills landed where aimed: %v", attempts, kills, len(phases), killedIn)
+		}
+		phase := phases[kills]
+		last, killed := startChild(t, bin, crashed, webhook, entities...).run(t, phase, window[phase], rng)
 		if killed {
-			kills++
 			killedIn[last]++
+			entity, _, _ := strings.Cut(phase, " ")
+			if last == entity+" get" || last == entity+" set" {
+				kills++
+			}
 		}
 	}
-	if last, _ := startChild(t, bin, crashed, webhook).run(t, "", 0, rng); last != "done" {
+	if last, _ := startChild(t, bin, crashed, webhook, entities...).run(t, "", 0, rng); last != "done" {
 		t.Fatalf("final run ended after %q", last)
 	}
 	t.Logf("uninterrupted phases took %v; kills by phase: %v", took, killedIn)
@@ -216,8 +246,10 @@ func TestKilledRunsConverge(t *testing.T) {
 		perEntity[strings.Split(key, ":")[1]]++
 	}
 	t.Logf("target records by entity: %v", perEntity)
-	if perEntity[bitrix.ChatMessages] == 0 {
-		t.Error("the uninterrupted run imported no chat messages; the portal should have some")
+	for _, m := range mustHave {
+		if perEntity[m] == 0 {
+			t.Errorf("the uninterrupted run imported no %s; the portal should have some", m)
+		}
 	}
 	if len(got) != len(want) {
 		t.Errorf("%d records on the target, want %d", len(got), len(want))
@@ -262,49 +294,46 @@ func TestKilledRunsConverge(t *testing.T) {
 func (w *world) contents(t *testing.T) map[string]string {
 	t.Helper()
 	keyOf := map[string]map[string]string{} // entity -> target id -> key
-	for _, entity := range []string{bitrix.Users, bitrix.Groups, bitrix.Chats} {
+	for _, entity := range []string{bitrix.Users, bitrix.Groups, bitrix.Chats, bitrix.Feed, bitrix.Tasks} {
 		keyOf[entity] = map[string]string{}
 		for _, r := range w.target.Records(entity) {
 			keyOf[entity][r.TargetID] = r.Key
 		}
 	}
-	// Where each entity's payload names other records by target id.
+	// Where each entity's payload names other records by target id ("a.b": field b of every
+	// element of a).
 	refs := map[string]map[string]string{
-		bitrix.Groups:       {"OWNER_ID": bitrix.Users},
-		bitrix.GroupMembers: {"USER_ID": bitrix.Users, "GROUP_ID": bitrix.Groups},
-		bitrix.Chats:        {"owner_id": bitrix.Users, "participants": bitrix.Users, "entity_id": bitrix.Groups},
-		bitrix.ChatMessages: {"author_id": bitrix.Users, "chat_id": bitrix.Chats},
+		bitrix.Groups:         {"OWNER_ID": bitrix.Users},
+		bitrix.GroupMembers:   {"USER_ID": bitrix.Users, "GROUP_ID": bitrix.Groups},
+		bitrix.Chats:          {"owner_id": bitrix.Users, "participants": bitrix.Users, "entity_id": bitrix.Groups},
+		bitrix.ChatMessages:   {"author_id": bitrix.Users, "chat_id": bitrix.Chats, "params.LIKE": bitrix.Users},
+		bitrix.Feed:           {"AUTHOR_ID": bitrix.Users},
+		bitrix.FeedRecipients: {"post_id": bitrix.Feed, "group_id": bitrix.Groups, "user_id": bitrix.Users},
+		bitrix.FeedComments:   {"post_id": bitrix.Feed, "author_id": bitrix.Users},
+		bitrix.Tasks: {"createdBy": bitrix.Users, "responsibleId": bitrix.Users, "groupId": bitrix.Groups,
+			"parentId": bitrix.Tasks, "accomplices": bitrix.Users, "auditors": bitrix.Users, "changedBy": bitrix.Users,
+			"statusChangedBy": bitrix.Users, "closedBy": bitrix.Users},
+		bitrix.TaskChecklists: {"task_id": bitrix.Tasks, "items.created_by": bitrix.Users, "items.toggled_by": bitrix.Users,
+			"items.members.user_id": bitrix.Users},
+		bitrix.TaskComments: {"task_id": bitrix.Tasks, "author_id": bitrix.Users, "params.LIKE": bitrix.Users},
 	}
+	texts := []string{"text", "TITLE", "DETAIL_TEXT", "title", "description"}
 	mention := regexp.MustCompile(`\[USER=(\d+)`)
 	out := map[string]string{}
-	for _, entity := range []string{bitrix.Users, bitrix.Groups, bitrix.GroupMembers, bitrix.Chats, bitrix.ChatMessages} {
+	for entity := range refs {
 		for _, r := range w.target.Records(entity) {
 			var payload map[string]any
 			if err := json.Unmarshal(r.Payload, &payload); err != nil {
 				t.Fatal(err)
 			}
-			for field, to := range refs[entity] {
-				switch v := payload[field].(type) {
-				case string:
-					if k, ok := keyOf[to][v]; ok || to != bitrix.Groups {
-						payload[field] = k
-					}
-				case []any:
-					for i, id := range v {
-						v[i] = keyOf[to][fmt.Sprint(id)]
-					}
-				}
+			for path, to := range refs[entity] {
+				replaceRefs(payload, strings.Split(path, "."), keyOf[to], to == bitrix.Groups)
 			}
-			if text, ok := payload["text"].(string); ok {
-				payload["text"] = mention.ReplaceAllStringFunc(text, func(m string) string {
-					return "[USER=" + keyOf[bitrix.Users][m[len("[USER="):]]
-				})
-			}
-			if params, ok := payload["params"].(map[string]any); ok {
-				if likes, ok := params["LIKE"].([]any); ok {
-					for i, id := range likes {
-						likes[i] = keyOf[bitrix.Users][fmt.Sprint(id)]
-					}
+			for _, f := range texts {
+				if text, ok := payload[f].(string); ok {
+					payload[f] = mention.ReplaceAllStringFunc(text, func(m string) string {
+						return "[USER=" + keyOf[bitrix.Users][m[len("[USER="):]]
+					})
 				}
 			}
 			// The checksum covers the payload with its target ids, which differ between runs
@@ -314,6 +343,32 @@ func (w *world) contents(t *testing.T) map[string]string {
 		}
 	}
 	return out
+}
+
+// replaceRefs replaces the target ids found along path in v by the keys of the records they name.
+// A chat's entity_id holds a group's id only for a workgroup chat: loose leaves other values.
+func replaceRefs(v any, path []string, keys map[string]string, loose bool) {
+	switch t := v.(type) {
+	case []any:
+		for _, e := range t {
+			replaceRefs(e, path, keys, loose)
+		}
+	case map[string]any:
+		if len(path) > 1 {
+			replaceRefs(t[path[0]], path[1:], keys, loose)
+			return
+		}
+		switch leaf := t[path[0]].(type) {
+		case string:
+			if k, ok := keys[leaf]; ok || !loose {
+				t[path[0]] = k
+			}
+		case []any:
+			for i, id := range leaf {
+				leaf[i] = keys[fmt.Sprint(id)]
+			}
+		}
+	}
 }
 
 // dumpRows returns a query's rows as text.

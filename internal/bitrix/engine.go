@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -85,6 +86,10 @@ type Engine struct {
 	ChatRescan bool
 	// Now is the clock for retry schedules; nil means time.Now.
 	Now func() time.Time
+
+	// meOnce guards me, the webhook's user id, learned once per engine (webhookUser).
+	meOnce sync.Mutex
+	me     string
 }
 
 func (e *Engine) registry() *Registry {

@@ -21,7 +21,10 @@ func departmentsEntity() *bitrix.Entity {
 			FilterParam: "FILTER",
 			Order:       map[string]any{"SORT": "ID", "ORDER": "ASC"},
 		}},
-		Refs:     []bitrix.Ref{{Field: "UF_HEAD", Entity: bitrix.Users, Name: "head"}},
+		Refs: []bitrix.Ref{{Field: "UF_HEAD", Entity: bitrix.Users, Name: "head"},
+			{Field: "PARENT", Entity: "departments", Name: "parent department", Optional: true}},
+		// A department may be listed before the department it belongs to: parents go first.
+		SelfRef:  "PARENT",
 		Batch:    50,
 		NoFields: "departments have no custom fields of their own",
 	}
@@ -34,5 +37,5 @@ func ExampleNewRegistry() {
 		return
 	}
 	fmt.Println(reg.CommandNames())
-	// Output: [users groups chats crm_types crm_categories companies contacts deals deal_products crm_comments smart workflows departments]
+	// Output: [users groups chats feed tasks crm_types crm_categories companies contacts deals deal_products crm_comments smart workflows departments]
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -22,6 +23,8 @@ type FieldStats struct {
 	// Renamed counts fields the target names differently by its naming rules, each logged with
 	// both names (fields-set).
 	Renamed int
+	// Skipped counts fields of a type the target cannot create for the entity (fields-set).
+	Skipped int
 	// Unsupported is set for an entity without custom fields in the REST API.
 	Unsupported bool
 }
@@ -88,7 +91,7 @@ func (e *Engine) FieldsSet(ctx context.Context, entity string) (FieldStats, erro
 		return st, fmt.Errorf("fields-set %s: %w", k.Name, err)
 	}
 	var want []importapi.Field
-	var sources []string
+	var sources, system []string
 	var name string
 	var payload []byte
 	_, err = pgx.ForEachRow(rows, []any{&name, &payload}, func() error {
@@ -96,11 +99,27 @@ func (e *Engine) FieldsSet(ctx context.Context, entity string) (FieldStats, erro
 		if err != nil {
 			return fmt.Errorf("field %s: %w", name, err)
 		}
-		want, sources = append(want, f), append(sources, name)
+		switch {
+		case k.Fields.system(name): // the target has it already: never created again
+			system = append(system, name)
+		case !k.Fields.creatable(f.Type):
+			st.Skipped++
+			e.Log.Warn("custom field not created: the target cannot create fields of its type; its values are not migrated",
+				"entity", k.Name, "field", name, "type", f.Type, "creatable", strings.Join(k.Fields.Creatable, ", "))
+		default:
+			want, sources = append(want, f), append(sources, name)
+		}
 		return nil
 	})
 	if err != nil {
 		return st, fmt.Errorf("fields-set %s: %w", k.Name, err)
+	}
+	if len(system) > 0 {
+		if _, err := e.Pool.Exec(ctx, `UPDATE bitrix_fields SET on_target = true WHERE entity = $1 AND field_name = ANY($2)`,
+			k.Name, system); err != nil {
+			return st, fmt.Errorf("fields-set %s: %w", k.Name, err)
+		}
+		st.Existing += len(system)
 	}
 	renames, err := e.fieldNames(ctx, k)
 	if err != nil {
@@ -126,7 +145,7 @@ func (e *Engine) FieldsSet(ctx context.Context, entity string) (FieldStats, erro
 	}
 	e.Metrics.CustomFieldsCreated.WithLabelValues(k.Name).Add(float64(st.Created))
 	e.Log.Info("custom fields set", "entity", k.Name, "created", st.Created, "existing", st.Existing, "failed", st.Failed,
-		"renamed", st.Renamed)
+		"renamed", st.Renamed, "not_creatable", st.Skipped)
 	if st.Failed > 0 {
 		return st, fmt.Errorf("fields-set %s: the target refused %d custom fields (see the log)", k.Name, st.Failed)
 	}

@@ -81,8 +81,11 @@ func (e *Engine) Get(ctx context.Context, entity string) (GetStats, error) {
 	if errors.Is(err, errLimitReached) {
 		err = nil
 	}
-	if err == nil {
+	if err == nil { // children with a listing of their own
 		err = e.getListedChildren(ctx, ent, &st)
+	}
+	if err == nil { // children read per key once their parents are all stored
+		err = e.walkChildren(ctx, ent, &st)
 	}
 	if err != nil {
 		return st, fmt.Errorf("get %s: %w", ent.Name, err)

@@ -266,7 +266,6 @@ func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Pag
 	}
 	var moves []moved
 	var recs []incoming
-	var ids []string
 	limited := false
 	w.mu.Lock()
 	left := int64(math.MaxInt64)
@@ -282,6 +281,10 @@ func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Pag
 				rows, last, limited = rows[:max(left, 0)], true, true
 			}
 			left -= int64(len(rows))
+			rows, err := w.scan.complete(ctx, e, rows)
+			if err != nil {
+				return err
+			}
 			got, gotIDs, err := decodeRowsAs(ent, w.scan.IDPrefix, w.scan.Fill, rows, w.zone)
 			if err != nil {
 				return err
@@ -290,7 +293,7 @@ func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Pag
 			if len(gotIDs) > 0 {
 				next = gotIDs[len(gotIDs)-1]
 			}
-			recs, ids = append(recs, got...), append(ids, gotIDs...)
+			recs = append(recs, got...)
 			m.pages = append(m.pages, pageRecord{pass: w.pass, cursor: p.Cursor, next: next, count: len(got)})
 			m.cursor, m.done, m.rows = next, last, m.rows+len(got)
 			if last {
@@ -304,7 +307,7 @@ func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Pag
 		if child.Fetch == nil {
 			continue
 		}
-		kids, err := child.Fetch.fetch(ctx, e, child, ids, w.zone)
+		kids, err := child.Fetch.fetch(ctx, e, child, recs, w.zone)
 		if err != nil {
 			return err
 		}

@@ -2,8 +2,10 @@ package bitrix
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,23 +14,55 @@ import (
 
 // ChildFetch reads a child entity for each page of its parents with one call per parent, all of
 // a page's calls in one batch: for methods that return every child of one parent at once, with
-// no paging (sonet_group.user.get).
+// no paging (sonet_group.user.get, task.checklistitem.getlist, task.commentitem.getlist). The
+// children are stored with the page of parents, in its transaction.
 type ChildFetch struct {
 	// Method is called once per parent with ParentParam set to the parent's id.
 	Method      string
 	ParentParam string
+	// Params, when set, builds the call's parameters for a parent instead (methods with
+	// positional parameters take a list: task.commentitem.getlist [TASKID, ORDER]).
+	Params func(parentID string) any
+	// When, when set, says which parents the method is called for (the tasks without a chat:
+	// their comments are in the old card); nil means every parent.
+	When func(parent map[string]json.RawMessage) bool
 	// KeyField is the row field that, with the parent's id, identifies a child: its source id
 	// is "<parent id>:<key>".
 	KeyField string
+	// Whole makes one record of all of a parent's rows (a task's checklist, whose items refer to
+	// each other): source id the parent's id, payload {"items": [...]}; a parent without rows
+	// has none.
+	Whole bool
+	// Clean, when set, drops what must not be stored from a row: URLs that carry a per-request
+	// token, presentation that changes with every read.
+	Clean func(row map[string]json.RawMessage)
 	// ParentGone recognises the answer for a parent deleted between the listing and this call:
 	// it has no children to migrate. Nil means every failure stops the get.
 	ParentGone func(err error) bool
+	// Refused recognises the portal's refusal to show one parent's children (an access error
+	// for a task the webhook's user may not read): they are kept as one record "<parent id>:0"
+	// (the parent's id when Whole) that cannot be migrated, with the refusal as the reason, so
+	// verify names them. Nil means every failure stops the get.
+	Refused func(err error) bool
 }
 
-func (f *ChildFetch) fetch(ctx context.Context, e *Engine, child *Entity, parentIDs []string, zone *time.Location) ([]incoming, error) {
-	cmds := make([]rest.Command, len(parentIDs))
-	for i, id := range parentIDs {
-		cmds[i] = rest.Command{Key: "p" + id, Method: f.Method, Params: map[string]any{f.ParentParam: id}}
+func (f *ChildFetch) fetch(ctx context.Context, e *Engine, child *Entity, parents []incoming, zone *time.Location) ([]incoming, error) {
+	var cmds []rest.Command
+	for _, p := range parents {
+		if f.When != nil {
+			fields, err := fieldsOf(p.payload)
+			if err != nil {
+				return nil, err
+			}
+			if !f.When(fields) {
+				continue
+			}
+		}
+		var params any = map[string]any{f.ParentParam: p.sourceID}
+		if f.Params != nil {
+			params = f.Params(p.sourceID)
+		}
+		cmds = append(cmds, rest.Command{Key: "p" + p.sourceID, Method: f.Method, Params: params})
 	}
 	var out []incoming
 	err := e.batchEach(ctx, cmds, func(key string, r *rest.Response) error {
@@ -37,32 +71,70 @@ func (f *ChildFetch) fetch(ctx context.Context, e *Engine, child *Entity, parent
 		if err != nil {
 			return fmt.Errorf("%s of %s %s: %w", child.Name, child.Parent, parent, err)
 		}
-		for _, row := range rows {
-			fields, err := fieldsOf(row)
-			if err != nil {
-				return fmt.Errorf("%s of %s %s: %w", child.Name, child.Parent, parent, err)
-			}
-			k := text(fields, f.KeyField)
-			if k == "" {
-				return fmt.Errorf("%s of %s %s: row without %s: %.200s", child.Name, child.Parent, parent, f.KeyField, row)
-			}
-			in, err := newIncoming(child, parent+":"+k, parent, row, fields, zone)
-			if err != nil {
-				return err
-			}
-			out = append(out, in)
-		}
-		return nil
+		recs, err := f.records(child, parent, rows, zone)
+		out = append(out, recs...)
+		return err
 	}, func(key string, err error) error {
 		parent := strings.TrimPrefix(key, "p")
-		if f.ParentGone != nil && f.ParentGone(err) {
+		switch {
+		case f.ParentGone != nil && f.ParentGone(err):
 			e.Log.Warn("parent disappeared while its children were read", "entity", child.Name,
 				"parent", child.Parent, "parent_id", parent, "error", err)
 			return nil
+		case f.Refused != nil && f.Refused(err):
+			id := parent + ":0" // no child's key is 0
+			if f.Whole {
+				id = parent
+			}
+			payload := mustJSON(markUnreachable(map[string]json.RawMessage{"method": mustJSON(f.Method)},
+				fmt.Sprintf("out of reach: %s refused for %s %s: %v", f.Method, strings.TrimSuffix(child.Parent, "s"), parent, err)))
+			fields, _ := fieldsOf(payload)
+			in, err := newIncoming(child, id, parent, payload, fields, zone)
+			out = append(out, in)
+			return err
 		}
 		return fmt.Errorf("%s of %s %s: %w", child.Name, child.Parent, parent, err)
 	})
 	return out, err
+}
+
+// records makes one parent's rows into child records.
+func (f *ChildFetch) records(child *Entity, parent string, rows []json.RawMessage, zone *time.Location) ([]incoming, error) {
+	var out []incoming
+	var whole []map[string]json.RawMessage
+	for _, row := range rows {
+		fields, err := fieldsOf(row)
+		if err != nil {
+			return nil, fmt.Errorf("%s of %s %s: %w", child.Name, child.Parent, parent, err)
+		}
+		k := text(fields, f.KeyField)
+		if k == "" {
+			return nil, fmt.Errorf("%s of %s %s: row without %s: %.200s", child.Name, child.Parent, parent, f.KeyField, row)
+		}
+		if f.Clean != nil {
+			f.Clean(fields)
+			row = mustJSON(fields)
+		}
+		if f.Whole {
+			whole = append(whole, fields)
+			continue
+		}
+		in, err := newIncoming(child, parent+":"+k, parent, row, fields, zone)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, in)
+	}
+	if !f.Whole || len(whole) == 0 {
+		return out, nil
+	}
+	slices.SortFunc(whole, func(a, b map[string]json.RawMessage) int { // the portal's order varies
+		return rest.CompareIDs(text(a, f.KeyField), text(b, f.KeyField))
+	})
+	payload := mustJSON(map[string]any{"items": whole})
+	fields, _ := fieldsOf(payload)
+	in, err := newIncoming(child, parent, parent, payload, fields, zone)
+	return append(out, in), err
 }
 
 // isGroupGone recognises sonet_group.user.get's answer for a group that does not exist (400 with

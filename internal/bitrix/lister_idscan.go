@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -31,6 +32,14 @@ type IDScan struct {
 	// Fill are fields added to every row that lacks them, before it is stored (a smart process
 	// item's entityTypeId, which the scan knows and the portal need not send).
 	Fill map[string]any
+	// SelectCustom adds to Scan.Params' select the names of the entity's custom fields that
+	// fields-get read, for methods that return a custom field only when it is named
+	// (tasks.task.list).
+	SelectCustom bool
+	// Complete, when set, prepares a page's rows before they are stored: fills in what the
+	// listing leaves out and only a per-record method gives (a task's chatId, when
+	// tasks.task.list does not return it), and drops what the listing adds only for display.
+	Complete func(ctx context.Context, e *Engine, rows []json.RawMessage) ([]json.RawMessage, error)
 }
 
 // scope is the name the scan's inventory, ranges and page log are kept under.
@@ -41,8 +50,55 @@ func (s *IDScan) scope(ent *Entity) string {
 	return ent.Name
 }
 
+// prepared returns the scan with the select the entity needs now (SelectCustom).
+func (s *IDScan) prepared(ctx context.Context, e *Engine, ent *Entity) (*IDScan, error) {
+	if !s.SelectCustom {
+		return s, nil
+	}
+	names, err := storedFieldNames(ctx, e.Pool, ent.Name)
+	if err != nil || len(names) == 0 {
+		return s, err
+	}
+	c := *s
+	c.Scan.Params = maps.Clone(s.Scan.Params)
+	sel, _ := c.Scan.Params["select"].([]string)
+	sel = slices.Clone(sel)
+	for _, n := range names {
+		if !slices.Contains(sel, n) {
+			sel = append(sel, n)
+		}
+	}
+	c.Scan.Params["select"] = sel
+	return &c, nil
+}
+
+// storedFieldNames returns the names of the custom fields fields-get read for an entity.
+func storedFieldNames(ctx context.Context, db status.DB, entity string) ([]string, error) {
+	rows, err := db.Query(ctx, `SELECT field_name FROM bitrix_fields WHERE entity = $1 ORDER BY field_name`, entity)
+	if err != nil {
+		return nil, fmt.Errorf("custom fields of %s: %w", entity, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("custom fields of %s: %w", entity, err)
+	}
+	return out, nil
+}
+
+// complete runs Complete over rows, if the scan has one.
+func (s *IDScan) complete(ctx context.Context, e *Engine, rows []json.RawMessage) ([]json.RawMessage, error) {
+	if s.Complete == nil || len(rows) == 0 {
+		return rows, nil
+	}
+	return s.Complete(ctx, e, rows)
+}
+
 func (s *IDScan) get(ctx context.Context, g *getRun) error {
 	e, ent := g.e, g.ent
+	s, err := s.prepared(ctx, e, ent)
+	if err != nil {
+		return err
+	}
 	zone, err := e.sourceZone(ctx, ent.Name, s.Scan)
 	if err != nil {
 		return err
@@ -129,6 +185,10 @@ func (s *IDScan) total(ctx context.Context, e *Engine, ent *Entity) (int64, erro
 
 // byIDs reads the records with the given ids (a filter on @ID, 50 to a page, pages batched).
 func (s *IDScan) byIDs(ctx context.Context, e *Engine, ent *Entity, ids []string, zone *time.Location) ([]incoming, error) {
+	s, err := s.prepared(ctx, e, ent)
+	if err != nil {
+		return nil, err
+	}
 	filterParam := s.Scan.FilterParam
 	if filterParam == "" {
 		filterParam = "filter"
@@ -143,9 +203,12 @@ func (s *IDScan) byIDs(ctx context.Context, e *Engine, ent *Entity, ids []string
 		cmds = append(cmds, rest.Command{Key: fmt.Sprintf("p%d", len(cmds)), Method: s.Scan.Method, Params: params})
 	}
 	var out []incoming
-	err := e.batchEach(ctx, cmds, func(_ string, r *rest.Response) error {
+	err = e.batchEach(ctx, cmds, func(_ string, r *rest.Response) error {
 		rows, err := r.Rows(s.Scan.RowsPath...)
 		if err != nil {
+			return err
+		}
+		if rows, err = s.complete(ctx, e, rows); err != nil {
 			return err
 		}
 		recs, _, err := decodeRows(ent, rows, zone)
@@ -156,6 +219,18 @@ func (s *IDScan) byIDs(ctx context.Context, e *Engine, ent *Entity, ids []string
 		return nil, fmt.Errorf("read %s by id: %w", ent.Name, err)
 	}
 	return out, nil
+}
+
+// idField is the row field holding a record's id: the entity's IDField, the ID scan's (tasks
+// send "id"), else "ID".
+func (e *Entity) idField() string {
+	if e.IDField != "" {
+		return e.IDField
+	}
+	if s, ok := e.Lister.(*IDScan); ok && s.Scan.IDField != "" {
+		return s.Scan.IDField
+	}
+	return "ID"
 }
 
 // entityRecords are records of one entity on their way into bitrix_records.
@@ -174,6 +249,11 @@ func (e *Engine) saveBatch(ctx context.Context, tx pgx.Tx, batch []entityRecords
 		if err != nil {
 			return err
 		}
+		refused, err := refuseUnreachable(ctx, tx, b.ent.Name, b.recs, status.Change{Actor: e.Actor, RunID: e.RunID})
+		if err != nil {
+			return err
+		}
+		st.Unreachable += refused
 		if sv.inserted+sv.changed > 0 {
 			if err := unverify(ctx, tx, verifiedAs(e.registry(), b.ent)); err != nil {
 				return err
@@ -252,10 +332,7 @@ func decodeRows(ent *Entity, rows []json.RawMessage, zone *time.Location) ([]inc
 func decodeRowsAs(ent *Entity, prefix string, fill map[string]any, rows []json.RawMessage, zone *time.Location) ([]incoming, []string, error) {
 	recs := make([]incoming, 0, len(rows))
 	ids := make([]string, 0, len(rows))
-	idField := ent.IDField
-	if idField == "" {
-		idField = "ID"
-	}
+	idField := ent.idField()
 	for _, row := range rows {
 		fields, err := fieldsOf(row)
 		if err != nil {
@@ -269,8 +346,11 @@ func decodeRowsAs(ent *Entity, prefix string, fill map[string]any, rows []json.R
 			return nil, nil, fmt.Errorf("%s: row without %s: %.200s", ent.Name, idField, row)
 		}
 		parent := ""
-		if ent.ParentKey != "" {
+		switch {
+		case ent.ParentKey != "":
 			parent = text(fields, ent.ParentKey)
+		case ent.SelfRef != "" && !none(text(fields, ent.SelfRef)):
+			parent = text(fields, ent.SelfRef) // kept where set's parents-first pick looks for it
 		}
 		in, err := newIncoming(ent, prefix+id, parent, row, fields, zone)
 		if err != nil {

@@ -50,14 +50,20 @@ func (e *Engine) Plan(ctx context.Context, rate rest.Rate) (Plan, error) {
 			return p, fmt.Errorf("plan %s: %w", ent.Name, err)
 		}
 		for _, child := range e.registry().Children(ent) {
-			if child.Lister == nil {
-				continue
+			switch {
+			case child.Lister != nil:
+				more, err := child.Lister.plan(ctx, e, child)
+				if err != nil {
+					return p, fmt.Errorf("plan %s: %w", child.Name, err)
+				}
+				plans = append(plans, more...)
+			case child.Walk != nil:
+				records, calls, how, err := child.Walk.planCalls(ctx, e, child)
+				if err != nil {
+					return p, fmt.Errorf("plan %s: %w", child.Name, err)
+				}
+				plans = append(plans, EntityPlan{Entity: child.Name, Records: records, Calls: calls, How: how})
 			}
-			more, err := child.Lister.plan(ctx, e, child)
-			if err != nil {
-				return p, fmt.Errorf("plan %s: %w", child.Name, err)
-			}
-			plans = append(plans, more...)
 		}
 		for _, ep := range plans {
 			ep.Seconds = round1(float64(ep.Calls) / rate.PerSecond)

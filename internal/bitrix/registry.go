@@ -31,6 +31,12 @@ type Entity struct {
 	// Fetch reads a child entity with every page of its parent (a workgroup's members), when the
 	// parent's lister does not read it itself (the chat walker reads messages).
 	Fetch *ChildFetch
+	// Walk reads a child entity once its parent's listing is complete, by walking one cursor-paged
+	// listing per key (the comments of each author, the posts addressed to each audience, the
+	// messages of each task's chat), each key's place kept in the page log so an interrupted get
+	// resumes it (lister_walk.go). A child may have both Fetch and Walk (task comments: old-card
+	// ones per page of tasks, chat-based ones walked afterwards).
+	Walk Walker
 	// Parent, for a child entity, names the entity it belongs to (memberships belong to
 	// workgroups, messages to chats): children are read with their parent, imported only once
 	// their parent is IMPORT_OK, and verified with it. A child has no command of its own.
@@ -41,6 +47,14 @@ type Entity struct {
 	// Refs are the record's references to other entities, translated through the id map on
 	// import: a reference without a target id fails the record with that reason.
 	Refs []Ref
+	// SelfRef, for an entity whose records refer to records of the same entity (a task's
+	// parentId, a department's PARENT, a CRM item's parent), names the payload field holding that
+	// reference; it must also be an Optional Ref to the entity itself. get keeps the referenced
+	// id in parent_source_id, and set imports parents first: a record goes only once the record
+	// it names is IMPORT_OK (or it names none), so its reference is never lost. A record whose
+	// parent was never read, failed for good, or waits for it in a cycle fails with that reason
+	// once nothing else can be imported.
+	SelfRef string
 	// Dates are the fields holding dates: each is kept as received, in UTC and with its offset.
 	Dates []string
 	// Volatile fields change without the record changing (presence, last activity): stored but
@@ -105,6 +119,9 @@ type Ref struct {
 	DropGone bool
 }
 
+// none reports whether an id is no reference at all: the portal writes "0", "" or null.
+func none(id string) bool { return id == "" || id == "0" }
+
 func (r Ref) name() string {
 	if r.Name != "" {
 		return r.Name
@@ -127,7 +144,7 @@ func (r Ref) ids(fields map[string]json.RawMessage) []string {
 	if r.Many || r.Optional {
 		return linkIDs(fields[r.Field])
 	}
-	if id := text(fields, r.Field); id != "" {
+	if id := text(fields, r.Field); !none(id) {
 		return []string{id}
 	}
 	return nil
@@ -153,6 +170,24 @@ type CustomFields struct {
 	// Links: the values of the entity's custom fields of type employee (users) and crm (CRM
 	// records) are references, translated through the id map (fields_links.go).
 	Links bool
+	// System names fields the method always lists that every portal has (a task's UF_CRM_TASK,
+	// UF_MAIL_MESSAGE, UF_TASK_WEBDAV_FILES): fields-set never creates them, their values are
+	// sent as they are.
+	System []string
+	// Creatable, when set, lists the only field types the target can create for the entity
+	// (tasks: string, double, datetime, boolean); fields of other types are not created, and
+	// their values are left out of what set sends, both named in fields-set's log and verify.
+	Creatable []string
+}
+
+// system reports whether a field is one of the entity's system fields.
+func (c *CustomFields) system(name string) bool {
+	return slices.ContainsFunc(c.System, func(s string) bool { return strings.EqualFold(s, name) })
+}
+
+// creatable reports whether the target can create a field of the type.
+func (c *CustomFields) creatable(typ string) bool {
+	return len(c.Creatable) == 0 || slices.Contains(c.Creatable, typ)
 }
 
 // Registry holds the entities of one migration, in the order they migrate.
@@ -176,6 +211,14 @@ func NewRegistry(entities ...*Entity) (*Registry, error) {
 			return nil, fmt.Errorf("bitrix entity %q: batch size must be positive", e.Name)
 		case e.Parent == "" && e.Lister == nil:
 			return nil, fmt.Errorf("bitrix entity %q: a top-level entity needs a lister", e.Name)
+		case e.SelfRef != "" && !slices.ContainsFunc(e.Refs, func(r Ref) bool {
+			return r.Field == e.SelfRef && r.Entity == e.Name && r.Optional && r.Values == nil
+		}):
+			return nil, fmt.Errorf("bitrix entity %q: SelfRef %s must also be an Optional plain Ref to %q", e.Name, e.SelfRef, e.Name)
+		case e.SelfRef != "" && e.Parent != "":
+			return nil, fmt.Errorf("bitrix entity %q: a child cannot have a SelfRef (parent_source_id holds its parent)", e.Name)
+		case e.Walk != nil && e.Parent == "":
+			return nil, fmt.Errorf("bitrix entity %q: only a child is walked", e.Name)
 		}
 		r.byName[e.Name] = e
 	}
@@ -295,6 +338,7 @@ func (r *Registry) Names() []string {
 // call builds a new one: there is no global registry to change behind a running engine.
 func Catalog() *Registry {
 	r, err := NewRegistry(usersEntity(), groupsEntity(), groupMembersEntity(), chatsEntity(), chatMessagesEntity(),
+		feedEntity(), feedRecipientsEntity(), feedCommentsEntity(), tasksEntity(), taskChecklistsEntity(), taskCommentsEntity(),
 		crmTypesEntity(), crmCategoriesEntity(), crmStagesEntity(), companiesEntity(), contactsEntity(), dealsEntity(),
 		dealProductsEntity(), crmCommentsEntity(), smartEntity(), workflowsEntity(), workflowInstancesEntity(), workflowTasksEntity())
 	if err != nil {

@@ -45,6 +45,9 @@ type VerifyReport struct {
 	// verified.
 	Unreachable      []RecordIssue `json:"unreachable,omitempty"`
 	UnreachableCount int           `json:"unreachable_count,omitempty"`
+	// UnreachableBy counts them by entity, where the family has several (feed comments, task
+	// chats); chats count theirs in UnreachableCount alone.
+	UnreachableBy map[string]int `json:"unreachable_by,omitempty"`
 	// Checked counts the IMPORT_OK records compared, every one of them, with the target's
 	// listing by content hash (import.<entity>.list); Missing, Extra and Differing name what that
 	// found (up to 50 each, with exact counts): records the target lacks, records it holds that
@@ -69,6 +72,10 @@ type VerifyReport struct {
 	Acknowledged        []RecordIssue `json:"acknowledged,omitempty"`
 	AcknowledgedCount   int64         `json:"acknowledged_count,omitempty"`
 	AcknowledgedWaiting int64         `json:"acknowledged_waiting,omitempty"`
+	// Details are figures of the entity's own (task comments by path, posts without a proven
+	// audience), and Notes what it says about them in words; neither is a problem.
+	Details map[string]int64 `json:"details,omitempty"`
+	Notes   []string         `json:"notes,omitempty"`
 	// Problems says in words what keeps the entity from being verified; none means clean.
 	Problems []string `json:"problems"`
 
@@ -165,7 +172,12 @@ func (r VerifyReport) Summary() string {
 			s += fmt.Sprintf("; %d messages on target of %d read", r.Messages.Target, r.Messages.Stored)
 		}
 	}
-	if r.UnreachableCount > 0 {
+	switch {
+	case len(r.UnreachableBy) > 0:
+		for _, ent := range sortedKeys(r.UnreachableBy) {
+			s += fmt.Sprintf("; %d %s out of the webhook user's reach (listed, not migrated)", r.UnreachableBy[ent], ent)
+		}
+	case r.UnreachableCount > 0:
 		s += fmt.Sprintf("; %d %s out of the webhook user's reach (listed, not migrated)", r.UnreachableCount, r.Entity)
 	}
 	if r.DroppedLinksCount > 0 {
@@ -176,6 +188,9 @@ func (r VerifyReport) Summary() string {
 	}
 	if len(r.NotMigrated) > 0 {
 		s += fmt.Sprintf("; %d kinds of data not migrated by design (listed in the report)", len(r.NotMigrated))
+	}
+	for _, k := range sortedKeys(r.Details) {
+		s += fmt.Sprintf("; %s %d", strings.ReplaceAll(k, "_", " "), r.Details[k])
 	}
 	if r.AcknowledgedCount > 0 {
 		s += fmt.Sprintf("; %d records acknowledged as known exceptions", r.AcknowledgedCount)

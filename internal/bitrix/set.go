@@ -72,6 +72,13 @@ func (e *Engine) Set(ctx context.Context, entity string) (SetStats, error) {
 	defer e.Metrics.Phase(ent.Name, "set")()
 	family := e.registry().Family(ent)
 	s := &setter{e: e, st: SetStats{}, start: e.now()}
+	for _, m := range family {
+		if m.SelfRef != "" {
+			if err := s.reviveOrphans(ctx, m); err != nil {
+				return s.st, err
+			}
+		}
+	}
 	if err := s.countBacklog(ctx, family); err != nil {
 		return s.st, err
 	}
@@ -99,6 +106,13 @@ func (e *Engine) Set(ctx context.Context, entity string) (SetStats, error) {
 		e.Log.Debug("waiting for the next retry", "entity", ent.Name, "wait", wait)
 		if err := e.sleep(ctx, wait); err != nil {
 			return s.st, err
+		}
+	}
+	for _, m := range family {
+		if m.SelfRef != "" {
+			if _, err := s.failOrphans(ctx, m); err != nil {
+				return s.st, err
+			}
 		}
 	}
 	for _, m := range family {
@@ -220,6 +234,10 @@ func (s *setter) round(ctx context.Context, ent *Entity) (bool, error) {
 	p := status.PickParams{Statuses: pending, Limit: ent.Batch, ScopeValue: ent.Name, DueBy: s.e.now()}
 	if ent.Parent != "" {
 		pp := parentImported(ent)
+		p.Parent = &pp
+	}
+	if ent.SelfRef != "" { // parents first: a record goes once the record it names is imported
+		pp := selfParent(ent)
 		p.Parent = &pp
 	}
 	g, gctx := errgroup.WithContext(ctx)

@@ -40,6 +40,8 @@ type incoming struct {
 	payload          json.RawMessage
 	checksum         string
 	dates            map[string]Date
+	// refused is why the record cannot be migrated (its payload's unreachableKey), if so.
+	refused string
 }
 
 // newIncoming prepares a source row, given as its raw JSON and its decoded fields: its checksum
@@ -50,7 +52,7 @@ func newIncoming(ent *Entity, sourceID, parent string, payload json.RawMessage, 
 		return incoming{}, fmt.Errorf("%s %s: %w", ent.Name, sourceID, err)
 	}
 	return incoming{sourceID: sourceID, parent: parent, payload: payload, checksum: sum,
-		dates: parseDates(fields, ent.Dates, zone)}, nil
+		dates: parseDates(fields, ent.Dates, zone), refused: text(fields, unreachableKey)}, nil
 }
 
 // saved counts what storing a page did.

@@ -3,6 +3,7 @@ package bitrix
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -49,6 +50,47 @@ type Refs struct {
 	renames map[string]string
 	// links are the custom fields whose values are references (fields_links.go).
 	links fieldLinks
+	// custom are the entity's custom fields as fields-get read them, by normalised name (see
+	// customKey), for payload hooks that must tell which values the target can hold.
+	custom map[string]customField
+}
+
+// customField is one custom field of an entity and where it stands on the target.
+type customField struct {
+	Name, Type       string
+	OnTarget, System bool
+}
+
+// customKey normalises a custom field's name the way the portal's methods spell it differently
+// (tasks.task.list sends UF_CRM_TASK as ufCrmTask): upper case, without underscores.
+func customKey(name string) string { return strings.ToUpper(strings.ReplaceAll(name, "_", "")) }
+
+// customField returns the custom field a payload key names, if it names one.
+func (r *Refs) customField(key string) (customField, bool) {
+	f, ok := r.custom[customKey(key)]
+	return f, ok
+}
+
+// loadCustomFields reads the entity's custom fields fields-get stored.
+func loadCustomFields(ctx context.Context, db status.DB, ent *Entity) (map[string]customField, error) {
+	out := map[string]customField{}
+	if ent.Fields == nil {
+		return out, nil
+	}
+	rows, err := db.Query(ctx, `SELECT field_name, coalesce(payload->>'USER_TYPE_ID', ''), on_target FROM bitrix_fields WHERE entity = $1`, ent.Name)
+	if err != nil {
+		return nil, fmt.Errorf("load %s custom fields: %w", ent.Name, err)
+	}
+	var f customField
+	_, err = pgx.ForEachRow(rows, []any{&f.Name, &f.Type, &f.OnTarget}, func() error {
+		f.System = ent.Fields.system(f.Name)
+		out[customKey(f.Name)] = f
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load %s custom fields: %w", ent.Name, err)
+	}
+	return out, nil
 }
 
 // Target returns the target id of a record of entity, if it was imported.
@@ -82,7 +124,11 @@ func loadRefs(ctx context.Context, db status.DB, ent *Entity, recs []Record) (*R
 	if err != nil {
 		return nil, err
 	}
-	out := &Refs{maps: map[string]idMap{}, enums: enums}
+	custom, err := loadCustomFields(ctx, db, ent)
+	if err != nil {
+		return nil, err
+	}
+	out := &Refs{maps: map[string]idMap{}, enums: enums, custom: custom}
 	for name, ids := range wanted {
 		m, err := loadIDMap(ctx, db, name, ids)
 		if err != nil {
@@ -127,6 +173,9 @@ func payloadFor(ent *Entity, r Record, rf *Refs) (json.RawMessage, error) {
 	if reason := dateError(r.Dates, ent.Dates); reason != "" {
 		return nil, fmt.Errorf("%s", reason)
 	}
+	if reason := unreachableReason(r.Payload); reason != "" {
+		return nil, errors.New(reason) // never imported as if it were real (an empty text)
+	}
 	if ent.Payload != nil {
 		return ent.Payload(r, rf)
 	}
@@ -141,6 +190,22 @@ func payloadFor(ent *Entity, r Record, rf *Refs) (json.RawMessage, error) {
 	if err := rf.translateFieldLinks(fields); err != nil {
 		return nil, err
 	}
+	if err := translatePlain(ent, r, fields, rf); err != nil {
+		return nil, err
+	}
+	rf.rename(fields)
+	if ent.Finish != nil {
+		if err := ent.Finish(fields, r, rf); err != nil {
+			return nil, err
+		}
+	}
+	return mustJSON(fields), nil
+}
+
+// translatePlain replaces the record's plain references (and a child's ParentField) in fields by
+// target ids; an empty Optional one is left as the portal wrote it (links.go). Payload hooks
+// call it for the plain references they keep.
+func translatePlain(ent *Entity, r Record, fields map[string]json.RawMessage, rf *Refs) error {
 	resolve := func(field, entity, sourceID string) error {
 		id, ok := rf.Target(entity, sourceID)
 		if !ok || sourceID == "" {
@@ -155,26 +220,18 @@ func payloadFor(ent *Entity, r Record, rf *Refs) (json.RawMessage, error) {
 		}
 		if ref.Many || ref.Optional || ref.DropGone {
 			if err := rf.link(fields, ref); err != nil {
-				return nil, err
+				return err
 			}
 			continue
 		}
 		if err := resolve(ref.Field, ref.Entity, text(fields, ref.Field)); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if ent.ParentField != "" {
-		if err := resolve(ent.ParentField, ent.Parent, r.ParentSourceID); err != nil {
-			return nil, err
-		}
+		return resolve(ent.ParentField, ent.Parent, r.ParentSourceID)
 	}
-	rf.rename(fields)
-	if ent.Finish != nil {
-		if err := ent.Finish(fields, r, rf); err != nil {
-			return nil, err
-		}
-	}
-	return mustJSON(fields), nil
+	return nil
 }
 
 // localDates writes every readable date into fields as ISO 8601 in its original offset.

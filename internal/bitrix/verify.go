@@ -34,10 +34,13 @@ func (e *Engine) Verify(ctx context.Context, entity string) (VerifyReport, error
 		return r, err
 	}
 	for _, m := range family {
-		if m.Fetch != nil {
+		if m.Fetch != nil || m.Walk != nil {
 			if err := e.verifyChildren(ctx, m, &r); err != nil {
 				return r, err
 			}
+		}
+		if err := e.listUnreachable(ctx, m, &r); err != nil {
+			return r, err
 		}
 		if err := e.verifyRefs(ctx, m, &r); err != nil {
 			return r, err
@@ -164,8 +167,8 @@ func (e *Engine) verifyChildren(ctx context.Context, child *Entity, r *VerifyRep
 	for after := int64(0); ; {
 		rows, err := e.Pool.Query(ctx, `SELECT c.id, c.source_id, c.parent_source_id,
     EXISTS (SELECT 1 FROM bitrix_records p WHERE p.entity = $3 AND p.source_id = c.parent_source_id AND p.status = $4)
-FROM bitrix_records c WHERE c.entity = $5 AND c.id > $1 AND NOT `+excused("c", child)+` ORDER BY c.id LIMIT $2`, after, importapi.MaxItems,
-			child.Parent, string(ImportOK), child.Name)
+FROM bitrix_records c WHERE c.entity = $5 AND c.id > $1 AND NOT `+excused("c", child)+` AND NOT c.payload ? $6
+ORDER BY c.id LIMIT $2`, after, importapi.MaxItems, child.Parent, string(ImportOK), child.Name, unreachableKey)
 		if err != nil {
 			return fmt.Errorf("verify %s: %w", child.Name, err)
 		}
@@ -257,7 +260,8 @@ func (e *Engine) verifyRef(ctx context.Context, ent *Entity, ref Ref, r *VerifyR
 	for after := int64(0); ; {
 		rows, err := e.Pool.Query(ctx, `SELECT x.id, x.source_id, x.status, coalesce(x.payload->>$3, ''), m.target_id
 FROM bitrix_records x LEFT JOIN bitrix_id_map m ON m.entity = $4 AND m.source_id = x.payload->>$3
-WHERE x.entity = $5 AND x.id > $1 ORDER BY x.id LIMIT $2`, after, importapi.MaxItems, ref.Field, ref.Entity, ent.Name)
+WHERE x.entity = $5 AND x.id > $1 AND NOT ($6 AND coalesce(x.payload->>$3, '') IN ('', '0')) AND NOT x.payload ? $7
+ORDER BY x.id LIMIT $2`, after, importapi.MaxItems, ref.Field, ref.Entity, ent.Name, ref.Optional, unreachableKey)
 		if err != nil {
 			return fmt.Errorf("verify %s %s: %w", ent.Name, ref.Field, err)
 		}

@@ -124,6 +124,9 @@ type ParentPick struct {
 	ScopeValue string
 	// Statuses are the parent statuses that let a child be picked (e.g. IMPORT_OK).
 	Statuses []Status
+	// Optional lets records without a parent (Column NULL) be picked too: for references of a
+	// record to another of its own kind (a task's parent task), where a root names none.
+	Optional bool
 }
 
 // condition is the SQL condition on child alias r, with its arguments numbered from next.
@@ -140,7 +143,11 @@ func (p *ParentPick) condition(next int) (string, []any) {
 		args = append(args, p.ScopeValue)
 		cond += fmt.Sprintf(" AND p.%s = $%d", pgx.Identifier{pm.Scope}.Sanitize(), next+1)
 	}
-	return cond + ")", args
+	cond += ")"
+	if p.Optional {
+		cond = fmt.Sprintf("(r.%s IS NULL OR %s)", pgx.Identifier{p.Column}.Sanitize(), cond)
+	}
+	return cond, args
 }
 
 // NextDue returns when the next record waiting in Retry.Status (within scope, for scoped

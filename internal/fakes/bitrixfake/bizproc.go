@@ -38,7 +38,7 @@ func (p *Portal) initBizproc() {
 		"bizproc.workflow.template.list": p.templateList,
 		"bizproc.workflow.instances":     p.instanceList,
 		"bizproc.workflow.instance.list": p.instanceList,
-		"bizproc.task.list":              p.taskList,
+		"bizproc.task.list":              p.bizprocTaskList,
 	} {
 		p.handlers[name] = h
 	}
@@ -248,7 +248,7 @@ func (p *Portal) taskRows() []object {
 	return rows
 }
 
-func (p *Portal) taskList(params map[string]any) answer {
+func (p *Portal) bizprocTaskList(params map[string]any) answer {
 	if a, denied := p.bizprocDenied(http.StatusBadRequest); denied {
 		return a
 	}

@@ -27,6 +27,12 @@
 //     custom fields, product rows, with the documented refusals;
 //   - workflows (bizproc.*, see bizproc.go): templates, running workflows
 //     and tasks.
+//   - tasks (tasks.go): camelCase rows with string ids, group as [] or an object, tags keyed by
+//     id, hidden tasks whose subtasks name them as parent, parents with higher ids than their
+//     children, checklists, comments in task chats or in the deprecated old card (positional
+//     parameters), refusals;
+//   - the live feed (feed.go): posts by last activity, audiences only as a filter
+//     (LOG_RIGHTS), comments listed per author with other authors' text withheld.
 //
 // Processing time is virtual: methods cost what Options says and the
 // portal's clock is injectable, so the operating-time limit can be
@@ -118,6 +124,18 @@ type Options struct {
 	// allowed_only_intranet_user. DenyCRM and DenyBizproc refuse the CRM or workflow methods
 	// with their documented access errors.
 	Extranet, DenyCRM, DenyBizproc bool
+	// Tasks is how many tasks the portal holds (tasks.go); TaskChatPercent the share of them in
+	// the new card, with a chat (0 means 50, negative none); TaskComments their average number
+	// of comments (0 means 4). TaskListWithoutChat makes tasks.task.list leave chatId out
+	// even when selected, so that only tasks.task.get tells it.
+	Tasks, TaskChatPercent, TaskComments int
+	TaskListWithoutChat                  bool
+	// Posts is how many live feed posts the portal holds (feed.go), PostComments their average
+	// number of comments (0 means 3).
+	Posts, PostComments int
+	// NotAdmin makes the webhook's user an ordinary user: user.admin answers false and
+	// log.blogcomment.user.get ignores USER_ID.
+	NotAdmin bool
 }
 
 // Stats counts what the portal saw.
@@ -166,6 +184,8 @@ type Portal struct {
 	windows        map[string]*operatingWindow
 	faults         map[string][]Fault
 	im             imState
+	tasks          taskState
+	feed           feedState
 	stats          Stats
 	held           time.Duration // answer time of the methods run so far (CommandLatency, MethodLatency)
 	last           Request
@@ -264,6 +284,8 @@ func New(opts Options) *Portal {
 	p.initCRM()
 	p.initCRMMethods()
 	p.initBizproc()
+	p.initTasks()
+	p.initFeed()
 	return p
 }
 
@@ -284,6 +306,10 @@ func scopeOf(method string) string {
 		return "userfieldconfig"
 	case strings.HasPrefix(method, "bizproc."):
 		return "bizproc"
+	case strings.HasPrefix(method, "tasks.") || strings.HasPrefix(method, "task."):
+		return "task"
+	case strings.HasPrefix(method, "log."):
+		return "log"
 	}
 	return ""
 }

@@ -319,3 +319,28 @@ func TestCorruptAndDelete(t *testing.T) {
 		t.Errorf("Records = %+v", recs)
 	}
 }
+
+func TestReferencesMustNameHeldRecords(t *testing.T) {
+	s, c := start(t, Options{})
+	user := s.Put("users", "source:users:1", json.RawMessage(`{"NAME":"A"}`))
+	var a batchAnswer
+	body := `{"items":[{"key":"source:tasks:2","checksum":"c","payload":{"createdBy":"` + user + `","responsibleId":"` + user +
+		`","parentId":"424242","accomplices":[]}}]}`
+	if code := c.post("import.tasks.batch", body, &a); code != 200 || a.Results[0].Error == nil ||
+		a.Results[0].Error.Code != "reference_not_found" || a.Results[0].Error.Retryable {
+		t.Fatalf("a task naming a parent the target does not hold: %d %+v", code, a.Results)
+	}
+	body = `{"items":[{"key":"source:tasks:1","checksum":"c","payload":{"createdBy":"` + user + `","responsibleId":"` + user +
+		`","parentId":null,"accomplices":["` + user + `"],"groupId":null}}]}`
+	a = batchAnswer{}
+	if code := c.post("import.tasks.batch", body, &a); code != 200 || a.Results[0].Error != nil {
+		t.Fatalf("a task naming held records: %d %+v", code, a.Results)
+	}
+	body = `{"items":[{"key":"source:task_checklists:1","checksum":"c","payload":{"task_id":"` + a.Results[0].TargetID +
+		`","items":[{"id":"5","created_by":"` + user + `","members":[{"user_id":"77"}]}]}}]}`
+	a = batchAnswer{}
+	if code := c.post("import.task_checklists.batch", body, &a); code != 200 || a.Results[0].Error == nil ||
+		!strings.Contains(a.Results[0].Error.Message, "items.members.user_id") {
+		t.Fatalf("a checklist naming a member the target does not hold: %d %+v", code, a.Results)
+	}
+}

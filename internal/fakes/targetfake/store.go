@@ -147,6 +147,9 @@ func (s *Server) importItem(e *entity, it item) itemResult {
 	if msg := e.badOption(it.Payload); msg != "" {
 		return fail("validation_failed", msg, false)
 	}
+	if msg := s.badReference(e.name, it.Payload); msg != "" {
+		return fail("reference_not_found", msg, false)
+	}
 	if msg, ok := s.rejected[e.name][it.Key]; ok {
 		return fail("rejected", msg, false)
 	}

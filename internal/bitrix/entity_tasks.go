@@ -1,0 +1,112 @@
+package bitrix
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/ingest-dev/ingest/internal/bitrix/rest"
+)
+
+// Tasks (seed 000 stage 4.3, research/bitrix.md §5.4, docs/bitrix-feed-tasks.md), their
+// checklists and their comments, from either card generation.
+const (
+	Tasks          = "tasks"
+	TaskChecklists = "task_checklists"
+	TaskComments   = "task_comments"
+)
+
+// taskSelect names every field get reads: the default set of tasks.task.list "may change", and
+// CHAT_ID says which card generation holds the task's comments. The custom fields fields-get
+// read are added (IDScan.SelectCustom).
+var taskSelect = []string{"ID", "PARENT_ID", "TITLE", "DESCRIPTION", "DESCRIPTION_IN_BBCODE", "CREATED_BY", "RESPONSIBLE_ID",
+	"ACCOMPLICES", "AUDITORS", "GROUP_ID", "STATUS", "PRIORITY", "MARK", "MULTITASK", "REPLICATE", "CREATED_DATE",
+	"CHANGED_BY", "CHANGED_DATE", "STATUS_CHANGED_BY", "STATUS_CHANGED_DATE", "CLOSED_BY", "CLOSED_DATE", "ACTIVITY_DATE",
+	"DATE_START", "DEADLINE", "START_DATE_PLAN", "END_DATE_PLAN", "TIME_ESTIMATE", "TIME_SPENT_IN_LOGS", "DURATION_PLAN",
+	"DURATION_TYPE", "ALLOW_CHANGE_DEADLINE", "ALLOW_TIME_TRACKING", "TASK_CONTROL", "ADD_IN_REPORT", "MATCH_WORK_TIME",
+	"GUID", "XML_ID", "SITE_ID", "TAGS", "UF_CRM_TASK", "UF_TASK_WEBDAV_FILES", "UF_MAIL_MESSAGE", "CHAT_ID"}
+
+// taskSystemFields are listed by task.item.userfield.getlist on every portal; they are never
+// created on the target (research/bitrix.md §5.4).
+var taskSystemFields = []string{"UF_CRM_TASK", "UF_MAIL_MESSAGE", "UF_TASK_WEBDAV_FILES"}
+
+func tasksEntity() *Entity {
+	ent := &Entity{
+		Name:     Tasks,
+		Help:     "tasks with their checklists and comments of both card generations (users and groups first; see docs/bitrix-feed-tasks.md)",
+		Requires: []string{Users, Groups},
+		// tasks.task.list sends "id" but sorts and filters by "ID", its rows under "tasks".
+		Lister: &IDScan{Scan: rest.Scan{Method: "tasks.task.list", Params: map[string]any{"select": taskSelect},
+			FilterParam: "filter", IDField: "id", FilterField: "ID", RowsPath: []string{"tasks"},
+			Order: map[string]any{"order": map[string]any{"ID": "asc"}}},
+			CountParams: map[string]any{"select": []string{"ID"}}, SelectCustom: true, Complete: completeTasks},
+		Refs: []Ref{
+			{Field: "createdBy", Entity: Users, Name: "creator"},
+			{Field: "responsibleId", Entity: Users, Name: "responsible"},
+			{Field: "groupId", Entity: Groups, Name: "group", Optional: true},
+			{Field: "parentId", Entity: Tasks, Name: "parent task", Optional: true},
+			{Field: "changedBy", Entity: Users, Name: "changed by", Optional: true},
+			{Field: "statusChangedBy", Entity: Users, Name: "status changed by", Optional: true},
+			{Field: "closedBy", Entity: Users, Name: "closed by", Optional: true},
+			{Field: "accomplices", Entity: Users, Values: taskPeople},
+		},
+		// A child may be listed before its parent: parents go first.
+		SelfRef: "parentId",
+		Dates: []string{"createdDate", "changedDate", "statusChangedDate", "closedDate", "activityDate", "dateStart",
+			"deadline", "startDatePlan", "endDatePlan"},
+		// These change as time passes or as people look at the task, not with the task.
+		Volatile: []string{"activityDate", "viewedDate", "subStatus", "newCommentsCount", "commentsCount",
+			"serviceCommentsCount", "notViewed", "favorite", "isMuted", "isPinned", "isPinnedInGroup", "counter", "action"},
+		Batch: 50,
+		Fields: &CustomFields{Method: "task.item.userfield.getlist", Params: map[string]any{"ORDER": map[string]string{"ID": "ASC"}},
+			System: taskSystemFields, Creatable: []string{"string", "double", "datetime", "boolean"}},
+		Verify: verifyTasks,
+	}
+	ent.Payload = func(r Record, rf *Refs) (json.RawMessage, error) { return taskPayload(ent, r, rf) }
+	return ent
+}
+
+func taskChecklistsEntity() *Entity {
+	return &Entity{
+		Name:   TaskChecklists,
+		Noun:   "checklists",
+		Parent: Tasks,
+		// One record per task: its items refer to each other (PARENT_ID), so they go together.
+		Fetch: &ChildFetch{Method: "task.checklistitem.getlist", ParentParam: "TASKID", KeyField: "ID", Whole: true,
+			Clean: cleanChecklistItem, Refused: isTaskRefused},
+		Refs:     []Ref{{Field: "items", Entity: Users, Name: "people", Values: checklistPeople}},
+		Batch:    50,
+		NoFields: "checklists have no custom fields in the REST API",
+		Payload:  checklistPayload,
+	}
+}
+
+func taskCommentsEntity() *Entity {
+	return &Entity{
+		Name:   TaskComments,
+		Noun:   "comments",
+		Parent: Tasks,
+		// Old-card tasks: task.commentitem.getlist, positional [TASKID, ORDER], no paging, read
+		// with each page of tasks. Tasks with a chat: the chat's messages, read by the chat
+		// walker once every task is stored.
+		Fetch: &ChildFetch{Method: "task.commentitem.getlist", KeyField: "ID", Clean: cleanTaskComment, Refused: isTaskRefused,
+			Params: func(task string) any { return []any{task, map[string]string{"ID": "asc"}} },
+			When:   func(task map[string]json.RawMessage) bool { return none(text(task, "chatId")) }},
+		Walk:     taskChats{},
+		Refs:     []Ref{{Field: "author", Entity: Users, Name: "author", Values: taskCommentUsers}},
+		Dates:    []string{"POST_DATE", "date"},
+		Volatile: []string{"unread"},
+		Batch:    100,
+		// A task's comments reach the target in the order they were written.
+		Order:    "split_part(source_id, ':', 2)::bigint",
+		NoFields: "task comments have no custom fields in the REST API",
+		Payload:  taskCommentPayload,
+	}
+}
+
+// isTaskRefused recognises the tasks module's refusal to show a task's items: ERROR_CORE
+// "TASKS_ERROR_EXCEPTION_#8; Action failed" (no access, or the task is gone).
+func isTaskRefused(err error) bool {
+	apiErr, ok := errors.AsType[*rest.APIError](err)
+	return ok && strings.Contains(apiErr.Description, "TASKS_ERROR_EXCEPTION_#8")
+}

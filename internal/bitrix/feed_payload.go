@@ -1,0 +1,165 @@
+package bitrix
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// What the target receives for the live feed (docs/target-import-api.md, "Live feed").
+
+// postPayload is a post as the portal sent it, with its author and the users its title and
+// text mention as target ids, every UF_* field reduced to its value (the portal sends each as its
+// whole field description), its date in the original offset, and the comment counters left out.
+func postPayload(ent *Entity, r Record, rf *Refs) (json.RawMessage, error) {
+	fields, err := fieldsOf(r.Payload)
+	if err != nil {
+		return nil, err
+	}
+	localDates(fields, r.Dates)
+	for _, k := range ent.Volatile {
+		delete(fields, k)
+	}
+	for k, v := range fields {
+		if strings.HasPrefix(k, "UF_") {
+			fields[k] = ufValue(v)
+		}
+	}
+	if err := translatePlain(ent, r, fields, rf); err != nil {
+		return nil, err
+	}
+	if err := translateTextFields(fields, rf.of(Users), "TITLE", "DETAIL_TEXT"); err != nil {
+		return nil, err
+	}
+	return mustJSON(fields), nil
+}
+
+// ufValue is the value of a custom field as log.blogpost.get sends it: an object describing the
+// field, its value under VALUE.
+func ufValue(raw json.RawMessage) json.RawMessage {
+	f, err := fieldsOf(raw)
+	if err != nil {
+		return raw
+	}
+	if v, ok := f["VALUE"]; ok {
+		return v
+	}
+	return raw
+}
+
+// recipientPayload is one proven recipient of a post: all employees, a workgroup or a user, the
+// post and the group or user as target ids.
+func recipientPayload(r Record, rf *Refs) (json.RawMessage, error) {
+	fields, err := fieldsOf(r.Payload)
+	if err != nil {
+		return nil, err
+	}
+	post, ok := rf.Target(Feed, r.ParentSourceID)
+	if !ok {
+		return nil, &UnresolvedError{Field: "post_id", Entity: Feed, SourceID: r.ParentSourceID}
+	}
+	out := map[string]any{"post_id": post, "type": "", "group_id": nil, "user_id": nil}
+	code := text(fields, "code")
+	switch {
+	case code == "UA":
+		out["type"] = "all_users"
+	case len(audienceID(code, "SG")) == 1:
+		g := audienceID(code, "SG")[0]
+		t, ok := rf.Target(Groups, g)
+		if !ok {
+			return nil, &UnresolvedError{Field: "group_id", Entity: Groups, SourceID: g}
+		}
+		out["type"], out["group_id"] = "group", t
+	case len(audienceID(code, "U")) == 1:
+		u := audienceID(code, "U")[0]
+		t, ok := rf.Target(Users, u)
+		if !ok {
+			return nil, &UnmappedUsersError{Field: "user_id", Users: []string{u}}
+		}
+		out["type"], out["user_id"] = "user", t
+	default:
+		return nil, fmt.Errorf("recipient code %q is not UA, SG<id> or U<id>", code)
+	}
+	return mustJSON(out), nil
+}
+
+// commentPayload is a feed comment: its post and author as target ids, the users its BB-code text
+// mentions too, its date in the original offset, the ids of its attachments and their files'
+// metadata. One whose text the portal withheld never gets here (payloadFor refuses it).
+func commentPayload(r Record, rf *Refs) (json.RawMessage, error) {
+	fields, err := fieldsOf(r.Payload)
+	if err != nil {
+		return nil, err
+	}
+	post, ok := rf.Target(Feed, r.ParentSourceID)
+	if !ok {
+		return nil, &UnresolvedError{Field: "post_id", Entity: Feed, SourceID: r.ParentSourceID}
+	}
+	author := text(fields, "author_id")
+	authorID, ok := rf.of(Users)[author]
+	if !ok {
+		return nil, &UnmappedUsersError{Field: "author_id", Users: []string{author}}
+	}
+	localDates(fields, r.Dates)
+	if err := translateTextFields(fields, rf.of(Users), "text"); err != nil {
+		return nil, err
+	}
+	attach := fields["attach"]
+	if isEmptyValue(attach) {
+		attach = json.RawMessage("[]")
+	}
+	return mustJSON(map[string]any{
+		"post_id":    post,
+		"author_id":  authorID,
+		"comment_id": fields["comment_id"],
+		"date":       fields["date"],
+		"text":       fields["text"],
+		"attach":     attach,
+		"files":      fields["files"],
+	}), nil
+}
+
+// verifyFeed adds the feed's own figures to verify: the recipients proven by kind, the posts no
+// audience listing named (their audience is unknown: departments, or users the migration did not
+// read), and the comments whose text the portal withheld.
+func verifyFeed(ctx context.Context, e *Engine, _ *Entity, r *VerifyReport) error {
+	if r.Details == nil {
+		r.Details = map[string]int64{}
+	}
+	rows, err := e.Pool.Query(ctx, `SELECT CASE WHEN payload->>'code' = 'UA' THEN 'recipients_all_users'
+WHEN payload->>'code' LIKE 'SG%' THEN 'recipients_groups' ELSE 'recipients_users' END, count(*)
+FROM bitrix_records WHERE entity = $1 GROUP BY 1`, FeedRecipients)
+	if err != nil {
+		return fmt.Errorf("verify feed recipients: %w", err)
+	}
+	var kind string
+	var n int64
+	if _, err := pgx.ForEachRow(rows, []any{&kind, &n}, func() error { r.Details[kind] = n; return nil }); err != nil {
+		return fmt.Errorf("verify feed recipients: %w", err)
+	}
+	err = e.Pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE payload ? $2), count(*) FILTER (WHERE NOT payload ? $2)
+FROM bitrix_records WHERE entity = $1`, FeedComments, unreachableKey).Scan(&n, new(int64))
+	if err != nil {
+		return fmt.Errorf("verify feed comments: %w", err)
+	}
+	r.Details["comments_not_migratable"] = n
+	rows, err = e.Pool.Query(ctx, `SELECT p.source_id FROM bitrix_records p WHERE p.entity = $1
+AND NOT EXISTS (SELECT 1 FROM bitrix_records c WHERE c.entity = $2 AND c.parent_source_id = p.source_id) ORDER BY p.id`,
+		Feed, FeedRecipients)
+	if err != nil {
+		return fmt.Errorf("verify feed audience: %w", err)
+	}
+	unknown, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("verify feed audience: %w", err)
+	}
+	r.Details["posts_without_proven_audience"] = int64(len(unknown))
+	if len(unknown) > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("posts whose audience no listing proved (addressed to departments or to "+
+			"users not read; imported with their author's access only): %s", clipList(unknown)))
+	}
+	return nil
+}

@@ -1,0 +1,397 @@
+package bitrix
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ingest-dev/ingest/internal/bitrix/rest"
+)
+
+// What the target receives for tasks, checklists and task comments (docs/target-import-api.md,
+// "Tasks").
+
+// taskDisplay are what tasks.task.list adds for display (the people's names and avatars, the
+// group's card, counters, the actions the webhook's user may take): not stored, which makes a
+// task's record about half as large.
+var taskDisplay = []string{"creator", "responsible", "accomplicesData", "auditorsData", "group", "parsedDescription",
+	"checkListTree", "checkListCanAdd", "checklist", "timerIsRunningForCurrentUser", "counter", "action"}
+
+// completeTasks prepares a page of tasks.task.list rows for storing: the group's id taken from
+// its card when groupId was not sent, the display fields dropped, and chatId filled in for rows
+// sent without it, from tasks.task.get with select CHAT_ID (the documented way to learn a task's
+// chat, fixture tasks.task.get.chatid.json), 50 tasks to a call; a task it cannot read keeps
+// none and is taken for an old-card one.
+func completeTasks(ctx context.Context, e *Engine, rows []json.RawMessage) ([]json.RawMessage, error) {
+	var cmds []rest.Command
+	at := map[string]int{}
+	fields := make([]map[string]json.RawMessage, len(rows))
+	for i, row := range rows {
+		f, err := fieldsOf(row)
+		if err != nil {
+			return nil, err
+		}
+		fields[i] = f
+		if _, ok := f["groupId"]; !ok { // the group comes as [] or as an object with its id
+			if g, err := fieldsOf(f["group"]); err == nil && text(g, "id") != "" {
+				f["groupId"] = mustJSON(text(g, "id"))
+			}
+		}
+		for _, k := range taskDisplay {
+			delete(f, k)
+		}
+		if _, ok := f["chatId"]; ok {
+			continue
+		}
+		id := text(f, "id")
+		at[id] = i
+		cmds = append(cmds, rest.Command{Key: "t" + id, Method: "tasks.task.get",
+			Params: map[string]any{"taskId": id, "select": []string{"ID", "CHAT_ID"}}})
+	}
+	err := e.batchEach(ctx, cmds, func(key string, r *rest.Response) error {
+		var res struct {
+			Task map[string]json.RawMessage `json:"task"`
+		}
+		if err := r.Decode(&res); err != nil {
+			return fmt.Errorf("tasks.task.get %s: %w", key[1:], err)
+		}
+		chat := res.Task["chatId"]
+		if chat == nil {
+			chat = json.RawMessage("null")
+		}
+		fields[at[key[1:]]]["chatId"] = chat
+		return nil
+	}, func(key string, err error) error {
+		e.Log.Warn("task's chat unknown: tasks.task.get refused; its comments are read from the old card", "task", key[1:], "error", err)
+		return nil
+	})
+	out := make([]json.RawMessage, len(rows))
+	for i, f := range fields {
+		out[i] = mustJSON(f)
+	}
+	return out, err
+}
+
+// taskPeople lists the users a task names besides its plain references: accomplices, auditors and
+// those its description mentions.
+func taskPeople(f map[string]json.RawMessage) []string {
+	return append(append(idList(f["accomplices"]), idList(f["auditors"])...), mentionsIn(f, "description", "title")...)
+}
+
+// taskPayload is a task as tasks.task.list sent it, without its volatile fields and chatId:
+// people, group and parent as target ids (none is null), tags as a list of titles, every date in
+// its original offset, custom fields under their field names (UF_CRM_TASK, not ufCrmTask) with
+// the values of fields the target cannot hold left out.
+func taskPayload(ent *Entity, r Record, rf *Refs) (json.RawMessage, error) {
+	fields, err := fieldsOf(r.Payload)
+	if err != nil {
+		return nil, err
+	}
+	localDates(fields, r.Dates)
+	for _, k := range append(slices.Clone(ent.Volatile), "chatId") { // the source's chat means nothing there
+		delete(fields, k)
+	}
+	for _, k := range sortedKeys(fields) {
+		f, ok := rf.customField(k)
+		if !ok {
+			continue
+		}
+		v := fields[k]
+		delete(fields, k)
+		switch {
+		case f.System || f.OnTarget:
+			fields[f.Name] = v
+		case ent.Fields.creatable(f.Type):
+			return nil, fmt.Errorf("custom field %s is not on the target yet: run `ingest bitrix %s fields-set`", f.Name, ent.Name)
+		} // a type the target cannot create: left out, named by verify
+	}
+	if err := rf.enums.translate(fields); err != nil {
+		return nil, err
+	}
+	if err := translatePlain(ent, r, fields, rf); err != nil {
+		return nil, err
+	}
+	for _, ref := range ent.Refs { // the tasks contract: no group, no parent... is null
+		if ref.Optional && none(text(fields, ref.Field)) {
+			fields[ref.Field] = json.RawMessage("null")
+		}
+	}
+	for _, role := range []string{"accomplices", "auditors"} {
+		mapped, missing := mapUsers(idList(fields[role]), rf.of(Users))
+		if len(missing) > 0 {
+			return nil, &UnmappedUsersError{Field: role, Users: missing}
+		}
+		fields[role] = mustJSON(mapped)
+	}
+	fields["tags"] = mustJSON(tagTitles(fields["tags"]))
+	if err := translateTextFields(fields, rf.of(Users), "title", "description"); err != nil {
+		return nil, err
+	}
+	return mustJSON(fields), nil
+}
+
+// tagTitles reads a task's tags: an object keyed by tag id ({"35": {"id": 35, "title": "x"}}),
+// [] when there are none, or a list of names; it returns the titles, sorted.
+func tagTitles(raw json.RawMessage) []string {
+	out := []string{}
+	var byID map[string]struct {
+		Title string `json:"title"`
+	}
+	var names []string
+	switch {
+	case json.Unmarshal(raw, &byID) == nil:
+		for _, t := range byID {
+			out = append(out, t.Title)
+		}
+	case json.Unmarshal(raw, &names) == nil:
+		out = append(out, names...)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// checklistItemFields are what a checklist item keeps; the members' names and avatars and the
+// attachments' URLs (which change from one read to the next) are not stored.
+var checklistItemFields = []string{"ID", "TASK_ID", "PARENT_ID", "CREATED_BY", "TITLE", "SORT_INDEX", "IS_COMPLETE",
+	"IS_IMPORTANT", "TOGGLED_BY", "TOGGLED_DATE", "MEMBERS", "ATTACHMENTS"}
+
+// attachmentFields are what an attachment keeps: no download or view URL (they carry a token).
+var attachmentFields = []string{"ATTACHMENT_ID", "NAME", "SIZE", "FILE_ID"}
+
+func cleanChecklistItem(f map[string]json.RawMessage) {
+	for k := range f {
+		if !slices.Contains(checklistItemFields, k) {
+			delete(f, k)
+		}
+	}
+	var members []map[string]json.RawMessage
+	_ = json.Unmarshal(f["MEMBERS"], &members) // [] or absent: none
+	kept := make([]map[string]json.RawMessage, 0, len(members))
+	for _, m := range members {
+		kept = append(kept, keepFields(m, []string{"ID", "TYPE"}))
+	}
+	f["MEMBERS"] = mustJSON(kept)
+	f["ATTACHMENTS"] = mustJSON(attachments(f["ATTACHMENTS"]))
+}
+
+// attachments reads attachments keyed by id ({} or [] when none) as a list in id order, without
+// their URLs.
+func attachments(raw json.RawMessage) []map[string]json.RawMessage {
+	var byID map[string]map[string]json.RawMessage
+	out := []map[string]json.RawMessage{}
+	if json.Unmarshal(raw, &byID) != nil {
+		return out
+	}
+	for _, id := range slices.SortedFunc(maps.Keys(byID), rest.CompareIDs) {
+		out = append(out, keepFields(byID[id], attachmentFields))
+	}
+	return out
+}
+
+// checklistItems decodes a checklist record's items.
+func checklistItems(f map[string]json.RawMessage) []map[string]json.RawMessage {
+	var items []map[string]json.RawMessage
+	_ = json.Unmarshal(f["items"], &items)
+	return items
+}
+
+// checklistPeople lists the users a checklist names: authors, who toggled items, members.
+func checklistPeople(f map[string]json.RawMessage) []string {
+	var out []string
+	for _, it := range checklistItems(f) {
+		out = append(out, text(it, "CREATED_BY"), text(it, "TOGGLED_BY"))
+		var members []map[string]json.RawMessage
+		_ = json.Unmarshal(it["MEMBERS"], &members)
+		for _, m := range members {
+			out = append(out, text(m, "ID"))
+		}
+	}
+	return slices.DeleteFunc(out, none)
+}
+
+// checklistPayload is a task's checklist: its task as a target id and its items in id order, each
+// naming its parent item by the portal's item id (null for a checklist's root), people as target
+// ids.
+func checklistPayload(r Record, rf *Refs) (json.RawMessage, error) {
+	task, ok := rf.Target(Tasks, r.ParentSourceID)
+	if !ok {
+		return nil, &UnresolvedError{Field: "task_id", Entity: Tasks, SourceID: r.ParentSourceID}
+	}
+	fields, err := fieldsOf(r.Payload)
+	if err != nil {
+		return nil, err
+	}
+	users := rf.of(Users)
+	user := func(field, id string) (any, error) {
+		if none(id) {
+			return nil, nil
+		}
+		t, ok := users[id]
+		if !ok {
+			return nil, &UnmappedUsersError{Field: field, Users: []string{id}}
+		}
+		return t, nil
+	}
+	items := []map[string]any{}
+	for _, it := range checklistItems(fields) {
+		createdBy, err := user("CREATED_BY", text(it, "CREATED_BY"))
+		if err != nil {
+			return nil, err
+		}
+		toggledBy, err := user("TOGGLED_BY", text(it, "TOGGLED_BY"))
+		if err != nil {
+			return nil, err
+		}
+		var members []map[string]json.RawMessage
+		_ = json.Unmarshal(it["MEMBERS"], &members)
+		people := []map[string]any{}
+		for _, m := range members {
+			u, err := user("MEMBERS", text(m, "ID"))
+			if err != nil {
+				return nil, err
+			}
+			people = append(people, map[string]any{"user_id": u, "type": text(m, "TYPE")})
+		}
+		var parent any
+		if p := text(it, "PARENT_ID"); !none(p) {
+			parent = p
+		}
+		items = append(items, map[string]any{"id": text(it, "ID"), "parent_id": parent, "title": it["TITLE"],
+			"sort_index": text(it, "SORT_INDEX"), "is_complete": text(it, "IS_COMPLETE") == "Y",
+			"is_important": text(it, "IS_IMPORTANT") == "Y", "created_by": createdBy, "toggled_by": toggledBy,
+			"toggled_date": it["TOGGLED_DATE"], "members": people, "attachments": it["ATTACHMENTS"]})
+	}
+	return mustJSON(map[string]any{"task_id": task, "items": items}), nil
+}
+
+// oldCommentFields are what an old-card comment keeps: not the author's name and e-mail (the user
+// is migrated), nor the HTML rendering, nor the attachments' URLs.
+var oldCommentFields = []string{"ID", "AUTHOR_ID", "POST_DATE", "POST_MESSAGE", "ATTACHED_OBJECTS"}
+
+func cleanTaskComment(f map[string]json.RawMessage) {
+	for k := range f {
+		if !slices.Contains(oldCommentFields, k) {
+			delete(f, k)
+		}
+	}
+	f["ATTACHED_OBJECTS"] = mustJSON(attachments(f["ATTACHED_OBJECTS"]))
+}
+
+// taskCommentUsers lists the users a comment names: its author, whom it mentions, who liked it.
+func taskCommentUsers(f map[string]json.RawMessage) []string {
+	if _, ok := f["POST_MESSAGE"]; ok {
+		return append([]string{text(f, "AUTHOR_ID")}, mentionsIn(f, "POST_MESSAGE")...)
+	}
+	return messageUsers(f)
+}
+
+// taskCommentPayload is a task comment in one shape for both card generations: its task, author
+// and the users its BB-code text mentions as target ids, path "chat" (a message of the task's
+// chat; system messages have no author) or "old_card" (task.commentitem.getlist), its date in
+// the original offset, attachments as the portal lists them (ids, names, sizes), for chat
+// messages also their params (likes translated) and files' metadata.
+func taskCommentPayload(r Record, rf *Refs) (json.RawMessage, error) {
+	task, ok := rf.Target(Tasks, r.ParentSourceID)
+	if !ok {
+		return nil, &UnresolvedError{Field: "task_id", Entity: Tasks, SourceID: r.ParentSourceID}
+	}
+	fields, err := fieldsOf(r.Payload)
+	if err != nil {
+		return nil, err
+	}
+	localDates(fields, r.Dates)
+	out := map[string]any{"task_id": task}
+	if _, legacy := fields["POST_MESSAGE"]; legacy {
+		author := text(fields, "AUTHOR_ID")
+		t, ok := rf.of(Users)[author]
+		if !ok {
+			return nil, &UnmappedUsersError{Field: "AUTHOR_ID", Users: []string{author}}
+		}
+		if err := translateTextFields(fields, rf.of(Users), "POST_MESSAGE"); err != nil {
+			return nil, err
+		}
+		out["path"], out["source_id"], out["author_id"], out["system"] = "old_card", text(fields, "ID"), t, false
+		out["date"], out["text"], out["attachments"] = fields["POST_DATE"], fields["POST_MESSAGE"], fields["ATTACHED_OBJECTS"]
+		return mustJSON(out), nil
+	}
+	var msg struct {
+		ChatID  json.RawMessage            `json:"chat_id"`
+		Params  map[string]json.RawMessage `json:"params"`
+		Files   json.RawMessage            `json:"files"`
+		Replace json.RawMessage            `json:"replaces"`
+	}
+	_ = json.Unmarshal(r.Payload, &msg) // params is [] when empty: no params
+	author := text(fields, "author_id")
+	var authorID any
+	if !none(author) {
+		t, ok := rf.of(Users)[author]
+		if !ok {
+			return nil, &UnmappedUsersError{Field: "author_id", Users: []string{author}}
+		}
+		authorID = t
+	}
+	if err := translateTextFields(fields, rf.of(Users), "text"); err != nil {
+		return nil, err
+	}
+	params := msg.Params
+	if params == nil {
+		params = map[string]json.RawMessage{}
+	}
+	if liked := likes(fields["params"]); len(liked) > 0 {
+		mapped, missing := mapUsers(liked, rf.of(Users))
+		if len(missing) > 0 {
+			return nil, &UnmappedUsersError{Field: "params.LIKE", Users: missing}
+		}
+		params["LIKE"] = mustJSON(mapped)
+	}
+	files := msg.Files
+	if len(files) == 0 {
+		files = json.RawMessage("[]")
+	}
+	out["path"], out["source_id"], out["author_id"], out["system"] = "chat", text(fields, "id"), authorID, none(author)
+	out["date"], out["text"], out["params"], out["files"] = fields["date"], fields["text"], params, files
+	return mustJSON(out), nil
+}
+
+// verifyTasks adds the tasks' own figures to verify: how many tasks hold their comments in a chat
+// and how many in the old card, the comments read by each path, the checklists, and the custom
+// fields whose values are not migrated because the target cannot create them.
+func verifyTasks(ctx context.Context, e *Engine, ent *Entity, r *VerifyReport) error {
+	if r.Details == nil {
+		r.Details = map[string]int64{}
+	}
+	var chat, old, chatComments, oldComments, checklists int64
+	err := e.Pool.QueryRow(ctx, `SELECT
+  count(*) FILTER (WHERE entity = $1 AND coalesce(payload->>'chatId', '0') NOT IN ('', '0')),
+  count(*) FILTER (WHERE entity = $1 AND coalesce(payload->>'chatId', '0') IN ('', '0')),
+  count(*) FILTER (WHERE entity = $2 AND payload ? 'chat_id'),
+  count(*) FILTER (WHERE entity = $2 AND payload ? 'POST_MESSAGE'),
+  count(*) FILTER (WHERE entity = $3 AND NOT payload ? $4)
+FROM bitrix_records WHERE entity = ANY(ARRAY[$1, $2, $3])`, Tasks, TaskComments, TaskChecklists, unreachableKey).
+		Scan(&chat, &old, &chatComments, &oldComments, &checklists)
+	if err != nil {
+		return fmt.Errorf("verify tasks: %w", err)
+	}
+	r.Details["tasks_chat_card"], r.Details["tasks_old_card"] = chat, old
+	r.Details["comments_chat_path"], r.Details["comments_old_card_path"] = chatComments, oldComments
+	r.Details["checklists"] = checklists
+	rows, err := e.Pool.Query(ctx, `SELECT field_name || ' (' || coalesce(payload->>'USER_TYPE_ID', '?') || ')' FROM bitrix_fields
+WHERE entity = $1 AND NOT on_target ORDER BY field_name`, ent.Name)
+	if err != nil {
+		return fmt.Errorf("verify tasks: %w", err)
+	}
+	missing, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("verify tasks: %w", err)
+	}
+	if len(missing) > 0 {
+		r.Notes = append(r.Notes, "custom fields not on the target, their values not migrated (the target creates task fields "+
+			"only of types "+strings.Join(ent.Fields.Creatable, ", ")+"): "+strings.Join(missing, ", "))
+	}
+	return nil
+}
