@@ -132,7 +132,7 @@ func TestKilledCRMRunsConverge(t *testing.T) {
 // crmRefFields are where CRM and workflow payloads name other records by target id.
 var crmRefFields = map[string]string{
 	"assignedById": bitrix.Users, "createdBy": bitrix.Users, "updatedBy": bitrix.Users, "movedBy": bitrix.Users,
-	"observers": bitrix.Users, "USER_ID": bitrix.Users, "STARTED_BY": bitrix.Users, "WORKFLOW_STARTED_BY": bitrix.Users,
+	"observers": bitrix.Users, "AUTHOR_ID": bitrix.Users, "UF_CRM_1724412805": bitrix.Users, "USER_ID": bitrix.Users, "STARTED_BY": bitrix.Users, "WORKFLOW_STARTED_BY": bitrix.Users,
 	"categoryId": bitrix.CRMCategories, "CATEGORY_ID": bitrix.CRMCategories, "stageId": bitrix.CRMStages,
 	"previousStageId": bitrix.CRMStages, "companyId": bitrix.Companies, "companyIds": bitrix.Companies,
 	"mycompanyId": bitrix.Companies, "contactId": bitrix.Contacts, "contactIds": bitrix.Contacts,
