@@ -242,7 +242,7 @@ func (e *Engine) verifyRefs(ctx context.Context, ent *Entity, r *VerifyReport) e
 		if ref.Values != nil {
 			continue
 		}
-		if ref.Many || ref.Optional || ref.DropGone {
+		if ref.Many || ref.DropGone { // an Optional one is a plain reference when it is set
 			if err := e.verifyLinks(ctx, ent, ref, r); err != nil {
 				return err
 			}
