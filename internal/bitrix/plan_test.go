@@ -65,3 +65,56 @@ func TestPlanForetellsWhatGetDoes(t *testing.T) {
 		t.Errorf("plan: %d messages, get read %d", plans[bitrix.ChatMessages].Records, m.Rows)
 	}
 }
+
+// The feed's and the tasks' plans, made once users and groups are read, foretell what their gets
+// send: the feed's walks one call per 50 audiences and authors (more for a key past one page),
+// the tasks one comment command per task whichever card it is in.
+func TestPlanForetellsFeedAndTasks(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, bitrixfake.Options{Users: 300, Groups: 20, Posts: 150, PostComments: 3, Tasks: 600, TaskComments: 4, Seed: 12})
+	e := v.engine()
+	for _, ent := range []string{bitrix.Users, bitrix.Groups} {
+		if _, err := e.Get(v.ctx, ent); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := e.Plan(v.ctx, rest.DefaultRate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	planned := map[string]int{}
+	for _, ep := range p.Entities {
+		planned[ep.Entity] += ep.Calls
+	}
+	for _, ent := range []string{bitrix.Feed, bitrix.Tasks} {
+		want := 0
+		for _, member := range bitrix.Catalog().Family(mustEntity(t, ent)) {
+			want += planned[member.Name]
+		}
+		before := v.portal.Stats().Requests
+		st, err := e.Get(v.ctx, ent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A key with more than a page (the posts of all employees, an author of many comments, a
+		// long chat) costs more than planned: at most one call per 50 rows its children read.
+		extra := 0
+		for _, child := range bitrix.Catalog().Children(mustEntity(t, ent)) {
+			extra += (st.Of(child.Name).Rows + 49) / 50
+		}
+		got := v.portal.Stats().Requests - before
+		if got < want || got > want+extra {
+			t.Errorf("%s get made %d calls, the plan said %d (and up to %d more for keys past one page)", ent, got, want, extra)
+		}
+		t.Logf("%s: planned %d calls, sent %d", ent, want, got)
+	}
+}
+
+func mustEntity(t *testing.T, name string) *bitrix.Entity {
+	t.Helper()
+	ent, ok := bitrix.Catalog().Entity(name)
+	if !ok {
+		t.Fatalf("no entity %q in the catalog", name)
+	}
+	return ent
+}
