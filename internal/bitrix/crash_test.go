@@ -151,6 +151,15 @@ func TestKilledRunsConverge(t *testing.T) {
 		bitrix.ChatMessages)
 }
 
+// TestKilledMultiRangeGetConverges kills users get while many ID ranges are walked at once
+// (12,000 users: five ranges of about 2,450 and the open one after the last ID, all in flight),
+// so that kills land between ranges stored and ranges on their way; each rerun resumes every
+// range where it stopped.
+func TestKilledMultiRangeGetConverges(t *testing.T) {
+	crashTest(t, bitrixfake.Options{Users: 12_000, Seed: 54}, []string{bitrix.Users},
+		[]aim{{"users get", 12}, {"users set", 4}})
+}
+
 // TestKilledFeedAndTasksConverge kills the feed's and the tasks' get and set 20 times each, on
 // a portal small enough that the many restarts stay quick, with every kind of child: recipients
 // walked per audience, comments walked per author, checklists and old-card comments per page of
@@ -303,6 +312,7 @@ func (w *world) contents(t *testing.T) map[string]string {
 	// Where each entity's payload names other records by target id ("a.b": field b of every
 	// element of a).
 	refs := map[string]map[string]string{
+		bitrix.Users:          {},
 		bitrix.Groups:         {"OWNER_ID": bitrix.Users},
 		bitrix.GroupMembers:   {"USER_ID": bitrix.Users, "GROUP_ID": bitrix.Groups},
 		bitrix.Chats:          {"owner_id": bitrix.Users, "participants": bitrix.Users, "entity_id": bitrix.Groups},
