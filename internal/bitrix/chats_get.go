@@ -416,6 +416,25 @@ source_total = $2, updated_at = now() WHERE entity = $1`, entity, total)
 	return nil
 }
 
+// finishWalk marks a walked entity's pass complete: the portal counts none of its records, so
+// the source total is what the walk stored.
+func finishWalk(ctx context.Context, db status.DB, entity string) error {
+	stored, err := storedCount(ctx, db, entity)
+	if err != nil {
+		return err
+	}
+	return finishPass(ctx, db, entity, stored)
+}
+
+// storedCount is how many records of an entity are stored.
+func storedCount(ctx context.Context, db status.DB, entity string) (int64, error) {
+	var n int64
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM bitrix_records WHERE entity = $1`, entity).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count %s: %w", entity, err)
+	}
+	return n, nil
+}
+
 // storedChats returns the chats stored, readable or not, in id order of their records.
 func storedChats(ctx context.Context, db status.DB) ([]chatRow, error) {
 	rows, err := db.Query(ctx, `SELECT payload FROM bitrix_records WHERE entity = 'chats' ORDER BY id`)

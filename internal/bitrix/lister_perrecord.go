@@ -259,11 +259,7 @@ func (w *perRecordWalk) store(ctx context.Context, rows []json.RawMessage, from,
 // total: the portal cannot count the rows of all records at once (only one record's), so the
 // source count verify compares with is what get read.
 func (p *PerRecord) total(ctx context.Context, e *Engine, ent *Entity) (int64, error) {
-	var n int64
-	if err := e.Pool.QueryRow(ctx, `SELECT count(*) FROM bitrix_records WHERE entity = $1`, ent.Name).Scan(&n); err != nil {
-		return 0, fmt.Errorf("count %s: %w", ent.Name, err)
-	}
-	return n, nil
+	return storedCount(ctx, e.Pool, ent.Name)
 }
 
 // plan: one command per record of Of (as many as its get read, or as the portal counted), 50
@@ -272,9 +268,9 @@ func (p *PerRecord) plan(ctx context.Context, e *Engine, ent *Entity) ([]EntityP
 	var n int64
 	how := fmt.Sprintf("one %s per record of %s, 50 to a call; no count before they are read", p.Method, strings.Join(p.Of, ", "))
 	for _, of := range p.Of {
-		var read int64
-		if err := e.Pool.QueryRow(ctx, `SELECT count(*) FROM bitrix_records WHERE entity = $1`, of).Scan(&read); err != nil {
-			return nil, fmt.Errorf("count %s: %w", of, err)
+		read, err := storedCount(ctx, e.Pool, of)
+		if err != nil {
+			return nil, err
 		}
 		if read == 0 { // not read yet: as many as the portal counts
 			owner := e.entity(of)

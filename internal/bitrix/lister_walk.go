@@ -112,11 +112,7 @@ func (w *KeyWalk) walk(ctx context.Context, e *Engine, child *Entity, st *GetSta
 	if err := kw.run(ctx); err != nil {
 		return fmt.Errorf("walk %s: %w", child.Name, err)
 	}
-	var stored int64
-	if err := e.Pool.QueryRow(ctx, `SELECT count(*) FROM bitrix_records WHERE entity = $1`, child.Name).Scan(&stored); err != nil {
-		return fmt.Errorf("count %s: %w", child.Name, err)
-	}
-	return finishPass(ctx, e.Pool, child.Name, stored)
+	return finishWalk(ctx, e.Pool, child.Name)
 }
 
 // walkCursors returns where each key's walk starts in this pass: keys the pass finished are left

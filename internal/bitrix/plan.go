@@ -137,9 +137,9 @@ func (chatWalker) plan(ctx context.Context, e *Engine, ent *Entity) ([]EntityPla
 		return nil, err
 	}
 	how := "im.recent.list and the workgroups' chats, read as get reads them, with participants"
-	var groups int64
-	if err := e.Pool.QueryRow(ctx, `SELECT count(*) FROM bitrix_records WHERE entity = $1`, Groups).Scan(&groups); err != nil {
-		return nil, fmt.Errorf("count workgroups read: %w", err)
+	groups, err := storedCount(ctx, e.Pool, Groups)
+	if err != nil {
+		return nil, err
 	}
 	if groups == 0 {
 		how = "im.recent.list only: no workgroups are read yet, so their chats are not counted (run `ingest bitrix groups get` first)"

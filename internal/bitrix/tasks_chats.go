@@ -73,11 +73,7 @@ WHERE c.entity = $1 AND c.payload ? 'chat_id' GROUP BY 1`, child.Name, Tasks)
 	if err := w.run(ctx); err != nil {
 		return fmt.Errorf("walk %s: %w", child.Name, err)
 	}
-	var stored int64
-	if err := e.Pool.QueryRow(ctx, `SELECT count(*) FROM bitrix_records WHERE entity = $1`, child.Name).Scan(&stored); err != nil {
-		return fmt.Errorf("count %s: %w", child.Name, err)
-	}
-	return finishPass(ctx, e.Pool, child.Name, stored)
+	return finishWalk(ctx, e.Pool, child.Name)
 }
 
 // taskChatsOf maps the chat of every stored task that has one to the task.
