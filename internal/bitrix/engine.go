@@ -87,9 +87,11 @@ type Engine struct {
 	// Now is the clock for retry schedules; nil means time.Now.
 	Now func() time.Time
 
-	// meOnce guards me, the webhook's user id, learned once per engine (webhookUser).
+	// meOnce guards me, the webhook's user id, and admin, whether it is an administrator, each
+	// learned once per engine (webhookUser, webhookAdmin).
 	meOnce sync.Mutex
 	me     string
+	admin  *bool
 }
 
 func (e *Engine) registry() *Registry {

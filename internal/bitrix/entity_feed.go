@@ -61,7 +61,7 @@ func feedRecipientsEntity() *Entity {
 				start, _ := strconv.Atoi(cursor)
 				return map[string]any{"LOG_RIGHTS": []string{key}, "start": start}
 			},
-			How: "log.blogpost.get LOG_RIGHTS per audience: UA, SG<group>, U<user>"},
+			How: "log.blogpost.get LOG_RIGHTS per audience: UA, SG<group>, U<user>", PlanKeys: planAudiences},
 		Refs: []Ref{{Field: "code", Entity: Users, Name: "user", Values: func(f map[string]json.RawMessage) []string {
 			return audienceID(text(f, "code"), "U")
 		}}, {Field: "code", Entity: Groups, Name: "group", Values: func(f map[string]json.RawMessage) []string {
@@ -83,7 +83,7 @@ func feedCommentsEntity() *Entity {
 		Walk: &KeyWalk{Method: "log.blogcomment.user.get", Keys: commentAuthors, Page: commentsPage, Params: func(key, cursor string) any {
 			first, _ := strconv.ParseInt(cursor, 10, 64)
 			return map[string]any{"USER_ID": key, "FIRST_ID": first, "LIMIT": commentsLimit}
-		}, How: "log.blogcomment.user.get per author"},
+		}, How: "log.blogcomment.user.get per author", PlanKeys: planCommentAuthors},
 		Refs: []Ref{{Field: "author_id", Entity: Users, Name: "author", Values: func(f map[string]json.RawMessage) []string {
 			return append([]string{text(f, "author_id")}, mentionsIn(f, "text")...)
 		}}},
@@ -100,16 +100,7 @@ func feedCommentsEntity() *Entity {
 // is an administrator (user.admin); otherwise only itself, since the portal then ignores USER_ID
 // and would answer its own comments for everyone's.
 func commentAuthors(ctx context.Context, e *Engine) ([]string, error) {
-	resp, err := e.Source.Call(ctx, "user.admin", nil)
-	admin := true
-	if err == nil {
-		err = resp.Decode(&admin)
-	}
-	if err != nil { // assume the administrator's webhook the docs ask for, and say so
-		e.Log.Warn("user.admin did not answer; the webhook's user is taken for an administrator", "entity", FeedComments, "error", err)
-		admin = true
-	}
-	if !admin {
+	if !e.webhookAdmin(ctx) {
 		me, err := e.webhookUser(ctx)
 		if err != nil {
 			return nil, err
@@ -118,6 +109,41 @@ func commentAuthors(ctx context.Context, e *Engine) ([]string, error) {
 		return []string{me}, nil
 	}
 	return storedIDs(ctx, e.Pool, Users)
+}
+
+// planCommentAuthors is how many authors commentAuthors will give once the users are read.
+func planCommentAuthors(ctx context.Context, e *Engine, planned map[string]int64) (int64, error) {
+	if !e.webhookAdmin(ctx) {
+		return 1, nil
+	}
+	return planned[Users], nil
+}
+
+// webhookAdmin reports whether the webhook's user is an administrator (user.admin), asked once
+// per engine. A portal that does not answer is taken to have given the administrator's webhook
+// the docs ask for, with a warning.
+func (e *Engine) webhookAdmin(ctx context.Context) bool {
+	e.meOnce.Lock()
+	defer e.meOnce.Unlock()
+	if e.admin != nil {
+		return *e.admin
+	}
+	resp, err := e.Source.Call(ctx, "user.admin", nil)
+	admin := true
+	if err == nil {
+		err = resp.Decode(&admin)
+	}
+	if err != nil {
+		e.Log.Warn("user.admin did not answer; the webhook's user is taken for an administrator", "entity", FeedComments, "error", err)
+		admin = true
+	}
+	e.admin = &admin
+	return admin
+}
+
+// planAudiences is how many audiences there will be once users and groups are read.
+func planAudiences(_ context.Context, _ *Engine, planned map[string]int64) (int64, error) {
+	return 1 + planned[Groups] + planned[Users], nil
 }
 
 // audiences are the recipient codes whose posts prove an audience: all employees, every

@@ -22,8 +22,9 @@ import (
 type Walker interface {
 	walk(ctx context.Context, e *Engine, child *Entity, st *GetStats) error
 	// planCalls says how many calls the walk will send at least, for `ingest bitrix plan`;
-	// records is -1 when the portal cannot say without the walk.
-	planCalls(ctx context.Context, e *Engine, child *Entity) (records int64, calls int, how string, err error)
+	// records is -1 when the portal cannot say without the walk. planned holds the records the
+	// plan found so far on the portal, by entity (the entities planned before this one).
+	planCalls(ctx context.Context, e *Engine, child *Entity, planned map[string]int64) (records int64, calls int, how string, err error)
 }
 
 // KeyWalk is a Walker for listings that exist only per key and page behind a cursor: the feed
@@ -44,6 +45,11 @@ type KeyWalk struct {
 	Page func(p WalkPage) (rows []WalkRow, next string, done bool, err error)
 	// How says, for `ingest bitrix plan`, what one key costs.
 	How string
+	// PlanKeys, when set, estimates for `ingest bitrix plan` how many keys the walk will have
+	// from the records the plan found on the portal (planned, by entity), so that a plan made
+	// before the entities the keys come from are read still counts them. The plan takes the
+	// larger of it and the keys read so far.
+	PlanKeys func(ctx context.Context, e *Engine, planned map[string]int64) (int64, error)
 }
 
 // WalkPage is one answer of a KeyWalk.
@@ -331,13 +337,25 @@ func (k *keyWalker) incoming(ctx context.Context, rows []WalkRow, zone *time.Loc
 }
 
 // planCalls: at least one call per 50 keys (keys with more than a page cost more).
-func (w *KeyWalk) planCalls(ctx context.Context, e *Engine, child *Entity) (int64, int, string, error) {
+func (w *KeyWalk) planCalls(ctx context.Context, e *Engine, child *Entity, planned map[string]int64) (int64, int, string, error) {
 	keys, err := w.Keys(ctx, e)
 	if err != nil {
 		return 0, 0, "", err
 	}
-	return -1, ceilDiv(int64(len(keys)), rest.MaxBatch), fmt.Sprintf("%s: %d keys from the records read so far (plan again once "+
-		"what they come from is read), 50 to a call; more for keys past one page", w.How, len(keys)), nil
+	n := int64(len(keys))
+	how := fmt.Sprintf("%s: %d keys from the records read so far, 50 to a call; more for keys past one page", w.How, n)
+	if w.PlanKeys != nil {
+		estimate, err := w.PlanKeys(ctx, e, planned)
+		if err != nil {
+			return 0, 0, "", err
+		}
+		if estimate > n {
+			n = estimate
+			how = fmt.Sprintf("%s: %d keys by the portal's counts of what they come from (not read yet), 50 to a call; "+
+				"more for keys past one page", w.How, n)
+		}
+	}
+	return -1, ceilDiv(n, rest.MaxBatch), how, nil
 }
 
 // walkChildren runs the walkers of ent's children, once its listing is complete.

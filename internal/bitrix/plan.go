@@ -44,6 +44,7 @@ type EntityPlan struct {
 func (e *Engine) Plan(ctx context.Context, rate rest.Rate) (Plan, error) {
 	before := e.stats()
 	p := Plan{Rate: rate.String()}
+	planned := map[string]int64{} // records on the portal by entity, for the walks' keys
 	for _, ent := range e.registry().Commands() {
 		plans, err := ent.Lister.plan(ctx, e, ent)
 		if err != nil {
@@ -58,7 +59,7 @@ func (e *Engine) Plan(ctx context.Context, rate rest.Rate) (Plan, error) {
 				}
 				plans = append(plans, more...)
 			case child.Walk != nil:
-				records, calls, how, err := child.Walk.planCalls(ctx, e, child)
+				records, calls, how, err := child.Walk.planCalls(ctx, e, child, planned)
 				if err != nil {
 					return p, fmt.Errorf("plan %s: %w", child.Name, err)
 				}
@@ -66,6 +67,9 @@ func (e *Engine) Plan(ctx context.Context, rate rest.Rate) (Plan, error) {
 			}
 		}
 		for _, ep := range plans {
+			if ep.Records >= 0 {
+				planned[ep.Entity] += ep.Records
+			}
 			ep.Seconds = round1(float64(ep.Calls) / rate.PerSecond)
 			p.Calls += ep.Calls
 			p.Seconds += ep.Seconds

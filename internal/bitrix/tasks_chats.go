@@ -120,7 +120,7 @@ func lostTaskChat(ctx context.Context, e *Engine, tx pgx.Tx, child *Entity, task
 }
 
 // planCalls: one call per 50 chats at least, more for chats of more than 50 messages.
-func (taskChats) planCalls(ctx context.Context, e *Engine, _ *Entity) (int64, int, string, error) {
+func (taskChats) planCalls(ctx context.Context, e *Engine, _ *Entity, _ map[string]int64) (int64, int, string, error) {
 	chats, err := taskChatsOf(ctx, e)
 	if err != nil {
 		return 0, 0, "", err
