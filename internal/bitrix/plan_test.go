@@ -73,6 +73,21 @@ func TestPlanForetellsFeedAndTasks(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t, bitrixfake.Options{Users: 300, Groups: 20, Posts: 150, PostComments: 3, Tasks: 600, TaskComments: 4, Seed: 12})
 	e := v.engine()
+	// Before anything is read, the feed's walks are planned from the portal's counts of users and
+	// workgroups: as many calls as once they are read.
+	first, err := e.Plan(v.ctx, rest.DefaultRate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	feedCalls := func(p bitrix.Plan) int {
+		n := 0
+		for _, ep := range p.Entities {
+			if ep.Entity == bitrix.FeedRecipients || ep.Entity == bitrix.FeedComments {
+				n += ep.Calls
+			}
+		}
+		return n
+	}
 	for _, ent := range []string{bitrix.Users, bitrix.Groups} {
 		if _, err := e.Get(v.ctx, ent); err != nil {
 			t.Fatal(err)
@@ -81,6 +96,11 @@ func TestPlanForetellsFeedAndTasks(t *testing.T) {
 	p, err := e.Plan(v.ctx, rest.DefaultRate())
 	if err != nil {
 		t.Fatal(err)
+	}
+	// One audience per user and workgroup and all employees, one author per user; 50 to a call.
+	walks := (300+20+1+49)/50 + (300+49)/50
+	if before, after := feedCalls(first), feedCalls(p); before != walks || after != walks {
+		t.Errorf("the feed's walks are planned at %d calls before users and groups are read, %d after; want %d", before, after, walks)
 	}
 	planned := map[string]int{}
 	for _, ep := range p.Entities {
