@@ -269,8 +269,13 @@ func crashTest(t *testing.T, opts bitrixfake.Options, entities []string, aims []
 			break
 		}
 	}
-	// The database holds the same records, statuses and inventory, and its id map names what
-	// the target holds.
+	requireSameState(t, ref, crashed)
+}
+
+// requireSameState requires the crashed world's database to hold the records, statuses, id map
+// and inventory of the uninterrupted one, and its id map to name what its target holds.
+func requireSameState(t *testing.T, ref, crashed *world) {
+	t.Helper()
 	for _, q := range []string{
 		`SELECT entity, source_id, status, checksum, payload::text, dates::text, coalesce(last_error, '') FROM bitrix_records ORDER BY entity, source_id`,
 		`SELECT entity, source_id, checksum FROM bitrix_id_map ORDER BY entity, source_id`,

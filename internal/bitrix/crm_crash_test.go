@@ -102,31 +102,7 @@ func TestKilledCRMRunsConverge(t *testing.T) {
 			break
 		}
 	}
-	for _, q := range []string{
-		`SELECT entity, source_id, status, checksum, payload::text, dates::text, coalesce(last_error, '') FROM bitrix_records ORDER BY entity, source_id`,
-		`SELECT entity, source_id, checksum FROM bitrix_id_map ORDER BY entity, source_id`,
-		`SELECT entity, source_total::text, get_complete::text, verified::text FROM bitrix_inventory ORDER BY entity`,
-	} {
-		want, got := dumpRows(t, ref.dbURL, q), dumpRows(t, crashed.dbURL, q)
-		if len(want) == 0 || len(got) != len(want) {
-			t.Errorf("%s: %d rows, want %d", q, len(got), len(want))
-			continue
-		}
-		for i := range want {
-			if got[i] != want[i] {
-				t.Errorf("%s: row %d = %s, want %s", q, i, got[i], want[i])
-				break
-			}
-		}
-	}
-	for _, row := range dumpRows(t, crashed.dbURL, `SELECT entity || ' ' || source_id || ' ' || target_id FROM bitrix_id_map`) {
-		var entity, sourceID, targetID string
-		fmt.Sscan(row, &entity, &sourceID, &targetID)
-		if rec, ok := crashed.target.Lookup(entity, "source:"+entity+":"+sourceID); !ok || rec.TargetID != targetID {
-			t.Errorf("id map %s %s -> %s, the target holds %+v", entity, sourceID, targetID, rec)
-			break
-		}
-	}
+	requireSameState(t, ref, crashed)
 }
 
 // crmRefFields are where CRM and workflow payloads name other records by target id.
