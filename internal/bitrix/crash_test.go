@@ -171,6 +171,9 @@ func TestKilledFeedAndTasksConverge(t *testing.T) {
 		bitrix.FeedComments, bitrix.TaskComments, bitrix.TaskChecklists)
 }
 
+// childPhases are the phases the crash child runs for every entity, in order.
+var childPhases = []string{"fields-get", "fields-set", "get", "set", "verify"}
+
 // aim is a phase to kill the child in, and how many times.
 type aim struct {
 	phase string
@@ -211,7 +214,18 @@ func crashTest(t *testing.T, opts bitrixfake.Options, entities []string, aims []
 		phases = append(phases, slices.Repeat([]string{a.phase}, a.kills)...)
 		window[a.phase] = took[a.phase]/time.Duration(a.kills+2) + time.Millisecond
 	}
-	killedIn := map[string]int{}
+	// order is where a phase comes in a child's run ("done" last), to tell a kill that landed
+	// after the aimed entity's get and set: those ran to their end, so their work is done and
+	// the kills still aimed at them could only land later.
+	order := func(phase string) int {
+		entity, step, _ := strings.Cut(phase, " ")
+		i := slices.Index(entities, entity)
+		if i < 0 {
+			return len(entities) * len(childPhases)
+		}
+		return i*len(childPhases) + slices.Index(childPhases, step)
+	}
+	killedIn, spared := map[string]int{}, map[string]int{}
 	for kills, attempts := 0, 0; kills < len(phases); attempts++ {
 		if attempts > 3*len(phases) {
 			t.Fatalf("after %d runs only %d of %d kills landed where aimed: %v", attempts, kills, len(phases), killedIn)
@@ -220,11 +234,20 @@ func crashTest(t *testing.T, opts bitrixfake.Options, entities []string, aims []
 		last, killed := startChild(t, bin, crashed, webhook, entities...).run(t, phase, window[phase], rng)
 		if killed {
 			killedIn[last]++
-			entity, _, _ := strings.Cut(phase, " ")
-			if last == entity+" get" || last == entity+" set" {
+		}
+		entity, _, _ := strings.Cut(phase, " ")
+		switch {
+		case killed && (last == entity+" get" || last == entity+" set"):
+			kills++
+		case !killed || order(last) > order(entity+" set"):
+			for kills < len(phases) && phases[kills] == phase {
 				kills++
+				spared[phase]++
 			}
 		}
+	}
+	if len(spared) > 0 {
+		t.Logf("kills not made because their phase had no work left: %v", spared)
 	}
 	if last, _ := startChild(t, bin, crashed, webhook, entities...).run(t, "", 0, rng); last != "done" {
 		t.Fatalf("final run ended after %q", last)
@@ -239,8 +262,9 @@ func crashTest(t *testing.T, opts bitrixfake.Options, entities []string, aims []
 			sets += n
 		}
 	}
-	if gets == 0 || sets == 0 {
-		t.Errorf("kills landed in %d gets and %d sets; want both", gets, sets)
+	// A phase whose work ends before all its kills landed spares the rest, but most must land.
+	if gets == 0 || sets == 0 || 4*(gets+sets) < 3*len(phases) {
+		t.Errorf("kills landed in %d gets and %d sets of %d aimed; want both, and three in four at least", gets, sets, len(phases))
 	}
 
 	// The target holds every record exactly once, with the content of the uninterrupted run's.
