@@ -1,18 +1,12 @@
 package bitrix_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -22,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/crashtest"
 	"github.com/ingest-dev/ingest/internal/dbtest"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
 	"github.com/ingest-dev/ingest/internal/fakes/targetfake"
@@ -31,18 +26,6 @@ import (
 // SIGKILL at random moments, rerunning it each time, as cron would after a node died. The fakes
 // and the databases live in the test and outlive the kills, aimed at the phases that write: 28
 // for users, groups and chats, 40 for the feed and tasks.
-
-// buildChild compiles testdata/crashchild, without the race detector: killing a process that
-// runs at production speed is the point.
-func buildChild(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "crashchild")
-	out, err := exec.Command("go", "build", "-o", bin, "./testdata/crashchild").CombinedOutput()
-	if err != nil {
-		t.Fatalf("build the child: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // world is one database and one target the child migrates into.
 type world struct {
@@ -61,87 +44,12 @@ func newWorld(t *testing.T) *world {
 	return w
 }
 
-// child is one run of the child process.
-type child struct {
-	cmd    *exec.Cmd
-	phase  chan string // the phases it announces; closed when its stdout ends
-	stderr bytes.Buffer
-}
-
-func startChild(t *testing.T, bin string, w *world, portal string, entities ...string) *child {
+// startChild starts the crash child on the world's database and target, reading the portal,
+// for the entities given (every one when none).
+func startChild(t *testing.T, bin string, w *world, portal string, entities ...string) *crashtest.Child {
 	t.Helper()
-	c := &child{cmd: exec.Command(bin), phase: make(chan string, 16)}
-	c.cmd.Env = append(os.Environ(), "BITRIX_CRASH_DB="+w.dbURL, "BITRIX_CRASH_PORTAL="+portal, "BITRIX_CRASH_TARGET="+w.addr,
+	return crashtest.Start(t, bin, "BITRIX_CRASH_DB="+w.dbURL, "BITRIX_CRASH_PORTAL="+portal, "BITRIX_CRASH_TARGET="+w.addr,
 		"BITRIX_CRASH_ENTITIES="+strings.Join(entities, ","))
-	c.cmd.Stderr = &c.stderr
-	out, err := c.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer close(c.phase)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if p, ok := strings.CutPrefix(sc.Text(), "phase "); ok {
-				c.phase <- p
-			}
-		}
-		_, _ = io.Copy(io.Discard, out)
-	}()
-	return c
-}
-
-// run lets the child run until phase starts and then for a random part of within before
-// killing it; it returns the phase the child was in when killed (or the last it announced) and
-// whether it was killed. An empty phase means: let it finish.
-func (c *child) run(t *testing.T, phase string, within time.Duration, rng *rand.Rand) (last string, killed bool) {
-	t.Helper()
-	var kill <-chan time.Time
-	for {
-		select {
-		case p, ok := <-c.phase:
-			if ok {
-				last = p
-				if p == phase && kill == nil {
-					kill = time.After(time.Duration(rng.Int64N(int64(within))))
-				}
-				continue
-			}
-			if err := c.cmd.Wait(); err != nil {
-				t.Fatalf("child failed on its own after %q: %v\n%s", last, err, c.stderr.String())
-			}
-			return last, false
-		case <-kill:
-			if err := c.cmd.Process.Kill(); err != nil {
-				t.Fatal(err)
-			}
-			_ = c.cmd.Wait()
-			for p := range c.phase {
-				last = p
-			}
-			return last, true
-		}
-	}
-}
-
-// timedPhases runs a child to the end and returns how long each of its phases took.
-func (c *child) timedPhases(t *testing.T) map[string]time.Duration {
-	t.Helper()
-	took := map[string]time.Duration{}
-	last, at := "", time.Now()
-	for p := range c.phase {
-		if last != "" {
-			took[last] = time.Since(at)
-		}
-		last, at = p, time.Now()
-	}
-	if err := c.cmd.Wait(); err != nil || last != "done" {
-		t.Fatalf("reference run ended after %q: %v\n%s", last, err, c.stderr.String())
-	}
-	return took
 }
 
 func TestKilledRunsConverge(t *testing.T) {
@@ -194,11 +102,11 @@ func crashTest(t *testing.T, opts bitrixfake.Options, entities []string, aims []
 	defer psrv.Close()
 	webhook := psrv.URL + portal.WebhookPath()
 
-	bin := buildChild(t)
+	bin := crashtest.Build(t, "./testdata/crashchild")
 
 	// The uninterrupted run the crashed one must end up equal to.
 	ref := newWorld(t)
-	took := startChild(t, bin, ref, webhook, entities...).timedPhases(t)
+	took := startChild(t, bin, ref, webhook, entities...).TimedPhases(t)
 
 	// Each kill aims at a random moment early in one of the phases that write, so that the
 	// work of a phase is cut several times before it is done; a phase whose work an earlier
@@ -231,7 +139,7 @@ func crashTest(t *testing.T, opts bitrixfake.Options, entities []string, aims []
 			t.Fatalf("after %d runs only %d of %d kills landed where aimed: %v", attempts, kills, len(phases), killedIn)
 		}
 		phase := phases[kills]
-		last, killed := startChild(t, bin, crashed, webhook, entities...).run(t, phase, window[phase], rng)
+		last, killed := startChild(t, bin, crashed, webhook, entities...).Run(t, phase, window[phase], rng)
 		if killed {
 			killedIn[last]++
 		}
@@ -249,7 +157,7 @@ func crashTest(t *testing.T, opts bitrixfake.Options, entities []string, aims []
 	if len(spared) > 0 {
 		t.Logf("kills not made because their phase had no work left: %v", spared)
 	}
-	if last, _ := startChild(t, bin, crashed, webhook, entities...).run(t, "", 0, rng); last != "done" {
+	if last, _ := startChild(t, bin, crashed, webhook, entities...).Run(t, "", 0, rng); last != "done" {
 		t.Fatalf("final run ended after %q", last)
 	}
 	t.Logf("uninterrupted phases took %v; kills by phase: %v", took, killedIn)

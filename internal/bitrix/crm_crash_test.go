@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/crashtest"
 	"github.com/ingest-dev/ingest/internal/dbtest"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
 )
@@ -29,11 +30,11 @@ func TestKilledCRMRunsConverge(t *testing.T) {
 	psrv := httptest.NewServer(portal)
 	defer psrv.Close()
 	webhook := psrv.URL + portal.WebhookPath()
-	bin := buildChild(t)
+	bin := crashtest.Build(t, "./testdata/crashchild")
 	entities := strings.Join(append([]string{bitrix.Users}, crmEntities...), ",")
 
 	ref := newWorld(t)
-	took := startChild(t, bin, ref, webhook, strings.Split(entities, ",")...).timedPhases(t)
+	took := startChild(t, bin, ref, webhook, strings.Split(entities, ",")...).TimedPhases(t)
 
 	crashed := newWorld(t)
 	// Each run starts at the first entity not verified yet, as the entity's own CronJob would
@@ -67,13 +68,13 @@ func TestKilledCRMRunsConverge(t *testing.T) {
 			t.Fatalf("after %d runs only %d kills landed: %v", runs, kills, killedIn)
 		}
 		aim := aims[kills]
-		last, killed := startChild(t, bin, crashed, webhook, strings.Split(unfinished(), ",")...).run(t, aim, took[aim]/2+time.Millisecond, rng)
+		last, killed := startChild(t, bin, crashed, webhook, strings.Split(unfinished(), ",")...).Run(t, aim, took[aim]/2+time.Millisecond, rng)
 		if killed {
 			kills++
 			killedIn[last]++
 		}
 	}
-	if last, _ := startChild(t, bin, crashed, webhook, strings.Split(unfinished(), ",")...).run(t, "", 0, rng); last != "done" {
+	if last, _ := startChild(t, bin, crashed, webhook, strings.Split(unfinished(), ",")...).Run(t, "", 0, rng); last != "done" {
 		t.Fatalf("final run ended after %q", last)
 	}
 	t.Logf("uninterrupted phases took %v; kills by phase: %v", took, killedIn)

@@ -1,15 +1,11 @@
 package social_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ingest-dev/ingest/internal/crashtest"
 	"github.com/ingest-dev/ingest/internal/dbtest"
 	"github.com/ingest-dev/ingest/internal/fakes/enrichfake"
 	"github.com/ingest-dev/ingest/internal/fakes/graphfake"
@@ -27,15 +24,6 @@ import (
 // it with SIGKILL at random moments of each, rerunning it each time as cron would after a node
 // died; then it compares the raw and normalized stores with those of an uninterrupted run. The
 // fake Graph API is shared (it only reads); each world has its own enrichment provider.
-
-func buildChild(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "crashchild")
-	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/crashchild").CombinedOutput(); err != nil {
-		t.Fatalf("build the child: %v\n%s", err, out)
-	}
-	return bin
-}
 
 type world struct {
 	dbURL, enrich string
@@ -49,84 +37,12 @@ func newWorld(t *testing.T) *world {
 	return w
 }
 
-type child struct {
-	cmd    *exec.Cmd
-	phase  chan string
-	stderr bytes.Buffer
-}
-
-func startChild(t *testing.T, bin string, w *world, graphURL, accounts string) *child {
+// startChild starts the crash child on the world's database and enrichment provider, reading
+// the Graph API, for the accounts given.
+func startChild(t *testing.T, bin string, w *world, graphURL, accounts string) *crashtest.Child {
 	t.Helper()
-	c := &child{cmd: exec.Command(bin), phase: make(chan string, 16)}
-	c.cmd.Env = append(os.Environ(), "SOCIAL_CRASH_DB="+w.dbURL, "SOCIAL_CRASH_GRAPH="+graphURL,
+	return crashtest.Start(t, bin, "SOCIAL_CRASH_DB="+w.dbURL, "SOCIAL_CRASH_GRAPH="+graphURL,
 		"SOCIAL_CRASH_ENRICH="+w.enrich, "SOCIAL_CRASH_ACCOUNTS="+accounts)
-	c.cmd.Stderr = &c.stderr
-	out, err := c.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer close(c.phase)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if p, ok := strings.CutPrefix(sc.Text(), "phase "); ok {
-				c.phase <- p
-			}
-		}
-		_, _ = io.Copy(io.Discard, out)
-	}()
-	return c
-}
-
-// run lets the child run until phase starts, then for a random part of within, then kills it.
-// An empty phase lets it finish.
-func (c *child) run(t *testing.T, phase string, within time.Duration, rng *rand.Rand) (last string, killed bool) {
-	t.Helper()
-	var kill <-chan time.Time
-	for {
-		select {
-		case p, ok := <-c.phase:
-			if ok {
-				last = p
-				if p == phase && kill == nil {
-					kill = time.After(time.Duration(rng.Int64N(int64(within))))
-				}
-				continue
-			}
-			if err := c.cmd.Wait(); err != nil {
-				t.Fatalf("child failed on its own after %q: %v\n%s", last, err, c.stderr.String())
-			}
-			return last, false
-		case <-kill:
-			if err := c.cmd.Process.Kill(); err != nil {
-				t.Fatal(err)
-			}
-			_ = c.cmd.Wait()
-			for p := range c.phase {
-				last = p
-			}
-			return last, true
-		}
-	}
-}
-
-func (c *child) timedPhases(t *testing.T) map[string]time.Duration {
-	t.Helper()
-	took := map[string]time.Duration{}
-	last, at := "", time.Now()
-	for p := range c.phase {
-		if last != "" {
-			took[last] = time.Since(at)
-		}
-		last, at = p, time.Now()
-	}
-	if err := c.cmd.Wait(); err != nil || last != "done" {
-		t.Fatalf("reference run ended after %q: %v\n%s", last, err, c.stderr.String())
-	}
-	return took
 }
 
 func TestKilledRunsConverge(t *testing.T) {
@@ -159,11 +75,11 @@ func TestKilledRunsConverge(t *testing.T) {
 	if err := os.WriteFile(accounts, []byte(csv.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	bin := buildChild(t)
+	bin := crashtest.Build(t, "./testdata/crashchild")
 	graphURL := gsrv.URL + "/v23.0"
 
 	ref := newWorld(t)
-	took := startChild(t, bin, ref, graphURL, accounts).timedPhases(t)
+	took := startChild(t, bin, ref, graphURL, accounts).TimedPhases(t)
 
 	crashed := newWorld(t)
 	rng := rand.New(rand.NewPCG(51, 2))
@@ -179,7 +95,7 @@ func TestKilledRunsConverge(t *testing.T) {
 	for kills < len(aims) {
 		aim := aims[kills]
 		// A kill early in the phase cuts its work several times before it is done.
-		last, killed := startChild(t, bin, crashed, graphURL, accounts).run(t, aim, took[aim]/5+time.Millisecond, rng)
+		last, killed := startChild(t, bin, crashed, graphURL, accounts).Run(t, aim, took[aim]/5+time.Millisecond, rng)
 		runs++
 		if !killed && last == "done" {
 			break // the work is done before the last aims: enough if at least 20 kills landed
@@ -192,7 +108,7 @@ func TestKilledRunsConverge(t *testing.T) {
 	if kills < 20 {
 		t.Fatalf("only %d kills landed before the work was done (%v); want at least 20", kills, killedIn)
 	}
-	if last, _ := startChild(t, bin, crashed, graphURL, accounts).run(t, "", 0, rng); last != "done" {
+	if last, _ := startChild(t, bin, crashed, graphURL, accounts).Run(t, "", 0, rng); last != "done" {
 		t.Fatalf("final run ended after %q", last)
 	}
 	t.Logf("uninterrupted phases took %v; %d kills in %d runs, by phase: %v", took, kills, runs, killedIn)
