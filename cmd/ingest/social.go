@@ -141,7 +141,8 @@ func (app *app) socialSync(ctx context.Context, command string, c *socialCmd, se
 				r.Metrics.Processed.WithLabelValues("social_"+step, outcome).Add(float64(n))
 			}
 			r.Log.Info(step+" done", "records", st.Records, "calls", st.Calls, "pages", st.Pages, "items", st.Items,
-				"restarts", st.Restarts, "outcomes", st.Outcomes, "parked", st.Parked, "stopped_early", st.Truncated)
+				"restarts", st.Restarts, "outcomes", st.Outcomes, "parked", st.Parked, "stopped_early", st.Truncated,
+				"incomplete", st.Incomplete, "repairs", st.Repairs)
 			if err != nil {
 				return err
 			}
@@ -178,7 +179,11 @@ func (app *app) socialEnrich(ctx context.Context, command string, c *socialCmd, 
 		r.Metrics.Processed.WithLabelValues("social_enrich", "jobs_failed").Add(float64(st.Failed))
 		r.Metrics.Processed.WithLabelValues("social_enrich", "jobs_expired").Add(float64(st.Expired))
 		r.Log.Info("enrichment done", "jobs_submitted", st.Jobs, "items", st.Items, "polls", st.Polls, "succeeded", st.Succeeded,
-			"failed", st.Failed, "expired", st.Expired, "labels", st.Labels, "nothing_to_send", st.Skipped, "at_cap", st.CapReached)
+			"failed", st.Failed, "expired", st.Expired, "labels", st.Labels, "nothing_to_send", st.Skipped, "at_cap", st.CapReached,
+			"adopted", st.Adopted, "token_refused", st.Refused)
+		if pr := new(social.ProviderRefusedError); errors.As(err, &pr) {
+			return configError{err.Error()} // a provider's token: exit 78, after the others' work
+		}
 		return err
 	})
 }
