@@ -52,8 +52,8 @@ type AccountReport struct {
 	// earlier version (walked again in full by the next sync).
 	Incomplete []string `json:"incomplete,omitempty"`
 	fullWalk   bool
-	oldWalk    bool // its last complete listing was made by an earlier version (walk_version 0)
-	Enrichment       map[string]int64 `json:"enrichment_by_status,omitempty"`
+	oldWalk    bool             // its last complete listing was made by an earlier version (walk_version 0)
+	Enrichment map[string]int64 `json:"enrichment_by_status,omitempty"`
 }
 
 // Park is a parked token or the app.

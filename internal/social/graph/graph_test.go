@@ -139,8 +139,8 @@ const token = "EAAGsecretTOKEN0123456789"
 func TestErrorsAreClassifiedByCodeNotStatus(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
-		file              string
-		status            string
+		file                string
+		status              string
 		throttled, platform bool
 	}{
 		{"airbyte_test_ig_rate_limit_error_code80002.json", "400", true, false},
