@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ingest-dev/ingest/internal/metrics"
 	"github.com/ingest-dev/ingest/internal/redact"
 	"github.com/ingest-dev/ingest/internal/run"
 	"github.com/ingest-dev/ingest/internal/social"
@@ -81,12 +82,8 @@ func (app *app) socialCommand(ctx context.Context, command string, c *socialCmd)
 }
 
 // shardSuffix names this run's shard in run and lock names ("" when unsharded).
-func shardSuffix(c *socialCmd) string {
-	if c.Shards <= 1 {
-		return ""
-	}
-	return fmt.Sprintf(" shard %d/%d", c.Shard, c.Shards)
-}
+// The metrics take the shard out of the command label into a label of its own.
+func shardSuffix(c *socialCmd) string { return metrics.ShardSuffix(c.Shard, c.Shards) }
 
 // socialPool opens the pool of the social sync commands, tuned by social.TunePool.
 func (app *app) socialPool(ctx context.Context) (*pgxpool.Pool, error) {
