@@ -83,6 +83,7 @@ func TestUsageNearTheLimitSlowsThenParks(t *testing.T) {
 	e = newEnv(t, graphfake.Options{Seed: 32, NoFixtureAccounts: true, AppUsageFloor: 100, Accounts: accounts})
 	e.addAll()
 	s = e.syncer(0, 0)
+	s.Gate.ParkFloor = time.Hour // parks outlast the test, however slow the machine
 	st, err := s.SyncProfiles(e.ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -113,6 +114,7 @@ func TestUsageNearTheLimitSlowsThenParks(t *testing.T) {
 	e = newEnv(t, graphfake.Options{Seed: 32, NoFixtureAccounts: true, BusinessUsageFloor: 100, Accounts: accounts})
 	e.addAll()
 	s = e.syncer(0, 0)
+	s.Gate.ParkFloor = time.Hour
 	e.syncAll(s)
 	if n := e.count(`SELECT count(*) FROM social_parks WHERE key LIKE 'token:%' AND reason LIKE 'X-Business-Use-Case-Usage at 100%'`); n != 2 || e.count(`SELECT count(*) FROM social_parks WHERE key = 'app'`) != 0 {
 		t.Errorf("%d tokens parked, want both, and not the app", n)
