@@ -151,6 +151,9 @@ func (e *Enricher) Submit(ctx context.Context) (EnrichStats, error) {
 }
 
 func (e *Enricher) submitProvider(ctx context.Context, p Provider, st *EnrichStats) error {
+	if err := e.recoverRefused(ctx, p); err != nil {
+		return err
+	}
 	capN := orInt(e.Cap, DefaultJobCap)
 	// Jobs recorded but not accepted yet (an interrupted submit, a cap reached): send them first.
 	pending, err := Jobs.Pick(ctx, e.Pool, status.PickParams{Statuses: []status.Status{JobNew}, Limit: capN, ScopeValue: p.Name})
@@ -194,6 +197,38 @@ func (e *Enricher) submitProvider(ctx context.Context, p Provider, st *EnrichSta
 		e.Log.Info("jobs in flight at the cap: the rest waits for the next run", "provider", p.Name, "cap", capN)
 	}
 	return nil
+}
+
+// refusedByEarlier matches the reason an earlier version gave the enrichments it failed when the
+// provider refused its token (a 401 taken for a failure of each job and post).
+const refusedByEarlier = "%enrichment API: HTTP 401 %"
+
+// recoverRefused sends back to enrich_pending, with their retries cleared, the enrichments an
+// earlier version failed because the provider refused its token: that was a configuration
+// error, not theirs, and they are sent again under the token of this run.
+func (e *Enricher) recoverRefused(ctx context.Context, p Provider) error {
+	return pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT id FROM social_enrichments WHERE provider = $1 AND status = $2 AND last_error LIKE $3`,
+			p.Name, string(EnrichFailed), refusedByEarlier)
+		if err != nil {
+			return fmt.Errorf("find enrichments failed on a refused token: %w", err)
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		c := e.change("failed by an earlier version when the provider refused its token: sent again")
+		c.Attempt = false
+		moved, err := Enrichments.MoveMany(ctx, tx, ids, EnrichFailed, EnrichPending, c)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE social_enrichments SET retries = 0, next_attempt_at = NULL WHERE id = ANY($1)`, moved); err != nil {
+			return fmt.Errorf("clear the retries of enrichments failed on a refused token: %w", err)
+		}
+		e.Log.Warn("enrichments an earlier version failed on a refused token are sent again", "provider", p.Name, "posts", len(moved))
+		return nil
+	})
 }
 
 // enrichRow is one post's enrichment by one provider.

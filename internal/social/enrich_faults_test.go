@@ -103,6 +103,12 @@ func TestEnrichBadTokenParksTheProvider(t *testing.T) {
 	t.Parallel()
 	e, en, prov, clk := enrichEnv(t, enrichfake.Options{Cap: 50, RunFor: time.Second})
 	en.Cap = 50
+	// What an earlier version left: enrichments failed because the provider refused its token.
+	if _, err := e.pool.Exec(e.ctx, `UPDATE social_enrichments SET status = $1, retries = 3,
+last_error = 'job 7: enrichment API: HTTP 401 unauthorized: a valid bearer token is required' WHERE id IN (SELECT id FROM social_enrichments ORDER BY id LIMIT 5)`,
+		string(social.EnrichFailed)); err != nil {
+		t.Fatal(err)
+	}
 	refusedBoth := func(st social.EnrichStats, err error) {
 		t.Helper()
 		var pr *social.ProviderRefusedError
