@@ -144,6 +144,12 @@ func (app *app) socialSync(ctx context.Context, command string, c *socialCmd, se
 				return err
 			}
 		}
+		if c.Shards <= 1 && app.args.PushgatewayURL != "" {
+			// An unsharded run's series carry no shard: every shard group of its command is stale.
+			if err := metrics.DeleteStaleShards(ctx, app.args.PushgatewayURL, metrics.CommandLabel(command), 0); err != nil {
+				r.Log.Warn("stale shard groups not deleted from the pushgateway", "error", err)
+			}
+		}
 		return nil
 	})
 }
