@@ -11,24 +11,16 @@ type args struct {
 	PushgatewayURL  string `arg:"--pushgateway-url,env:PUSHGATEWAY_URL" help:"push each run's metrics to this Prometheus Pushgateway" placeholder:"URL"`
 	HabrBaseURL     string `arg:"--habr-base-url,env:HABR_BASE_URL" default:"https://habr.com" help:"where Habr's feeds and pages are fetched from (a mirror or the local fake); stored links stay https://habr.com/..." placeholder:"URL"`
 	MetricsTextfile string `arg:"--metrics-textfile,env:METRICS_TEXTFILE" help:"write each run's metrics to this node-exporter textfile (*.prom)" placeholder:"PATH"`
-
-	Migrate    *migrateCmd `arg:"subcommand:migrate" help:"apply (up, the default) or list (status) database migrations"`
-	VersionCmd *versionCmd `arg:"subcommand:version" help:"print the version"`
-	// status and show (sharedArgs) and every pipeline's own commands (pipeline.commands) are
-	// further destinations of the parser, built from the pipelines.
+	// The commands are a tree of their own (commandTree), built from the pipelines.
 }
 
-type migrateCmd struct {
-	Up     *struct{} `arg:"subcommand:up" help:"apply every pending migration (the default)"`
-	Status *struct{} `arg:"subcommand:status" help:"list migrations and whether each is applied"`
-}
-
-// statusCmd is `ingest status`; sharedArgs adds `status NAME` for every pipeline.
+// statusCmd is `ingest status`; commandTree adds `status NAME` for every pipeline. Set and Ack
+// are the arguments of `status set` and `status ack`, parsed by those commands.
 type statusCmd struct {
 	JSON bool `arg:"--json" help:"print JSON instead of tables"`
 
-	Set *statusSetCmd `arg:"subcommand:set" help:"move records to another status by hand (recorded with who, when and why)"`
-	Ack *statusAckCmd `arg:"subcommand:ack" help:"accept failed records as known exceptions (bitrix IMPORT_ERR): verify lists them apart and passes"`
+	Set *statusSetCmd `arg:"-"`
+	Ack *statusAckCmd `arg:"-"`
 }
 
 type statusAckCmd struct {
@@ -47,8 +39,6 @@ type statusSetCmd struct {
 	Reason string   `arg:"--reason" help:"why: kept in the status history; required" placeholder:"TEXT"`
 	By     string   `arg:"--by,env:USER" help:"who is making the change" placeholder:"NAME"`
 }
-
-type versionCmd struct{}
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"

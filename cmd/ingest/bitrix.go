@@ -30,21 +30,24 @@ type bitrixCmd struct {
 	TestLimit  int    `arg:"--test-limit,env:BITRIX_TEST_LIMIT" help:"get reads only the first N records of the entity (dependencies come along)" placeholder:"N"`
 	// Concurrency only overlaps the portal's answer times: every request still waits for the
 	// one leaky bucket, so a higher cap never makes the run ruder to the portal.
-	Concurrency int  `arg:"--concurrency,env:BITRIX_CONCURRENCY" default:"8" help:"requests in flight at once (get's ID ranges and chat messages, set's import calls), all under the one rate limit" placeholder:"N"`
-	ChatRescan  bool `arg:"--chat-rescan,env:BITRIX_CHAT_RESCAN" help:"chats get: read every chat's whole history again (finds edited messages) instead of only the new messages"`
+	Concurrency int `arg:"--concurrency,env:BITRIX_CONCURRENCY" default:"8" help:"requests in flight at once (get's ID ranges and chat messages, set's import calls), all under the one rate limit" placeholder:"N"`
 
-	Status *bitrixStatusCmd `arg:"subcommand:status" help:"per entity: records by status, inventory, verified flag, last verify report"`
-	Plan   *bitrixPlanCmd   `arg:"subcommand:plan" help:"before the window: per entity the records on the portal, the calls get needs and their time at the rate"`
-	// One subcommand per registered entity (bitrix.Catalog) is added by bitrixArgs.
+	// Status and Plan are the arguments of `bitrix status` and `bitrix plan`; Chats holds the
+	// flags of the chats entity's commands (entityFlags). Each is parsed by its own command.
+	Status *bitrixStatusCmd `arg:"-"`
+	Plan   *bitrixPlanCmd   `arg:"-"`
+	Chats  bitrixChatsFlags `arg:"-"`
 }
 
-type bitrixEntityCmd struct {
-	FieldsGet *struct{} `arg:"subcommand:fields-get" help:"read the entity's custom fields from the portal"`
-	FieldsSet *struct{} `arg:"subcommand:fields-set" help:"create the missing custom fields on the target"`
-	Get       *struct{} `arg:"subcommand:get" help:"page through the portal into Postgres (status NEW); resumes an interrupted pass"`
-	Set       *struct{} `arg:"subcommand:set" help:"import NEW and ERROR_RETRY records into the target"`
-	Verify    *struct{} `arg:"subcommand:verify" help:"compare counts, coverage and a sample with the target; set VERIFIED"`
-	Run       *struct{} `arg:"subcommand:run" help:"all phases in order, stopping at the first that fails"`
+// bitrixChatsFlags are the flags of `bitrix chats get` (and `run`, which runs get).
+type bitrixChatsFlags struct {
+	ChatRescan bool `arg:"--chat-rescan,env:BITRIX_CHAT_RESCAN" help:"read every chat's whole history again (finds edited messages) instead of only the new messages"`
+}
+
+// entityFlags maps "ENTITY PHASE" to the go-arg destination of the flags that entity's phase
+// takes beyond bitrix's own.
+func (c *bitrixCmd) entityFlags() map[string]any {
+	return map[string]any{"chats get": &c.Chats, "chats run": &c.Chats}
 }
 
 type bitrixStatusCmd struct {
@@ -64,7 +67,7 @@ func (c *showBitrixCmd) show(ctx context.Context, app *app) error { return app.s
 // every entity for `status`, `show`, `status set` and `status ack`.
 func bitrixPipeline() *pipeline {
 	reg := bitrix.Catalog()
-	dest := bitrixArgs(reg)
+	c := &bitrixCmd{Status: &bitrixStatusCmd{}, Plan: &bitrixPlanCmd{}}
 	return &pipeline{
 		name:       "bitrix",
 		machines:   []*status.Machine{bitrix.Machine},
@@ -72,22 +75,21 @@ func bitrixPipeline() *pipeline {
 		entities:   reg.Names,
 		show:       &showBitrixCmd{},
 		showHelp:   "a Bitrix24 record, by entity and the portal's id",
-		commands:   dest,
+		commands:   []*cliCommand{bitrixTree(reg, c)},
 		owns: func(command string) bool {
 			_, _, ok := bitrixCommand(reg, command)
 			return ok || command == "bitrix status" || command == "bitrix plan"
 		},
 		check: func(command string, _ *args, r *redact.Redactor) error {
 			if _, phase, ok := bitrixCommand(reg, command); ok {
-				return bitrixFrom(dest).check(phase, r.Add)
+				return c.check(phase, r.Add)
 			}
 			if command == "bitrix plan" {
-				return bitrixFrom(dest).check("plan", r.Add)
+				return c.check("plan", r.Add)
 			}
 			return nil
 		},
 		run: func(ctx context.Context, app *app, command string) error {
-			c := bitrixFrom(dest)
 			switch command {
 			case "bitrix status":
 				return app.bitrixStatus(ctx, c.Status.JSON)
@@ -170,7 +172,7 @@ func (c *bitrixCmd) check(phase string, redact func(string)) error {
 // bitrixEngine builds the engine for one run, with the phase's clients.
 func (app *app) bitrixEngine(c *bitrixCmd, r *run.Run) (*bitrix.Engine, error) {
 	e := &bitrix.Engine{Pool: app.pool, Log: r.Log, Metrics: r.Metrics, Actor: r.Actor(), RunID: r.ID, TestLimit: c.TestLimit,
-		Concurrency: c.Concurrency, ChatRescan: c.ChatRescan}
+		Concurrency: c.Concurrency, ChatRescan: c.Chats.ChatRescan}
 	rt, _ := rest.ParseRate(c.Rate) // checked before the run
 	if c.WebhookURL != "" {
 		src, err := rest.New(c.WebhookURL, rest.Options{Rate: rt, Limiter: rt.NewLimiter(), Logger: r.Log,

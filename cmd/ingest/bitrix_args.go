@@ -1,57 +1,49 @@
 package main
 
 import (
-	"reflect"
 	"strings"
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
 )
 
-// bitrixArgs returns a destination for go-arg that holds the `bitrix` subcommand: the options
-// of bitrixCmd and one subcommand per entity of the registry, each with the phases of
-// bitrixEntityCmd. go-arg reads commands from struct tags only, so the struct is built at run
-// time: a new entity gets its command, its --help line and its place in the list by being
-// registered, without a line here.
-func bitrixArgs(reg *bitrix.Registry) any {
-	static := reflect.TypeFor[bitrixCmd]()
-	var fields []reflect.StructField
-	for i := range static.NumField() {
-		if f := static.Field(i); f.Tag.Get("arg") != "-" {
-			fields = append(fields, f)
-		}
+// bitrixPhaseHelp is the --help line of a phase of an entity.
+func bitrixPhaseHelp(phase string) string {
+	switch phase {
+	case "fields-get":
+		return "read the entity's custom fields from the portal"
+	case "fields-set":
+		return "create the missing custom fields on the target"
+	case "get":
+		return "page through the portal into Postgres (status NEW); resumes an interrupted pass"
+	case "set":
+		return "import NEW and ERROR_RETRY records into the target"
+	case "verify":
+		return "compare counts, coverage and a sample with the target; set VERIFIED"
+	case "run":
+		return "all phases in order, stopping at the first that fails"
 	}
-	for _, ent := range reg.Commands() {
-		fields = append(fields, reflect.StructField{
-			Name: "Entity_" + strings.ReplaceAll(ent.Name, "-", "_"),
-			Type: reflect.TypeFor[*bitrixEntityCmd](),
-			Tag:  reflect.StructTag(`arg:"subcommand:` + ent.Name + `" help:"` + strings.ReplaceAll(ent.Help, `"`, `'`) + `"`),
-		})
-	}
-	cmd := reflect.StructOf(fields)
-	root := reflect.StructOf([]reflect.StructField{{
-		Name: "Bitrix",
-		Type: reflect.PointerTo(cmd),
-		Tag: reflect.StructTag(`arg:"subcommand:bitrix" help:"migrate a Bitrix24 portal entity by entity: ` +
-			strings.Join(reg.CommandNames(), "|") + ` fields-get|fields-set|get|set|verify|run, or status"`),
-	}})
-	return reflect.New(root).Interface()
+	return ""
 }
 
-// bitrixFrom copies the parsed `bitrix` subcommand out of bitrixArgs' destination; nil when the
-// command line had none.
-func bitrixFrom(dest any) *bitrixCmd {
-	v := reflect.ValueOf(dest).Elem().Field(0)
-	if v.IsNil() {
-		return nil
-	}
-	v = v.Elem()
-	out := &bitrixCmd{}
-	o := reflect.ValueOf(out).Elem()
-	for i := range o.NumField() {
-		name := o.Type().Field(i).Name
-		if f := v.FieldByName(name); f.IsValid() {
-			o.Field(i).Set(f)
+// bitrixTree is the `bitrix` command: c's options, status, plan, and one command per entity of
+// the registry, each with its phases. A new entity gets its command, its --help line and its
+// place in the list by being registered, without a line here; an entity whose phase takes flags
+// of its own names them in c.entityFlags.
+func bitrixTree(reg *bitrix.Registry, c *bitrixCmd) *cliCommand {
+	phases := append(append([]string{}, bitrix.Phases...), "run")
+	flags := c.entityFlags()
+	cmd := &cliCommand{name: "bitrix", options: c,
+		help: "migrate a Bitrix24 portal entity by entity: " + strings.Join(reg.CommandNames(), "|") + " " + strings.Join(phases, "|") + ", or status",
+		subs: []*cliCommand{
+			{name: "status", help: "per entity: records by status, inventory, verified flag, last verify report", options: c.Status},
+			{name: "plan", help: "before the window: per entity the records on the portal, the calls get needs and their time at the rate", options: c.Plan},
+		}}
+	for _, ent := range reg.Commands() {
+		e := &cliCommand{name: ent.Name, help: ent.Help}
+		for _, phase := range phases {
+			e.subs = append(e.subs, &cliCommand{name: phase, help: bitrixPhaseHelp(phase), options: flags[ent.Name+" "+phase]})
 		}
+		cmd.subs = append(cmd.subs, e)
 	}
-	return out
+	return cmd
 }

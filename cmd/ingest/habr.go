@@ -17,22 +17,8 @@ import (
 	"github.com/ingest-dev/ingest/internal/status"
 )
 
-// habrCommands are the Habr pipeline's top-level commands.
-type habrCommands struct {
-	Discover *discoverCmd `arg:"subcommand:discover" help:"register new publications from a source's feeds"`
-	Extract  *extractCmd  `arg:"subcommand:extract" help:"extract the text of pending publications"`
-}
-
-type discoverCmd struct {
-	Habr *discoverHabrCmd `arg:"subcommand:habr" help:"read Habr's RSS feeds (HABR_BASE_URL) and register new publications as extract_pending"`
-}
-
 type discoverHabrCmd struct {
 	Feeds []string `arg:"--feed,separate,env:HABR_FEEDS" help:"a feed to read instead of the defaults (all articles and news, Russian and English): a path such as /ru/rss/hubs/go/articles/?fl=ru or an https://habr.com/... URL; repeat the flag, or separate them by commas in HABR_FEEDS" placeholder:"FEED"`
-}
-
-type extractCmd struct {
-	Habr *struct{} `arg:"subcommand:habr" help:"extract Markdown for extract_pending publications, then extract_failed ones whose retry is due (seed 004; takes no parameters)"`
 }
 
 type showHabrCmd struct {
@@ -45,15 +31,22 @@ func (c *showHabrCmd) show(ctx context.Context, app *app) error { return app.sho
 
 // habrPipeline is Habr's part of the command line (seed 004).
 func habrPipeline() *pipeline {
-	cmds := &habrCommands{}
+	discover := &discoverHabrCmd{}
 	return &pipeline{
 		name:       "habr",
 		machines:   []*status.Machine{habr.Machine},
 		statusHelp: "Habr publications only",
 		show:       &showHabrCmd{},
 		showHelp:   "a Habr publication",
-		commands:   cmds,
-		owns:       func(command string) bool { return command == "discover habr" || command == "extract habr" },
+		commands: []*cliCommand{
+			{name: "discover", help: "register new publications from a source's feeds", subs: []*cliCommand{
+				{name: "habr", help: "read Habr's RSS feeds (HABR_BASE_URL) and register new publications as extract_pending", options: discover},
+			}},
+			{name: "extract", help: "extract the text of pending publications", subs: []*cliCommand{
+				{name: "habr", help: "extract Markdown for extract_pending publications, then extract_failed ones whose retry is due (seed 004; takes no parameters)"},
+			}},
+		},
+		owns: func(command string) bool { return command == "discover habr" || command == "extract habr" },
 		check: func(_ string, a *args, _ *redact.Redactor) error {
 			if err := checkHTTPURL(a.HabrBaseURL); err != nil {
 				return configError{"HABR_BASE_URL: " + err.Error()}
@@ -62,7 +55,7 @@ func habrPipeline() *pipeline {
 		},
 		run: func(ctx context.Context, app *app, command string) error {
 			if command == "discover habr" {
-				return app.discoverHabr(ctx, cmds.Discover.Habr)
+				return app.discoverHabr(ctx, discover)
 			}
 			return app.extractHabr(ctx)
 		},

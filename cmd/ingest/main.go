@@ -66,23 +66,16 @@ func Main(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 	out := &cliOutput{stderr: stderr, format: formatFromArgv(argv, os.Getenv)}
 	var a args
 	ps := pipelines()
-	shared := sharedArgs(ps)
-	dests := []any{&a, shared.dest}
-	for _, p := range ps {
-		if p.commands != nil {
-			dests = append(dests, p.commands)
-		}
-	}
-	parser, err := arg.NewParser(arg.Config{Program: "ingest", Out: stderr, Exit: func(int) {}}, dests...)
-	if err != nil {
-		out.logger().Error("internal error: " + err.Error())
-		return exitFailed
-	}
-	err = parser.Parse(argv)
-	names := parser.SubcommandNames()
+	root, st := commandTree(ps)
+	line, err := parseLine(root, &a, argv, stderr)
+	names := line.names()
+	var unknown errUnknownCommand
 	switch {
+	case errors.As(err, &unknown):
+		out.usage(line, err.Error(), false)
+		return exitUsage
 	case errors.Is(err, arg.ErrHelp):
-		_ = parser.WriteHelpForSubcommand(stdout, names...)
+		line.writeHelp(stdout)
 		return exitOK
 	case errors.Is(err, arg.ErrVersion):
 		fmt.Fprintln(stdout, a.Version())
@@ -92,24 +85,24 @@ func Main(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 		out.logger().Error(configPrefix + err.Error())
 		return exitConfig
 	case err != nil:
-		out.usage(parser, names, err.Error(), false)
+		out.usage(line, err.Error(), false)
 		return exitUsage
 	}
 	command := strings.Join(names, " ")
-	if isGroup(command, parser.Subcommand()) {
+	if line.isGroup() {
 		msg := "a command is required"
 		if command != "" {
 			msg = fmt.Sprintf("%s needs a subcommand", command)
 		}
-		out.usage(parser, names, msg, true)
+		out.usage(line, msg, true)
 		return exitUsage
 	}
-	cmd := parsed{args: a, pipelines: ps, status: shared.status()}
+	cmd := parsed{args: a, pipelines: ps, status: st}
 	if name, ok := strings.CutPrefix(command, "show "); ok {
-		cmd.show = shared.show(name)
+		cmd.show = showOf(ps, name)
 	}
 	if usage := cmd.check(command); usage != nil {
-		out.usage(parser, names, usage.Error(), false)
+		out.usage(line, usage.Error(), false)
 		return exitUsage
 	}
 	if command == "version" {
@@ -154,12 +147,12 @@ func (o *cliOutput) logger() *slog.Logger { return fallbackLogger(o.stderr, o.fo
 
 // usage reports a command line the program cannot use: as text, the usage (or the whole help
 // when withHelp) and the error; as JSON, one line holding both.
-func (o *cliOutput) usage(p *arg.Parser, names []string, msg string, withHelp bool) {
+func (o *cliOutput) usage(l *cliLine, msg string, withHelp bool) {
 	var u strings.Builder
 	if withHelp {
-		_ = p.WriteHelpForSubcommand(&u, names...)
+		l.writeHelp(&u)
 	} else {
-		_ = p.WriteUsageForSubcommand(&u, names...)
+		l.writeUsage(&u)
 	}
 	if wantsJSON(o.stderr, o.format) {
 		o.logger().Error("usage error: "+msg, "usage", u.String(), "exit_code", exitUsage)
@@ -173,7 +166,7 @@ func (o *cliOutput) usage(p *arg.Parser, names []string, msg string, withHelp bo
 type parsed struct {
 	args      args
 	pipelines []*pipeline
-	status    *statusCmd  // `status ...`, nil otherwise
+	status    *statusCmd  // `status ...`
 	show      showCommand // `show NAME ...`, nil otherwise
 }
 

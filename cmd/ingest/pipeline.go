@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"reflect"
-	"slices"
-	"strings"
 
 	"github.com/ingest-dev/ingest/internal/redact"
 	"github.com/ingest-dev/ingest/internal/status"
@@ -28,9 +25,8 @@ type pipeline struct {
 	// show. showHelp is its --help line.
 	show     showCommand
 	showHelp string
-	// commands is a go-arg destination holding the pipeline's own top-level subcommands
-	// (`discover habr`, `bitrix ...`); nil when it has none.
-	commands any
+	// commands are the pipeline's own top-level commands (`discover`, `bitrix`, ...).
+	commands []*cliCommand
 	// owns reports whether a complete command (subcommand names joined by spaces) is one the
 	// pipeline runs; usage, if set, checks its arguments as the parser cannot (a usage error);
 	// check validates its configuration before anything connects and registers its secrets;
@@ -85,117 +81,41 @@ func pipelineOwning(ps []*pipeline, command string) *pipeline {
 	return nil
 }
 
-// sharedCommands is the parser's destination for the commands every pipeline takes part in,
-// `status` and `show`, whose subcommands come from the pipelines (see sharedArgs).
-type sharedCommands struct {
-	dest any // *struct{ Status *<statusCmd + one subcommand per pipeline>; Show *<one per pipeline> }
-}
-
-// sharedArgs builds the destination of `status` and `show`: statusCmd's own fields and
-// subcommands (set, ack) plus `status NAME` for every pipeline, and `show NAME` for every
-// pipeline that shows records. go-arg reads subcommands from struct tags only, so the struct
-// is built at run time.
-func sharedArgs(ps []*pipeline) sharedCommands {
-	var statusSubs, showSubs []subcommand
+// commandTree builds the command line's tree: migrate, version, `status` (with set, ack and one
+// subcommand per pipeline), `show` (one per pipeline that shows records), then every pipeline's
+// own commands. It returns the `status` command's arguments, filled by the parse.
+func commandTree(ps []*pipeline) (*cliCommand, *statusCmd) {
+	st := &statusCmd{Set: &statusSetCmd{}, Ack: &statusAckCmd{}}
+	status := &cliCommand{name: "status", help: "record counts by status, failure reasons and last runs; status set fixes a status by hand",
+		options: st, runsAlone: true, subs: []*cliCommand{
+			{name: "set", help: "move records to another status by hand (recorded with who, when and why)", options: st.Set},
+			{name: "ack", help: "accept failed records as known exceptions (bitrix IMPORT_ERR): verify lists them apart and passes", options: st.Ack},
+		}}
+	show := &cliCommand{name: "show", help: "one record: metadata, status history and content"}
 	for _, p := range ps {
-		statusSubs = append(statusSubs, subcommand{name: p.name, help: p.statusHelp, typ: reflect.TypeFor[*struct{}]()})
+		status.subs = append(status.subs, &cliCommand{name: p.name, help: p.statusHelp})
 		if p.show != nil {
-			showSubs = append(showSubs, subcommand{name: p.name, help: p.showHelp, typ: reflect.TypeOf(p.show)})
+			show.subs = append(show.subs, &cliCommand{name: p.name, help: p.showHelp, options: p.show})
 		}
 	}
-	statusType := withSubcommands(reflect.TypeFor[statusCmd](), statusSubs)
-	showType := withSubcommands(reflect.TypeFor[struct{}](), showSubs)
-	root := reflect.StructOf([]reflect.StructField{
-		{Name: "Status", Type: reflect.PointerTo(statusType),
-			Tag: `arg:"subcommand:status" help:"record counts by status, failure reasons and last runs; status set fixes a status by hand"`},
-		{Name: "Show", Type: reflect.PointerTo(showType), Tag: `arg:"subcommand:show" help:"one record: metadata, status history and content"`},
-	})
-	return sharedCommands{dest: reflect.New(root).Interface()}
+	root := &cliCommand{name: "ingest", subs: []*cliCommand{
+		{name: "migrate", help: "apply (up, the default) or list (status) database migrations", runsAlone: true, subs: []*cliCommand{
+			{name: "up", help: "apply every pending migration (the default)"},
+			{name: "status", help: "list migrations and whether each is applied"},
+		}},
+		{name: "version", help: "print the version"},
+		status, show,
+	}}
+	for _, p := range ps {
+		root.subs = append(root.subs, p.commands...)
+	}
+	return root, st
 }
 
-// status returns the parsed `status` command, nil when the command line had none.
-func (s sharedCommands) status() *statusCmd {
-	v := reflect.ValueOf(s.dest).Elem().FieldByName("Status")
-	if v.IsNil() {
-		return nil
+// showOf returns the parsed `show NAME ...` command of the pipeline named, nil when none.
+func showOf(ps []*pipeline, name string) showCommand {
+	if p := pipelineNamed(ps, name); p != nil {
+		return p.show
 	}
-	out := &statusCmd{}
-	copyFields(reflect.ValueOf(out).Elem(), v.Elem())
-	return out
-}
-
-// show returns the parsed `show NAME ...` command of the pipeline named, nil when none.
-func (s sharedCommands) show(name string) showCommand {
-	v := reflect.ValueOf(s.dest).Elem().FieldByName("Show")
-	if v.IsNil() {
-		return nil
-	}
-	f := v.Elem().FieldByName(subcommandField(name))
-	if !f.IsValid() || f.IsNil() {
-		return nil
-	}
-	return f.Interface().(showCommand)
-}
-
-// subcommand is one subcommand added to a struct type at run time.
-type subcommand struct {
-	name, help string
-	typ        reflect.Type // a pointer to a struct
-}
-
-// withSubcommands returns a struct type with base's fields that go-arg reads and one
-// subcommand field per entry.
-func withSubcommands(base reflect.Type, subs []subcommand) reflect.Type {
-	var fields []reflect.StructField
-	for i := range base.NumField() {
-		if f := base.Field(i); f.IsExported() && f.Tag.Get("arg") != "-" {
-			fields = append(fields, f)
-		}
-	}
-	for _, s := range subs {
-		fields = append(fields, reflect.StructField{
-			Name: subcommandField(s.name),
-			Type: s.typ,
-			Tag:  reflect.StructTag(`arg:"subcommand:` + s.name + `" help:"` + strings.ReplaceAll(s.help, `"`, `'`) + `"`),
-		})
-	}
-	return reflect.StructOf(fields)
-}
-
-// subcommandField is the struct field that holds the subcommand name.
-func subcommandField(name string) string {
-	return "Sub_" + strings.NewReplacer("-", "_", ".", "_").Replace(name)
-}
-
-// copyFields copies the fields of src that dst has by the same name.
-func copyFields(dst, src reflect.Value) {
-	for i := range dst.NumField() {
-		if f := src.FieldByName(dst.Type().Field(i).Name); f.IsValid() && dst.Field(i).CanSet() {
-			dst.Field(i).Set(f)
-		}
-	}
-}
-
-// isGroup reports whether a parsed command is a group that needs one of its subcommands: its
-// struct has subcommands, and it is not one of the commands whose subcommand is optional.
-func isGroup(command string, dest any) bool {
-	if dest == nil {
-		return true // no command at all
-	}
-	if slices.Contains([]string{"migrate", "status"}, command) {
-		return false
-	}
-	t := reflect.TypeOf(dest)
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t.Kind() != reflect.Struct {
-		return false
-	}
-	for i := range t.NumField() {
-		if strings.Contains(t.Field(i).Tag.Get("arg"), "subcommand:") {
-			return true
-		}
-	}
-	return false
+	return nil
 }

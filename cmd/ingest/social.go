@@ -21,9 +21,9 @@ import (
 	"github.com/ingest-dev/ingest/internal/social/graph"
 )
 
-// socialCommands are the social pipeline's top-level commands.
+// socialCommands holds the arguments of the social pipeline's command, `social`.
 type socialCommands struct {
-	Social *socialCmd `arg:"subcommand:social" help:"social-account sync (Instagram): accounts, sync, normalize, enrich, status"`
+	Social *socialCmd
 }
 
 func (c *showSocialCmd) check() error                             { return nil }
@@ -31,14 +31,14 @@ func (c *showSocialCmd) show(ctx context.Context, app *app) error { return app.s
 
 // socialPipeline is the social-account sync's part of the command line (seed 003).
 func socialPipeline() *pipeline {
-	cmds := &socialCommands{}
+	cmds := &socialCommands{Social: &socialCmd{}}
 	return &pipeline{
 		name:       "social",
 		machines:   social.Machines(),
 		statusHelp: "social accounts, posts and enrichment only (ingest social status: per account)",
 		show:       &showSocialCmd{},
 		showHelp:   "a social account or post",
-		commands:   cmds,
+		commands:   []*cliCommand{socialTree(cmds.Social)},
 		owns:       func(command string) bool { return isSocialCommand(command) && command != "show social" },
 		usage: func(command string) error {
 			if command == "social accounts add" {

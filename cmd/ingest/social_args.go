@@ -22,16 +22,40 @@ type socialCmd struct {
 	Pause     string `arg:"--pause,env:SOCIAL_BATCH_PAUSE" default:"1s" help:"pause between two batches" placeholder:"DURATION"`
 	JobCap    int    `arg:"--job-cap,env:SOCIAL_ENRICH_CAP" default:"20" help:"enrich: unfinished jobs per provider at most" placeholder:"N"`
 
-	Accounts  *socialAccountsCmd `arg:"subcommand:accounts" help:"register accounts to track: add, import"`
-	Sync      *socialSyncCmd     `arg:"subcommand:sync" help:"sync profiles, posts, comments of the due accounts of this shard (or run: all, then normalize)"`
-	Normalize *struct{}          `arg:"subcommand:normalize" help:"validate fetched posts and write the normalized tables"`
-	Enrich    *socialEnrichCmd   `arg:"subcommand:enrich" help:"asynchronous enrichment: submit, poll"`
-	Status    *socialStatusCmd   `arg:"subcommand:status" help:"per account: what was and was not synced, calls per sync, parks, rejects"`
+	// Accounts and Status are the arguments of `social accounts add|import` and `social
+	// status`, each parsed by its own command (socialTree).
+	Accounts socialAccountsCmd `arg:"-"`
+	Status   *socialStatusCmd  `arg:"-"`
 }
 
 type socialAccountsCmd struct {
-	Add    *socialAddCmd    `arg:"subcommand:add" help:"track one account: --username (business discovery) or --ig-user-id with a token (connected)"`
-	Import *socialImportCmd `arg:"subcommand:import" help:"track the accounts of a CSV file (header: username,ig_user_id,token,via)"`
+	Add    *socialAddCmd
+	Import *socialImportCmd
+}
+
+// socialTree is the `social` command: c's options and the commands below it.
+func socialTree(c *socialCmd) *cliCommand {
+	c.Accounts = socialAccountsCmd{Add: &socialAddCmd{}, Import: &socialImportCmd{}}
+	c.Status = &socialStatusCmd{}
+	return &cliCommand{name: "social", options: c, help: "social-account sync (Instagram): accounts, sync, normalize, enrich, status",
+		subs: []*cliCommand{
+			{name: "accounts", help: "register accounts to track: add, import", subs: []*cliCommand{
+				{name: "add", help: "track one account: --username (business discovery) or --ig-user-id with a token (connected)", options: c.Accounts.Add},
+				{name: "import", help: "track the accounts of a CSV file (header: username,ig_user_id,token,via)", options: c.Accounts.Import},
+			}},
+			{name: "sync", help: "sync profiles, posts, comments of the due accounts of this shard (or run: all, then normalize)", subs: []*cliCommand{
+				{name: "profiles", help: "read the profile of every due account"},
+				{name: "posts", help: "list the media (and stories) of accounts whose profile was read"},
+				{name: "comments", help: "walk the comments of new or changed posts of synced accounts"},
+				{name: "run", help: "profiles, posts, comments, then normalize, in order"},
+			}},
+			{name: "normalize", help: "validate fetched posts and write the normalized tables"},
+			{name: "enrich", help: "asynchronous enrichment: submit, poll", subs: []*cliCommand{
+				{name: "submit", help: "send waiting posts to the configured providers, within the cap"},
+				{name: "poll", help: "poll due jobs; read, store and normalize finished ones"},
+			}},
+			{name: "status", help: "per account: what was and was not synced, calls per sync, parks, rejects", options: c.Status},
+		}}
 }
 
 type socialAddCmd struct {
@@ -44,18 +68,6 @@ type socialAddCmd struct {
 
 type socialImportCmd struct {
 	File string `arg:"positional,required" help:"CSV file, - for stdin (it may hold tokens: a secret)" placeholder:"FILE"`
-}
-
-type socialSyncCmd struct {
-	Profiles *struct{} `arg:"subcommand:profiles" help:"read the profile of every due account"`
-	Posts    *struct{} `arg:"subcommand:posts" help:"list the media (and stories) of accounts whose profile was read"`
-	Comments *struct{} `arg:"subcommand:comments" help:"walk the comments of new or changed posts of synced accounts"`
-	Run      *struct{} `arg:"subcommand:run" help:"profiles, posts, comments, then normalize, in order"`
-}
-
-type socialEnrichCmd struct {
-	Submit *struct{} `arg:"subcommand:submit" help:"send waiting posts to the configured providers, within the cap"`
-	Poll   *struct{} `arg:"subcommand:poll" help:"poll due jobs; read, store and normalize finished ones"`
 }
 
 type socialStatusCmd struct {

@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/ingest-dev/ingest/internal/importapi"
 )
 
 // Record is a stored record.
@@ -143,6 +141,9 @@ func (s *Server) importItem(e *entity, it item) itemResult {
 		return fail("validation_failed", "checksum must be 1 to 128 bytes", false)
 	case !isObject(it.Payload):
 		return fail("validation_failed", "payload must be a JSON object", false)
+	}
+	if _, err := canonicalJSON(it.Payload); err != nil {
+		return fail("validation_failed", err.Error(), false)
 	}
 	if msg := e.badOption(it.Payload); msg != "" {
 		return fail("validation_failed", msg, false)
@@ -314,7 +315,7 @@ func (s *Server) list(entityName string, body []byte) (any, error) {
 	items := []listItem{}
 	for ; i < len(keys) && len(items) < req.Limit; i++ {
 		rec := e.records[keys[i]]
-		hash, err := importapi.ContentHash(rec.Payload)
+		hash, err := contentHash(rec.Payload)
 		if err != nil {
 			return nil, fmt.Errorf("hash %s: %w", rec.Key, err)
 		}
