@@ -286,6 +286,9 @@ type incompleteError struct {
 }
 
 func (e *incompleteError) Error() string {
+	if e.Empty < MaxEmptyPages {
+		return e.Endpoint + ": the platform announced a next page without a cursor to ask it with: stopped short, the next run lists again"
+	}
 	return fmt.Sprintf("%s: %d pages in a row brought nothing while the platform still announced more: stopped short, the next run goes on from the stored cursor", e.Endpoint, e.Empty)
 }
 
