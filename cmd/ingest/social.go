@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ingest-dev/ingest/internal/metrics"
 	"github.com/ingest-dev/ingest/internal/redact"
 	"github.com/ingest-dev/ingest/internal/run"
 	"github.com/ingest-dev/ingest/internal/social"
@@ -81,12 +82,8 @@ func (app *app) socialCommand(ctx context.Context, command string, c *socialCmd)
 }
 
 // shardSuffix names this run's shard in run and lock names ("" when unsharded).
-func shardSuffix(c *socialCmd) string {
-	if c.Shards <= 1 {
-		return ""
-	}
-	return fmt.Sprintf(" shard %d/%d", c.Shard, c.Shards)
-}
+// The metrics take the shard out of the command label into a label of its own.
+func shardSuffix(c *socialCmd) string { return metrics.ShardSuffix(c.Shard, c.Shards) }
 
 // socialPool opens the pool of the social sync commands, tuned by social.TunePool.
 func (app *app) socialPool(ctx context.Context) (*pgxpool.Pool, error) {
@@ -141,9 +138,16 @@ func (app *app) socialSync(ctx context.Context, command string, c *socialCmd, se
 				r.Metrics.Processed.WithLabelValues("social_"+step, outcome).Add(float64(n))
 			}
 			r.Log.Info(step+" done", "records", st.Records, "calls", st.Calls, "pages", st.Pages, "items", st.Items,
-				"restarts", st.Restarts, "outcomes", st.Outcomes, "parked", st.Parked, "stopped_early", st.Truncated)
+				"restarts", st.Restarts, "outcomes", st.Outcomes, "parked", st.Parked, "stopped_early", st.Truncated,
+				"incomplete", st.Incomplete, "repairs", st.Repairs)
 			if err != nil {
 				return err
+			}
+		}
+		if c.Shards <= 1 && app.args.PushgatewayURL != "" {
+			// An unsharded run's series carry no shard: every shard group of its command is stale.
+			if err := metrics.DeleteStaleShards(ctx, app.args.PushgatewayURL, metrics.CommandLabel(command), 0); err != nil {
+				r.Log.Warn("stale shard groups not deleted from the pushgateway", "error", err)
 			}
 		}
 		return nil
@@ -178,7 +182,11 @@ func (app *app) socialEnrich(ctx context.Context, command string, c *socialCmd, 
 		r.Metrics.Processed.WithLabelValues("social_enrich", "jobs_failed").Add(float64(st.Failed))
 		r.Metrics.Processed.WithLabelValues("social_enrich", "jobs_expired").Add(float64(st.Expired))
 		r.Log.Info("enrichment done", "jobs_submitted", st.Jobs, "items", st.Items, "polls", st.Polls, "succeeded", st.Succeeded,
-			"failed", st.Failed, "expired", st.Expired, "labels", st.Labels, "nothing_to_send", st.Skipped, "at_cap", st.CapReached)
+			"failed", st.Failed, "expired", st.Expired, "labels", st.Labels, "nothing_to_send", st.Skipped, "at_cap", st.CapReached,
+			"adopted", st.Adopted, "token_refused", st.Refused)
+		if pr := new(social.ProviderRefusedError); errors.As(err, &pr) {
+			return configError{err.Error()} // a provider's token: exit 78, after the others' work
+		}
 		return err
 	})
 }

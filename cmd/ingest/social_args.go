@@ -143,6 +143,9 @@ func (c *socialCmd) check(command string, redact func(string)) (socialSettings, 
 		if err := checkHTTPURL(u); err != nil {
 			return s, configError{env + "_URL: " + err.Error()}
 		}
+		if strings.HasPrefix(command, "social enrich") && strings.TrimSpace(tok) == "" {
+			return s, configError{env + "_TOKEN is empty while " + env + "_URL is set: the provider would refuse every call (401)"}
+		}
 		s.providers[p.Name] = [2]string{u, tok}
 	}
 	if strings.HasPrefix(command, "social enrich") && len(s.providers) == 0 {

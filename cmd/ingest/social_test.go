@@ -136,6 +136,24 @@ func TestSocialCommands(t *testing.T) {
 			}
 		}
 	}
+	// A provider's token refused (401) or empty: a configuration error (78), after nothing was
+	// changed for it; an empty one before any work. The submitted job is due a poll.
+	conn, err := pgx.ConnectConfig(b.ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(b.ctx)
+	if tag, err := conn.Exec(b.ctx, `UPDATE social_enrich_jobs SET next_attempt_at = now() - interval '1 minute' WHERE status = 'job_running'`); err != nil || tag.RowsAffected() == 0 {
+		t.Fatalf("no running job to poll: %v", err)
+	}
+	for tok, want := range map[string]string{"wrong-token": "refuses the token", "": "SOCIAL_ENRICH_TEXT_TOKEN is empty"} {
+		cmd, _, stderr := b.command("social", "enrich", "poll")
+		cmd.Env = append(append(cmd.Env, env...), "SOCIAL_ENRICH_TEXT_TOKEN="+tok)
+		_ = cmd.Run()
+		if cmd.ProcessState.ExitCode() != 78 || !strings.Contains(stderr.String(), want) || strings.Contains(stderr.String(), "etok-secret-1") {
+			t.Errorf("enrich poll, token %q: exit %d, want 78 saying %q: %s", tok, cmd.ProcessState.ExitCode(), want, stderr.String())
+		}
+	}
 	// Without SOCIAL_TOKEN_KEY a sync refuses to start (configuration, 78).
 	cmd, _, stderr := b.command("social", "sync", "posts")
 	cmd.Env = append(cmd.Env, "SOCIAL_GRAPH_URL="+gsrv.URL)

@@ -14,9 +14,7 @@ import (
 
 // notYetIndependent lists fakes that still import a client, each with who removes the import. An
 // entry fails the test once its fake no longer imports anything, so the list cannot outlive it.
-var notYetIndependent = map[string]string{
-	"enrichfake": "issue 19, social branch: enrichfake stops importing internal/social/enrichapi",
-}
+var notYetIndependent = map[string]string{}
 
 // TestFakesImportNoProjectPackage scans the non-test Go files of every fake: an import of the
 // module's own packages outside internal/fakes is a fake leaning on a client (or on what the

@@ -5,13 +5,17 @@ package metrics
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
+	"net/http"
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -106,7 +110,7 @@ func (m *Metrics) Start(ctx context.Context, gatewayURL, textfile, command strin
 		// empty would reset the last completion in the group.
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(m.runStart)
-		if err := push.New(gatewayURL, "ingest").Gatherer(reg).Grouping(commandLabel, CommandLabel(command)).AddContext(ctx); err != nil {
+		if err := grouping(gatewayURL, command).Gatherer(reg).AddContext(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("push run start to pushgateway: %w", err))
 		}
 	}
@@ -168,19 +172,62 @@ func (m *Metrics) KeepLastSuccess(t time.Time) {
 }
 
 // CommandLabel is the value of the `command` label every series carries: the command's words
-// joined by "_" ("extract_habr", "bitrix_users_run"). A space would reach a Pushgateway as "+"
-// (client_golang escapes grouping values with url.QueryEscape into a URL path).
-func CommandLabel(command string) string { return strings.Join(strings.Fields(command), "_") }
+// joined by "_" ("extract_habr", "bitrix_users_run"), without its shard (ShardSuffix), which is
+// a label of its own. A space would reach a Pushgateway as "+" (client_golang escapes grouping
+// values with url.QueryEscape into a URL path).
+func CommandLabel(command string) string {
+	command, _, _ = SplitShard(command)
+	return strings.Join(strings.Fields(command), "_")
+}
 
-// gatherer returns the metrics with the label command=CommandLabel(command) on every series, so
-// several commands' textfiles in one node-exporter directory never collide.
+// ShardSuffix names shard index of count in a command's run and lock names (" shard 0/4"); the
+// metrics carry the index as the `shard` label and grouping key instead, so that the `command`
+// label stays the same when the shard count changes. Empty when count is 1 or less.
+func ShardSuffix(index, count int) string {
+	if count <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(" shard %d/%d", index, count)
+}
+
+// SplitShard splits a command name made with ShardSuffix into the command and its shard;
+// count is 0 for a command without one.
+func SplitShard(command string) (cmd string, index, count int) {
+	i := strings.LastIndex(command, " shard ")
+	if i < 0 {
+		return command, 0, 0
+	}
+	if _, err := fmt.Sscanf(command[i:], " shard %d/%d", &index, &count); err != nil || count < 1 || index < 0 || index >= count ||
+		command[i:] != ShardSuffix(index, count) {
+		return command, 0, 0
+	}
+	return command[:i], index, count
+}
+
+// grouping is the Pushgateway group of command: job="ingest", command, and shard when the
+// command runs sharded.
+func grouping(gatewayURL, command string) *push.Pusher {
+	p := push.New(gatewayURL, "ingest").Grouping(commandLabel, CommandLabel(command))
+	if _, index, count := SplitShard(command); count > 0 {
+		p = p.Grouping(shardLabel, strconv.Itoa(index))
+	}
+	return p
+}
+
+// gatherer returns the metrics with the label command=CommandLabel(command) (and shard, for a
+// sharded command) on every series, so several commands' textfiles in one node-exporter
+// directory never collide.
 func (m *Metrics) gatherer(command string) prometheus.Gatherer {
 	value := CommandLabel(command)
+	_, index, count := SplitShard(command)
 	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
 		families, err := m.reg.Gather()
 		for _, f := range families {
 			for _, s := range f.GetMetric() {
 				s.Label = append(s.Label, &dto.LabelPair{Name: proto.String(commandLabel), Value: proto.String(value)})
+				if count > 0 {
+					s.Label = append(s.Label, &dto.LabelPair{Name: proto.String(shardLabel), Value: proto.String(strconv.Itoa(index))})
+				}
 				sort.Slice(s.Label, func(i, j int) bool { return s.Label[i].GetName() < s.Label[j].GetName() })
 			}
 		}
@@ -188,19 +235,65 @@ func (m *Metrics) gatherer(command string) prometheus.Gatherer {
 	})
 }
 
-// commandLabel names the label that says which command a series is from.
-const commandLabel = "command"
+// commandLabel names the label that says which command a series is from; shardLabel the shard
+// of a sharded command.
+const (
+	commandLabel = "command"
+	shardLabel   = "shard"
+)
 
-// Push adds this run's metrics to the Pushgateway group job="ingest", command=CommandLabel(command).
-// It uses POST (add), so a failed run never erases the last success timestamp of an earlier one.
+// Push adds this run's metrics to the Pushgateway group job="ingest", command=CommandLabel(command)
+// (and shard, for a sharded command). It uses POST (add), so a failed run never erases the last
+// success timestamp of an earlier one. A sharded command then deletes the groups of its shards at
+// or above its shard count, left by runs before a reshard, whose series would otherwise stay
+// forever.
 func (m *Metrics) Push(ctx context.Context, gatewayURL, command string) error {
 	// The gateway puts the grouping labels on every series; client_golang refuses series that
 	// carry them already, so the registry goes as it is.
-	err := push.New(gatewayURL, "ingest").Gatherer(m.reg).Grouping(commandLabel, CommandLabel(command)).AddContext(ctx)
+	err := grouping(gatewayURL, command).Gatherer(m.reg).AddContext(ctx)
 	if err != nil {
 		return fmt.Errorf("push metrics to pushgateway: %w", err)
 	}
+	if _, _, count := SplitShard(command); count > 0 {
+		return DeleteStaleShards(ctx, gatewayURL, CommandLabel(command), count)
+	}
 	return nil
+}
+
+// DeleteStaleShards deletes the Pushgateway groups job="ingest", command=label whose shard is
+// count or more: the gateway lists its groups at /api/v1/metrics.
+func DeleteStaleShards(ctx context.Context, gatewayURL, label string, count int) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(gatewayURL, "/")+"/api/v1/metrics", nil)
+	if err != nil {
+		return fmt.Errorf("list pushgateway groups: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("list pushgateway groups: %w", err)
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Data []struct {
+			Labels map[string]string `json:"labels"`
+		} `json:"data"`
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("list pushgateway groups: HTTP %d", resp.StatusCode)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&list); err != nil {
+		return fmt.Errorf("list pushgateway groups: %w", err)
+	}
+	var errs []error
+	for _, g := range list.Data {
+		shard, err := strconv.Atoi(g.Labels[shardLabel])
+		if err != nil || g.Labels["job"] != "ingest" || g.Labels[commandLabel] != label || shard < count || len(g.Labels) != 3 {
+			continue
+		}
+		if err := push.New(gatewayURL, "ingest").Grouping(commandLabel, label).Grouping(shardLabel, g.Labels[shardLabel]).Delete(); err != nil {
+			errs = append(errs, fmt.Errorf("delete the pushgateway group of shard %d: %w", shard, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // WriteTextfile writes the metrics, labelled with the command, atomically in the text format

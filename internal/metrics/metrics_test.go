@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -145,5 +146,56 @@ func TestStartIsPublishedAtOnce(t *testing.T) {
 	if len(bodies) != 1 || !strings.HasPrefix(bodies[0], "POST /metrics/job/ingest/command/extract_habr\n") ||
 		!strings.Contains(bodies[0], "ingest_run_start_timestamp_seconds") || strings.Contains(bodies[0], "ingest_last_completion") {
 		t.Errorf("start push = %q, want a POST of the start alone", bodies)
+	}
+}
+
+// A sharded command keeps its command label whatever the shard count: the shard is a label
+// (and grouping key) of its own, and a run deletes the groups of shards at or above its count.
+func TestShardIsALabelAndStaleShardsAreDeleted(t *testing.T) {
+	t.Parallel()
+	command := "social sync run" + metrics.ShardSuffix(1, 2)
+	if got := metrics.CommandLabel(command); got != "social_sync_run" {
+		t.Errorf("command label %q, want social_sync_run", got)
+	}
+	if c, i, n := metrics.SplitShard(command); c != "social sync run" || i != 1 || n != 2 {
+		t.Errorf("split: %q %d %d", c, i, n)
+	}
+	var mu sync.Mutex
+	var requests []string
+	groups := `{"status":"success","data":[
+ {"labels":{"job":"ingest","command":"social_sync_run","shard":"0"}},
+ {"labels":{"job":"ingest","command":"social_sync_run","shard":"1"}},
+ {"labels":{"job":"ingest","command":"social_sync_run","shard":"2"}},
+ {"labels":{"job":"ingest","command":"social_sync_run","shard":"3"}},
+ {"labels":{"job":"ingest","command":"social_sync_comments","shard":"3"}},
+ {"labels":{"job":"ingest","command":"extract_habr"}}]}`
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		requests = append(requests, r.Method+" "+r.URL.Path)
+		mu.Unlock()
+		switch {
+		case r.URL.Path == "/api/v1/metrics":
+			_, _ = io.WriteString(w, groups)
+		case r.Method == http.MethodDelete:
+			w.WriteHeader(http.StatusAccepted) // as the Pushgateway answers
+		}
+	}))
+	defer gw.Close()
+	m := metrics.New()
+	m.Finish(true)
+	if err := m.Push(context.Background(), gw.URL, command); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"POST /metrics/job/ingest/command/social_sync_run/shard/1", "GET /api/v1/metrics",
+		"DELETE /metrics/job/ingest/command/social_sync_run/shard/2", "DELETE /metrics/job/ingest/command/social_sync_run/shard/3"}
+	if strings.Join(requests, "\n") != strings.Join(want, "\n") {
+		t.Errorf("requests:\n%s\nwant:\n%s", strings.Join(requests, "\n"), strings.Join(want, "\n"))
+	}
+	path := filepath.Join(t.TempDir(), "ingest.prom")
+	if err := m.WriteTextfile(path, command); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); !strings.Contains(string(b), `ingest_last_success_timestamp_seconds{command="social_sync_run",shard="1"}`) {
+		t.Errorf("textfile:\n%s", b)
 	}
 }

@@ -182,10 +182,11 @@ func naiveSync(b *testing.B, base, token, userID string) int {
 				}
 				each(m)
 			}
-			if !graph.EndWithoutNext.More(e, after) {
+			next, more := graph.EndWithoutNext.Next(e)
+			if !more {
 				return
 			}
-			after = e.After()
+			after = next
 		}
 	}
 	comments := 0

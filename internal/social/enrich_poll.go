@@ -2,6 +2,7 @@ package social
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -19,29 +20,26 @@ import (
 // marked so and its posts are queued again, to be resubmitted.
 func (e *Enricher) Poll(ctx context.Context) (EnrichStats, error) {
 	var st EnrichStats
-	for _, p := range e.providers() {
+	err := e.eachProvider(ctx, &st, func(ctx context.Context, p Provider) error {
 		var after int64
 		for {
 			ids, err := Jobs.Pick(ctx, e.Pool, status.PickParams{Statuses: []status.Status{JobRunning}, After: after, Limit: 100,
 				ScopeValue: p.Name, DueBy: e.now()})
-			if err != nil {
-				return st, err
-			}
-			if len(ids) == 0 {
-				break
+			if err != nil || len(ids) == 0 {
+				return err
 			}
 			for _, id := range ids {
 				if err := ctx.Err(); err != nil {
-					return st, err
+					return err
 				}
 				if err := e.pollOne(ctx, p, id, &st); err != nil {
-					return st, err
+					return err
 				}
 			}
 			after = ids[len(ids)-1]
 		}
-	}
-	return st, nil
+	})
+	return st, err
 }
 
 func (e *Enricher) pollOne(ctx context.Context, p Provider, jobID int64, st *EnrichStats) error {
@@ -59,6 +57,16 @@ func (e *Enricher) pollOne(ctx context.Context, p Provider, jobID int64, st *Enr
 	}
 	client := e.Clients[p.Name]
 	job, err := client.Status(ctx, external)
+	if rerr := refused(p.Name, err); rerr != nil {
+		return rerr
+	}
+	if err == nil && job.ResultsExpireAt != nil && (expires == nil || !expires.Equal(*job.ResultsExpireAt)) {
+		// Kept from the first answer that gives it: a job whose results would expire before the
+		// next poll reads them is known to be lost, and resubmitted.
+		if _, err := e.Pool.Exec(ctx, `UPDATE social_enrich_jobs SET results_expire_at = $2 WHERE id = $1`, jobID, job.ResultsExpireAt); err != nil {
+			return fmt.Errorf("job %d: %w", jobID, err)
+		}
+	}
 	switch {
 	case errors.Is(err, enrichapi.ErrExpired):
 		return e.expired(ctx, jobID, err.Error(), st)
@@ -145,34 +153,68 @@ func (e *Enricher) expired(ctx context.Context, jobID int64, reason string, st *
 	})
 }
 
-// collect reads a succeeded job's results and stores them: raw pages, normalized labels, and
-// each post's outcome.
+// collect reads a succeeded job's results and stores them: each page in the raw store as it
+// is read, committed with the token of the next one, so that a failure on a later page (a 5xx,
+// a kill) does not read the earlier ones again; then, once the last page is in, the normalized
+// labels and each post's outcome, in one transaction.
 func (e *Enricher) collect(ctx context.Context, p Provider, jobID int64, external string, st *EnrichStats) error {
 	client := e.Clients[p.Name]
-	type page struct {
-		request string
-		token   string
-		body    []byte
-		results []enrichapi.Result
+	var token *string
+	if err := e.Pool.QueryRow(ctx, `SELECT results_next FROM social_enrich_jobs WHERE id = $1`, jobID).Scan(&token); err != nil {
+		return fmt.Errorf("job %d: %w", jobID, err)
 	}
-	var pages []page
-	token := ""
-	for {
-		rp, raw, err := client.Results(ctx, external, token)
+	next := deref(token)
+	for token == nil || next != "" {
+		rp, raw, err := client.Results(ctx, external, next)
+		if rerr := refused(p.Name, err); rerr != nil {
+			return rerr
+		}
 		switch {
 		case errors.Is(err, enrichapi.ErrExpired):
 			return e.expired(ctx, jobID, err.Error(), st)
 		case err != nil && ctx.Err() != nil:
 			return ctx.Err()
 		case err != nil:
-			e.Log.Warn("results not read: read again later", "provider", p.Name, "job", jobID, "error", err)
+			e.Log.Warn("results page not read: the job is read on from it later", "provider", p.Name, "job", jobID, "page_token", next, "error", err)
 			return e.later(ctx, jobID, 0, err.Error(), nil)
 		}
-		pages = append(pages, page{request: "jobs/" + external + "/results?page_token=" + token, token: token, body: raw, results: rp.Results})
-		if rp.NextPageToken == "" || rp.NextPageToken == token {
-			break
+		following := rp.NextPageToken
+		if following == next {
+			following = "" // a page naming itself next would loop
 		}
-		token = rp.NextPageToken
+		err = pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
+			if _, _, err := insertRaw(ctx, tx, rawPage{Endpoint: "enrich:" + p.Name, Request: "jobs/" + external + "/results?page_token=" + next,
+				Cursor: next, NextCursor: following, HasNext: following != "", Items: len(rp.Results), RunID: e.RunID, JobID: jobID, Body: raw}); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `UPDATE social_enrich_jobs SET results_next = $2, results_read = results_read + 1 WHERE id = $1`, jobID, following)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("store a results page of job %d: %w", jobID, err)
+		}
+		token, next = &following, following
+	}
+	return e.store(ctx, p, jobID, st)
+}
+
+// store normalizes the results pages of a job, as read into the raw store, into labels, and
+// moves its posts and the job, in one transaction.
+func (e *Enricher) store(ctx context.Context, p Provider, jobID int64, st *EnrichStats) error {
+	// One body per page token: a page read twice (a kill between its commit and the next) is
+	// taken once, as last read.
+	bodies, err := collectRows(ctx, e.Pool, `SELECT DISTINCT ON (cursor) body FROM social_raw_pages WHERE job_id = $1 AND endpoint = $2 ORDER BY cursor, id DESC`,
+		jobID, "enrich:"+p.Name)
+	if err != nil {
+		return fmt.Errorf("results of job %d: %w", jobID, err)
+	}
+	var results []enrichapi.Result
+	for _, b := range bodies {
+		var rp enrichapi.ResultsPage
+		if err := json.Unmarshal(b, &rp); err != nil {
+			return fmt.Errorf("results of job %d: a stored page: %w", jobID, err)
+		}
+		results = append(results, rp.Results...)
 	}
 	rows, err := loadEnrichments(ctx, e.Pool, "job_id = $1", jobID)
 	if err != nil {
@@ -192,28 +234,22 @@ func (e *Enricher) collect(ctx context.Context, p Provider, jobID int64, externa
 				b.Queue(`DELETE FROM social_labels WHERE post_id = $1 AND provider = $2`, r.PostID, p.Name)
 			}
 		}
-		for _, pg := range pages {
-			if _, _, err := insertRaw(ctx, tx, rawPage{Endpoint: "enrich:" + p.Name, Request: pg.request, Cursor: pg.token,
-				HasNext: false, Items: len(pg.results), RunID: e.RunID, Body: pg.body}); err != nil {
-				return err
+		for _, res := range results {
+			postID, subject, err := parseRef(res.Ref)
+			o := byPost[postID]
+			if err != nil || o == nil {
+				continue // not one of this job's posts
 			}
-			for _, res := range pg.results {
-				postID, subject, err := parseRef(res.Ref)
-				o := byPost[postID]
-				if err != nil || o == nil {
-					continue // not one of this job's posts
-				}
-				if res.Error != "" {
-					o.errs = append(o.errs, subject+": "+res.Error)
-					continue
-				}
-				o.got = true
-				for _, l := range res.Labels {
-					b.Queue(`INSERT INTO social_labels (post_id, provider, subject, label, confidence, job_id) VALUES ($1, $2, $3, $4, $5, $6)
+			if res.Error != "" {
+				o.errs = append(o.errs, subject+": "+res.Error)
+				continue
+			}
+			o.got = true
+			for _, l := range res.Labels {
+				b.Queue(`INSERT INTO social_labels (post_id, provider, subject, label, confidence, job_id) VALUES ($1, $2, $3, $4, $5, $6)
 ON CONFLICT (post_id, provider, subject, label) DO UPDATE SET confidence = EXCLUDED.confidence, job_id = EXCLUDED.job_id`,
-						postID, p.Name, subject, l.Name, l.Confidence, jobID)
-					labels++
-				}
+					postID, p.Name, subject, l.Name, l.Confidence, jobID)
+				labels++
 			}
 		}
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
@@ -246,4 +282,13 @@ ON CONFLICT (post_id, provider, subject, label) DO UPDATE SET confidence = EXCLU
 		st.Labels += labels
 	}
 	return err
+}
+
+// collectRows reads one bytea/jsonb column of every row of q.
+func collectRows(ctx context.Context, db status.DB, q string, args ...any) ([][]byte, error) {
+	rows, err := db.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[[]byte])
 }

@@ -34,18 +34,25 @@ func enrichEnv(t *testing.T, o enrichfake.Options) (*env, *social.Enricher, *enr
 	prov := enrichfake.New(o)
 	srv := httptest.NewServer(prov)
 	t.Cleanup(srv.Close)
-	clients := map[string]*enrichapi.Client{}
-	for _, name := range []string{"vision", "text"} {
-		c, err := enrichapi.New(srv.URL+"/v1/"+name, "prov-token")
-		if err != nil {
-			t.Fatal(err)
-		}
-		clients[name] = c
-	}
-	en := &social.Enricher{Pool: e.pool, Log: slog.New(slog.NewTextHandler(e.logs, nil)), Actor: "test", Clients: clients,
+	e.enrichURL = srv.URL
+	en := &social.Enricher{Pool: e.pool, Log: slog.New(slog.NewTextHandler(e.logs, nil)), Actor: "test", Clients: e.enrichClients("prov-token"),
 		Cap: 2, JobPosts: 5, PollMin: time.Second, PollMax: 4 * time.Second, Now: clk.now,
 		RetryPolicy: retry.Policy{Delays: []time.Duration{0, 0, 0}}}
 	return e, en, prov, clk
+}
+
+// enrichClients are clients of both providers of the fake with token.
+func (e *env) enrichClients(token string) map[string]*enrichapi.Client {
+	e.t.Helper()
+	clients := map[string]*enrichapi.Client{}
+	for _, name := range []string{"vision", "text"} {
+		c, err := enrichapi.New(e.enrichURL+"/v1/"+name, token)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		clients[name] = c
+	}
+	return clients
 }
 
 func TestEnrichWithinTheCapUntilDone(t *testing.T) {

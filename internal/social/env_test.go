@@ -32,6 +32,8 @@ type env struct {
 	base   string
 	sealer *social.Sealer
 	logs   *syncBuffer
+	// enrichURL is the fake enrichment provider's root, once enrichEnv started one.
+	enrichURL string
 }
 
 type syncBuffer struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,7 +23,7 @@ func TestThrottlingParksWithoutFailingRecords(t *testing.T) {
 		Accounts: []graphfake.AccountSpec{
 			{Username: "a1", Connected: true, Posts: 110, Comments: 150},
 			{Username: "a2", Connected: true, Posts: 30, Comments: 50},
-			{Username: "d1", Posts: 110}}})
+			{Username: "d1", Posts: 110}, {Username: "d2", Posts: 210}}})
 	e.addAll()
 	s := e.syncer(0, 0)
 	for i := 0; i < 60 && e.count(`SELECT count(*) FROM social_accounts WHERE status <> $1`, string(social.Synced))+
@@ -42,7 +43,7 @@ func TestThrottlingParksWithoutFailingRecords(t *testing.T) {
 		t.Errorf("fake: %d throttling answers, %d calls while throttled; want some, and none", st.Throttled, st.WhileThrottled)
 	}
 	if e.count(`SELECT count(*) FROM social_parks WHERE key = 'app'`) == 0 || e.count(`SELECT count(*) FROM social_parks WHERE key LIKE 'token:%'`) == 0 {
-		t.Error("want both the app (code 4) and tokens parked")
+		t.Error("want both the app (a Platform code on business discovery) and tokens (Business Use Case codes) parked")
 	}
 	for _, a := range e.fake.Accounts() {
 		want := len(a.Posts)
@@ -74,23 +75,55 @@ func TestUsageNearTheLimitSlowsThenParks(t *testing.T) {
 		t.Errorf("%d accounts synced, want 2", n)
 	}
 
-	// At the limit: the app is parked after the first answer, and the run stops without failing
-	// anything.
-	e = newEnv(t, graphfake.Options{Seed: 32, NoFixtureAccounts: true, UsageFloor: 100,
-		Accounts: []graphfake.AccountSpec{{Username: "a1", Connected: true, Posts: 5}, {Username: "a2", Connected: true, Posts: 5}}})
+	// At the limit of the app's Platform Rate Limits (X-App-Usage, business discovery): the app
+	// is parked after the first discovery answer, and only business discovery stops; connected
+	// accounts, on their own Business Use Case budgets, are synced whole.
+	accounts := []graphfake.AccountSpec{{Username: "a1", Connected: true, Posts: 5, Comments: 5}, {Username: "a2", Connected: true, Posts: 5, Comments: 5},
+		{Username: "d1", Posts: 5}, {Username: "d2", Posts: 5}}
+	e = newEnv(t, graphfake.Options{Seed: 32, NoFixtureAccounts: true, AppUsageFloor: 100, Accounts: accounts})
 	e.addAll()
-	st, err := e.syncer(0, 0).SyncProfiles(e.ctx)
+	s = e.syncer(0, 0)
+	s.Gate.ParkFloor = time.Hour // parks outlast the test, however slow the machine
+	st, err := s.SyncProfiles(e.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Calls != 1 || !st.Truncated {
-		t.Errorf("profiles: %d calls, stopped early %v; want one call, then the app parked and the run stopped", st.Calls, st.Truncated)
+	if st.Truncated || !slices.Equal(st.Parked, []string{social.AppKey}) {
+		t.Errorf("profiles: stopped early %v, parked %v; want the run to go on, the app parked", st.Truncated, st.Parked)
 	}
-	if e.count(`SELECT count(*) FROM social_parks WHERE key = 'app' AND reason LIKE 'X-App-Usage at 100%'`) != 1 {
-		t.Error("the app is not parked at 100% usage")
+	e.syncAll(s)
+	if e.count(`SELECT count(*) FROM social_parks WHERE key = 'app' AND reason LIKE 'X-App-Usage at 100%'`) != 1 || e.count(`SELECT count(*) FROM social_parks`) != 1 {
+		t.Error("want the app parked at 100% X-App-Usage, and nothing else")
 	}
-	if n := e.count(`SELECT count(*) FROM social_accounts WHERE status = $1`, string(social.ProfilePending)); n != 1 {
-		t.Errorf("%d accounts still waiting, want 1 (not failed)", n)
+	if n := e.count(`SELECT count(*) FROM social_accounts WHERE status = $1 AND access = 'connected'`, string(social.Synced)); n != 2 {
+		t.Errorf("%d connected accounts synced, want 2: the app's park must not stop them", n)
+	}
+	if n := e.count(`SELECT count(*) FROM social_posts p JOIN social_accounts a ON a.id = p.account_id WHERE a.access = 'connected' AND p.status = $1`, string(social.Normalized)); n != 10 {
+		t.Errorf("%d posts of connected accounts normalized, want 10", n)
+	}
+	if n := e.count(`SELECT count(*) FROM social_accounts WHERE access = 'discovery' AND status = ANY($1)`, []string{string(social.ProfilePending), string(social.PostsPending)}); n != 2 {
+		t.Errorf("%d discovery accounts waiting, want 2 (not failed)", n)
+	}
+	if fs := e.fake.Stats(); fs.ByEndpoint["discovery_profile"]+fs.ByEndpoint["discovery_media"] != 1 {
+		t.Errorf("business discovery calls %v; want one, then none while the app is parked", fs.ByEndpoint)
+	}
+
+	// At the limit of each token's Business Use Case budget (X-Business-Use-Case-Usage): a
+	// token is parked after its first answer and stops that account only; business discovery
+	// through the same token, on the app's budget, goes on.
+	e = newEnv(t, graphfake.Options{Seed: 32, NoFixtureAccounts: true, BusinessUsageFloor: 100, Accounts: accounts})
+	e.addAll()
+	s = e.syncer(0, 0)
+	s.Gate.ParkFloor = time.Hour
+	e.syncAll(s)
+	if n := e.count(`SELECT count(*) FROM social_parks WHERE key LIKE 'token:%' AND reason LIKE 'X-Business-Use-Case-Usage at 100%'`); n != 2 || e.count(`SELECT count(*) FROM social_parks WHERE key = 'app'`) != 0 {
+		t.Errorf("%d tokens parked, want both, and not the app", n)
+	}
+	if n := e.count(`SELECT count(*) FROM social_accounts WHERE status = $1 AND access = 'discovery'`, string(social.Synced)); n != 2 {
+		t.Errorf("%d discovery accounts synced, want 2: a token's Business Use Case park must not stop business discovery", n)
+	}
+	if n := e.count(`SELECT count(*) FROM social_accounts WHERE access = 'connected' AND status = $1`, string(social.PostsPending)); n != 2 {
+		t.Errorf("%d connected accounts waiting for their posts, want 2 (profile read, then parked, not failed)", n)
 	}
 }
 

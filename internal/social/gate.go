@@ -2,6 +2,7 @@ package social
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -13,11 +14,16 @@ import (
 	"github.com/ingest-dev/ingest/internal/social/graph"
 )
 
-// AppKey is the park key of the whole app (code 4, X-App-Usage).
+// AppKey is the park key of the app's Platform Rate Limits budget (codes 4, 17, 32, 613 on a
+// business discovery call, X-App-Usage): the budget business discovery calls share app-wide.
+// Connected accounts' calls do not count against it (Meta: Instagram Platform calls are
+// subject to Business Use Case limits, per app and app user) and never wait for it.
 const AppKey = "app"
 
-// TokenKey is the park key of one token (codes 17, 32, 613, 80001, 80002,
-// X-Business-Use-Case-Usage: the limit is per app and app user).
+// TokenKey is the park key of one token's Business Use Case budget (codes 80001, 80002, and
+// any throttling answer to a connected account's call; X-Business-Use-Case-Usage): the limit is
+// per app and app user, so it stops that token's connected calls only (business discovery
+// through the token counts against the app's Platform Rate Limits instead).
 func TokenKey(fingerprint string) string { return "token:" + fingerprint }
 
 // Gate keeps calls under the platform's limits for every pod at once: it slows down as the
@@ -154,8 +160,9 @@ func (g *Gate) Pace(ctx context.Context, keys ...string) error {
 	return retry.Sleep(ctx, d)
 }
 
-// Observe reads a response's usage headers: it sets the pause of the app and of the token, and
-// parks either once its usage reaches ParkAt. It returns the *ParkedError of a park it made.
+// Observe reads a response's usage headers: it sets the pause of the app's budget
+// (X-App-Usage) and of the token's (X-Business-Use-Case-Usage), and parks either once its usage
+// reaches ParkAt. It returns the *ParkedError of each park it made, joined.
 func (g *Gate) Observe(ctx context.Context, u graph.Usage, tokenKey string) error {
 	slowFrom, parkAt, maxPause, floor := g.defaults()
 	pauseFor := func(pct float64) time.Duration {
@@ -177,23 +184,28 @@ func (g *Gate) Observe(ctx context.Context, u graph.Usage, tokenKey string) erro
 	}
 	g.mu.Unlock()
 	wait := max(u.RegainAfter(), floor)
-	switch {
-	case app >= parkAt:
-		return g.Park(ctx, AppKey, g.now().Add(wait), fmt.Sprintf("X-App-Usage at %.0f%%", app))
-	case biz >= parkAt:
-		return g.Park(ctx, tokenKey, g.now().Add(wait), fmt.Sprintf("X-Business-Use-Case-Usage at %.0f%%", biz))
-	case u.RegainAfter() > 0:
-		return g.Park(ctx, tokenKey, g.now().Add(wait), fmt.Sprintf("X-Business-Use-Case-Usage: access regained in %s", u.RegainAfter()))
+	var errs []error
+	if app >= parkAt {
+		errs = append(errs, g.Park(ctx, AppKey, g.now().Add(wait), fmt.Sprintf("X-App-Usage at %.0f%%", app)))
 	}
-	return nil
+	switch {
+	case biz >= parkAt:
+		errs = append(errs, g.Park(ctx, tokenKey, g.now().Add(wait), fmt.Sprintf("X-Business-Use-Case-Usage at %.0f%%", biz)))
+	case u.RegainAfter() > 0:
+		errs = append(errs, g.Park(ctx, tokenKey, g.now().Add(wait), fmt.Sprintf("X-Business-Use-Case-Usage: access regained in %s", u.RegainAfter())))
+	}
+	return errors.Join(errs...)
 }
 
-// Throttled parks what a throttling answer concerns (the app for code 4, else the token) until
-// the time the platform gave, and returns the *ParkedError.
-func (g *Gate) Throttled(ctx context.Context, ae *graph.APIError, tokenKey string) error {
+// Throttled parks the budget a throttling answer concerns until the time the platform gave,
+// and returns the *ParkedError: a business discovery call's is the app's Platform Rate Limits
+// (Platform codes 4, 17, 32, 613 are what it answers; any other throttling answer to it stops
+// discovery all the same, as the only budget its calls wait for), a connected account's call's
+// is its token's Business Use Case budget, whatever the code.
+func (g *Gate) Throttled(ctx context.Context, ae *graph.APIError, tokenKey string, discovery bool) error {
 	_, _, _, floor := g.defaults()
 	key := tokenKey
-	if ae.AppWide() {
+	if discovery {
 		key = AppKey
 	}
 	return g.Park(ctx, key, g.now().Add(max(ae.RegainAfter, floor)), fmt.Sprintf("throttled: code %d (HTTP %d)", ae.Code, ae.HTTPStatus))

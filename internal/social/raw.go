@@ -32,6 +32,7 @@ type rawPage struct {
 	HasNext           bool
 	Items             int
 	RunID             int64
+	JobID             int64 // the enrichment job of a results page; 0 for none
 	Body              []byte
 }
 
@@ -40,9 +41,9 @@ type rawPage struct {
 func insertRaw(ctx context.Context, db status.DB, p rawPage) (int64, time.Time, error) {
 	var id int64
 	var at time.Time
-	err := db.QueryRow(ctx, `INSERT INTO social_raw_pages (account_id, post_id, endpoint, request, cursor, next_cursor, has_next, items, run_id, body)
-VALUES (NULLIF($1, 0), NULLIF($2, 0), $3, $4, NULLIF($5, ''), NULLIF($6, ''), $7, $8, NULLIF($9, 0), $10) RETURNING id, fetched_at`,
-		p.AccountID, p.PostID, p.Endpoint, p.Request, p.Cursor, p.NextCursor, p.HasNext, p.Items, p.RunID, p.Body).Scan(&id, &at)
+	err := db.QueryRow(ctx, `INSERT INTO social_raw_pages (account_id, post_id, endpoint, request, cursor, next_cursor, has_next, items, run_id, job_id, body)
+VALUES (NULLIF($1, 0), NULLIF($2, 0), $3, $4, NULLIF($5, ''), NULLIF($6, ''), $7, $8, NULLIF($9, 0), NULLIF($10, 0), $11) RETURNING id, fetched_at`,
+		p.AccountID, p.PostID, p.Endpoint, p.Request, p.Cursor, p.NextCursor, p.HasNext, p.Items, p.RunID, p.JobID, p.Body).Scan(&id, &at)
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("store raw %s page: %w", p.Endpoint, err)
 	}

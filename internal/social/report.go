@@ -47,7 +47,13 @@ type AccountReport struct {
 	LastCycleCalls   map[string]int   `json:"last_cycle_calls,omitempty"`
 	LastCycle        *time.Time       `json:"last_cycle_started_at,omitempty"`
 	Capabilities     []Capability     `json:"capabilities"`
-	Enrichment       map[string]int64 `json:"enrichment_by_status,omitempty"`
+	// Incomplete names the walks of the account that did not reach the platform's end: a
+	// listing or comment walks stopped short (resumed by the next run), or cut short by an
+	// earlier version (walked again in full by the next sync).
+	Incomplete []string `json:"incomplete,omitempty"`
+	fullWalk   bool
+	oldWalk    bool             // its last complete listing was made by an earlier version (walk_version 0)
+	Enrichment map[string]int64 `json:"enrichment_by_status,omitempty"`
 }
 
 // Park is a parked token or the app.
@@ -115,8 +121,9 @@ func BuildReport(ctx context.Context, db status.DB, o ReportOptions) (Report, er
 	}
 	rows, err := db.Query(ctx, `SELECT a.id, coalesce(a.username, ''), coalesce(a.ig_user_id, ''), a.access, coalesce(v.username, v.ig_user_id, ''),
 coalesce(a.token_fingerprint, ''), a.status, coalesce(a.last_error, ''), a.next_attempt_at, a.profile_synced_at, a.followers_count, a.follows_count,
-a.media_count, a.posts_hwm_at, a.list_cursor IS NOT NULL, a.cycle_calls, a.last_cycle_calls, a.last_cycle_started_at, a.stories_synced_at
-FROM social_accounts a LEFT JOIN social_accounts v ON v.id = a.via_account_id WHERE `+where+` ORDER BY a.id LIMIT $1`, args...)
+a.media_count, a.posts_hwm_at, a.list_cursor IS NOT NULL, a.cycle_calls, a.last_cycle_calls, a.last_cycle_started_at, a.stories_synced_at,
+a.full_walk, a.walk_version < $`+fmt.Sprint(len(args)+1)+` AND a.listed_at IS NOT NULL
+FROM social_accounts a LEFT JOIN social_accounts v ON v.id = a.via_account_id WHERE `+where+` ORDER BY a.id LIMIT $1`, append(args, WalkVersion)...)
 	if err != nil {
 		return r, fmt.Errorf("accounts: %w", err)
 	}
@@ -126,7 +133,8 @@ FROM social_accounts a LEFT JOIN social_accounts v ON v.id = a.via_account_id WH
 		var cycle, last []byte
 		var stories *time.Time
 		err := row.Scan(&a.ID, &a.Username, &a.IGUserID, &a.Access, &a.Via, &a.TokenFingerprint, &a.Status, &a.LastError, &a.NextSyncAt,
-			&a.ProfileSyncedAt, &a.Followers, &a.Follows, &a.MediaCount, &a.HighWaterMark, &a.ListingCursor, &cycle, &last, &a.LastCycle, &stories)
+			&a.ProfileSyncedAt, &a.Followers, &a.Follows, &a.MediaCount, &a.HighWaterMark, &a.ListingCursor, &cycle, &last, &a.LastCycle, &stories,
+			&a.fullWalk, &a.oldWalk)
 		_ = json.Unmarshal(cycle, &a.CycleCalls)
 		if last != nil {
 			_ = json.Unmarshal(last, &a.LastCycleCalls)
@@ -219,7 +227,45 @@ WHERE p.account_id = $1 GROUP BY 1`, a.ID)
 	if _, err := pgx.ForEachRow(rows, []any{&k, &n}, func() error { a.Enrichment[k] = n; return nil }); err != nil {
 		return fmt.Errorf("enrichment of account %d: %w", a.ID, err)
 	}
+	if err := incomplete(ctx, db, a); err != nil {
+		return err
+	}
 	a.Capabilities = capabilities(a, storiesAt)
+	return nil
+}
+
+// incomplete fills a.Incomplete: what of the account's walks did not reach the platform's end.
+func incomplete(ctx context.Context, db status.DB, a *AccountReport) error {
+	var feed int64
+	for _, n := range a.Posts {
+		feed += n
+	}
+	announced := int64(-1)
+	if a.MediaCount != nil {
+		announced = min(*a.MediaCount, MaxListedMedia)
+	}
+	switch {
+	case a.fullWalk:
+		a.Incomplete = append(a.Incomplete, fmt.Sprintf("posts: %d of %d stored by a listing an earlier version cut short: walked again in full by the next sync", feed, announced))
+	case a.oldWalk && feed < announced:
+		a.Incomplete = append(a.Incomplete, fmt.Sprintf("posts: %d of %d stored by a listing an earlier version cut short: the next sync walks it again in full", feed, announced))
+	case a.ListingCursor && a.Status == string(PostsPending):
+		a.Incomplete = append(a.Incomplete, "posts: the listing stopped short of the platform's end: the next run goes on from its cursor")
+	}
+	var waiting, short int64
+	if err := db.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status = ANY($2)),
+count(*) FILTER (WHERE status = $3 AND walk_version < $4 AND comments_hwm_at IS NOT NULL
+    AND (SELECT count(*) FROM social_comments c WHERE c.post_id = p.id) < coalesce(comments_count, 0))
+FROM social_posts p WHERE account_id = $1 AND surface = 'feed'`, a.ID, []string{string(CommentsPending), string(CommentsRetry)}, string(Normalized), WalkVersion).
+		Scan(&waiting, &short); err != nil {
+		return fmt.Errorf("comment walks of account %d: %w", a.ID, err)
+	}
+	if waiting > 0 {
+		a.Incomplete = append(a.Incomplete, fmt.Sprintf("comments: %d posts wait for their comment walk (new, changed, stopped short or repaired)", waiting))
+	}
+	if short > 0 {
+		a.Incomplete = append(a.Incomplete, fmt.Sprintf("comments: %d posts hold fewer comments than announced, walked by an earlier version that stopped short: the next sync walks them again in full", short))
+	}
 	return nil
 }
 
@@ -237,7 +283,10 @@ func capabilities(a *AccountReport, storiesAt *time.Time) []Capability {
 	if a.MediaCount != nil && *a.MediaCount > MaxListedMedia {
 		postsDetail += fmt.Sprintf("; the platform lists only the newest %d of %d: %d older ones are out of reach", MaxListedMedia, *a.MediaCount, *a.MediaCount-MaxListedMedia)
 	}
-	out = append(out, Capability{What: "posts, reels, carousels", Synced: a.HighWaterMark != nil, Detail: postsDetail})
+	for _, why := range a.Incomplete {
+		postsDetail += "; incomplete: " + why
+	}
+	out = append(out, Capability{What: "posts, reels, carousels", Synced: a.HighWaterMark != nil && len(a.Incomplete) == 0, Detail: postsDetail})
 	if a.Access == Connected {
 		out = append(out,
 			Capability{What: "comments and replies", Synced: a.Comments > 0 || posts > 0, Detail: fmt.Sprintf("%d comments and replies", a.Comments)},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -60,14 +61,16 @@ type Syncer struct {
 
 // Stats sums up one sync command.
 type Stats struct {
-	Records   int            // accounts or posts handled
-	Outcomes  map[string]int // by status reached (or "skipped")
-	Calls     int            // Graph API requests
-	Pages     int            // pages stored in the raw store
-	Items     int            // posts, stories or comments read
-	Restarts  int            // walks restarted from the newest page after a refused or stale cursor
-	Parked    []string       // keys parked during the run
-	Truncated bool           // stopped early: the app is parked
+	Records    int            // accounts or posts handled
+	Outcomes   map[string]int // by status reached (or "skipped")
+	Calls      int            // Graph API requests
+	Pages      int            // pages stored in the raw store
+	Items      int            // posts, stories or comments read
+	Restarts   int            // walks restarted from the newest page after a refused or stale cursor
+	Parked     []string       // keys parked during the run, each once: the rest of the run went on without them
+	Incomplete int            // walks stopped short of the platform's end (empty pages): resumed by the next run
+	Repairs    int            // accounts and posts sent to be walked again in full (Repair)
+	Truncated  bool           // stopped early (the context ended)
 }
 
 func (st *Stats) outcome(s string) {
@@ -133,6 +136,9 @@ type accountRow struct {
 	// ListedAt and StoriesAt say when the listing and the stories were last completed: a step
 	// completed in the current cycle is not done again by a rerun.
 	ListedAt, StoriesAt *time.Time
+	// FullWalk: the next listing goes to the platform's end, whatever the high-water mark (a
+	// repair of a listing an earlier version cut short).
+	FullWalk bool
 }
 
 // doneThisCycle reports whether a step completed at t belongs to the current cycle.
@@ -146,8 +152,8 @@ func loadAccount(ctx context.Context, db status.DB, id int64) (*accountRow, erro
 	var via *int64
 	var st string
 	err := db.QueryRow(ctx, `SELECT access, username, ig_user_id, via_account_id, status, posts_hwm_at, list_cursor, list_cursor_at,
-list_newest_at, cycle_started_at, listed_at, stories_synced_at FROM social_accounts WHERE id = $1`, id).
-		Scan(&a.Access, &username, &igID, &via, &st, &a.HWM, &cursor, &a.ListCursorAt, &a.ListNewest, &a.CycleStarted, &a.ListedAt, &a.StoriesAt)
+list_newest_at, cycle_started_at, listed_at, stories_synced_at, full_walk FROM social_accounts WHERE id = $1`, id).
+		Scan(&a.Access, &username, &igID, &via, &st, &a.HWM, &cursor, &a.ListCursorAt, &a.ListNewest, &a.CycleStarted, &a.ListedAt, &a.StoriesAt, &a.FullWalk)
 	if err != nil {
 		return nil, fmt.Errorf("load account %d: %w", id, err)
 	}
@@ -179,11 +185,24 @@ func (a *accountRow) name() string {
 type creds struct {
 	token, fingerprint string
 	node               string // the viewer's IG user id (business discovery)
-	ownerID            int64  // the account whose token this is
-	ownerName          string
+	// discovery: the calls are business discovery, counted against the app's Platform Rate
+	// Limits (AppKey); a connected account's calls against its token's Business Use Case budget.
+	discovery bool
+	ownerID   int64 // the account whose token this is
+	ownerName string
 }
 
 func (c creds) tokenKey() string { return TokenKey(c.fingerprint) }
+
+// parkKeys are the budgets a call with c is counted against, per Meta's rate-limiting
+// documentation: business discovery the app's Platform Rate Limits, a connected account's calls
+// its token's Business Use Case budget. A parked budget stops those calls only.
+func (c creds) parkKeys() []string {
+	if c.discovery {
+		return []string{AppKey}
+	}
+	return []string{c.tokenKey()}
+}
 
 // errNoCreds: the account cannot be synced now for a reason that is not its own (its viewer
 // needs attention); it is left as it is.
@@ -204,7 +223,7 @@ func (s *Syncer) creds(ctx context.Context, a *accountRow) (creds, error) {
 	if err != nil {
 		return creds{}, fmt.Errorf("load the token of account %d: %w", ownerID, err)
 	}
-	c := creds{fingerprint: fp, node: igID, ownerID: ownerID, ownerName: "@" + deref(username)}
+	c := creds{fingerprint: fp, node: igID, ownerID: ownerID, ownerName: "@" + deref(username), discovery: a.Access == Discovery}
 	if c.ownerName == "@" {
 		c.ownerName = "ig:" + igID
 	}
@@ -219,10 +238,11 @@ func (s *Syncer) creds(ctx context.Context, a *accountRow) (creds, error) {
 }
 
 // call makes one request for account a with c's token, through the gate: it refuses while the
-// token or the app is parked, paces near the limit, reads the usage headers, parks on
-// throttling and counts the calls in calls.
+// budget the call counts against is parked (the token's, or the app's for business discovery),
+// paces near the limit, reads the usage headers, parks on throttling and counts
+// the calls in calls.
 func (s *Syncer) call(ctx context.Context, c creds, req graph.Request, calls map[string]int, st *Stats) (*graph.Response, error) {
-	keys := []string{AppKey, c.tokenKey()}
+	keys := c.parkKeys()
 	if err := s.Gate.Check(ctx, keys...); err != nil {
 		return nil, err
 	}
@@ -243,17 +263,27 @@ func (s *Syncer) call(ctx context.Context, c creds, req graph.Request, calls map
 		s.Metrics.Processed.WithLabelValues("graph_calls", req.Endpoint).Add(float64(n))
 	}
 	if ae, ok := graph.AsAPI(err); ok && ae.Throttled() {
-		perr := s.Gate.Throttled(ctx, ae, c.tokenKey())
+		perr := s.Gate.Throttled(ctx, ae, c.tokenKey(), c.discovery)
 		s.noteParked(perr, st)
 		return nil, perr
 	}
 	return resp, err
 }
 
+// noteParked adds the keys of the parks in err (one, or several joined) to the run's report,
+// each once.
 func (s *Syncer) noteParked(err error, st *Stats) {
-	var pe *ParkedError
-	if errors.As(err, &pe) {
-		st.Parked = append(st.Parked, pe.Key)
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else if err != nil {
+		errs = []error{err}
+	}
+	for _, e := range errs {
+		var pe *ParkedError
+		if errors.As(e, &pe) && !slices.Contains(st.Parked, pe.Key) {
+			st.Parked = append(st.Parked, pe.Key)
+		}
 	}
 }
 
@@ -289,8 +319,8 @@ type failure struct {
 }
 
 // classify turns a call's error into what happens to the record: throttling leaves it in
-// place (its token is parked, the run goes on with other tokens, or stops when the app is
-// parked); an invalid token needs a person; retryable errors are scheduled; anything else is
+// place (its budget is parked: the token's, or the app's for business discovery; the run goes
+// on with everything else); an invalid token needs a person; retryable errors are scheduled; anything else is
 // permanent for that record.
 func classify(ctx context.Context, err error) failure {
 	var pe *ParkedError
@@ -299,7 +329,7 @@ func classify(ctx context.Context, err error) failure {
 	case ctx.Err() != nil:
 		return failure{stop: true, reason: "stopped"}
 	case errors.As(err, &pe):
-		return failure{stop: pe.Key == AppKey, reason: pe.Error()}
+		return failure{reason: pe.Error()}
 	case errors.As(err, &nc):
 		return failure{reason: nc.why}
 	case errors.Is(err, ErrNoTokenKey), errors.Is(err, ErrWrongTokenKey):

@@ -131,7 +131,7 @@ FROM social_posts WHERE id = $1`, id).Scan(&p.AccountID, &p.MediaID, &stName, &c
 		if last {
 			// The walk's end and the post's move commit together: a rerun never walks it again.
 			_, err = tx.Exec(ctx, `UPDATE social_posts SET comments_hwm_at = CASE WHEN $2::timestamptz IS NULL THEN comments_hwm_at ELSE greatest(comments_hwm_at, $2) END,
-comments_cursor = NULL, comments_cursor_at = NULL, comments_newest_at = NULL, comments_pages = 0 WHERE id = $1`, p.ID, newest)
+comments_cursor = NULL, comments_cursor_at = NULL, comments_newest_at = NULL, comments_pages = 0, walk_version = $3 WHERE id = $1`, p.ID, newest, WalkVersion)
 			if err == nil {
 				_, err = Posts.Move(ctx, tx, p.ID, p.Status, Fetched, s.change(""))
 			}
@@ -147,6 +147,13 @@ comments_pages = comments_pages + 1 WHERE id = $1`, p.ID, next, s.now(), newest)
 		_, err := s.Pool.Exec(ctx, `UPDATE social_posts SET comments_cursor = NULL, comments_cursor_at = NULL WHERE id = $1`, p.ID)
 		return err
 	})
+	if isIncomplete(err) {
+		// The walk keeps its cursor; the post stays where it is, and the next run goes on.
+		log.Warn("comment walk stopped short: resumed by the next run", "reason", err)
+		st.Incomplete++
+		st.outcome("incomplete")
+		return false, addCalls(ctx, s.Pool, p.AccountID, calls)
+	}
 	if err != nil {
 		if aerr := addCalls(ctx, s.Pool, p.AccountID, calls); aerr != nil {
 			return false, aerr
@@ -176,11 +183,12 @@ func (s *Syncer) longThreads(ctx context.Context, c creds, items []json.RawMessa
 			continue
 		}
 		inline, err := graph.EdgeAt(cm.Replies)
-		if err != nil || !replies.Rule.More(inline, "") {
+		if err != nil {
 			continue
 		}
-		cursor := inline.After()
-		for {
+		cursor, more := replies.Rule.Next(inline)
+		stalled := 0
+		for more {
 			req := replies.request(c, cm.ID, cursor)
 			resp, err := s.call(ctx, c, req, calls, st)
 			if err != nil {
@@ -193,10 +201,18 @@ func (s *Syncer) longThreads(ctx context.Context, c creds, items []json.RawMessa
 			out = append(out, rawPage{Endpoint: req.Endpoint, Request: req.String(), Cursor: cursor, NextCursor: e.After(),
 				HasNext: e.HasNext(), Items: len(e.Data), Body: resp.Body})
 			st.Items += len(e.Data)
-			if !replies.Rule.More(e, cursor) {
-				break
+			next, again := replies.Rule.Next(e)
+			if len(e.Data) == 0 || next == cursor {
+				stalled++
+			} else {
+				stalled = 0
 			}
-			cursor = e.After()
+			if again && (stalled >= MaxEmptyPages || next == "") {
+				// The comment page is not stored: the walk's cursor stays before it, and the
+				// next run reads the page and its threads again.
+				return nil, &incompleteError{Endpoint: req.Endpoint, Empty: stalled}
+			}
+			cursor, more = next, again
 		}
 	}
 	return out, nil

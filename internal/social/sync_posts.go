@@ -56,7 +56,7 @@ func (s *Syncer) postsOne(ctx context.Context, a *accountRow, st *Stats) (bool, 
 		}
 	}
 	var bound *time.Time
-	if a.HWM != nil {
+	if a.HWM != nil && !a.FullWalk {
 		b := a.HWM.Add(-s.overlap())
 		bound = &b
 	}
@@ -77,7 +77,8 @@ func (s *Syncer) postsOne(ctx context.Context, a *accountRow, st *Stats) (bool, 
 			if last {
 				// The listing is complete: its newest timestamp is the new high-water mark.
 				_, err := tx.Exec(ctx, `UPDATE social_accounts SET posts_hwm_at = CASE WHEN $2::timestamptz IS NULL THEN posts_hwm_at ELSE greatest(posts_hwm_at, $2) END,
-list_cursor = NULL, list_cursor_at = NULL, list_newest_at = NULL, list_pages = 0, listed_at = $3 WHERE id = $1`, a.ID, a.ListNewest, at)
+list_cursor = NULL, list_cursor_at = NULL, list_newest_at = NULL, list_pages = 0, listed_at = $3, full_walk = false, walk_version = $4 WHERE id = $1`,
+					a.ID, a.ListNewest, at, WalkVersion)
 				if err != nil {
 					return fmt.Errorf("finish the listing of account %d: %w", a.ID, err)
 				}
@@ -91,7 +92,13 @@ list_pages = list_pages + 1 WHERE id = $1`, a.ID, next, s.now(), a.ListNewest); 
 			return err
 		})
 	}
-	if err != nil {
+	incomplete := isIncomplete(err)
+	if incomplete {
+		// The listing keeps its cursor and is not complete: the account stays in posts_pending
+		// and the next run goes on from there (after the stories, which do not wait).
+		log.Warn("listing stopped short: resumed by the next run", "reason", err)
+		st.Incomplete++
+	} else if err != nil {
 		return fail(err)
 	}
 	if a.Access == Connected && !a.doneThisCycle(a.StoriesAt) {
@@ -109,9 +116,17 @@ list_pages = list_pages + 1 WHERE id = $1`, a.ID, next, s.now(), a.ListNewest); 
 			}
 			return addCalls(ctx, tx, a.ID, calls)
 		}, nil)
-		if err != nil {
+		if isIncomplete(err) {
+			log.Warn("stories stopped short: listed again by the next run", "reason", err)
+			st.Incomplete++
+			incomplete = true
+		} else if err != nil {
 			return fail(err)
 		}
+	}
+	if incomplete {
+		st.outcome("incomplete")
+		return false, addCalls(ctx, s.Pool, a.ID, calls)
 	}
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		if err := addCalls(ctx, tx, a.ID, calls); err != nil {
@@ -152,10 +167,13 @@ type walk struct {
 // page; last says the walk ends with this page.
 type pageFn func(tx pgx.Tx, e *graph.Edge, rawID int64, at time.Time, items []listedItem, next string, last bool) error
 
-// run walks from cursor until the list ends or a page reaches below bound. A cursor the
-// platform refuses (code 100) restarts the walk from the newest page once, after forget.
+// run walks from cursor until the list ends (the platform announces no next page) or a page
+// reaches below bound; it returns an *incompleteError, after storing the page with its cursor,
+// when MaxEmptyPages pages in a row brought nothing. A cursor the platform refuses (code 100)
+// restarts the walk from the newest page once, after forget.
 func (w *walk) run(ctx context.Context, subject, cursor string, bound *time.Time, page pageFn, forget func() error) error {
 	restarted := false
+	stalled := 0
 	for {
 		req := w.listing.request(w.creds, subject, cursor)
 		resp, err := w.s.call(ctx, w.creds, req, w.calls, w.st)
@@ -168,7 +186,7 @@ func (w *walk) run(ctx context.Context, subject, cursor string, bound *time.Time
 				if err := forget(); err != nil {
 					return err
 				}
-				restarted, cursor = true, ""
+				restarted, cursor, stalled = true, "", 0
 				w.st.Restarts++
 				continue
 			}
@@ -178,7 +196,16 @@ func (w *walk) run(ctx context.Context, subject, cursor string, bound *time.Time
 		if err != nil {
 			return &graph.TransportError{Endpoint: req.Endpoint, Err: err}
 		}
-		more := w.listing.Rule.More(e, cursor)
+		next, more := w.listing.Rule.Next(e)
+		// Only the platform ends a list. A page that brings nothing (no items, or the cursor it
+		// was asked with) is followed, but not forever: after MaxEmptyPages of them in a row the
+		// walk stops short, keeps its cursor and is not marked complete.
+		if len(e.Data) == 0 || next == cursor {
+			stalled++
+		} else {
+			stalled = 0
+		}
+		short := more && (stalled >= MaxEmptyPages || next == "")
 		items := make([]listedItem, 0, len(e.Data))
 		var bad []badItem
 		for i, raw := range e.Data {
@@ -198,6 +225,7 @@ func (w *walk) run(ctx context.Context, subject, cursor string, bound *time.Time
 			}
 		}
 		last := !more || old
+		short = short && !last
 		var extra []rawPage
 		if w.before != nil {
 			if extra, err = w.before(ctx, e.Data); err != nil {
@@ -223,9 +251,8 @@ ON CONFLICT (kind, platform_id) DO UPDATE SET reason = EXCLUDED.reason, raw_page
 					return fmt.Errorf("record a rejected item: %w", err)
 				}
 			}
-			next := ""
-			if !last {
-				next = e.After()
+			if last {
+				next = ""
 			}
 			return page(tx, e, rawID, at, items, next, last)
 		})
@@ -240,8 +267,35 @@ ON CONFLICT (kind, platform_id) DO UPDATE SET reason = EXCLUDED.reason, raw_page
 		if last {
 			return nil
 		}
-		cursor = e.After()
+		if short {
+			return &incompleteError{Endpoint: req.Endpoint, Empty: stalled}
+		}
+		cursor = next
 	}
+}
+
+// MaxEmptyPages is how many pages in a row that bring nothing (no items, or the cursor they
+// were asked with) a walk follows before it stops short of the end.
+const MaxEmptyPages = 5
+
+// incompleteError is a walk stopped short of the platform's end: its cursor is stored, no mark
+// is set, and the next run goes on from there.
+type incompleteError struct {
+	Endpoint string
+	Empty    int // pages in a row that brought nothing
+}
+
+func (e *incompleteError) Error() string {
+	if e.Empty < MaxEmptyPages {
+		return e.Endpoint + ": the platform announced a next page without a cursor to ask it with: stopped short, the next run lists again"
+	}
+	return fmt.Sprintf("%s: %d pages in a row brought nothing while the platform still announced more: stopped short, the next run goes on from the stored cursor", e.Endpoint, e.Empty)
+}
+
+// isIncomplete reports a walk stopped short.
+func isIncomplete(err error) bool {
+	var ie *incompleteError
+	return errors.As(err, &ie)
 }
 
 // cursorSuspect reports an answer to a request with a cursor that may be the cursor's fault:

@@ -16,13 +16,20 @@ import (
 var profilePicked = []status.Status{ProfilePending, Synced, SyncRetry}
 
 // SyncProfiles reads the profile of every account of the shard that is due, one after
-// another, and moves it on to its posts listing. A new cycle of call counting starts here.
+// another, and moves it on to its posts listing. A new cycle of call counting starts here. It
+// first runs the repair scan (Repair), so that walks an earlier version cut short are walked
+// again in full by this run.
 func (s *Syncer) SyncProfiles(ctx context.Context) (Stats, error) {
 	var st Stats
 	if _, err := EnsurePartitions(ctx, s.Pool, PartitionsAhead); err != nil {
 		return st, err
 	}
-	err := s.eachAccount(ctx, profilePicked, &st, s.profileOne)
+	rs, err := s.Repair(ctx)
+	if err != nil {
+		return st, err
+	}
+	st.Repairs = rs.Accounts + rs.Posts
+	err = s.eachAccount(ctx, profilePicked, &st, s.profileOne)
 	return st, err
 }
 

@@ -1,9 +1,12 @@
 // Package enrichfake is a fake asynchronous enrichment provider implementing
-// docs/enrichment-api.md, modelled on AWS Rekognition Video and Google Vision's async batch:
+// docs/enrichment-api.md on its own types (it shares no code with the client it fakes,
+// internal/social/enrichapi), modelled on AWS Rekognition Video and Google Vision's async batch:
 // a submitted job is queued, then runs for a while, then succeeds or fails; the same
-// idempotency token returns the same job; a cap on unfinished jobs answers 429; results expire
-// some time after the job finished (410). Labels are derived from the inputs, so the same input
-// always gets the same labels.
+// idempotency token with the same refs returns the same job, with other refs 409; a cap on
+// unfinished jobs answers 429; results expire some time after the job finished (410); a bearer
+// token other than its own answers 401 to everything. On demand a results page after the first
+// answers 503 once (a provider's transient failure mid-read). Labels are derived from the inputs,
+// so the same input always gets the same labels.
 package enrichfake
 
 import (
@@ -17,8 +20,46 @@ import (
 	"strings"
 	"sync"
 	"time"
+)
 
-	"github.com/ingest-dev/ingest/internal/social/enrichapi"
+// The contract's types (docs/enrichment-api.md), as the fake reads and writes them.
+type (
+	// item is one input of a job: media by URL, or a text.
+	item struct {
+		Ref       string `json:"ref"`
+		MediaURL  string `json:"media_url,omitempty"`
+		MediaType string `json:"media_type,omitempty"`
+		Text      string `json:"text,omitempty"`
+	}
+	// submission is the body of POST /jobs.
+	submission struct {
+		IdempotencyToken string `json:"idempotency_token"`
+		Kind             string `json:"kind"`
+		Items            []item `json:"items"`
+	}
+	// label is one label of a result.
+	label struct {
+		Name       string  `json:"name"`
+		Confidence float64 `json:"confidence"`
+	}
+	// result is the outcome for one item.
+	result struct {
+		Ref    string  `json:"ref"`
+		Labels []label `json:"labels"`
+	}
+	// resultsPage is one page of GET /jobs/{id}/results.
+	resultsPage struct {
+		Results       []result `json:"results"`
+		NextPageToken string   `json:"next_page_token,omitempty"`
+	}
+)
+
+// Job statuses of the contract.
+const (
+	queued    = "queued"
+	running   = "running"
+	succeeded = "succeeded"
+	failed    = "failed"
 )
 
 // Options configure the fake.
@@ -35,6 +76,11 @@ type Options struct {
 	FailEvery int
 	// PageSize is the number of results per page (default 50).
 	PageSize int
+	// FlakyResults: every results page after the first answers 503 the first time it is asked.
+	FlakyResults bool
+	// HideJobOnMismatch leaves job_id out of a 409 idempotency_mismatch (the contract makes it
+	// optional).
+	HideJobOnMismatch bool
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -43,14 +89,14 @@ type job struct {
 	id        string
 	token     string
 	kind      string
-	items     []enrichapi.Item
+	items     []item
 	submitted time.Time
 	fail      bool
 }
 
 // Stats counts what the fake did.
 type Stats struct {
-	Submitted, Duplicates, CapRefusals, Polls, ResultReads, ExpiredReads int
+	Submitted, Duplicates, Mismatches, CapRefusals, Polls, ResultReads, ExpiredReads, Unauthorized, ResultFaults int
 }
 
 // Server is the fake. It is safe for concurrent use.
@@ -59,6 +105,7 @@ type Server struct {
 	o       Options
 	jobs    map[string]*job
 	byToken map[string]*job
+	faulted map[string]bool // results pages that already failed once (FlakyResults)
 	stats   Stats
 }
 
@@ -79,7 +126,7 @@ func New(o Options) *Server {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Server{o: o, jobs: map[string]*job{}, byToken: map[string]*job{}}
+	return &Server{o: o, jobs: map[string]*job{}, byToken: map[string]*job{}, faulted: map[string]bool{}}
 }
 
 // Stats returns the counters so far.
@@ -93,13 +140,13 @@ func (s *Server) state(j *job, now time.Time) (status string, end time.Time) {
 	end = j.submitted.Add(s.o.RunFor)
 	switch {
 	case now.Before(j.submitted.Add(s.o.RunFor / 3)):
-		return enrichapi.Queued, end
+		return queued, end
 	case now.Before(end):
-		return enrichapi.Running, end
+		return running, end
 	case j.fail:
-		return enrichapi.Failed, end
+		return failed, end
 	}
-	return enrichapi.Succeeded, end
+	return succeeded, end
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -114,7 +161,10 @@ func writeErr(w http.ResponseWriter, status int, code, msg string) {
 
 // ServeHTTP answers POST /jobs, GET /jobs/{id} and GET /jobs/{id}/results under any prefix.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get("Authorization") != "Bearer "+s.o.Token {
+	if r.Header.Get("Authorization") != "Bearer "+s.o.Token || s.o.Token == "" {
+		s.mu.Lock()
+		s.stats.Unauthorized++
+		s.mu.Unlock()
 		writeErr(w, http.StatusUnauthorized, "unauthorized", "a valid bearer token is required")
 		return
 	}
@@ -141,14 +191,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) submit(w http.ResponseWriter, r *http.Request, now time.Time) {
-	var sub enrichapi.Submission
+	var sub submission
 	if err := json.NewDecoder(r.Body).Decode(&sub); err != nil || sub.IdempotencyToken == "" || len(sub.Items) == 0 || len(sub.Items) > 500 {
 		writeErr(w, http.StatusBadRequest, "invalid_request", "want idempotency_token, kind and 1 to 500 items")
 		return
 	}
 	if j, ok := s.byToken[sub.IdempotencyToken]; ok {
-		if !slices.Equal(refs(j.items), refs(sub.Items)) {
-			writeErr(w, http.StatusConflict, "idempotency_mismatch", "this idempotency token was used with other items")
+		if j.kind != sub.Kind || !slices.Equal(refs(j.items), refs(sub.Items)) {
+			s.stats.Mismatches++
+			body := map[string]any{"error": map[string]string{"code": "idempotency_mismatch", "message": "this idempotency token was used with other items"}}
+			if !s.o.HideJobOnMismatch {
+				body["job_id"] = j.id
+			}
+			writeJSON(w, http.StatusConflict, body)
 			return
 		}
 		s.stats.Duplicates++
@@ -158,7 +213,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, now time.Time) {
 	}
 	inFlight := 0
 	for _, j := range s.jobs {
-		if st, _ := s.state(j, now); st == enrichapi.Queued || st == enrichapi.Running {
+		if st, _ := s.state(j, now); st == queued || st == running {
 			inFlight++
 		}
 	}
@@ -172,10 +227,10 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, now time.Time) {
 	j.fail = s.o.FailEvery > 0 && s.stats.Submitted%s.o.FailEvery == 0
 	s.jobs[j.id] = j
 	s.byToken[j.token] = j
-	writeJSON(w, http.StatusAccepted, s.view(j, enrichapi.Queued, now))
+	writeJSON(w, http.StatusAccepted, s.view(j, queued, now))
 }
 
-func refs(items []enrichapi.Item) []string {
+func refs(items []item) []string {
 	out := make([]string, len(items))
 	for i, it := range items {
 		out[i] = it.Ref
@@ -185,11 +240,11 @@ func refs(items []enrichapi.Item) []string {
 
 func (s *Server) view(j *job, st string, now time.Time) map[string]any {
 	v := map[string]any{"job_id": j.id, "status": st}
-	if st == enrichapi.Succeeded || st == enrichapi.Failed {
+	if st == succeeded || st == failed {
 		_, end := s.state(j, now)
 		v["results_expire_at"] = end.Add(s.o.Expiry).UTC()
 	}
-	if st == enrichapi.Failed {
+	if st == failed {
 		v["error"] = map[string]string{"code": "processing_failed", "message": "the provider could not process the job"}
 	}
 	return v
@@ -202,7 +257,7 @@ func (s *Server) find(w http.ResponseWriter, id string, now time.Time) (*job, st
 		return nil, "", false
 	}
 	st, end := s.state(j, now)
-	if (st == enrichapi.Succeeded || st == enrichapi.Failed) && !now.Before(end.Add(s.o.Expiry)) {
+	if (st == succeeded || st == failed) && !now.Before(end.Add(s.o.Expiry)) {
 		s.stats.ExpiredReads++
 		writeErr(w, http.StatusGone, "results_expired", "the results of this job have expired")
 		return nil, "", false
@@ -222,16 +277,22 @@ func (s *Server) results(w http.ResponseWriter, id, pageToken string, now time.T
 	if !ok {
 		return
 	}
-	if st != enrichapi.Succeeded {
+	if st != succeeded {
 		writeErr(w, http.StatusConflict, "not_ready", "the job has not succeeded")
+		return
+	}
+	if key := id + "/" + pageToken; s.o.FlakyResults && pageToken != "" && !s.faulted[key] {
+		s.faulted[key] = true
+		s.stats.ResultFaults++
+		writeErr(w, http.StatusServiceUnavailable, "unavailable", "try again later")
 		return
 	}
 	s.stats.ResultReads++
 	from, _ := strconv.Atoi(pageToken)
 	to := min(from+s.o.PageSize, len(j.items))
-	page := enrichapi.ResultsPage{Results: []enrichapi.Result{}}
+	page := resultsPage{Results: []result{}}
 	for _, it := range j.items[from:to] {
-		page.Results = append(page.Results, enrichapi.Result{Ref: it.Ref, Labels: labels(j.kind, it)})
+		page.Results = append(page.Results, result{Ref: it.Ref, Labels: labels(j.kind, it)})
 	}
 	if to < len(j.items) {
 		page.NextPageToken = strconv.Itoa(to)
@@ -247,7 +308,7 @@ var (
 
 // labels derives an item's labels from its input (its URL without the CDN's signed parameters,
 // or its text), so the same media always gets the same labels.
-func labels(kind string, it enrichapi.Item) []enrichapi.Label {
+func labels(kind string, it item) []label {
 	key := it.Text
 	if it.MediaURL != "" {
 		key, _, _ = strings.Cut(it.MediaURL, "?")
@@ -256,14 +317,14 @@ func labels(kind string, it enrichapi.Item) []enrichapi.Label {
 	n := binary.BigEndian.Uint64(sum[:8])
 	conf := func(i int) float64 { return 50 + float64((n>>(i*5))%50) + 0.5 }
 	if kind == "text" {
-		return []enrichapi.Label{
+		return []label{
 			{Name: sentiments[n%3], Confidence: conf(1)},
 			{Name: textLabels[(n/3)%uint64(len(textLabels))], Confidence: conf(2)},
 		}
 	}
-	out := []enrichapi.Label{{Name: visionLabels[n%uint64(len(visionLabels))], Confidence: conf(1)}}
+	out := []label{{Name: visionLabels[n%uint64(len(visionLabels))], Confidence: conf(1)}}
 	if second := visionLabels[(n/7)%uint64(len(visionLabels))]; second != out[0].Name {
-		out = append(out, enrichapi.Label{Name: second, Confidence: conf(2)})
+		out = append(out, label{Name: second, Confidence: conf(2)})
 	}
 	return out
 }

@@ -42,20 +42,25 @@ func sample(name string) json.RawMessage {
 	return b
 }
 
+// throttleBody is one throttling answer; platform says it is a Platform Rate Limits code
+// (business discovery) rather than a Business Use Case one (connected accounts).
+type throttleBody struct {
+	code     int
+	platform bool
+	body     func() json.RawMessage
+}
+
 // throttleBodies are the throttling answers the fake rotates through, all with HTTP 400: the
 // real bodies where the fixtures have them.
-var throttleBodies = []struct {
-	code int
-	body func() json.RawMessage
-}{
-	{80002, func() json.RawMessage { return sample("airbyte_test_ig_rate_limit_error_code80002.json") }},
-	{4, func() json.RawMessage { return sample("airbyte_test_app_rate_limit_error_code4.json") }},
-	{17, func() json.RawMessage { return errBadRequest(17, 0, "(#17) User request limit reached").body }},
-	{32, func() json.RawMessage { return sample("metadocs_rate_limit_error_code32.json") }},
-	{613, func() json.RawMessage {
+var throttleBodies = []throttleBody{
+	{80002, false, func() json.RawMessage { return sample("airbyte_test_ig_rate_limit_error_code80002.json") }},
+	{4, true, func() json.RawMessage { return sample("airbyte_test_app_rate_limit_error_code4.json") }},
+	{17, true, func() json.RawMessage { return errBadRequest(17, 0, "(#17) User request limit reached").body }},
+	{32, true, func() json.RawMessage { return sample("metadocs_rate_limit_error_code32.json") }},
+	{613, true, func() json.RawMessage {
 		return errBadRequest(613, 0, "(#613) Calls to this api have exceeded the rate limit.").body
 	}},
-	{80001, func() json.RawMessage { return sample("metadocs_buc_rate_limit_error_code80001.json") }},
+	{80001, false, func() json.RawMessage { return sample("metadocs_buc_rate_limit_error_code80001.json") }},
 }
 
 func errNoObject(id string) *apiError {

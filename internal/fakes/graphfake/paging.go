@@ -53,8 +53,14 @@ type page struct {
 
 var errCursor = errBadRequest(100, 0, "(#100) The After Cursor specified exceeds the max limit supported by this endpoint")
 
-// paginate cuts ids (newest first) after the item the cursor names.
-func (s *Server) paginate(ids []string, after string, limit, maxLimit int, emptyOnce bool) (page, *apiError) {
+// startAnchor anchors the cursor of an empty first page: the list starts before its first item.
+const startAnchor = "^"
+
+// paginate cuts ids (newest first) after the item the cursor names. emptyOnce serves the page
+// after a cursor empty once, with a fresh cursor (EmptyPageWithNext); emptyRun serves the page
+// at each position empty that many times first, handing back the cursor it was asked with and
+// a next link (EmptyPages): key names the list, so that every list counts its own.
+func (s *Server) paginate(ids []string, after string, limit, maxLimit int, emptyOnce bool, emptyRun int, key string) (page, *apiError) {
 	if limit <= 0 {
 		limit = 25
 	}
@@ -66,13 +72,21 @@ func (s *Server) paginate(ids []string, after string, limit, maxLimit int, empty
 			return page{}, errCursor
 		}
 		i := indexOf(ids, anchor)
-		if i < 0 {
+		if i < 0 && anchor != startAnchor {
 			return page{}, errCursor
 		}
 		start, hop = i+1, h
 		if emptyOnce && hop == 0 && start < len(ids) {
 			return page{from: start, to: start, after: s.cursor(anchor, 1), before: s.cursor(anchor, 1), empty: true}, nil
 		}
+	}
+	if at := key + "|" + strconv.Itoa(start); emptyRun > 0 && start < len(ids) && s.empties[at] < emptyRun {
+		s.empties[at]++
+		echo := after
+		if echo == "" {
+			echo = s.cursor(startAnchor, 0)
+		}
+		return page{from: start, to: start, after: echo, before: echo, empty: true}, nil
 	}
 	end := min(start+limit, len(ids))
 	p := page{from: start, to: end}
@@ -176,7 +190,11 @@ func (s *Server) mediaEdge(a *account, f field, v view, path string, q url.Value
 		a.rejectedCursor = true
 		return nil, errCursor
 	}
-	p, err := s.paginate(ids, after, limitOf(f, q), 100, a.spec.EmptyPageWithNext)
+	key := "media:" + a.id
+	if v.discovery {
+		key = "discovery_" + key
+	}
+	p, err := s.paginate(ids, after, limitOf(f, q), 100, a.spec.EmptyPageWithNext, a.spec.EmptyPages, key)
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +250,7 @@ func (s *Server) commentsEdge(m *media, f field, v view, path string, q url.Valu
 	for i, c := range m.comments {
 		ids[i] = c.id
 	}
-	p, err := s.paginate(ids, afterOf(f, q), limitOf(f, q), 50, false)
+	p, err := s.paginate(ids, afterOf(f, q), limitOf(f, q), 50, false, m.owner.spec.EmptyCommentPages, "comments:"+m.id)
 	if err != nil {
 		return nil, err
 	}
@@ -256,7 +274,7 @@ func (s *Server) repliesEdge(c *comment, f field, v view, path string, q url.Val
 	for i, r := range c.replies {
 		ids[i] = r.id
 	}
-	p, err := s.paginate(ids, afterOf(f, q), limitOf(f, q), 50, false)
+	p, err := s.paginate(ids, afterOf(f, q), limitOf(f, q), 50, false, c.media.owner.spec.EmptyCommentPages, "replies:"+c.id)
 	if err != nil {
 		return nil, err
 	}

@@ -4,12 +4,16 @@
 // pipeline uses with field expansion, cursor paging and the error envelope, and misbehaving the
 // way the platform does:
 //
-//   - throttling answers with HTTP 400 and the codes 4, 17, 32, 613, 80001, 80002, after which
-//     the token (or, for code 4, the app) stays throttled for a while; usage headers
-//     (X-App-Usage, X-Business-Use-Case-Usage) on every answer, near 100% on demand;
+//   - throttling answers with HTTP 400, per budget as Meta documents it: business discovery
+//     counts against the app's Platform Rate Limits (codes 4, 17, 32, 613, X-App-Usage), a
+//     connected account's calls against its token's Business Use Case budget (80002, 80001,
+//     X-Business-Use-Case-Usage); a throttled budget stays throttled for a while; usage headers
+//     on every answer, near 100% on demand;
 //   - cursors refused once used after InvalidateCursors, after their post was deleted, or once
 //     by choice (RejectCursorOnce); an empty page that still has next (EmptyPageWithNext); a
-//     post deleted between two pages (DeleteBetweenPages);
+//     post deleted between two pages (DeleteBetweenPages); runs of empty pages that hand back
+//     the cursor they were asked with, with a next link, on media, comment and reply lists
+//     (EmptyPages, EmptyCommentPages);
 //   - media_url omitted for media with copyrighted audio; like_count omitted through business
 //     discovery when the owner hides likes; CDN URLs whose signed parameters change on every call;
 //   - an expired token (code 190), an age-gated account that business discovery cannot read
@@ -43,7 +47,11 @@ type AccountSpec struct {
 	AgeGated           bool // business discovery answers 110/2207013
 	DeleteBetweenPages bool // the last post of the first media page is deleted once that page is served
 	EmptyPageWithNext  bool // every second media page is first served empty, with next
-	RejectCursorOnce   bool // the first media request with a cursor is refused (code 100)
+	// EmptyPages and EmptyCommentPages: every page of its media lists (and of its posts'
+	// comment and reply lists) is first served empty this many times, handing back the cursor
+	// it was asked with and a next link (Meta: "a page may be empty but contain a next link").
+	EmptyPages, EmptyCommentPages int
+	RejectCursorOnce              bool // the first media request with a cursor is refused (code 100)
 }
 
 // Options configure the fake.
@@ -57,14 +65,18 @@ type Options struct {
 	// Latency is added to every answer (a real answer takes 100-500 ms).
 	Latency time.Duration
 	// ThrottleEvery, when positive, answers every Nth request with a throttling error, rotating
-	// through the codes; the token (the app for code 4) then stays throttled for ThrottleFor.
+	// through the codes of the request's budget: the app's Platform Rate Limits (4, 17, 32, 613)
+	// for business discovery, the token's Business Use Case budget (80002, 80001) for a connected
+	// account; that budget then stays throttled for ThrottleFor.
 	ThrottleEvery int
 	// ThrottleFor is how long a throttled token or app keeps being refused (default 1 minute).
 	ThrottleFor time.Duration
 	// RegainMinutes is the estimated_time_to_regain_access the usage header gives while throttled.
 	RegainMinutes int
-	// UsageFloor is added to every usage percentage (90 puts every header near the limit).
-	UsageFloor int
+	// UsageFloor is added to every usage percentage (90 puts every header near the limit);
+	// AppUsageFloor to X-App-Usage only (business discovery answers), BusinessUsageFloor to
+	// X-Business-Use-Case-Usage only (connected accounts' answers).
+	UsageFloor, AppUsageFloor, BusinessUsageFloor int
 	// CallsPerHour is the app's (and each token's) hourly budget behind the usage percentages
 	// (default 4800).
 	CallsPerHour int
@@ -110,6 +122,7 @@ type Server struct {
 	stats      Stats
 	throttled  map[string]time.Time // "app" or "token:<id>" -> until
 	calls      map[string][]time.Time
+	empties    map[string]int // empty answers served per list position (EmptyPages)
 }
 
 // New builds the fake and its data.
@@ -128,7 +141,7 @@ func New(o Options) *Server {
 	}
 	s := &Server{opts: o, accounts: map[string]*account{}, byUsername: map[string]*account{}, byToken: map[string]*account{},
 		media: map[string]*media{}, comments: map[string]*comment{}, rng: rand.New(rand.NewPCG(o.Seed, 7)),
-		throttled: map[string]time.Time{}, calls: map[string][]time.Time{}, stats: Stats{ByEndpoint: map[string]int{}}}
+		throttled: map[string]time.Time{}, calls: map[string][]time.Time{}, empties: map[string]int{}, stats: Stats{ByEndpoint: map[string]int{}}}
 	gen := rand.New(rand.NewPCG(o.Seed, 1))
 	g := &ids{next: 1_000_000 + o.Seed%1000*1_000_000}
 	now := o.Now()
@@ -324,16 +337,20 @@ func (s *Server) answer(r *http.Request) (int, []byte, http.Header) {
 		return errTokenExpired.status, errTokenExpired.body, h
 	}
 	now := s.now()
-	tokenKey := "token:" + viewer.id
-	s.usage(h, viewer, tokenKey, now)
-	for _, key := range []string{"app", tokenKey} {
-		if until, ok := s.throttled[key]; ok && now.Before(until) {
-			s.stats.WhileThrottled++
-			return s.throttle(h, viewer, key, now, false)
-		}
+	// Business discovery counts against the app's Platform Rate Limits, app-wide; a connected
+	// account's calls against its token's Business Use Case budget (Meta, "Rate Limits").
+	discovery := strings.HasPrefix(endpoint, "discovery_")
+	key := "token:" + viewer.id
+	if discovery {
+		key = "app"
+	}
+	s.usage(h, viewer, key, discovery, now)
+	if until, ok := s.throttled[key]; ok && now.Before(until) {
+		s.stats.WhileThrottled++
+		return s.throttle(h, viewer, key, discovery, now, false)
 	}
 	if n := s.opts.ThrottleEvery; n > 0 && s.stats.Requests%n == 0 {
-		return s.throttle(h, viewer, tokenKey, now, true)
+		return s.throttle(h, viewer, key, discovery, now, true)
 	}
 	out, apiErr := s.route(parts, q, viewer, token)
 	if apiErr != nil {
@@ -347,43 +364,50 @@ func (s *Server) answer(r *http.Request) (int, []byte, http.Header) {
 	return http.StatusOK, b, h
 }
 
-// throttle answers with the next throttling code; fresh throttling starts the token's (or, for
-// code 4, the app's) throttled time.
-func (s *Server) throttle(h http.Header, viewer *account, key string, now time.Time, fresh bool) (int, []byte, http.Header) {
-	t := throttleBodies[s.stats.Throttled%len(throttleBodies)]
+// throttle answers with the next throttling code of the budget key stands for: the Platform
+// codes (4, 17, 32, 613) for business discovery, the Business Use Case ones (80002, 80001) for a
+// connected account's call; fresh throttling starts the budget's throttled time.
+func (s *Server) throttle(h http.Header, viewer *account, key string, discovery bool, now time.Time, fresh bool) (int, []byte, http.Header) {
+	var bodies []throttleBody
+	for _, t := range throttleBodies {
+		if t.platform == discovery {
+			bodies = append(bodies, t)
+		}
+	}
+	t := bodies[s.stats.Throttled%len(bodies)]
 	s.stats.Throttled++
 	if fresh {
-		if t.code == 4 {
-			key = "app"
-		}
 		s.throttled[key] = now.Add(s.opts.ThrottleFor)
 	}
-	s.usage(h, viewer, "token:"+viewer.id, now)
+	s.usage(h, viewer, key, discovery, now)
 	return http.StatusBadRequest, t.body(), h
 }
 
-// usage sets the usage headers: calls in the last hour against the hourly budget, plus the
-// configured floor, capped at 100.
-func (s *Server) usage(h http.Header, viewer *account, tokenKey string, now time.Time) {
-	pct := func(key string) int {
-		cut := now.Add(-time.Hour)
-		list := s.calls[key]
-		i := sort.Search(len(list), func(i int) bool { return list[i].After(cut) })
-		list = append(list[i:], now)
-		s.calls[key] = list
-		return min(100, s.opts.UsageFloor+len(list)*100/s.opts.CallsPerHour)
+// usage sets the usage header of the budget key stands for: X-App-Usage on business discovery
+// answers, X-Business-Use-Case-Usage on a connected account's; calls in the last hour against
+// the hourly budget, plus the configured floors, capped at 100.
+func (s *Server) usage(h http.Header, viewer *account, key string, discovery bool, now time.Time) {
+	cut := now.Add(-time.Hour)
+	list := s.calls[key]
+	i := sort.Search(len(list), func(i int) bool { return list[i].After(cut) })
+	list = append(list[i:], now)
+	s.calls[key] = list
+	floor := s.opts.UsageFloor + s.opts.BusinessUsageFloor
+	if discovery {
+		floor = s.opts.UsageFloor + s.opts.AppUsageFloor
 	}
-	app, tok := pct("app"), pct(tokenKey)
+	pct := min(100, floor+len(list)*100/s.opts.CallsPerHour)
 	regain := 0
-	for _, key := range []string{"app", tokenKey} {
-		if until, ok := s.throttled[key]; ok && now.Before(until) {
-			regain = max(regain, s.opts.RegainMinutes)
-		}
+	if until, ok := s.throttled[key]; ok && now.Before(until) {
+		regain = s.opts.RegainMinutes
 	}
-	a, _ := json.Marshal(obj{{"call_count", app}, {"total_cputime", app / 2}, {"total_time", app / 2}})
-	b, _ := json.Marshal(map[string][]obj{viewer.id: {{{"type", "instagram"}, {"call_count", tok}, {"total_cputime", tok / 3},
-		{"total_time", tok / 3}, {"estimated_time_to_regain_access", regain}}}})
-	h.Set("X-App-Usage", string(a))
+	if discovery {
+		a, _ := json.Marshal(obj{{"call_count", pct}, {"total_cputime", pct / 2}, {"total_time", pct / 2}})
+		h.Set("X-App-Usage", string(a))
+		return
+	}
+	b, _ := json.Marshal(map[string][]obj{viewer.id: {{{"type", "instagram"}, {"call_count", pct}, {"total_cputime", pct / 3},
+		{"total_time", pct / 3}, {"estimated_time_to_regain_access", regain}}}})
 	h.Set("X-Business-Use-Case-Usage", string(b))
 }
 

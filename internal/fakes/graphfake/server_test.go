@@ -61,8 +61,10 @@ func TestMediaPagingAndFields(t *testing.T) {
 		if status != 200 {
 			t.Fatalf("page %d: %d %v", pages, status, body)
 		}
-		if h.Get("X-App-Usage") == "" || h.Get("X-Business-Use-Case-Usage") == "" {
-			t.Error("usage headers missing")
+		// A connected account's calls count against its token's Business Use Case budget, not
+		// the app's Platform Rate Limits.
+		if h.Get("X-App-Usage") != "" || h.Get("X-Business-Use-Case-Usage") == "" {
+			t.Errorf("usage headers of a connected call: X-App-Usage %q, X-Business-Use-Case-Usage %q", h.Get("X-App-Usage"), h.Get("X-Business-Use-Case-Usage"))
 		}
 		pages++
 		for _, it := range body["data"].([]any) {
@@ -101,7 +103,10 @@ func TestDiscoveryPagesByAfterWithoutNext(t *testing.T) {
 		if after != "" {
 			media += ".after(" + after + ")"
 		}
-		status, body, _ := c.get(viewer, url.Values{"access_token": {tok}, "fields": {"business_discovery.username(harbour_bikes){id,username," + media + "{id,like_count,timestamp}}"}})
+		status, body, h := c.get(viewer, url.Values{"access_token": {tok}, "fields": {"business_discovery.username(harbour_bikes){id,username," + media + "{id,like_count,timestamp}}"}})
+		if h.Get("X-App-Usage") == "" || h.Get("X-Business-Use-Case-Usage") != "" {
+			t.Errorf("usage headers of business discovery: X-App-Usage %q, X-Business-Use-Case-Usage %q", h.Get("X-App-Usage"), h.Get("X-Business-Use-Case-Usage"))
+		}
 		if status == 400 && errCode(body) == 100 && after != "" {
 			n, after = 0, "" // harbour_bikes refuses its first cursor once: list again from the newest
 			continue
@@ -190,9 +195,62 @@ func TestThrottling(t *testing.T) {
 	if !codes[80002] {
 		t.Errorf("throttling codes seen: %v, want 80002 first", codes)
 	}
-	// The token stays throttled.
+	// The token stays throttled; business discovery, on the app's budget, is not.
 	if status, _, _ := c.get(id, url.Values{"access_token": {tok}}); status != 400 || f.Stats().WhileThrottled != 1 {
 		t.Errorf("while throttled: %d, %+v", status, f.Stats())
+	}
+	discovery := url.Values{"access_token": {tok}, "fields": {"business_discovery.username(maple.bakery){id}"}}
+	if status, body, _ := c.get(id, discovery); status != 200 {
+		t.Errorf("business discovery while a token's Business Use Case budget is throttled: %d %v", status, body)
+	}
+	// The sixth request, a discovery call, throttles the app's Platform Rate Limits with a
+	// Platform code; connected calls of another token go on.
+	status, body, _ := c.get(id, discovery)
+	if code := errCode(body); status != 400 || (code != 4 && code != 17 && code != 32 && code != 613) {
+		t.Errorf("discovery throttled: %d %v, want a Platform Rate Limits code", status, body)
+	}
+	other := f.Token("studio.lumen")
+	if status, body, _ := c.get(f.UserID("studio.lumen"), url.Values{"access_token": {other}, "fields": {"id"}}); status != 200 {
+		t.Errorf("a connected call while the app's Platform budget is throttled: %d %v", status, body)
+	}
+	if status, _, _ := c.get(id, discovery); status != 400 {
+		t.Errorf("discovery while the app is throttled: %d", status)
+	}
+}
+
+func TestEmptyPageRuns(t *testing.T) {
+	f, c := start(t, graphfake.Options{Seed: 6, NoFixtureAccounts: true, Accounts: []graphfake.AccountSpec{
+		{Username: "gaps", Connected: true, Posts: 30, Comments: 60, EmptyPages: 2, EmptyCommentPages: 1}}})
+	tok, id := f.Token("gaps"), f.UserID("gaps")
+	after, n, empties := "", 0, 0
+	for range 40 {
+		q := url.Values{"access_token": {tok}, "limit": {"10"}}
+		if after != "" {
+			q.Set("after", after)
+		}
+		status, body, _ := c.get(id+"/media", q)
+		if status != 200 {
+			t.Fatalf("%d %v", status, body)
+		}
+		data := body["data"].([]any)
+		p, _ := body["paging"].(map[string]any)
+		next, _ := p["next"].(string)
+		if len(data) == 0 {
+			empties++
+			a := p["cursors"].(map[string]any)["after"].(string)
+			if next == "" || (after != "" && a != after) {
+				t.Fatalf("an empty page must hand back its cursor with a next link: %v", body)
+			}
+		}
+		n += len(data)
+		if next == "" {
+			break
+		}
+		u, _ := url.Parse(next)
+		after = u.Query().Get("after")
+	}
+	if n != 30 || empties != 6 {
+		t.Errorf("read %d media through %d empty pages, want 30 through 6 (2 before each of 3 pages)", n, empties)
 	}
 }
 

@@ -79,7 +79,21 @@ var (
 	ErrExpired = errors.New("the job's results expired")
 	// ErrNotReady: results were asked for before the job finished (409).
 	ErrNotReady = errors.New("the job has not finished")
+	// ErrUnauthorized: the provider refuses the bearer token (401, or 403): a configuration
+	// error of that provider, not a failure of any job or item.
+	ErrUnauthorized = errors.New("the provider refuses the token")
 )
+
+// MismatchError is 409 idempotency_mismatch: the idempotency token was used before with other
+// items. JobID is the job the token already names, when the provider says it.
+type MismatchError struct {
+	JobID string
+	Msg   string
+}
+
+func (e *MismatchError) Error() string {
+	return "enrichment API: HTTP 409 idempotency_mismatch: " + e.Msg
+}
 
 // HTTPError is any other non-2xx answer.
 type HTTPError struct {
@@ -102,7 +116,9 @@ func IsRetryable(err error) bool {
 	if errors.As(err, &he) {
 		return he.Retryable()
 	}
-	return err != nil && !errors.Is(err, ErrCapReached) && !errors.Is(err, ErrExpired) && !errors.Is(err, ErrNotReady)
+	var me *MismatchError
+	return err != nil && !errors.Is(err, ErrCapReached) && !errors.Is(err, ErrExpired) && !errors.Is(err, ErrNotReady) &&
+		!errors.Is(err, ErrUnauthorized) && !errors.As(err, &me)
 }
 
 // Client talks to one provider.
@@ -122,10 +138,14 @@ func New(base, token string) (*Client, error) {
 	if u.User != nil {
 		return nil, errors.New("enrichment URL: put the token in its own variable, not in the URL")
 	}
+	if strings.TrimSpace(token) == "" {
+		return nil, errors.New("the provider's token is empty: every call would be refused (401)")
+	}
 	return &Client{base: u, token: token, http: &http.Client{Timeout: 30 * time.Second}}, nil
 }
 
-// Submit sends a job; the same token with the same items returns the same job.
+// Submit sends a job; the same token with the same items returns the same job. A resend must
+// carry exactly the submission first sent under its token (store it before sending).
 func (c *Client) Submit(ctx context.Context, s Submission) (Job, error) {
 	body, _ := json.Marshal(s)
 	var j Job
@@ -181,6 +201,7 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 				Code    string `json:"code"`
 				Message string `json:"message"`
 			} `json:"error"`
+			JobID string `json:"job_id"`
 		}
 		_ = json.Unmarshal(raw, &env)
 		switch {
@@ -190,6 +211,10 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 			return nil, fmt.Errorf("%w: %s", ErrExpired, env.Error.Message)
 		case resp.StatusCode == http.StatusConflict && env.Error.Code == "not_ready":
 			return nil, ErrNotReady
+		case resp.StatusCode == http.StatusConflict && env.Error.Code == "idempotency_mismatch":
+			return nil, &MismatchError{JobID: env.JobID, Msg: env.Error.Message}
+		case resp.StatusCode == http.StatusUnauthorized, resp.StatusCode == http.StatusForbidden:
+			return nil, fmt.Errorf("%w: HTTP %d %s", ErrUnauthorized, resp.StatusCode, env.Error.Code)
 		}
 		return nil, &HTTPError{Status: resp.StatusCode, Code: env.Error.Code, Msg: env.Error.Message}
 	}

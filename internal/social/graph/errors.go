@@ -52,8 +52,16 @@ func (e *APIError) Throttled() bool {
 	return slices.Contains(throttleCodes, e.Code) || e.HTTPStatus == http.StatusTooManyRequests
 }
 
-// AppWide reports a throttling answer that concerns the whole app (code 4), not one token.
-func (e *APIError) AppWide() bool { return e.Code == 4 }
+// platformCodes are the Platform Rate Limit codes (research/social.md §1.4): 4 the app's
+// limit, 17 the user's, 32 a Pages request limit, 613 a custom limit. Business discovery is
+// counted against the Platform Rate Limits (200 calls an hour times the app's users, app-wide);
+// connected Instagram calls against each app user's Business Use Case budget (80001, 80002).
+var platformCodes = []int{4, 17, 32, 613}
+
+// PlatformLimit reports a throttling answer on the Platform Rate Limits (codes 4, 17, 32, 613),
+// the budget business discovery calls share app-wide; the others (80001, 80002, HTTP 429 alone)
+// concern the Business Use Case budget of one app user's token.
+func (e *APIError) PlatformLimit() bool { return slices.Contains(platformCodes, e.Code) }
 
 // TokenInvalid reports an expired, revoked or otherwise invalid access token (code 190).
 func (e *APIError) TokenInvalid() bool { return e.Code == CodeTokenInvalid }

@@ -54,21 +54,28 @@ func TestEndRulesOnRealPages(t *testing.T) {
 		if len(e.Data) != tt.n {
 			t.Errorf("%s: %d items, want %d", tt.file, len(e.Data), tt.n)
 		}
-		if got := tt.rule.More(e, ""); got != tt.more {
+		if _, got := tt.rule.Next(e); got != tt.more {
 			t.Errorf("%s: more = %v, want %v", tt.file, got, tt.more)
 		}
 	}
-	// An empty page that links a next one is not the end; a list handing back the cursor it was
-	// asked with is.
+	// An empty page that links a next one is not the end, even when it hands back the cursor it
+	// was asked with; the next request takes the next link's after.
 	empty := &graph.Edge{}
-	if err := json.Unmarshal([]byte(`{"data":[],"paging":{"cursors":{"after":"QVFI"},"next":"https://x/y?after=QVFI"}}`), empty); err != nil {
+	if err := json.Unmarshal([]byte(`{"data":[],"paging":{"cursors":{"before":"QVFI","after":"QVFI"},"next":"https://x/y?limit=100&after=QVFJ"}}`), empty); err != nil {
 		t.Fatal(err)
 	}
-	if !graph.EndWithoutNext.More(empty, "") {
-		t.Error("an empty page with next was taken as the end")
+	if c, more := graph.EndWithoutNext.Next(empty); !more || c != "QVFJ" {
+		t.Errorf("an empty page with next: cursor %q, more %v; want QVFJ, true", c, more)
 	}
-	if graph.EndWithoutNext.More(empty, "QVFI") || graph.EndWithoutAfter.More(empty, "QVFI") {
-		t.Error("a page handing back its own cursor was not taken as the end")
+	if c, more := graph.EndWithoutAfter.Next(empty); !more || c != "QVFI" {
+		t.Errorf("business discovery, an empty page with an after cursor: cursor %q, more %v; want QVFI, true", c, more)
+	}
+	noLink := &graph.Edge{}
+	if err := json.Unmarshal([]byte(`{"data":[],"paging":{"cursors":{"after":"QVFI"}}}`), noLink); err != nil {
+		t.Fatal(err)
+	}
+	if _, more := graph.EndWithoutNext.Next(noLink); more {
+		t.Error("a page without next was not taken as the end")
 	}
 }
 
@@ -132,13 +139,13 @@ const token = "EAAGsecretTOKEN0123456789"
 func TestErrorsAreClassifiedByCodeNotStatus(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
-		file              string
-		status            string
-		throttled, appTop bool
+		file                string
+		status              string
+		throttled, platform bool
 	}{
 		{"airbyte_test_ig_rate_limit_error_code80002.json", "400", true, false},
 		{"airbyte_test_app_rate_limit_error_code4.json", "400", true, true},
-		{"metadocs_rate_limit_error_code32.json", "400", true, false},
+		{"metadocs_rate_limit_error_code32.json", "400", true, true},
 		{"metadocs_buc_rate_limit_error_code80001.json", "400", true, false},
 		{"graph_error_code100_permission.json", "400", false, false},
 	}
@@ -150,8 +157,8 @@ func TestErrorsAreClassifiedByCodeNotStatus(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s: %v, want an *APIError", tt.file, err)
 		}
-		if ae.Throttled() != tt.throttled || ae.AppWide() != tt.appTop {
-			t.Errorf("%s: throttled %v app-wide %v, want %v %v", tt.file, ae.Throttled(), ae.AppWide(), tt.throttled, tt.appTop)
+		if ae.Throttled() != tt.throttled || ae.PlatformLimit() != tt.platform {
+			t.Errorf("%s: throttled %v platform limit %v, want %v %v", tt.file, ae.Throttled(), ae.PlatformLimit(), tt.throttled, tt.platform)
 		}
 		if tt.throttled && ae.RegainAfter != 3*time.Minute {
 			t.Errorf("%s: regain %v, want 3m from the header", tt.file, ae.RegainAfter)

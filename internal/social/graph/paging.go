@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/url"
 )
 
 // Edge is one page of a list: {"data": [...], "paging": {"cursors": {"before", "after"},
@@ -43,18 +44,25 @@ const (
 	EndWithoutAfter
 )
 
-// More reports whether another page follows e under rule r, given the cursor e was asked with:
-// a list that hands back the cursor it was given makes no progress and is taken as ended, so
-// a misbehaving list cannot loop forever.
-func (r EndRule) More(e *Edge, askedWith string) bool {
-	after := e.After()
-	if after == "" || after == askedWith {
-		return false
+// Next reads how the list goes on after e under rule r: more says the platform announces
+// another page (paging.next, or for business discovery an after cursor), and cursor is what
+// the next request is asked with (the after of the next link, else cursors.after). Only the
+// platform ends a list: an empty page, a short page or a page that hands back the cursor it
+// was asked with is not an end (Meta: "a page may be empty but contain a next link"); a walk
+// bounds how many such pages it follows in a row (see social's walk).
+func (r EndRule) Next(e *Edge) (cursor string, more bool) {
+	if r == EndWithoutAfter {
+		return e.After(), e.After() != ""
 	}
-	if r == EndWithoutNext {
-		return e.HasNext()
+	if !e.HasNext() {
+		return "", false
 	}
-	return true
+	if u, err := url.Parse(e.Paging.Next); err == nil {
+		if after := u.Query().Get("after"); after != "" {
+			return after, true
+		}
+	}
+	return e.After(), true
 }
 
 // EdgeAt decodes the edge found at path inside body (no path: the body is the edge). A missing

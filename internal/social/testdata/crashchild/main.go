@@ -72,13 +72,34 @@ func run(ctx context.Context) error {
 	if err != nil || len(res.Failed) > 0 {
 		return fmt.Errorf("import: %v %v", err, res.Failed)
 	}
+	// A walk stopped short on empty pages keeps its record waiting (an account in posts_pending,
+	// a post in comments_pending): the step is run again, as the next cron run would, until none
+	// waits.
+	waiting := map[string]string{
+		"posts":    `SELECT count(*) FROM social_accounts WHERE status = 'posts_pending'`,
+		"comments": `SELECT count(*) FROM social_posts WHERE status = 'comments_pending'`,
+	}
 	for _, step := range []struct {
 		name string
 		fn   func(context.Context) (social.Stats, error)
 	}{{"profiles", s.SyncProfiles}, {"posts", s.SyncPosts}, {"comments", s.SyncComments}, {"normalize", s.Normalize}} {
 		fmt.Println("phase " + step.name)
-		if _, err := step.fn(ctx); err != nil {
-			return fmt.Errorf("%s: %w", step.name, err)
+		for pass := 0; ; pass++ {
+			if _, err := step.fn(ctx); err != nil {
+				return fmt.Errorf("%s: %w", step.name, err)
+			}
+			n := 0
+			if q := waiting[step.name]; q != "" {
+				if err := pool.QueryRow(ctx, q).Scan(&n); err != nil {
+					return err
+				}
+			}
+			if n == 0 {
+				break
+			}
+			if pass > 200 {
+				return fmt.Errorf("%s: %d records still wait after %d runs", step.name, n, pass)
+			}
 		}
 	}
 	fmt.Println("phase enrich")
