@@ -163,9 +163,10 @@ func (e *Extractor) extractWholePage(pageURL string, page []byte) (Article, erro
 // convert cleans the body and adds its Markdown, then the polls', to art, which holds the
 // page's metadata.
 func (e *Extractor) convert(pageURL string, art Article, body *goquery.Selection, lay *layout, polls []poll) (Article, error) {
-	// Both steps rewrite the tree in place; the document is this call's own.
-	cleanBody(body, baseURL(pageURL))
+	// The steps rewrite the tree in place; the document is this call's own.
 	root := body.Nodes[0]
+	polls = placePolls(root, polls)
+	cleanBody(body, baseURL(pageURL))
 	// The polls follow the body in the same conversion, which has a fixed cost, after a marker
 	// that tells where the body ends.
 	if len(polls) > 0 {
@@ -185,7 +186,7 @@ func (e *Extractor) convert(pageURL string, art Article, body *goquery.Selection
 	if md = bytes.TrimSpace(tidyLines(md)); len(md) == 0 {
 		return Article{}, structural("body container %s is empty", lay.body)
 	}
-	if pm = bytes.TrimSpace(tidyLines(taskItems(pm))); len(pm) > 0 {
+	if pm = bytes.TrimSpace(tidyLines(pm)); len(pm) > 0 {
 		md = append(append(md, "\n\n"...), pm...)
 	}
 	art.Markdown = string(md) + "\n"

@@ -59,7 +59,8 @@ var earlyRenderers = map[string]converter.HandleRenderFunc{
 	"blockquote": renderBlockquote, // markdown_escape.go
 	"details":    renderDetails,
 	listEnd:      renderListEnd,
-	pollsStart:   renderPollsStart,   // article_poll.go
+	pollsStart:   renderPollsStart, // article_poll.go
+	taskBox:      renderTaskBox,
 	"table":      renderSpannedTable, // markdown_table.go
 	"code":       renderCodeInCell,
 	"a":          renderLink, // markdown_link.go
@@ -75,7 +76,7 @@ var earlyRenderers = map[string]converter.HandleRenderFunc{
 // know and its whitespace handling.
 var (
 	blockTags  = []string{"blockquote", "details", listEnd, pollsStart, "table"}
-	inlineTags = []string{"code", "a", "img", "sup", "sub", "kbd", "mark", "abbr"}
+	inlineTags = []string{taskBox, "code", "a", "img", "sup", "sub", "kbd", "mark", "abbr"}
 )
 
 func renderEarly(ctx converter.Context, w converter.Writer, n *html.Node) converter.RenderStatus {
