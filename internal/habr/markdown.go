@@ -38,6 +38,7 @@ func newConverter() *converter.Converter {
 		strikethrough.NewStrikethroughPlugin(),
 	))
 	conv.Register.EscapedChar('~')
+	conv.Register.TextTransformer(escapeTextEntities, converter.PriorityEarly)
 	conv.Register.UnEscaper(unescape, converter.PriorityEarly)
 	for _, tag := range blockTags {
 		conv.Register.TagType(tag, converter.TagTypeBlock, converter.PriorityEarly)
@@ -62,8 +63,8 @@ var earlyRenderers = map[string]converter.HandleRenderFunc{
 	pollsStart:   renderPollsStart, // article_poll.go
 	taskBox:      renderTaskBox,
 	"table":      renderSpannedTable, // markdown_table.go
-	"code":       renderCodeInCell,
-	"a":          renderLink, // markdown_link.go
+	"code":       renderInlineCode,   // markdown_table.go
+	"a":          renderLink,         // markdown_link.go
 	"img":        renderImage,
 	"sup":        renderInlineHTML, // markdown_inline.go
 	"sub":        renderInlineHTML,

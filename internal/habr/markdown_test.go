@@ -242,6 +242,27 @@ y</code></pre></td><td>z</td></tr></table>`,
 				"<mark>важно</mark> , <abbr title=\"HyperText Markup Language\">HTML</abbr>, конец\n",
 		},
 		{
+			name: "issue 25 class 3: pipes in a link's URL, title and an image's alt in a GFM cell are escaped",
+			body: `<table><tr><td><p>Ссылка</p></td><td><p>Картинка</p></td></tr><tr><td><p><a href="https://wiki.example/search?q=a|b" title="a|b">wiki</a></p></td>` +
+				`<td><p><img src="https://habrastorage.org/a|b.png" alt="x|y"></p></td></tr></table><p><a href="https://wiki.example/search?q=a|b">вне таблицы</a></p>`,
+			want: "| Ссылка | Картинка |\n|---|---|\n| [wiki](https://wiki.example/search?q=a\\|b \"a\\|b\") | ![x\\|y](https://habrastorage.org/a\\|b.png) |\n\n" +
+				"[вне таблицы](https://wiki.example/search?q=a|b)\n",
+		},
+		{
+			name: "issue 25 class 4: text that Markdown would read as a character reference stays text",
+			body: `<p>Тире пишется &amp;mdash;, пробел &amp;nbsp;, код &amp;#8212; и &amp;#x2014;; а &amp;foo;, AT&amp;T, &amp;amp и &lt;b&gt; остаются. <code>&amp;mdash;</code></p>` +
+				`<p><a href="https://example.com/?q=&amp;copy;&amp;x=1" title="&amp;lt;b&amp;gt;">ссылка &amp;hellip;</a> <img src="https://habrastorage.org/a.png" alt="&amp;pi;"></p>`,
+			want: "Тире пишется &amp;mdash;, пробел &amp;nbsp;, код &amp;#8212; и &amp;#x2014;; а &foo;, AT&T, &amp и &lt;b&gt; остаются. `&mdash;`\n\n" +
+				"[ссылка &amp;hellip;](https://example.com/?q=&amp;copy;&x=1 \"&amp;lt;b&amp;gt;\") ![&amp;pi;](https://habrastorage.org/a.png)\n",
+		},
+		{
+			name: "issue 25 class 5: a line break inside inline code keeps the lines apart",
+			body: `<p>Установите: <code>pip install requests<br>pip install pandas<br><br></code> и всё.</p><code>a<br>b</code>` +
+				`<table><tr><td><p>Команды</p></td></tr><tr><td><p><code>x|y<br>z</code></p></td></tr></table>`,
+			want: "Установите: `pip install requests`\\\n`pip install pandas` и всё.\n\n`a`\\\n`b`\n\n" +
+				"<table>\n<tbody>\n<tr><td><p>Команды</p></td></tr>\n<tr><td><p><code>x|y<br/>z</code></p></td></tr>\n</tbody>\n</table>\n",
+		},
+		{
 			name: "lines with only spaces are emptied, code keeps its spaces",
 			body: `<ol><li><p>пункт</p><ol><li><p>вложенный</p></li></ol></li></ol><pre><code class="python">if x:
     
