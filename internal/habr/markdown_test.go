@@ -230,6 +230,22 @@ y</code></pre></td><td>z</td></tr></table>`,
 				"[Video](https://www.youtube.com/watch?v=dQw4w9WgXcQ)\n\n[Video](https://player.vimeo.com/video/1)\n\n[Embedded content](https://codepen.io/x/embed/y)\n",
 		},
 		{
+			name: "issue 25 class 2: an embed's link opens what the reader saw, parameters included",
+			body: `<div class="oembed"><iframe allowfullscreen src="https://www.youtube.com/embed/dQw4w9WgXcQ?start=90&amp;rel=0&amp;feature=oembed"></iframe></div>` +
+				`<iframe src="https://www.youtube-nocookie.com/embed/aqz-KE-bpKQ?t=42&amp;list=PL590L5WQmH8fJ54F369BLDSqIwcs-TCfs"></iframe>` +
+				`<iframe src="https://www.youtube.com/embed/videoseries?list=PL590L5WQmH8fJ54F369BLDSqIwcs-TCfs&amp;autoplay=1"></iframe>` +
+				`<div class="tm-iframe_temp" data-src="https://player.vimeo.com/video/76979871?h=8272103f6e#t=1m2s" data-style="" id="1" width=""></div>` +
+				`<iframe src="https://codepen.io/team/codepen/embed/PNaGbb?default-tab=html%2Cresult&amp;theme-id=dark"></iframe>` +
+				`<iframe src="https://t.me/durov/43?embed=1&amp;userpic=true"></iframe>` +
+				`<script async src="https://telegram.org/js/telegram-widget.js?22" data-telegram-post="durov/43" data-width="100%"></script>` +
+				`<script src="https://gist.github.com/octocat/6cad326836d38bd3a7ae.js?file=hello_world.rb"></script><script>var x = 1</script>`,
+			want: "[Video](https://www.youtube.com/watch?v=dQw4w9WgXcQ&t=90)\n\n[Video](https://www.youtube.com/watch?v=aqz-KE-bpKQ&t=42&list=PL590L5WQmH8fJ54F369BLDSqIwcs-TCfs)\n\n" +
+				"[Video](https://www.youtube.com/playlist?list=PL590L5WQmH8fJ54F369BLDSqIwcs-TCfs)\n\n[Video](https://player.vimeo.com/video/76979871?h=8272103f6e#t=1m2s)\n\n" +
+				"[Embedded content](https://codepen.io/team/codepen/embed/PNaGbb?default-tab=html%2Cresult&theme-id=dark)\n\n" +
+				"[Embedded content](https://t.me/durov/43?embed=1&userpic=true)\n\n[Embedded content](https://t.me/durov/43)\n\n" +
+				"[Embedded content](https://gist.github.com/octocat/6cad326836d38bd3a7ae#file-hello-world-rb)\n",
+		},
+		{
 			name: "page machinery inside the body is dropped",
 			body: `<p>Текст<a name="habracut"></a></p><script>alert(1)</script><style>p{}</style><form><input name="q"><button>Голосовать</button></form><noscript>включите JS</noscript><p>конец</p>`,
 			want: "Текст\n\nконец\n",
