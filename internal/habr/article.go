@@ -21,8 +21,9 @@ import (
 // Markdown produced for the same page changes. Version 2: the Markdown classes
 // of issue 13 (captions, escaping at every depth, line ends, emphasis runs,
 // list starts, code in quotes, polls, tables, dollars, anchors, URLs as
-// written, inline HTML).
-const ExtractorVersion = "2"
+// written, inline HTML). Version 3: issue 25 (a poll inside the body container once, embeds
+// with their parameters, pipes in URLs in cells, entity text, line breaks in inline code).
+const ExtractorVersion = "3"
 
 // Article is what Extract reads from an article page.
 type Article struct {

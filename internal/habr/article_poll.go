@@ -52,7 +52,7 @@ func readPolls(in *goquery.Selection) []poll {
 		p := poll{
 			block:    b.Nodes[0],
 			question: squash(b.FindMatcher(goquery.SingleMatcher(pollQuestion)).Text()),
-			totals:   squash(b.FindMatcher(goquery.SingleMatcher(pollTotals)).Text()),
+			totals:   partsText(b.FindMatcher(goquery.SingleMatcher(pollTotals))),
 		}
 		b.FindMatcher(pollAnswers).Each(func(_ int, a *goquery.Selection) {
 			label := squash(a.FindMatcher(goquery.SingleMatcher(pollAnswerLabel)).Text())
@@ -73,6 +73,21 @@ func readPolls(in *goquery.Selection) []poll {
 		}
 	})
 	return out
+}
+
+// partsText is the text of s with its child elements' texts apart: the Vue site writes the
+// totals as spans ("Проголосовали 48 пользователей.", "Воздержались 5 пользователей.") that
+// stand side by side, with or without white space between them.
+func partsText(s *goquery.Selection) string {
+	var parts []string
+	for _, n := range s.Nodes {
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			if t := squash(textOf(c)); t != "" {
+				parts = append(parts, t)
+			}
+		}
+	}
+	return strings.Join(parts, " ")
 }
 
 // pollsStart is the element convert puts between the body and its polls; the converter writes

@@ -22,7 +22,7 @@ func pollPage(placement int) []byte {
 		`<span class="tm-article-poll__answer-votes">6</span></div></div>` +
 		`<div class="tm-article-poll__answer"><div class="tm-article-poll__answer-data"><span class="tm-article-poll__answer-percent">40%</span>` +
 		`<span class="tm-article-poll__answer-label"><span>1. Rust</span></span><span class="tm-article-poll__answer-votes">4</span></div></div></div>` +
-		`<div class="tm-article-poll__stats"><span>Проголосовали 10 пользователей.</span> <span>Воздержался 1 пользователь.</span></div></div>`
+		`<div class="tm-article-poll__stats"><span>Проголосовали 10 пользователей.</span><span>Воздержался 1 пользователь.</span></div></div>`
 	var body, in, out string
 	switch placement {
 	case inArticle:

@@ -147,6 +147,40 @@ var syntheticPages = []struct {
 			Translation: Translation{OriginalAuthor: "Jane Q. Writer", OriginalURL: "https://example.org/blog/every-construct?ref=habr"},
 		},
 	},
+	{
+		// Issue 25: a poll in the body container, embeds with parameters, pipes in link URLs in
+		// cells, entity text, inline code with line breaks.
+		file: "synthetic-2025-issue25.html",
+		url:  "https://habr.com/ru/articles/900002/",
+		meta: Article{
+			Title: "Синтетическая статья: опрос, встраивания, ссылки в таблицах, сущности и код с переносами", Author: "synthetic_author",
+			PublishedAt: time.Date(2025, 10, 1, 8, 0, 0, 0, time.UTC),
+			Hubs:        []string{"Java", "Распределённые системы", "Микросервисы"},
+			Tags: []string{"java", "распределенные системы", "микросервисы", "saga", "паттерны", "2pc",
+				"оркестрация", "хореография", "архитектура", "распределенные транзакции"},
+		},
+	},
+	{
+		// News, found by the default news feeds, in Russian and in English.
+		file: "news-ru-2025.html",
+		url:  "https://habr.com/ru/news/900003/",
+		meta: Article{
+			Title: "Вышла новая версия СУБД с асинхронным вводом-выводом", Author: "synthetic_author",
+			PublishedAt: time.Date(2025, 10, 2, 7, 30, 0, 0, time.UTC),
+			Hubs:        []string{"PostgreSQL", "Open source"},
+			Tags:        []string{"postgresql", "субд", "релиз"},
+		},
+	},
+	{
+		file: "news-en-2025.html",
+		url:  "https://habr.com/en/news/900004/",
+		meta: Article{
+			Title: "A new database release brings asynchronous I/O", Author: "synthetic_author",
+			PublishedAt: time.Date(2025, 10, 2, 9, 0, 0, 0, time.UTC),
+			Hubs:        []string{"PostgreSQL", "Open source"},
+			Tags:        []string{"postgresql", "database", "release"},
+		},
+	},
 }
 
 // listingPages are the non-article pages in fixtures/html.
