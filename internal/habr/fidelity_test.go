@@ -61,9 +61,7 @@ type reading struct {
 }
 
 func (r *reading) flush() {
-	for _, w := range strings.FieldsFunc(r.text.String(), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
-		r.tokens = append(r.tokens, w)
-	}
+	r.tokens = append(r.tokens, strings.FieldsFunc(r.text.String(), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })...)
 	r.text.Reset()
 }
 
