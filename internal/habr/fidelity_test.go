@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode"
@@ -28,7 +29,8 @@ import (
 // What the page shows without text is read as what stands for it in the Markdown:
 //   - a formula image, as its TeX (the v2 editor's source attribute, the v1 editor's alt), a
 //     display formula on lines of its own;
-//   - an embedded player (an iframe, or the div.tm-iframe_temp Habr's script turns into one), as
+//   - an embedded player (an iframe, a Flash-era embed, a video, or the div.tm-iframe_temp Habr's
+//     script turns into an iframe), as
 //     one token naming what it plays (embedKey), on a line of its own; a rendered link whose
 //     text is the extractor's text for an embed is read as the token of its URL;
 //   - a poll answer of the Vue site, whose row shows percentage, label and votes, in the order
@@ -123,6 +125,12 @@ func (r *reading) read(n *html.Node, inPre bool) {
 			return
 		}
 	}
+	if r.page && n.Data == "script" {
+		if key := scriptEmbedKey(n); key != "" {
+			r.token(key)
+		}
+		return
+	}
 	if invisible[n.Data] {
 		return
 	}
@@ -155,10 +163,13 @@ func (r *reading) readPageElement(n *html.Node) bool {
 			r.lineBreak()
 		}
 		return true
-	case n.Data == "iframe" || n.Data == "div" && hasClass(n, "tm-iframe_temp"):
+	case n.Data == "iframe" || n.Data == "embed" || n.Data == "video" || n.Data == "div" && hasClass(n, "tm-iframe_temp"):
 		src, _ := attr(n, "src")
 		if src == "" {
 			src, _ = attr(n, "data-src")
+		}
+		if source := findElement(n, "source"); src == "" && source != nil {
+			src, _ = attr(source, "src")
 		}
 		if src = strings.TrimSpace(src); src != "" {
 			r.token(embedKey(src))
@@ -204,6 +215,10 @@ func embedKey(raw string) string {
 	if host != "youtube.com" && host != "youtube-nocookie.com" {
 		return "embed:" + raw
 	}
+	if id, ok := strings.CutPrefix(u.Path, "/v/"); ok { // the Flash player: /v/ID&start=N
+		id, rest, _ := strings.Cut(id, "&")
+		u.Path, u.RawQuery = "/embed/"+id, rest+"&"+u.RawQuery
+	}
 	q := u.Query()
 	video := q.Get("v")
 	if id, ok := strings.CutPrefix(u.Path, "/embed/"); ok {
@@ -218,6 +233,26 @@ func embedKey(raw string) string {
 		return "embed:youtube-playlist:" + q.Get("list")
 	}
 	return fmt.Sprintf("embed:youtube:%s@%s/%s", video, start, q.Get("list"))
+}
+
+// scriptEmbedKey names what a script-made embed shows: a Telegram post by its path, a gist by
+// its path and the file it shows (GitHub's anchor of a file is "file-" and its name, lower case,
+// each run of characters other than letters, digits, "-" and "_" as one "-"); "" for any other
+// script.
+func scriptEmbedKey(n *html.Node) string {
+	if post, ok := attr(n, "data-telegram-post"); ok {
+		return embedKey("https://t.me/" + post)
+	}
+	src, _ := attr(n, "src")
+	u, err := url.Parse(src)
+	if err != nil || u.Host != "gist.github.com" {
+		return ""
+	}
+	anchor := ""
+	if file := u.Query().Get("file"); file != "" {
+		anchor = "#file-" + strings.Trim(regexp.MustCompile(`[^a-z0-9_-]+`).ReplaceAllString(strings.ToLower(file), "-"), "-")
+	}
+	return embedKey("https://gist.github.com" + strings.TrimSuffix(u.Path, ".js") + anchor)
 }
 
 // renderedReading renders Markdown with goldmark and reads it.

@@ -161,7 +161,7 @@ func renderFormula(_ converter.Context, w converter.Writer, n *html.Node) conver
 		return converter.RenderTryNext
 	}
 	if hasClass(n, "inline") {
-		w.WriteString("$" + squash(tex) + "$")
+		w.WriteString("$" + inCellText(squash(tex), inCell(n)) + "$") // |x| in a cell
 		return converter.RenderSuccess
 	}
 	w.WriteString("\n\n$$\n" + tex + "\n$$\n\n")

@@ -82,7 +82,8 @@ func (p *bodyParts) collect(n *html.Node, inFigure, inPre bool) {
 			if inFigure {
 				p.captions = append(p.captions, c)
 			}
-		case "iframe":
+		case "iframe", "embed", "video":
+			// Flash-era posts embed players with <object><embed src>; <video> plays a file.
 			p.embeds = append(p.embeds, c)
 		case "code":
 			if _, ok := attr(c, "class"); ok && inPre {
@@ -301,6 +302,9 @@ func embedTarget(e *goquery.Selection, base *url.URL) (string, string) {
 	if src == "" {
 		src = strings.TrimSpace(e.AttrOr("data-src", ""))
 	}
+	if src == "" && goquery.NodeName(e) == "video" {
+		src = strings.TrimSpace(e.Find("source[src]").First().AttrOr("src", ""))
+	}
 	abs := absoluteRef(base, src)
 	u, err := url.Parse(abs)
 	if src == "" || abs == "" || err != nil {
@@ -309,7 +313,7 @@ func embedTarget(e *goquery.Selection, base *url.URL) (string, string) {
 	if watch := youTubeWatch(u); watch != "" {
 		return watch, embedVideo
 	}
-	if e.HasClass("embed_video") || isVideoHost(u.Hostname()) {
+	if e.HasClass("embed_video") || goquery.NodeName(e) == "video" || isVideoHost(u.Hostname()) {
 		return abs, embedVideo
 	}
 	return abs, embedOther
@@ -332,11 +336,19 @@ var youTubePlayerOnly = map[string]bool{
 func youTubeWatch(u *url.URL) string {
 	host := strings.TrimPrefix(strings.TrimPrefix(u.Hostname(), "www."), "m.")
 	id, ok := strings.CutPrefix(u.EscapedPath(), "/embed/")
+	query := u.RawQuery
+	if !ok {
+		// The Flash player, /v/ID, often with its parameters after an & instead of a ?.
+		var rest string
+		id, ok = strings.CutPrefix(u.EscapedPath(), "/v/")
+		id, rest, _ = strings.Cut(id, "&")
+		query = strings.Trim(rest+"&"+query, "&")
+	}
 	if (host != "youtube.com" && host != "youtube-nocookie.com") || !ok || id == "" || strings.Contains(id, "/") {
 		return ""
 	}
 	var kept []string
-	for _, p := range strings.Split(u.RawQuery, "&") {
+	for _, p := range strings.Split(query, "&") {
 		key, value, _ := strings.Cut(p, "=")
 		switch {
 		case p == "" || youTubePlayerOnly[strings.ToLower(key)]:
@@ -377,17 +389,15 @@ func scriptEmbed(s *goquery.Selection) string {
 	}
 	page := "https://gist.github.com" + strings.TrimSuffix(u.EscapedPath(), ".js")
 	if file := u.Query().Get("file"); file != "" {
-		// GitHub's anchor of a file in a gist: "file-" and the name, lower case, with every
-		// character but letters, digits and "-" turned into "-".
-		page += "#file-" + strings.Map(func(r rune) rune {
-			if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
-				return r
-			}
-			return '-'
-		}, strings.ToLower(file))
+		// GitHub's anchor of a file in a gist: "file-" and the name as Rails' parameterize
+		// writes it: lower case, each run of characters other than letters, digits, "-" and "_"
+		// as one "-", none at the ends.
+		page += "#file-" + strings.Trim(gistAnchor.ReplaceAllString(strings.ToLower(file), "-"), "-")
 	}
 	return page
 }
+
+var gistAnchor = regexp.MustCompile(`[^a-z0-9_-]+`)
 
 func isVideoHost(host string) bool {
 	host = strings.TrimPrefix(host, "www.")

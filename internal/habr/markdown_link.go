@@ -30,7 +30,7 @@ func renderLink(ctx converter.Context, w converter.Writer, n *html.Node) convert
 		if !ok {
 			return converter.RenderTryNext
 		}
-		w.WriteString(`<a id="` + html.EscapeString(id) + `"></a>`)
+		w.WriteString(`<a id="` + attrText(id, inCell(n)) + `"></a>`)
 		ctx.RenderChildNodes(ctx, w, n)
 		return converter.RenderSuccess
 	}

@@ -91,10 +91,13 @@ func renderInlineCode(_ converter.Context, w converter.Writer, n *html.Node) con
 	if len(lines) == 1 && (!cell || !strings.Contains(lines[0], "|")) {
 		return converter.RenderTryNext
 	}
-	wrote := false
+	// Empty lines have no code span to hold them: a run of breaks is one, and breaks before
+	// the first line are dropped, while a break after the last one still ends its line.
+	wrote, pending := false, false
 	for _, line := range lines {
 		code := strings.Join(strings.Fields(line), " ")
 		if code == "" {
+			pending = pending || wrote
 			continue
 		}
 		if wrote {
@@ -104,7 +107,10 @@ func renderInlineCode(_ converter.Context, w converter.Writer, n *html.Node) con
 			code = strings.ReplaceAll(code, "|", `\|`)
 		}
 		w.WriteString(codeSpan(code))
-		wrote = true
+		wrote, pending = true, false
+	}
+	if pending {
+		w.WriteString("  \n")
 	}
 	return converter.RenderSuccess
 }

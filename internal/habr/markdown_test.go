@@ -243,7 +243,19 @@ y</code></pre></td><td>z</td></tr></table>`,
 				"[Video](https://www.youtube.com/playlist?list=PL590L5WQmH8fJ54F369BLDSqIwcs-TCfs)\n\n[Video](https://player.vimeo.com/video/76979871?h=8272103f6e#t=1m2s)\n\n" +
 				"[Embedded content](https://codepen.io/team/codepen/embed/PNaGbb?default-tab=html%2Cresult&theme-id=dark)\n\n" +
 				"[Embedded content](https://t.me/durov/43?embed=1&userpic=true)\n\n[Embedded content](https://t.me/durov/43)\n\n" +
-				"[Embedded content](https://gist.github.com/octocat/6cad326836d38bd3a7ae#file-hello-world-rb)\n",
+				"[Embedded content](https://gist.github.com/octocat/6cad326836d38bd3a7ae#file-hello_world-rb)\n",
+		},
+		{
+			name: "issue 25 class 2: Flash-era players and videos become links too",
+			body: `<object width="425" height="344"><param name="movie" value="http://www.youtube.com/v/dQw4w9WgXcQ&amp;hl=ru&amp;fs=1&amp;start=30"></param>` +
+				`<embed src="http://www.youtube.com/v/dQw4w9WgXcQ&amp;hl=ru&amp;fs=1&amp;start=30" type="application/x-shockwave-flash" width="425" height="344"></embed></object>` +
+				`<video controls><source src="/files/demo.mp4#t=5" type="video/mp4"></video>`,
+			want: "[Video](https://www.youtube.com/watch?v=dQw4w9WgXcQ&t=30)\n\n[Video](https://habr.com/files/demo.mp4#t=5)\n",
+		},
+		{
+			name: "issue 25 class 3: pipes in a formula and an attribute in a GFM cell",
+			body: `<table><tr><td><p>Норма</p></td></tr><tr><td><p><img class="formula inline" source="|x|"> и <abbr title="a|b">ab</abbr></p></td></tr></table>`,
+			want: "| Норма |\n|---|\n| $\\|x\\|$ и <abbr title=\"a&#124;b\">ab</abbr> |\n",
 		},
 		{
 			name: "page machinery inside the body is dropped",
@@ -275,7 +287,7 @@ y</code></pre></td><td>z</td></tr></table>`,
 			name: "issue 25 class 5: a line break inside inline code keeps the lines apart",
 			body: `<p>Установите: <code>pip install requests<br>pip install pandas<br><br></code> и всё.</p><code>a<br>b</code>` +
 				`<table><tr><td><p>Команды</p></td></tr><tr><td><p><code>x|y<br>z</code></p></td></tr></table>`,
-			want: "Установите: `pip install requests`\\\n`pip install pandas` и всё.\n\n`a`\\\n`b`\n\n" +
+			want: "Установите: `pip install requests`\\\n`pip install pandas`\\\n и всё.\n\n`a`\\\n`b`\n\n" +
 				"<table>\n<tbody>\n<tr><td><p>Команды</p></td></tr>\n<tr><td><p><code>x|y<br/>z</code></p></td></tr>\n</tbody>\n</table>\n",
 		},
 		{
@@ -295,6 +307,10 @@ y</code></pre></td><td>z</td></tr></table>`,
 			}
 			if a.Markdown != tt.want {
 				t.Errorf("markdown:\n%s\nwant:\n%s\n(got %q)", a.Markdown, tt.want, a.Markdown)
+			}
+			// Rendered, it reads as the body does (see fidelity_test.go).
+			if d := firstDifference(articleReading(t, inPage(tt.body)), renderedReading(t, a.Markdown)); d != "" {
+				t.Errorf("the rendered Markdown does not read as the body: %s", d)
 			}
 		})
 	}
