@@ -626,6 +626,10 @@ func FuzzExtract(f *testing.F) {
 	f.Add(inPage(`<figure><img src="/r/w780q1/a.png" data-src="b_files/gr_3kn9i3dfajdbkguvqssgah6w.png"><figcaption>c</figcaption></figure><sup>1</sup>`))
 	f.Add([]byte(`<div class="tm-error-message"><div class="tm-error-message__code">404</div></div>`))
 	f.Add([]byte(`<div class="post_full"><div class="post__text">a<br/><br/>b<a name="habracut"></a></div></div>`))
+	f.Add(inPage(`<p>&amp;mdash; <code>a<br>b<br></code></p><table><tr><td><a href="https://x/?q=a|b" title="&amp;lt;">l</a></td></tr></table>` +
+		`<div class="oembed"><iframe src="//www.youtube.com/embed/a?start=9&amp;rel=0#t"></iframe></div><embed src="http://www.youtube.com/v/b&amp;start=3">` +
+		`<script src="https://gist.github.com/u/1.js?file=a_b.go"></script><div class="tm-article-poll"><div class="tm-article-poll__answer">` +
+		`<span class="tm-article-poll__answer-percent">1%</span><span class="tm-article-poll__answer-label">x</span></div></div>`))
 	e := NewExtractor()
 	f.Fuzz(func(t *testing.T, page []byte) {
 		a, err := e.Extract("https://habr.com/ru/articles/1/", page)
