@@ -138,8 +138,8 @@ func contains(root, n *html.Node) bool {
 	return false
 }
 
-// pollNodes builds the HTML of polls, to be converted after the body: the question in bold,
-// the answers as a list, the totals.
+// pollNodes builds the HTML of polls, converted in the body's place or after it: the question
+// in bold, the answers as a list of task items, the totals.
 func pollNodes(polls []poll) []*html.Node {
 	var out []*html.Node
 	for _, p := range polls {
