@@ -21,8 +21,9 @@ import (
 // Markdown produced for the same page changes. Version 2: the Markdown classes
 // of issue 13 (captions, escaping at every depth, line ends, emphasis runs,
 // list starts, code in quotes, polls, tables, dollars, anchors, URLs as
-// written, inline HTML).
-const ExtractorVersion = "2"
+// written, inline HTML). Version 3: issue 25 (a poll inside the body container once, embeds
+// with their parameters, pipes in URLs in cells, entity text, line breaks in inline code).
+const ExtractorVersion = "3"
 
 // Article is what Extract reads from an article page.
 type Article struct {
@@ -163,9 +164,10 @@ func (e *Extractor) extractWholePage(pageURL string, page []byte) (Article, erro
 // convert cleans the body and adds its Markdown, then the polls', to art, which holds the
 // page's metadata.
 func (e *Extractor) convert(pageURL string, art Article, body *goquery.Selection, lay *layout, polls []poll) (Article, error) {
-	// Both steps rewrite the tree in place; the document is this call's own.
-	cleanBody(body, baseURL(pageURL))
+	// The steps rewrite the tree in place; the document is this call's own.
 	root := body.Nodes[0]
+	polls = placePolls(root, polls)
+	cleanBody(body, baseURL(pageURL))
 	// The polls follow the body in the same conversion, which has a fixed cost, after a marker
 	// that tells where the body ends.
 	if len(polls) > 0 {
@@ -185,7 +187,7 @@ func (e *Extractor) convert(pageURL string, art Article, body *goquery.Selection
 	if md = bytes.TrimSpace(tidyLines(md)); len(md) == 0 {
 		return Article{}, structural("body container %s is empty", lay.body)
 	}
-	if pm = bytes.TrimSpace(tidyLines(taskItems(pm))); len(pm) > 0 {
+	if pm = bytes.TrimSpace(tidyLines(pm)); len(pm) > 0 {
 		md = append(append(md, "\n\n"...), pm...)
 	}
 	art.Markdown = string(md) + "\n"

@@ -9,11 +9,15 @@ import (
 	"golang.org/x/net/html"
 )
 
-// Polls follow the article body, outside its container: the legacy site's voting form
-// (div.default_block_polling: a title, radio or checkbox labels, a footer with the totals) and
-// the Vue site's results (div.tm-article-poll since 2019: a header, per answer its label, votes
-// and percentage, and the totals). Each is kept, after the body, as text: the question in bold,
-// the answers as a GFM task list with their votes where the page shows them, and the totals.
+// Polls follow the article's text: the legacy site's voting form (div.default_block_polling: a
+// title, radio or checkbox labels, a footer with the totals) after the body container, and the
+// Vue site's results (div.tm-article-poll since 2019: a header, per answer its percentage, label
+// and votes, and the totals), after the body container on m.habr.com and inside it, after the
+// formatted text, since 2021. Each is kept as text where it stands (one after the body container
+// follows the body): the question in bold, the answers as a GFM task list with their votes where
+// the page shows them, and the totals. A poll inside the body container is replaced by that
+// text before the cleanup, so that its results view, whose parts stand side by side without
+// white space ("25%до $5012"), never reaches the converter.
 
 var (
 	pollBlocks      = css(".tm-article-poll, .default_block_polling")
@@ -31,6 +35,7 @@ var pollMarkers = [][]byte{[]byte("tm-article-"), []byte("default_block_")}
 
 // poll is one poll as the page shows it.
 type poll struct {
+	block    *html.Node // where the page shows it
 	question string
 	answers  []pollAnswer
 	totals   string
@@ -45,8 +50,9 @@ func readPolls(in *goquery.Selection) []poll {
 	var out []poll
 	in.FindMatcher(pollBlocks).Each(func(_ int, b *goquery.Selection) {
 		p := poll{
+			block:    b.Nodes[0],
 			question: squash(b.FindMatcher(goquery.SingleMatcher(pollQuestion)).Text()),
-			totals:   squash(b.FindMatcher(goquery.SingleMatcher(pollTotals)).Text()),
+			totals:   partsText(b.FindMatcher(goquery.SingleMatcher(pollTotals))),
 		}
 		b.FindMatcher(pollAnswers).Each(func(_ int, a *goquery.Selection) {
 			label := squash(a.FindMatcher(goquery.SingleMatcher(pollAnswerLabel)).Text())
@@ -69,6 +75,21 @@ func readPolls(in *goquery.Selection) []poll {
 	return out
 }
 
+// partsText is the text of s with its child elements' texts apart: the Vue site writes the
+// totals as spans ("Проголосовали 48 пользователей.", "Воздержались 5 пользователей.") that
+// stand side by side, with or without white space between them.
+func partsText(s *goquery.Selection) string {
+	var parts []string
+	for _, n := range s.Nodes {
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			if t := squash(textOf(c)); t != "" {
+				parts = append(parts, t)
+			}
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
 // pollsStart is the element convert puts between the body and its polls; the converter writes
 // it as pollsMark on a line of its own.
 const (
@@ -81,12 +102,44 @@ func renderPollsStart(_ converter.Context, w converter.Writer, _ *html.Node) con
 	return converter.RenderSuccess
 }
 
-// pollAnswerMark starts the text of a poll answer's list item; the converter writes it as
-// "- \uE000…", which taskItems turns into an unchecked GFM task item.
-const pollAnswerMark = "\uE000"
+// taskBox is the element that starts a poll answer's list item; renderTaskBox writes it as the
+// unchecked box of a GFM task item, "[ ] ", which the converter leaves unescaped as it is
+// markup, not text.
+const taskBox = "ingest-task"
 
-// pollNodes builds the HTML of polls, to be converted after the body: the question in bold,
-// the answers as a list, the totals.
+func renderTaskBox(_ converter.Context, w converter.Writer, _ *html.Node) converter.RenderStatus {
+	w.WriteString("[ ] ")
+	return converter.RenderSuccess
+}
+
+// placePolls puts the polls shown inside the body container in its place, as the HTML of
+// pollNodes, and returns the others, which follow the body.
+func placePolls(body *html.Node, polls []poll) (after []poll) {
+	for _, p := range polls {
+		if p.block == nil || p.block.Parent == nil || !contains(body, p.block) {
+			after = append(after, p)
+			continue
+		}
+		for _, n := range pollNodes([]poll{p}) {
+			p.block.Parent.InsertBefore(n, p.block)
+		}
+		p.block.Parent.RemoveChild(p.block)
+	}
+	return after
+}
+
+// contains reports whether n is inside (or is) root.
+func contains(root, n *html.Node) bool {
+	for ; n != nil; n = n.Parent {
+		if n == root {
+			return true
+		}
+	}
+	return false
+}
+
+// pollNodes builds the HTML of polls, converted in the body's place or after it: the question
+// in bold, the answers as a list of task items, the totals.
 func pollNodes(polls []poll) []*html.Node {
 	var out []*html.Node
 	for _, p := range polls {
@@ -100,7 +153,8 @@ func pollNodes(polls []poll) []*html.Node {
 			ul := newElement("ul")
 			for _, a := range p.answers {
 				li := newElement("li")
-				li.AppendChild(textNode(pollAnswerMark + a.text()))
+				li.AppendChild(newElement(taskBox))
+				li.AppendChild(textNode(a.text()))
 				ul.AppendChild(li)
 			}
 			out = append(out, ul)
@@ -112,11 +166,6 @@ func pollNodes(polls []poll) []*html.Node {
 		}
 	}
 	return out
-}
-
-// taskItems turns the poll answers' list items into unchecked task items.
-func taskItems(md []byte) []byte {
-	return bytes.ReplaceAll(md, []byte("- "+pollAnswerMark), []byte("- [ ] "))
 }
 
 // text is an answer as a reader sees it: "label — 513 (69.1%)".

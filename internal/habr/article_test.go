@@ -147,6 +147,40 @@ var syntheticPages = []struct {
 			Translation: Translation{OriginalAuthor: "Jane Q. Writer", OriginalURL: "https://example.org/blog/every-construct?ref=habr"},
 		},
 	},
+	{
+		// Issue 25: a poll in the body container, embeds with parameters, pipes in link URLs in
+		// cells, entity text, inline code with line breaks.
+		file: "synthetic-2025-issue25.html",
+		url:  "https://habr.com/ru/articles/900002/",
+		meta: Article{
+			Title: "Синтетическая статья: опрос, встраивания, ссылки в таблицах, сущности и код с переносами", Author: "synthetic_author",
+			PublishedAt: time.Date(2025, 10, 1, 8, 0, 0, 0, time.UTC),
+			Hubs:        []string{"Java", "Распределённые системы", "Микросервисы"},
+			Tags: []string{"java", "распределенные системы", "микросервисы", "saga", "паттерны", "2pc",
+				"оркестрация", "хореография", "архитектура", "распределенные транзакции"},
+		},
+	},
+	{
+		// News, found by the default news feeds, in Russian and in English.
+		file: "news-ru-2025.html",
+		url:  "https://habr.com/ru/news/900003/",
+		meta: Article{
+			Title: "Вышла новая версия СУБД с асинхронным вводом-выводом", Author: "synthetic_author",
+			PublishedAt: time.Date(2025, 10, 2, 7, 30, 0, 0, time.UTC),
+			Hubs:        []string{"PostgreSQL", "Open source"},
+			Tags:        []string{"postgresql", "субд", "релиз"},
+		},
+	},
+	{
+		file: "news-en-2025.html",
+		url:  "https://habr.com/en/news/900004/",
+		meta: Article{
+			Title: "A new database release brings asynchronous I/O", Author: "synthetic_author",
+			PublishedAt: time.Date(2025, 10, 2, 9, 0, 0, 0, time.UTC),
+			Hubs:        []string{"PostgreSQL", "Open source"},
+			Tags:        []string{"postgresql", "database", "release"},
+		},
+	},
 }
 
 // listingPages are the non-article pages in fixtures/html.
@@ -592,6 +626,10 @@ func FuzzExtract(f *testing.F) {
 	f.Add(inPage(`<figure><img src="/r/w780q1/a.png" data-src="b_files/gr_3kn9i3dfajdbkguvqssgah6w.png"><figcaption>c</figcaption></figure><sup>1</sup>`))
 	f.Add([]byte(`<div class="tm-error-message"><div class="tm-error-message__code">404</div></div>`))
 	f.Add([]byte(`<div class="post_full"><div class="post__text">a<br/><br/>b<a name="habracut"></a></div></div>`))
+	f.Add(inPage(`<p>&amp;mdash; <code>a<br>b<br></code></p><table><tr><td><a href="https://x/?q=a|b" title="&amp;lt;">l</a></td></tr></table>` +
+		`<div class="oembed"><iframe src="//www.youtube.com/embed/a?start=9&amp;rel=0#t"></iframe></div><embed src="http://www.youtube.com/v/b&amp;start=3">` +
+		`<script src="https://gist.github.com/u/1.js?file=a_b.go"></script><div class="tm-article-poll"><div class="tm-article-poll__answer">` +
+		`<span class="tm-article-poll__answer-percent">1%</span><span class="tm-article-poll__answer-label">x</span></div></div>`))
 	e := NewExtractor()
 	f.Fuzz(func(t *testing.T, page []byte) {
 		a, err := e.Extract("https://habr.com/ru/articles/1/", page)

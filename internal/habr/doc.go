@@ -20,11 +20,17 @@
 //     Markdown inside;
 //   - formulas as TeX, $…$ inline and $$ … $$ on lines of their own; every
 //     literal $ of the text is escaped, as are | (no text becomes a table)
-//     and any *, _ or ~ that could open or close emphasis;
-//   - embedded players as a link to the video or embedded page;
+//     and any *, _ or ~ that could open or close emphasis; text that would
+//     read as a character reference ("&mdash;" typed by an author) is
+//     written "&amp;mdash;";
+//   - embedded players as a link to what they show, parameters included (a
+//     YouTube player as the watch page from the second it starts at);
+//     Telegram and gist scripts as a link to the post or the gist's file;
 //   - figure captions as an emphasised line under the image;
 //   - tables that GFM cannot hold (cells with paragraphs or line breaks,
-//     merged cells) as raw HTML, one row per line;
+//     merged cells) as raw HTML, one row per line; in a GFM cell every pipe
+//     is escaped, in link URLs, titles, alt texts and code too;
+//   - inline code with line breaks as one code span per line;
 //   - <sup>, <sub>, <kbd>, <mark> and <abbr> as inline HTML around Markdown;
 //   - the article's own anchors as <a id="…"></a>, which its fragment links
 //     ("#…") point at;
@@ -32,8 +38,9 @@
 //     links and images always absolute (or a fragment of the article), with
 //     the URL as the author wrote it, less utm_* parameters;
 //   - no line outside code ending in white space; hard breaks as "\";
-//   - the article's polls after the body: the question in bold, the answers
-//     as an unchecked task list with their votes, the totals.
+//   - the article's polls where they stand (one inside the body container
+//     in its place, one after it after the body): the question in bold, the
+//     answers as an unchecked task list with their votes, the totals.
 //
 // Extract also reads the page's metadata: title, author login and display
 // name, publication time, hubs, tags, company blog and a translation's
@@ -42,5 +49,6 @@
 // The layouts, and the evidence for each selector, are described in
 // shared/research/habr.md; the golden files in testdata/golden show the
 // Markdown produced for every real page in shared/fixtures/habr, for bodies of
-// its API fixture, and for the pages of testdata/pages.
+// its API fixture, and for the pages of testdata/pages (news included);
+// rendered by goldmark, each reads as its article, word for word.
 package habr

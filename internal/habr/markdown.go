@@ -38,6 +38,7 @@ func newConverter() *converter.Converter {
 		strikethrough.NewStrikethroughPlugin(),
 	))
 	conv.Register.EscapedChar('~')
+	conv.Register.TextTransformer(escapeTextEntities, converter.PriorityEarly)
 	conv.Register.UnEscaper(unescape, converter.PriorityEarly)
 	for _, tag := range blockTags {
 		conv.Register.TagType(tag, converter.TagTypeBlock, converter.PriorityEarly)
@@ -59,10 +60,11 @@ var earlyRenderers = map[string]converter.HandleRenderFunc{
 	"blockquote": renderBlockquote, // markdown_escape.go
 	"details":    renderDetails,
 	listEnd:      renderListEnd,
-	pollsStart:   renderPollsStart,   // article_poll.go
+	pollsStart:   renderPollsStart, // article_poll.go
+	taskBox:      renderTaskBox,
 	"table":      renderSpannedTable, // markdown_table.go
-	"code":       renderCodeInCell,
-	"a":          renderLink, // markdown_link.go
+	"code":       renderInlineCode,   // markdown_table.go
+	"a":          renderLink,         // markdown_link.go
 	"img":        renderImage,
 	"sup":        renderInlineHTML, // markdown_inline.go
 	"sub":        renderInlineHTML,
@@ -75,7 +77,7 @@ var earlyRenderers = map[string]converter.HandleRenderFunc{
 // know and its whitespace handling.
 var (
 	blockTags  = []string{"blockquote", "details", listEnd, pollsStart, "table"}
-	inlineTags = []string{"code", "a", "img", "sup", "sub", "kbd", "mark", "abbr"}
+	inlineTags = []string{taskBox, "code", "a", "img", "sup", "sub", "kbd", "mark", "abbr"}
 )
 
 func renderEarly(ctx converter.Context, w converter.Writer, n *html.Node) converter.RenderStatus {
@@ -159,7 +161,7 @@ func renderFormula(_ converter.Context, w converter.Writer, n *html.Node) conver
 		return converter.RenderTryNext
 	}
 	if hasClass(n, "inline") {
-		w.WriteString("$" + squash(tex) + "$")
+		w.WriteString("$" + inCellText(squash(tex), inCell(n)) + "$") // |x| in a cell
 		return converter.RenderSuccess
 	}
 	w.WriteString("\n\n$$\n" + tex + "\n$$\n\n")

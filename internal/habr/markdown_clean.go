@@ -44,6 +44,11 @@ func (p *bodyParts) collect(n *html.Node, inFigure, inPre bool) {
 			c = next
 			continue
 		}
+		if c.Data == "script" && isEmbedScript(c) {
+			p.embeds = append(p.embeds, c)
+			c = next
+			continue
+		}
 		if junk[c.Data] {
 			n.RemoveChild(c)
 			c = next
@@ -77,7 +82,8 @@ func (p *bodyParts) collect(n *html.Node, inFigure, inPre bool) {
 			if inFigure {
 				p.captions = append(p.captions, c)
 			}
-		case "iframe":
+		case "iframe", "embed", "video":
+			// Flash-era posts embed players with <object><embed src>; <video> plays a file.
 			p.embeds = append(p.embeds, c)
 		case "code":
 			if _, ok := attr(c, "class"); ok && inPre {
@@ -87,6 +93,15 @@ func (p *bodyParts) collect(n *html.Node, inFigure, inPre bool) {
 		p.collect(c, inFigure || c.Data == "figure", inPre || c.Data == "pre")
 		c = next
 	}
+}
+
+// isEmbedScript reports whether a script in the body makes an embed scriptEmbed knows.
+func isEmbedScript(n *html.Node) bool {
+	if _, ok := attr(n, "data-telegram-post"); ok {
+		return true
+	}
+	src, _ := attr(n, "src")
+	return strings.Contains(src, "gist.github.com/")
 }
 
 // each wraps nodes in goquery selections for the cleanups written with goquery.
@@ -247,32 +262,22 @@ func cleanFigures(captions []*html.Node) {
 	})
 }
 
-// cleanEmbeds replaces embedded players, which the converter would drop, by
-// a link to what they show, and returns those links. Server-rendered pages
-// carry the player as an empty div.tm-iframe_temp that Habr's script turns
-// into an iframe.
+// cleanEmbeds replaces embedded players, which the converter would drop, by a link to what they
+// show, and returns those links. Server-rendered pages carry the player as an empty
+// div.tm-iframe_temp that Habr's script turns into an iframe. The link opens what the reader
+// saw: the player's URL as written, parameters and all, or for YouTube the watch page of the same
+// video from the same second.
 func cleanEmbeds(embeds []*html.Node, base *url.URL) []*html.Node {
 	var links []*html.Node
 	each(embeds, func(e *goquery.Selection) {
-		src := strings.TrimSpace(e.AttrOr("src", ""))
-		if src == "" {
-			src = strings.TrimSpace(e.AttrOr("data-src", ""))
-		}
-		u, err := url.Parse(src)
-		if src == "" || err != nil {
+		target, text := embedTarget(e, base)
+		if target == "" {
 			e.Remove()
 			return
 		}
-		u = base.ResolveReference(u)
-		text := "Embedded content"
-		if watch := youTubeWatch(u); watch != nil {
-			u, text = watch, "Video"
-		} else if e.HasClass("embed_video") || isVideoHost(u.Hostname()) {
-			text = "Video"
-		}
 		// A paragraph of its own, as the player had a line of its own.
 		p, a := newElement("p"), newElement("a")
-		a.Attr = []html.Attribute{{Key: "href", Val: u.String()}}
+		a.Attr = []html.Attribute{{Key: "href", Val: target}}
 		a.AppendChild(&html.Node{Type: html.TextNode, Data: text})
 		p.AppendChild(a)
 		e.ReplaceWithNodes(p)
@@ -281,16 +286,118 @@ func cleanEmbeds(embeds []*html.Node, base *url.URL) []*html.Node {
 	return links
 }
 
-// youTubeWatch maps a YouTube player URL (/embed/ID) to the page a reader
-// would open, or returns nil.
-func youTubeWatch(u *url.URL) *url.URL {
-	host := strings.TrimPrefix(u.Hostname(), "www.")
-	id, ok := strings.CutPrefix(u.Path, "/embed/")
-	if (host != "youtube.com" && host != "youtube-nocookie.com") || !ok || id == "" || strings.Contains(id, "/") {
-		return nil
+// The texts of the links that stand for embeds.
+const (
+	embedVideo = "Video"
+	embedOther = "Embedded content"
+)
+
+// embedTarget returns the URL an embed's link opens and the link's text, or "" for an embed
+// that names nothing.
+func embedTarget(e *goquery.Selection, base *url.URL) (string, string) {
+	if goquery.NodeName(e) == "script" {
+		return scriptEmbed(e), embedOther
 	}
-	return &url.URL{Scheme: "https", Host: "www.youtube.com", Path: "/watch", RawQuery: url.Values{"v": {id}}.Encode()}
+	src := strings.TrimSpace(e.AttrOr("src", ""))
+	if src == "" {
+		src = strings.TrimSpace(e.AttrOr("data-src", ""))
+	}
+	if src == "" && goquery.NodeName(e) == "video" {
+		src = strings.TrimSpace(e.Find("source[src]").First().AttrOr("src", ""))
+	}
+	abs := absoluteRef(base, src)
+	u, err := url.Parse(abs)
+	if src == "" || abs == "" || err != nil {
+		return "", ""
+	}
+	if watch := youTubeWatch(u); watch != "" {
+		return watch, embedVideo
+	}
+	if e.HasClass("embed_video") || goquery.NodeName(e) == "video" || isVideoHost(u.Hostname()) {
+		return abs, embedVideo
+	}
+	return abs, embedOther
 }
+
+// youTubePlayerOnly are the YouTube player's parameters that change how it looks or behaves,
+// not what it shows; a watch page has no use for them.
+var youTubePlayerOnly = map[string]bool{
+	"rel": true, "showinfo": true, "autoplay": true, "controls": true, "modestbranding": true,
+	"enablejsapi": true, "origin": true, "feature": true, "wmode": true, "iv_load_policy": true,
+	"playsinline": true, "fs": true, "cc_load_policy": true, "color": true, "disablekb": true,
+	"widget_referrer": true, "hl": true, "mute": true, "loop": true, "si": true, "autohide": true,
+	"theme": true, "html5": true, "version": true,
+}
+
+// youTubeWatch maps a YouTube player URL (/embed/ID) to the page a reader would open: the watch
+// page of the video, starting where the player started (start= or t=, as t=), with the
+// playlist and every other parameter that is not the player's own; a playlist player
+// (/embed/videoseries) to the playlist's page. It returns "" for any other URL.
+func youTubeWatch(u *url.URL) string {
+	host := strings.TrimPrefix(strings.TrimPrefix(u.Hostname(), "www."), "m.")
+	id, ok := strings.CutPrefix(u.EscapedPath(), "/embed/")
+	query := u.RawQuery
+	if !ok {
+		// The Flash player, /v/ID, often with its parameters after an & instead of a ?.
+		var rest string
+		id, ok = strings.CutPrefix(u.EscapedPath(), "/v/")
+		id, rest, _ = strings.Cut(id, "&")
+		query = strings.Trim(rest+"&"+query, "&")
+	}
+	if (host != "youtube.com" && host != "youtube-nocookie.com") || !ok || id == "" || strings.Contains(id, "/") {
+		return ""
+	}
+	var kept []string
+	for _, p := range strings.Split(query, "&") {
+		key, value, _ := strings.Cut(p, "=")
+		switch {
+		case p == "" || youTubePlayerOnly[strings.ToLower(key)]:
+		case key == "start" || key == "t":
+			if value != "" && value != "0" {
+				kept = append(kept, "t="+value)
+			}
+		default:
+			kept = append(kept, p)
+		}
+	}
+	out := "https://www.youtube.com/watch?v=" + id
+	if id == "videoseries" {
+		out = "https://www.youtube.com/playlist?"
+		if len(kept) == 0 {
+			return ""
+		}
+		out += strings.Join(kept, "&")
+	} else if len(kept) > 0 {
+		out += "&" + strings.Join(kept, "&")
+	}
+	if u.RawFragment != "" || u.Fragment != "" {
+		out += "#" + u.EscapedFragment()
+	}
+	return out
+}
+
+// scriptEmbed returns the page a script-made embed shows, for the two kinds authors paste: a
+// GitHub gist (gist.github.com/USER/ID.js, ?file=NAME for one of its files) and a Telegram post
+// (telegram-widget.js with data-telegram-post="CHANNEL/ID"); "" for any other script.
+func scriptEmbed(s *goquery.Selection) string {
+	if post := strings.Trim(strings.TrimSpace(s.AttrOr("data-telegram-post", "")), "/"); post != "" {
+		return "https://t.me/" + post
+	}
+	u, err := url.Parse(strings.TrimSpace(s.AttrOr("src", "")))
+	if err != nil || u.Hostname() != "gist.github.com" || !strings.HasSuffix(u.Path, ".js") {
+		return ""
+	}
+	page := "https://gist.github.com" + strings.TrimSuffix(u.EscapedPath(), ".js")
+	if file := u.Query().Get("file"); file != "" {
+		// GitHub's anchor of a file in a gist: "file-" and the name as Rails' parameterize
+		// writes it: lower case, each run of characters other than letters, digits, "-" and "_"
+		// as one "-", none at the ends.
+		page += "#file-" + strings.Trim(gistAnchor.ReplaceAllString(strings.ToLower(file), "-"), "-")
+	}
+	return page
+}
+
+var gistAnchor = regexp.MustCompile(`[^a-z0-9_-]+`)
 
 func isVideoHost(host string) bool {
 	host = strings.TrimPrefix(host, "www.")

@@ -2,6 +2,8 @@ package habr
 
 import (
 	"bytes"
+	"regexp"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -25,6 +27,51 @@ func unescape(chars []byte, index int) int {
 		return skip
 	}
 	return escapeAlways(chars, index)
+}
+
+// escapeTextEntities is a text transformer, run before the converter's own: an author writing
+// about HTML types "&mdash;" (the page holds "&amp;mdash;"), and written as it is, every
+// renderer shows "—". Such an & is written "&amp;". It cannot be left to an unescaper, as the
+// other characters are: the converter writes a literal "<" or ">" as "&lt;" or "&gt;" before
+// escaping, and the & of those must stay as it is.
+func escapeTextEntities(_ converter.Context, text string) string {
+	return escapeEntities(text)
+}
+
+// maxEntityLen is the length of the longest reference isEntity accepts ("&" + 32 + ";").
+const maxEntityLen = 34
+
+// entityRef matches the form of a CommonMark entity or numeric character reference.
+var entityRef = regexp.MustCompile(`^&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});$`)
+
+// isEntity reports whether ref, "&…;", is a reference Markdown replaces by a character: any
+// numeric one, and a named one HTML knows (CommonMark takes HTML5's list; "&foo;" stays text).
+func isEntity(ref string) bool {
+	if !entityRef.MatchString(ref) {
+		return false
+	}
+	return ref[1] == '#' || html.UnescapeString(ref) != ref
+}
+
+// escapeEntities writes each & of s that starts a reference Markdown would read (see isEntity)
+// as "&amp;": in text, and in what this package writes itself (URLs, titles, alt texts), where
+// Markdown reads references too.
+func escapeEntities(s string) string {
+	if !strings.Contains(s, "&") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '&' {
+			end := strings.IndexByte(s[i:min(len(s), i+maxEntityLen)], ';')
+			if end > 0 && isEntity(s[i:i+end+1]) {
+				b.WriteString("&amp;")
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // escapeDelimiter keeps the backslash of a literal *, _ or ~ that could open or close emphasis

@@ -27,7 +27,7 @@ func renderInlineHTML(ctx converter.Context, w converter.Writer, n *html.Node) c
 	if len(inner) > 0 {
 		w.WriteString("<" + n.Data)
 		if title, ok := attr(n, "title"); ok && n.Data == "abbr" && strings.TrimSpace(title) != "" {
-			w.WriteString(` title="` + html.EscapeString(strings.Join(strings.Fields(title), " ")) + `"`)
+			w.WriteString(` title="` + attrText(strings.Join(strings.Fields(title), " "), inCell(n)) + `"`)
 		}
 		w.WriteString(">")
 		w.Write(inner)
@@ -35,4 +35,14 @@ func renderInlineHTML(ctx converter.Context, w converter.Writer, n *html.Node) c
 	}
 	w.Write(after)
 	return converter.RenderSuccess
+}
+
+// attrText escapes text for an HTML attribute this package writes, with a pipe as "&#124;" in a
+// GFM table cell, which its pipes would split.
+func attrText(s string, cell bool) string {
+	s = html.EscapeString(s)
+	if cell {
+		s = strings.ReplaceAll(s, "|", "&#124;")
+	}
+	return s
 }

@@ -30,7 +30,7 @@ func renderLink(ctx converter.Context, w converter.Writer, n *html.Node) convert
 		if !ok {
 			return converter.RenderTryNext
 		}
-		w.WriteString(`<a id="` + html.EscapeString(id) + `"></a>`)
+		w.WriteString(`<a id="` + attrText(id, inCell(n)) + `"></a>`)
 		ctx.RenderChildNodes(ctx, w, n)
 		return converter.RenderSuccess
 	}
@@ -42,16 +42,28 @@ func renderLink(ctx converter.Context, w converter.Writer, n *html.Node) convert
 	text := bytes.TrimLeftFunc(trimmed, unicode.IsSpace)
 	before := trimmed[:len(trimmed)-len(text)]
 
+	cell := inCell(n)
 	w.Write(before)
 	w.WriteString("[")
 	w.Write(multiLineLinkText(text))
-	w.WriteString("](" + destination(href))
+	w.WriteString("](" + inCellText(destination(href), cell))
 	if title, ok := attr(n, "title"); ok && strings.TrimSpace(title) != "" {
-		w.WriteString(" " + linkTitle(title))
+		w.WriteString(" " + inCellText(linkTitle(title), cell))
 	}
 	w.WriteString(")")
 	w.Write(after)
 	return converter.RenderSuccess
+}
+
+// inCellText escapes the pipes of what a link or image writes itself (URL, title, alt) in a
+// table cell: GFM splits a row into cells at every unescaped pipe before it reads any link, so
+// "[wiki](https://wiki.example/?q=a|b)" would end the cell in mid-URL. It reads "\|" as "|"
+// again inside the cell, in a URL too.
+func inCellText(s string, cell bool) string {
+	if !cell {
+		return s
+	}
+	return strings.ReplaceAll(s, "|", `\|`)
 }
 
 // renderImage writes a formula as TeX (see renderFormula) and any other image as a Markdown
@@ -65,10 +77,11 @@ func renderImage(ctx converter.Context, w converter.Writer, n *html.Node) conver
 		return converter.RenderTryNext
 	}
 	alt, _ := attr(n, "alt")
-	alt = altText.Replace(alt)
-	w.WriteString("![" + alt + "](" + destination(src))
+	alt = escapeEntities(altText.Replace(alt))
+	cell := inCell(n)
+	w.WriteString("![" + inCellText(alt, cell) + "](" + inCellText(destination(src), cell))
 	if title, ok := attr(n, "title"); ok && strings.TrimSpace(title) != "" {
-		w.WriteString(" " + linkTitle(title))
+		w.WriteString(" " + inCellText(linkTitle(title), cell))
 	}
 	w.WriteString(")")
 	return converter.RenderSuccess
@@ -102,9 +115,10 @@ func multiLineLinkText(text []byte) []byte {
 }
 
 // destination writes a URL as a Markdown link destination, unchanged where Markdown allows:
-// in <…> when it holds white space, angle brackets or unbalanced parentheses.
+// in <…> when it holds white space, angle brackets or unbalanced parentheses, and with a
+// backslash before an & that would read as a character reference.
 func destination(u string) string {
-	u = urlBreakers.Replace(u)
+	u = escapeEntities(urlBreakers.Replace(u))
 	depth, balanced := 0, true
 	for _, r := range u {
 		switch r {
@@ -130,7 +144,7 @@ var (
 
 // linkTitle quotes a link or image title.
 func linkTitle(title string) string {
-	title = strings.Join(strings.Fields(title), " ")
+	title = escapeEntities(strings.Join(strings.Fields(title), " "))
 	switch {
 	case strings.Contains(title, `"`) && strings.Contains(title, "'"):
 		return `"` + strings.ReplaceAll(title, `"`, `\"`) + `"`

@@ -77,16 +77,67 @@ func writeHTMLLine(w converter.Writer, n *html.Node) {
 	w.WriteString("\n")
 }
 
-// renderCodeInCell writes inline code that holds a pipe inside a table cell with the pipe
-// escaped, as GFM requires (its tables split rows at unescaped pipes before reading code spans).
-func renderCodeInCell(_ converter.Context, w converter.Writer, n *html.Node) converter.RenderStatus {
-	if !inCell(n) {
+// renderInlineCode writes the inline code the stock renderer gets wrong. Code with line breaks
+// (editor v1 put several commands in one <code>, <br> between them) becomes one code span per
+// line, joined by hard line breaks: one span would join the lines with a space, into another
+// command. Code in a table cell gets its pipes escaped, as GFM requires (its tables split rows at
+// unescaped pipes before reading code spans).
+func renderInlineCode(_ converter.Context, w converter.Writer, n *html.Node) converter.RenderStatus {
+	if inPre(n) {
 		return converter.RenderTryNext
 	}
-	code := strings.Join(strings.Fields(textOf(n)), " ")
-	if !strings.Contains(code, "|") {
+	cell := inCell(n)
+	lines := codeLines(n)
+	if len(lines) == 1 && (!cell || !strings.Contains(lines[0], "|")) {
 		return converter.RenderTryNext
 	}
+	// Empty lines have no code span to hold them: a run of breaks is one, and breaks before
+	// the first line are dropped, while a break after the last one still ends its line.
+	wrote, pending := false, false
+	for _, line := range lines {
+		code := strings.Join(strings.Fields(line), " ")
+		if code == "" {
+			pending = pending || wrote
+			continue
+		}
+		if wrote {
+			w.WriteString("  \n")
+		}
+		if cell {
+			code = strings.ReplaceAll(code, "|", `\|`)
+		}
+		w.WriteString(codeSpan(code))
+		wrote, pending = true, false
+	}
+	if pending {
+		w.WriteString("  \n")
+	}
+	return converter.RenderSuccess
+}
+
+// codeLines returns the text of inline code split at its <br>s.
+func codeLines(n *html.Node) []string {
+	lines := []string{""}
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			switch {
+			case c.Type == html.TextNode:
+				lines[len(lines)-1] += c.Data
+			case c.Type == html.ElementNode && c.Data == "br":
+				lines = append(lines, "")
+			default:
+				walk(c)
+			}
+		}
+	}
+	walk(n)
+	return lines
+}
+
+// codeSpan writes code as a code span, its fence one backtick longer than the longest run in
+// the code.
+func codeSpan(code string) string {
 	longest, run := 0, 0
 	for _, r := range code {
 		if r == '`' {
@@ -100,8 +151,17 @@ func renderCodeInCell(_ converter.Context, w converter.Writer, n *html.Node) con
 	if strings.HasPrefix(code, "`") || strings.HasSuffix(code, "`") {
 		code = " " + code + " "
 	}
-	w.WriteString(fence + strings.ReplaceAll(code, "|", `\|`) + fence)
-	return converter.RenderSuccess
+	return fence + code + fence
+}
+
+// inPre reports whether n is inside a <pre>.
+func inPre(n *html.Node) bool {
+	for p := n.Parent; p != nil; p = p.Parent {
+		if p.Type == html.ElementNode && p.Data == "pre" {
+			return true
+		}
+	}
+	return false
 }
 
 // inCell reports whether n is inside a table cell and not inside a <pre>.

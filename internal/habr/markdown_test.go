@@ -230,6 +230,34 @@ y</code></pre></td><td>z</td></tr></table>`,
 				"[Video](https://www.youtube.com/watch?v=dQw4w9WgXcQ)\n\n[Video](https://player.vimeo.com/video/1)\n\n[Embedded content](https://codepen.io/x/embed/y)\n",
 		},
 		{
+			name: "issue 25 class 2: an embed's link opens what the reader saw, parameters included",
+			body: `<div class="oembed"><iframe allowfullscreen src="https://www.youtube.com/embed/dQw4w9WgXcQ?start=90&amp;rel=0&amp;feature=oembed"></iframe></div>` +
+				`<iframe src="https://www.youtube-nocookie.com/embed/aqz-KE-bpKQ?t=42&amp;list=PL590L5WQmH8fJ54F369BLDSqIwcs-TCfs"></iframe>` +
+				`<iframe src="https://www.youtube.com/embed/videoseries?list=PL590L5WQmH8fJ54F369BLDSqIwcs-TCfs&amp;autoplay=1"></iframe>` +
+				`<div class="tm-iframe_temp" data-src="https://player.vimeo.com/video/76979871?h=8272103f6e#t=1m2s" data-style="" id="1" width=""></div>` +
+				`<iframe src="https://codepen.io/team/codepen/embed/PNaGbb?default-tab=html%2Cresult&amp;theme-id=dark"></iframe>` +
+				`<iframe src="https://t.me/durov/43?embed=1&amp;userpic=true"></iframe>` +
+				`<script async src="https://telegram.org/js/telegram-widget.js?22" data-telegram-post="durov/43" data-width="100%"></script>` +
+				`<script src="https://gist.github.com/octocat/6cad326836d38bd3a7ae.js?file=hello_world.rb"></script><script>var x = 1</script>`,
+			want: "[Video](https://www.youtube.com/watch?v=dQw4w9WgXcQ&t=90)\n\n[Video](https://www.youtube.com/watch?v=aqz-KE-bpKQ&t=42&list=PL590L5WQmH8fJ54F369BLDSqIwcs-TCfs)\n\n" +
+				"[Video](https://www.youtube.com/playlist?list=PL590L5WQmH8fJ54F369BLDSqIwcs-TCfs)\n\n[Video](https://player.vimeo.com/video/76979871?h=8272103f6e#t=1m2s)\n\n" +
+				"[Embedded content](https://codepen.io/team/codepen/embed/PNaGbb?default-tab=html%2Cresult&theme-id=dark)\n\n" +
+				"[Embedded content](https://t.me/durov/43?embed=1&userpic=true)\n\n[Embedded content](https://t.me/durov/43)\n\n" +
+				"[Embedded content](https://gist.github.com/octocat/6cad326836d38bd3a7ae#file-hello_world-rb)\n",
+		},
+		{
+			name: "issue 25 class 2: Flash-era players and videos become links too",
+			body: `<object width="425" height="344"><param name="movie" value="http://www.youtube.com/v/dQw4w9WgXcQ&amp;hl=ru&amp;fs=1&amp;start=30"></param>` +
+				`<embed src="http://www.youtube.com/v/dQw4w9WgXcQ&amp;hl=ru&amp;fs=1&amp;start=30" type="application/x-shockwave-flash" width="425" height="344"></embed></object>` +
+				`<video controls><source src="/files/demo.mp4#t=5" type="video/mp4"></video>`,
+			want: "[Video](https://www.youtube.com/watch?v=dQw4w9WgXcQ&t=30)\n\n[Video](https://habr.com/files/demo.mp4#t=5)\n",
+		},
+		{
+			name: "issue 25 class 3: pipes in a formula and an attribute in a GFM cell",
+			body: `<table><tr><td><p>Норма</p></td></tr><tr><td><p><img class="formula inline" source="|x|"> и <abbr title="a|b">ab</abbr></p></td></tr></table>`,
+			want: "| Норма |\n|---|\n| $\\|x\\|$ и <abbr title=\"a&#124;b\">ab</abbr> |\n",
+		},
+		{
 			name: "page machinery inside the body is dropped",
 			body: `<p>Текст<a name="habracut"></a></p><script>alert(1)</script><style>p{}</style><form><input name="q"><button>Голосовать</button></form><noscript>включите JS</noscript><p>конец</p>`,
 			want: "Текст\n\nконец\n",
@@ -240,6 +268,27 @@ y</code></pre></td><td>z</td></tr></table>`,
 				`<mark>важно </mark>, <abbr title="HyperText  Markup Language">HTML</abbr>, <sup> </sup>конец</p>`,
 			want: "E = mc<sup>2</sup>, H<sub>2</sub>O, x<sup>*n*\\*</sup>, <kbd>Ctrl</kbd>+<kbd>C</kbd>, " +
 				"<mark>важно</mark> , <abbr title=\"HyperText Markup Language\">HTML</abbr>, конец\n",
+		},
+		{
+			name: "issue 25 class 3: pipes in a link's URL, title and an image's alt in a GFM cell are escaped",
+			body: `<table><tr><td><p>Ссылка</p></td><td><p>Картинка</p></td></tr><tr><td><p><a href="https://wiki.example/search?q=a|b" title="a|b">wiki</a></p></td>` +
+				`<td><p><img src="https://habrastorage.org/a|b.png" alt="x|y"></p></td></tr></table><p><a href="https://wiki.example/search?q=a|b">вне таблицы</a></p>`,
+			want: "| Ссылка | Картинка |\n|---|---|\n| [wiki](https://wiki.example/search?q=a\\|b \"a\\|b\") | ![x\\|y](https://habrastorage.org/a\\|b.png) |\n\n" +
+				"[вне таблицы](https://wiki.example/search?q=a|b)\n",
+		},
+		{
+			name: "issue 25 class 4: text that Markdown would read as a character reference stays text",
+			body: `<p>Тире пишется &amp;mdash;, пробел &amp;nbsp;, код &amp;#8212; и &amp;#x2014;; а &amp;foo;, AT&amp;T, &amp;amp и &lt;b&gt; остаются. <code>&amp;mdash;</code></p>` +
+				`<p><a href="https://example.com/?q=&amp;copy;&amp;x=1" title="&amp;lt;b&amp;gt;">ссылка &amp;hellip;</a> <img src="https://habrastorage.org/a.png" alt="&amp;pi;"></p>`,
+			want: "Тире пишется &amp;mdash;, пробел &amp;nbsp;, код &amp;#8212; и &amp;#x2014;; а &foo;, AT&T, &amp и &lt;b&gt; остаются. `&mdash;`\n\n" +
+				"[ссылка &amp;hellip;](https://example.com/?q=&amp;copy;&x=1 \"&amp;lt;b&amp;gt;\") ![&amp;pi;](https://habrastorage.org/a.png)\n",
+		},
+		{
+			name: "issue 25 class 5: a line break inside inline code keeps the lines apart",
+			body: `<p>Установите: <code>pip install requests<br>pip install pandas<br><br></code> и всё.</p><code>a<br>b</code>` +
+				`<table><tr><td><p>Команды</p></td></tr><tr><td><p><code>x|y<br>z</code></p></td></tr></table>`,
+			want: "Установите: `pip install requests`\\\n`pip install pandas`\\\n и всё.\n\n`a`\\\n`b`\n\n" +
+				"<table>\n<tbody>\n<tr><td><p>Команды</p></td></tr>\n<tr><td><p><code>x|y<br/>z</code></p></td></tr>\n</tbody>\n</table>\n",
 		},
 		{
 			name: "lines with only spaces are emptied, code keeps its spaces",
@@ -258,6 +307,10 @@ y</code></pre></td><td>z</td></tr></table>`,
 			}
 			if a.Markdown != tt.want {
 				t.Errorf("markdown:\n%s\nwant:\n%s\n(got %q)", a.Markdown, tt.want, a.Markdown)
+			}
+			// Rendered, it reads as the body does (see fidelity_test.go).
+			if d := firstDifference(articleReading(t, inPage(tt.body)), renderedReading(t, a.Markdown)); d != "" {
+				t.Errorf("the rendered Markdown does not read as the body: %s", d)
 			}
 		})
 	}
