@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/ingest-dev/ingest/internal/status"
@@ -277,14 +276,10 @@ func (s *setter) orderedRound(ctx context.Context, ent *Entity) (bool, error) {
 		return nil
 	}
 	for _, parent := range parents {
-		rows, err := s.e.Pool.Query(ctx, `SELECT id FROM bitrix_records WHERE entity = $1 AND parent_source_id = $2
-AND status = $3 ORDER BY `+ent.Order, ent.Name, parent, string(New))
+		ids, err := Machine.PickChildren(ctx, s.e.Pool, status.ChildPick{ScopeValue: ent.Name, Column: "parent_source_id",
+			Key: parent, Statuses: []status.Status{New}, Order: ent.Order})
 		if err != nil {
-			return false, fmt.Errorf("pick %s of %s %s: %w", ent.Name, ent.Parent, parent, err)
-		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err != nil {
-			return false, fmt.Errorf("pick %s of %s %s: %w", ent.Name, ent.Parent, parent, err)
+			return false, fmt.Errorf("%s of %s %s: %w", ent.Name, ent.Parent, parent, err)
 		}
 		queue = append(queue, ids...)
 		if err := flush(false); err != nil {
