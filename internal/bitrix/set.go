@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/ingest-dev/ingest/internal/status"
 )
 
@@ -239,21 +237,23 @@ func (s *setter) round(ctx context.Context, ent *Entity) (bool, error) {
 		pp := selfParent(ent)
 		p.Parent = &pp
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(s.e.concurrency())
-	worked := false
-	for {
-		ids, err := Machine.Pick(ctx, s.e.Pool, p)
-		if err != nil {
-			return worked, errors.Join(err, g.Wait())
+	worked, drained := false, false
+	pick := func(ctx context.Context) ([]int64, bool, error) {
+		if drained { // batches in flight leave nothing new after p.After: no need to ask again
+			return nil, false, nil
 		}
-		if len(ids) == 0 || gctx.Err() != nil {
-			break
+		ids, err := Machine.Pick(ctx, s.e.Pool, p)
+		if err != nil || len(ids) == 0 {
+			drained = true
+			return nil, false, err
 		}
 		worked, p.After = true, ids[len(ids)-1]
-		g.Go(func() error { return s.importIDs(gctx, ent, ids) })
+		return ids, true, nil
 	}
-	return worked, g.Wait()
+	err := runPool(ctx, s.e.concurrency(), pick, func(ctx context.Context, ids []int64) error {
+		return s.importIDs(ctx, ent, ids)
+	}, nil)
+	return worked, err
 }
 
 // orderedRound sends an ordered child entity's NEW records parent by parent, in Entity.Order
