@@ -52,7 +52,7 @@ type Target interface {
 // Engine runs the phases of the migration. One Engine serves one run of one command; its phases
 // are not meant to run concurrently.
 type Engine struct {
-	// Registry holds the entities the engine migrates; nil means Catalog().
+	// Registry holds the entities the engine migrates (Catalog() for the Bitrix24 migration).
 	Registry *Registry
 	Pool     *pgxpool.Pool
 	Source   Source
@@ -94,9 +94,11 @@ type Engine struct {
 	admin  *bool
 }
 
+// registry returns the engine's entities. The engine knows no entity of its own: one built
+// without a Registry migrates none, and every phase says the entity is unknown.
 func (e *Engine) registry() *Registry {
 	if e.Registry == nil {
-		e.Registry = Catalog()
+		return &Registry{}
 	}
 	return e.Registry
 }
