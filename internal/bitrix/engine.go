@@ -2,7 +2,8 @@
 // entity, in the single-pass model of seed 000: fields-get, fields-set, get, set, verify.
 //
 // Entities are values (Entity) in a Registry; the phases are generic code that loops over them,
-// and a new entity is one entity_<name>.go file added to Catalog (docs/adding-an-entity.md).
+// and a new entity is one entity_<name>.go file added to Catalog (docs/adding-an-entity.md). The
+// engine is given its Registry (Catalog() for the Bitrix24 migration); it has no default.
 // get reads the source into bitrix_records with status NEW through the entity's Lister (ID
 // ranges walked at once, offset pages, the chat walker); set imports NEW and due ERROR_RETRY
 // records through the target's import API, translating references through bitrix_id_map;
@@ -10,7 +11,9 @@
 // when everything matches. Every phase can be interrupted and rerun: get resumes from its
 // ranges and page log, set resends records by their idempotency key (the target returns the
 // same id for a key it already has), and a record's status changes only through Machine, whose
-// retry schedule and parent/child picking are the shared state machine's (internal/status).
+// retry schedule, parent/child and ordered picking and revival by reason code are the shared
+// state machine's (internal/status). Every walk, ID range read and import round keeps up to
+// Concurrency requests in flight through one worker pool (pool.go).
 package bitrix
 
 import (
