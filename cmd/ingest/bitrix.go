@@ -171,7 +171,7 @@ func (c *bitrixCmd) check(phase string, redact func(string)) error {
 
 // bitrixEngine builds the engine for one run, with the phase's clients.
 func (app *app) bitrixEngine(c *bitrixCmd, r *run.Run) (*bitrix.Engine, error) {
-	e := &bitrix.Engine{Pool: app.pool, Log: r.Log, Metrics: r.Metrics, Actor: r.Actor(), RunID: r.ID, TestLimit: c.TestLimit,
+	e := &bitrix.Engine{Registry: bitrix.Catalog(), Pool: app.pool, Log: r.Log, Metrics: r.Metrics, Actor: r.Actor(), RunID: r.ID, TestLimit: c.TestLimit,
 		Concurrency: c.Concurrency, ChatRescan: c.Chats.ChatRescan}
 	rt, _ := rest.ParseRate(c.Rate) // checked before the run
 	if c.WebhookURL != "" {
@@ -208,7 +208,7 @@ func (app *app) bitrixPhase(ctx context.Context, c *bitrixCmd, command, entity, 
 }
 
 func (app *app) bitrixStatus(ctx context.Context, asJSON bool) error {
-	e := &bitrix.Engine{Pool: app.pool, Log: app.log}
+	e := &bitrix.Engine{Registry: bitrix.Catalog(), Pool: app.pool, Log: app.log}
 	rep, err := e.Report(ctx)
 	if err != nil {
 		return err

@@ -23,7 +23,7 @@ func (app *app) bitrixPlan(ctx context.Context, c *bitrixCmd) error {
 	if err != nil {
 		return configError{"BITRIX_WEBHOOK_URL: " + err.Error()}
 	}
-	e := &bitrix.Engine{Pool: app.pool, Source: src, Log: app.log, Concurrency: c.Concurrency}
+	e := &bitrix.Engine{Registry: bitrix.Catalog(), Pool: app.pool, Source: src, Log: app.log, Concurrency: c.Concurrency}
 	p, err := e.Plan(ctx, rt)
 	if err != nil {
 		return err

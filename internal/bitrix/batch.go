@@ -5,8 +5,6 @@ import (
 	"slices"
 	"sync"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 )
 
@@ -77,16 +75,8 @@ func (e *Engine) batchEachConcurrently(ctx context.Context, cmds []rest.Command,
 		defer mu.Unlock()
 		return onErr(key, err)
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(e.concurrency())
-	for chunk := range slices.Chunk(cmds, rest.MaxBatch) {
-		if gctx.Err() != nil {
-			break
-		}
-		g.Go(func() error { return e.batchEach(gctx, chunk, lockedFn, lockedOnErr) })
-	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
-	return ctx.Err()
+	chunks := slices.Collect(slices.Chunk(cmds, rest.MaxBatch))
+	return runPool(ctx, e.concurrency(), queueJobs(chunks), func(ctx context.Context, chunk []rest.Command) error {
+		return e.batchEach(ctx, chunk, lockedFn, lockedOnErr)
+	}, nil)
 }

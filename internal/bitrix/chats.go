@@ -17,10 +17,7 @@ package bitrix
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-
-	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 )
 
 // chatRow is the payload of a chats record: the chat as the portal describes it to the
@@ -46,36 +43,6 @@ type chatRow struct {
 	// Unreachable is the portal's refusal to show the chat to the webhook's user; nil when the
 	// chat can be read.
 	Unreachable *Unreachable `json:"unreachable,omitempty"`
-}
-
-// Unreachable is why a chat could not be read: the method and the portal's error. HTTPStatus is
-// 0 when the refusal came inside a batch, whose answer is a 200 (the portal's own status for it
-// is 403).
-type Unreachable struct {
-	Method      string `json:"method"`
-	HTTPStatus  int    `json:"http_status,omitempty"`
-	Code        string `json:"code"`
-	Description string `json:"description"`
-}
-
-// Reason says in words why the chat is out of reach, for IMPORT_ERR and the verify report.
-func (u *Unreachable) Reason() string {
-	return fmt.Sprintf("out of reach: %s refused with %s (%s): the webhook's user is not a participant "+
-		"and only participants may read a chat; it needs a token of one of its participants",
-		u.Method, u.Code, u.Description)
-}
-
-// unreachableFrom turns a refusal of the portal into an Unreachable, if it is one: ACCESS_ERROR
-// (403) is what the portal answers to everyone outside a chat.
-func unreachableFrom(method string, err error) (*Unreachable, bool) {
-	if !rest.HasCode(err, "ACCESS_ERROR") {
-		return nil, false
-	}
-	u := &Unreachable{Method: method, Code: "ACCESS_ERROR"}
-	if api, ok := errors.AsType[*rest.APIError](err); ok {
-		u.HTTPStatus, u.Code, u.Description = api.HTTPStatus, api.Code, api.Description
-	}
-	return u, true
 }
 
 func decodeChatRow(payload json.RawMessage) (chatRow, error) {

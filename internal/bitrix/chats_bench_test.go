@@ -48,7 +48,7 @@ func BenchmarkGetChats(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				e := &bitrix.Engine{Pool: pool, Source: src, Log: quietLog(),
+				e := &bitrix.Engine{Registry: bitrix.Catalog(), Pool: pool, Source: src, Log: quietLog(),
 					Metrics: metrics.New(), Actor: "bench", Concurrency: conc}
 				b.StartTimer()
 

@@ -107,7 +107,6 @@ func (e *Engine) walkMessages(ctx context.Context, zone *time.Location, st *GetS
 		lost: func(ctx context.Context, tx pgx.Tx, chat int64, u *Unreachable) error {
 			return e.markUnreachable(ctx, tx, chat, u, zone)
 		}}
-	w.wake = sync.NewCond(&w.mu)
 	if err := w.run(ctx); err != nil {
 		return err
 	}
@@ -208,12 +207,10 @@ type walker struct {
 	zone     *time.Location
 	start    time.Time
 
-	mu    sync.Mutex
-	wake  *sync.Cond // signalled when a job ends
-	queue []*chatCursor
-	busy  int // jobs in flight
-	err   error
-	st    *GetStats
+	queue []*chatCursor // touched by the pool's next and ended only
+
+	mu sync.Mutex // guards st, written by the jobs
+	st *GetStats
 }
 
 // walkJob is the chats one batch reads, and how many pages of each.
@@ -223,33 +220,16 @@ type walkJob struct {
 }
 
 func (w *walker) run(ctx context.Context) error {
-	var wg sync.WaitGroup
-	for range w.e.concurrency() {
-		wg.Go(func() {
-			for {
-				job := w.take()
-				if job == nil {
-					return
-				}
-				err := w.read(ctx, job)
-				w.put(job, err)
-			}
-		})
-	}
-	wg.Wait()
-	return w.err
+	return runPool(ctx, w.e.concurrency(), w.take, w.read, func(job *walkJob) {
+		w.queue = requeue(w.queue, job.chats, func(c *chatCursor) bool { return c.done })
+	})
 }
 
-// take returns the next job, waiting while the queue is empty but jobs are in flight (they may
-// put chats back); nil when there is nothing left or a job failed.
-func (w *walker) take() *walkJob {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for len(w.queue) == 0 && w.busy > 0 && w.err == nil {
-		w.wake.Wait()
-	}
-	if w.err != nil || len(w.queue) == 0 {
-		return nil
+// take returns the next job: the next chats, one command each, or a chain of several when few
+// chats are left, so a batch is still full.
+func (w *walker) take(context.Context) (*walkJob, bool, error) {
+	if len(w.queue) == 0 {
+		return nil, false, nil
 	}
 	chain := min(max(rest.MaxBatch/len(w.queue), 1), maxChain)
 	job := &walkJob{}
@@ -263,24 +243,7 @@ func (w *walker) take() *walkJob {
 		job.chats, job.pages = append(job.chats, c), append(job.pages, pages)
 		cmds += pages
 	}
-	w.busy++
-	return job
-}
-
-// put ends a job: the chats it did not finish go back at the end of the queue.
-func (w *walker) put(job *walkJob, err error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.busy--
-	for _, c := range job.chats {
-		if !c.done {
-			w.queue = append(w.queue, c)
-		}
-	}
-	if err != nil && w.err == nil {
-		w.err = err
-	}
-	w.wake.Broadcast()
+	return job, true, nil
 }
 
 // read runs one job: one batch, then every page it brought stored with its page log row in one

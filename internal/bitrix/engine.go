@@ -2,7 +2,8 @@
 // entity, in the single-pass model of seed 000: fields-get, fields-set, get, set, verify.
 //
 // Entities are values (Entity) in a Registry; the phases are generic code that loops over them,
-// and a new entity is one entity_<name>.go file added to Catalog (docs/adding-an-entity.md).
+// and a new entity is one entity_<name>.go file added to Catalog (docs/adding-an-entity.md). The
+// engine is given its Registry (Catalog() for the Bitrix24 migration); it has no default.
 // get reads the source into bitrix_records with status NEW through the entity's Lister (ID
 // ranges walked at once, offset pages, the chat walker); set imports NEW and due ERROR_RETRY
 // records through the target's import API, translating references through bitrix_id_map;
@@ -10,7 +11,9 @@
 // when everything matches. Every phase can be interrupted and rerun: get resumes from its
 // ranges and page log, set resends records by their idempotency key (the target returns the
 // same id for a key it already has), and a record's status changes only through Machine, whose
-// retry schedule and parent/child picking are the shared state machine's (internal/status).
+// retry schedule, parent/child and ordered picking and revival by reason code are the shared
+// state machine's (internal/status). Every walk, ID range read and import round keeps up to
+// Concurrency requests in flight through one worker pool (pool.go).
 package bitrix
 
 import (
@@ -52,7 +55,7 @@ type Target interface {
 // Engine runs the phases of the migration. One Engine serves one run of one command; its phases
 // are not meant to run concurrently.
 type Engine struct {
-	// Registry holds the entities the engine migrates; nil means Catalog().
+	// Registry holds the entities the engine migrates (Catalog() for the Bitrix24 migration).
 	Registry *Registry
 	Pool     *pgxpool.Pool
 	Source   Source
@@ -94,9 +97,11 @@ type Engine struct {
 	admin  *bool
 }
 
+// registry returns the engine's entities. The engine knows no entity of its own: one built
+// without a Registry migrates none, and every phase says the entity is unknown.
 func (e *Engine) registry() *Registry {
 	if e.Registry == nil {
-		e.Registry = Catalog()
+		return &Registry{}
 	}
 	return e.Registry
 }

@@ -76,7 +76,7 @@ func crmEntity(s crmSpec) *Entity {
 		Fields: &CustomFields{Method: s.fields,
 			// LANG makes the portal send labels as text in that language instead of null.
 			Params: map[string]any{"order": map[string]any{"ID": "ASC"}, "filter": map[string]any{"LANG": "ru"}},
-			Naming: &FieldNaming{Prefix: "UF_CRM_", Max: 50}, Links: true},
+			Naming: &FieldNaming{Prefix: "UF_CRM_", Max: 50}, Links: crmFieldLinks()},
 		Finish:      crmFinish,
 		NotMigrated: crmNotMigrated,
 	}

@@ -42,7 +42,7 @@ func smartEntity() *Entity {
 		// userfieldconfig.list lists the fields of every module entity; the smart processes'
 		// are those of entities CRM_<type id>.
 		Fields: &CustomFields{Method: "userfieldconfig.list", Params: map[string]any{"moduleId": "crm", "select": []string{"*"}},
-			RowsPath: []string{"fields"}, Paged: true, Normalize: smartFieldRow, Links: true,
+			RowsPath: []string{"fields"}, Paged: true, Normalize: smartFieldRow, Links: crmFieldLinks(),
 			Naming: &FieldNaming{Prefix: "UF_CRM_", Max: 50, Split: smartFieldSplit}},
 		Finish: crmFinish,
 		NotMigrated: append([]string{"links between items of two smart processes other than through parentId2/3/4 " +

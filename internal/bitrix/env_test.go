@@ -80,7 +80,7 @@ func (v *env) logger() *slog.Logger {
 
 // engine returns an engine on the env's database, source and target.
 func (v *env) engine() *bitrix.Engine {
-	return &bitrix.Engine{
+	return &bitrix.Engine{Registry: bitrix.Catalog(),
 		Pool:    v.pool,
 		Source:  v.source,
 		Target:  v.client,

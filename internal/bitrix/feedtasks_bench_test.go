@@ -132,7 +132,7 @@ func BenchmarkGetTaskComments(b *testing.B) {
 			b.Fatal(err)
 		}
 		src := &countingSource{Client: client, calls: map[string]int{}}
-		e := &bitrix.Engine{Pool: pool, Source: src, Log: benchLog(), Metrics: metrics.New(), Actor: "bench", Concurrency: 8}
+		e := &bitrix.Engine{Registry: bitrix.Catalog(), Pool: pool, Source: src, Log: benchLog(), Metrics: metrics.New(), Actor: "bench", Concurrency: 8}
 		b.StartTimer()
 		start := time.Now()
 		st, err := e.Get(context.Background(), bitrix.Tasks)

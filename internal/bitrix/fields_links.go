@@ -4,37 +4,57 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ingest-dev/ingest/internal/status"
 )
 
-// Custom fields of two types hold references, not values: employee (a user id) and crm (CRM
-// records, "CO_12", "C_5", "D_7", "T40e_3" for item 3 of the smart process 1038 = 0x40e, or a
-// bare id when the field allows one type only). For entities whose CustomFields say Links, set
-// translates them through the id map like any reference. An employee value without a target id
-// fails the record. A crm value may name a record migrated later (a company's field naming a
+// Custom fields of two types hold references, not values: employee (a user id) and crm (records
+// of the CRM family, in the family's own notation). For entities whose CustomFields have Links,
+// set translates them through the id map like any reference. An employee value without a target
+// id fails the record. A crm value may name a record migrated later (a company's field naming a
 // deal) or not at all (a lead): it is sent as the portal has it, and verify lists it among the
-// values kept untranslated.
+// values kept untranslated. The engine knows neither the entities these name nor how a crm value
+// names one: FieldLinks and its LinkRules, given by the entities, say.
+
+// FieldLinks says what the reference custom fields of an entity name (CustomFields.Links).
+type FieldLinks struct {
+	// Employee is the entity whose records employee fields name by id (users).
+	Employee string
+	// CRM reads and writes the values of crm fields; nil leaves them as they are.
+	CRM LinkRules
+}
+
+// LinkRules are how a family of entities writes links to its records in crm field values (the
+// CRM's "CO_12", "T40e_3", or a bare id where a field allows one type only).
+type LinkRules interface {
+	// FieldEntity is the entity whose records a field's bare ids name, from the field's
+	// SETTINGS; "" when the field allows several types and its values name theirs.
+	FieldEntity(settings []byte) string
+	// Value reads one value of a field whose bare ids name single: the entity and source id it
+	// names; ok is false for a value that names nothing migrated.
+	Value(v, single string) (entity, id string, ok bool)
+	// Maps lists the entities whose whole id map Rewrite may look up (smart process types).
+	Maps() []string
+	// Rewrite writes value v, which names entity's record id, as naming its target id t, in v's
+	// notation; target looks up other id maps. ok is false when it cannot.
+	Rewrite(v, entity, id, t string, target func(entity, id string) (string, bool)) (string, bool)
+}
 
 // fieldLinks are an entity's custom fields that hold references.
 type fieldLinks struct {
+	*FieldLinks
 	employee []string
 	// crm maps a crm field to the entity its bare ids name ("" when it allows several types,
-	// and values carry their type's prefix).
+	// and values carry their type).
 	crm map[string]string
 }
-
-// crmPrefixes are the prefixes of crm field values and the entities they name.
-var crmPrefixes = map[string]string{"CO": Companies, "C": Contacts, "D": Deals}
 
 // loadFieldLinks reads which custom fields of the entity hold references, and the target ids of
 // every record the records' values name.
 func (rf *Refs) loadFieldLinks(ctx context.Context, db status.DB, ent *Entity, recs []Record) error {
-	if ent.Fields == nil || !ent.Fields.Links {
+	if ent.Fields == nil || ent.Fields.Links == nil {
 		return nil
 	}
 	rows, err := db.Query(ctx, `SELECT field_name, payload->>'USER_TYPE_ID', coalesce(payload->'SETTINGS', 'null')
@@ -42,14 +62,15 @@ FROM bitrix_fields WHERE entity = $1 AND payload->>'USER_TYPE_ID' IN ('employee'
 	if err != nil {
 		return fmt.Errorf("custom fields of %s: %w", ent.Name, err)
 	}
-	rf.links = fieldLinks{crm: map[string]string{}}
+	rf.links = fieldLinks{FieldLinks: ent.Fields.Links, crm: map[string]string{}}
 	var name, typ string
 	var settings []byte
 	_, err = pgx.ForEachRow(rows, []any{&name, &typ, &settings}, func() error {
-		if typ == "employee" {
+		switch {
+		case typ == "employee":
 			rf.links.employee = append(rf.links.employee, name)
-		} else {
-			rf.links.crm[name] = crmFieldEntity(settings)
+		case rf.links.CRM != nil:
+			rf.links.crm[name] = rf.links.CRM.FieldEntity(settings)
 		}
 		return nil
 	})
@@ -63,22 +84,24 @@ FROM bitrix_fields WHERE entity = $1 AND payload->>'USER_TYPE_ID' IN ('employee'
 			return fmt.Errorf("%s %s: %w", ent.Name, r.SourceID, err)
 		}
 		for _, f := range rf.links.employee {
-			wanted[Users] = append(wanted[Users], linkIDs(fields[f])...)
+			wanted[rf.links.Employee] = append(wanted[rf.links.Employee], linkIDs(fields[f])...)
 		}
 		for f, single := range rf.links.crm {
 			for _, v := range fieldValues(fields[f]) {
-				if entity, id, ok := crmValue(v, single); ok {
+				if entity, id, ok := rf.links.CRM.Value(v, single); ok {
 					wanted[entity] = append(wanted[entity], id)
 				}
 			}
 		}
 	}
 	if len(rf.links.crm) > 0 {
-		types, err := loadAllIDs(ctx, db, CRMTypes)
-		if err != nil {
-			return err
+		for _, entity := range rf.links.CRM.Maps() {
+			all, err := loadAllIDs(ctx, db, entity)
+			if err != nil {
+				return err
+			}
+			rf.maps[entity] = all
 		}
-		rf.maps[CRMTypes] = types
 	}
 	for entity, ids := range wanted {
 		m, err := loadIDMap(ctx, db, entity, ids)
@@ -93,35 +116,6 @@ FROM bitrix_fields WHERE entity = $1 AND payload->>'USER_TYPE_ID' IN ('employee'
 		}
 	}
 	return nil
-}
-
-// crmFieldEntity reads a crm field's SETTINGS ({"COMPANY": "Y", "DEAL": "N", "DYNAMIC_1038":
-// "Y"...}): the entity its bare ids name when it allows exactly one type, else "".
-func crmFieldEntity(settings []byte) string {
-	var m map[string]any
-	if json.Unmarshal(settings, &m) != nil {
-		return ""
-	}
-	var allowed []string
-	for k, v := range m {
-		if s, ok := v.(string); ok && s == "Y" {
-			allowed = append(allowed, k)
-		}
-	}
-	if len(allowed) != 1 {
-		return ""
-	}
-	switch t := allowed[0]; {
-	case t == "COMPANY":
-		return Companies
-	case t == "CONTACT":
-		return Contacts
-	case t == "DEAL":
-		return Deals
-	case strings.HasPrefix(t, "DYNAMIC_"):
-		return Smart + ":" + strings.TrimPrefix(t, "DYNAMIC_")
-	}
-	return ""
 }
 
 // fieldValues are a custom field's values as text: one, or each of a list.
@@ -142,29 +136,6 @@ func fieldValues(raw json.RawMessage) []string {
 	return out
 }
 
-// crmValue reads one crm field value: the entity and source id it names. single is the entity
-// of the field's bare ids ("smart:1038" for a smart process's).
-func crmValue(v, single string) (entity, id string, ok bool) {
-	if prefix, rest, found := strings.Cut(v, "_"); found {
-		if e, known := crmPrefixes[prefix]; known {
-			return e, rest, true
-		}
-		if len(prefix) > 1 && prefix[0] == 'T' {
-			if et, err := strconv.ParseInt(prefix[1:], 16, 64); err == nil {
-				return Smart, strconv.FormatInt(et, 10) + ":" + rest, true
-			}
-		}
-		return "", "", false // a lead (L_) or a type not migrated
-	}
-	if et, smart := strings.CutPrefix(single, Smart+":"); smart {
-		return Smart, et + ":" + v, true
-	}
-	if single != "" {
-		return single, v, true
-	}
-	return "", "", false
-}
-
 // translateFieldLinks rewrites the reference custom fields of a payload with target ids, keeping
 // their shape (a list stays a list) and the crm values' prefixes.
 func (rf *Refs) translateFieldLinks(fields map[string]json.RawMessage) error {
@@ -175,9 +146,9 @@ func (rf *Refs) translateFieldLinks(fields map[string]json.RawMessage) error {
 		}
 		var out []string
 		for _, id := range linkIDs(raw) {
-			t, ok := rf.Target(Users, id)
+			t, ok := rf.Target(rf.links.Employee, id)
 			if !ok {
-				return &UnresolvedError{Field: f, Entity: Users, SourceID: id}
+				return &UnresolvedError{Field: f, Entity: rf.links.Employee, SourceID: id}
 			}
 			out = append(out, t)
 		}
@@ -208,7 +179,7 @@ func (rf *Refs) translateFieldLinks(fields map[string]json.RawMessage) error {
 // crmTarget translates one crm field value; ok is false (and the value unchanged) when the
 // record it names has no target id.
 func (rf *Refs) crmTarget(v, single string) (string, bool) {
-	entity, id, ok := crmValue(v, single)
+	entity, id, ok := rf.links.CRM.Value(v, single)
 	if !ok {
 		return v, false
 	}
@@ -216,26 +187,16 @@ func (rf *Refs) crmTarget(v, single string) (string, bool) {
 	if !ok {
 		return v, false
 	}
-	prefix, _, prefixed := strings.Cut(v, "_")
-	switch {
-	case !prefixed:
-		return t, true
-	case entity == Smart:
-		et, _, _ := strings.Cut(id, ":")
-		tt, ok := rf.Target(CRMTypes, et)
-		n, err := strconv.ParseInt(tt, 10, 64)
-		if !ok || err != nil {
-			return v, false
-		}
-		return "T" + strconv.FormatInt(n, 16) + "_" + t, true
+	if out, ok := rf.links.CRM.Rewrite(v, entity, id, t, rf.Target); ok {
+		return out, true
 	}
-	return prefix + "_" + t, true
+	return v, false
 }
 
 // untranslatedFieldLinks lists, for verify, the crm field values of IMPORT_OK records that were
 // sent as the portal has them.
 func (e *Engine) untranslatedFieldLinks(ctx context.Context, ent *Entity, r *VerifyReport) error {
-	if ent.Fields == nil || !ent.Fields.Links {
+	if ent.Fields == nil || ent.Fields.Links == nil || ent.Fields.Links.CRM == nil {
 		return nil
 	}
 	for after := int64(0); ; {

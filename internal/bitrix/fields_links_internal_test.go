@@ -20,15 +20,16 @@ func TestCRMFieldValuesNameTheirRecords(t *testing.T) {
 		{"42", Smart + ":1038", Smart, "1038:42", true},
 		{"42", "", "", "", false},
 	} {
-		entity, id, ok := crmValue(c.value, c.single)
+		entity, id, ok := crmLinks{}.Value(c.value, c.single)
 		if entity != c.entity || id != c.id || ok != c.ok {
 			t.Errorf("crmValue(%q, %q) = %q %q %v, want %q %q %v", c.value, c.single, entity, id, ok, c.entity, c.id, c.ok)
 		}
 	}
-	if got := crmFieldEntity([]byte(`{"COMPANY": "N", "DYNAMIC_1038": "Y"}`)); got != Smart+":1038" {
+	if got := (crmLinks{}).FieldEntity([]byte(`{"COMPANY": "N", "DYNAMIC_1038": "Y"}`)); got != Smart+":1038" {
 		t.Errorf("single smart process field: %q", got)
 	}
-	rf := &Refs{maps: map[string]idMap{Companies: {"12": "500"}, Smart: {"1038:3": "700"}, CRMTypes: {"1038": "26"}}}
+	rf := &Refs{maps: map[string]idMap{Companies: {"12": "500"}, Smart: {"1038:3": "700"}, CRMTypes: {"1038": "26"}},
+		links: fieldLinks{FieldLinks: crmFieldLinks()}}
 	for value, want := range map[string]string{"CO_12": "CO_500", "T40e_3": "T1a_700", "CO_13": "CO_13"} {
 		if got, _ := rf.crmTarget(value, ""); got != want {
 			t.Errorf("crmTarget(%q) = %q, want %q", value, got, want)

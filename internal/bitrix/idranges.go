@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/status"
@@ -50,8 +49,7 @@ type rangeWalk struct {
 	before int64
 	total  *int64
 
-	mu     sync.Mutex
-	cond   *sync.Cond
+	mu     sync.Mutex // ranges are taken and released by the pool, moved by the jobs
 	ranges []*idRange // ordered by lo
 	stored int64      // rows stored by this get (clipped to test_limit)
 	limit  bool       // test_limit reached
@@ -125,51 +123,44 @@ func (w *rangeWalk) pagesFor(r *idRange) int {
 	return min(max(n, 1), rest.MaxBatch)
 }
 
+// rangeJob is one request: segments of some ranges.
+type rangeJob struct {
+	rs   []*idRange
+	segs []rest.Segment
+}
+
 // take picks the next request: segments of free ranges, in ID order, as many as fit in one
 // batch, marking them busy. A range expected to hold more than two batches is split first, so idle
-// requests find work. It waits while every open range is busy, and returns nil when the pass is
-// read (or the walk stopped).
-func (w *rangeWalk) take(ctx context.Context) ([]*idRange, []rest.Segment, error) {
+// requests find work. It has none while every open range is busy, or when the pass is read (or
+// test_limit reached).
+func (w *rangeWalk) take(ctx context.Context) (rangeJob, bool, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, nil, err
-		}
-		if w.limit {
-			return nil, nil, nil
-		}
-		if err := w.split(ctx); err != nil {
-			return nil, nil, err
-		}
-		var rs []*idRange
-		var segs []rest.Segment
-		budget, open := rest.MaxBatch, false
-		for _, r := range w.ranges {
-			if r.done {
-				continue
-			}
-			open = true
-			if r.busy || budget == 0 {
-				continue
-			}
-			// A range whose pages do not fit what is left waits for a request of its own
-			// rather than being read in two requests one after the other.
-			n := w.pagesFor(r)
-			if n > budget && len(rs) > 0 {
-				continue
-			}
-			n = min(n, budget)
-			budget -= n
-			r.busy = true
-			rs = append(rs, r)
-			segs = append(segs, rest.Segment{After: r.cursor, UpTo: r.hi, Pages: n})
-		}
-		if len(rs) > 0 || !open {
-			return rs, segs, nil
-		}
-		w.cond.Wait()
+	if w.limit {
+		return rangeJob{}, false, nil
 	}
+	if err := w.split(ctx); err != nil {
+		return rangeJob{}, false, err
+	}
+	var job rangeJob
+	budget := rest.MaxBatch
+	for _, r := range w.ranges {
+		if r.done || r.busy || budget == 0 {
+			continue
+		}
+		// A range whose pages do not fit what is left waits for a request of its own
+		// rather than being read in two requests one after the other.
+		n := w.pagesFor(r)
+		if n > budget && len(job.rs) > 0 {
+			continue
+		}
+		n = min(n, budget)
+		budget -= n
+		r.busy = true
+		job.rs = append(job.rs, r)
+		job.segs = append(job.segs, rest.Segment{After: r.cursor, UpTo: r.hi, Pages: n})
+	}
+	return job, len(job.rs) > 0, nil
 }
 
 // split halves every free range expected to hold more than two batches of rows, recording the
@@ -199,53 +190,32 @@ INSERT INTO bitrix_get_ranges (entity, pass, lo, hi, cursor) SELECT $1, $2, $4, 
 }
 
 // release hands ranges back after their pages were stored (or the request failed).
-func (w *rangeWalk) release(rs []*idRange) {
+func (w *rangeWalk) release(job rangeJob) {
 	w.mu.Lock()
-	for _, r := range rs {
+	defer w.mu.Unlock()
+	for _, r := range job.rs {
 		r.busy = false
 	}
-	w.mu.Unlock()
-	w.cond.Broadcast()
 }
 
 // run walks the open ranges with Concurrency requests in flight, storing each answer as it
 // comes, until every range is read.
 func (w *rangeWalk) run(ctx context.Context) error {
-	w.cond = sync.NewCond(&w.mu)
-	g, gctx := errgroup.WithContext(ctx)
-	stop := context.AfterFunc(gctx, func() { // wake the waiting workers when one fails
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		w.cond.Broadcast()
-	})
-	defer stop()
 	workers := w.g.e.concurrency()
 	if w.density <= 0 {
 		workers = 1 // one range, read in order
 	}
-	for range workers {
-		g.Go(func() error {
-			for {
-				rs, segs, err := w.take(gctx)
-				if err != nil || rs == nil {
-					return err
-				}
-				began := time.Now()
-				pages, err := w.g.e.Source.ScanSegments(gctx, w.scan.Scan, segs)
-				fetched := time.Now()
-				if err == nil {
-					err = w.store(gctx, rs, pages)
-				}
-				w.release(rs)
-				w.g.e.Log.Debug("ID ranges read", "entity", w.g.ent.Name, "ranges", len(rs),
-					"fetch_ms", fetched.Sub(began).Milliseconds(), "store_ms", time.Since(fetched).Milliseconds())
-				if err != nil {
-					return err
-				}
-			}
-		})
-	}
-	err := g.Wait()
+	err := runPool(ctx, workers, w.take, func(ctx context.Context, job rangeJob) error {
+		began := time.Now()
+		pages, err := w.g.e.Source.ScanSegments(ctx, w.scan.Scan, job.segs)
+		fetched := time.Now()
+		if err == nil {
+			err = w.store(ctx, job.rs, pages)
+		}
+		w.g.e.Log.Debug("ID ranges read", "entity", w.g.ent.Name, "ranges", len(job.rs),
+			"fetch_ms", fetched.Sub(began).Milliseconds(), "store_ms", time.Since(fetched).Milliseconds())
+		return err
+	}, w.release)
 	if errors.Is(err, errLimitReached) {
 		return nil
 	}

@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 )
@@ -133,33 +133,35 @@ ORDER BY id LIMIT $3`, w.p.Of, after, n)
 // round reads the rows of the owners, 50 owners to a request and Concurrency requests in
 // flight, and stores each request's rows in owner order; it returns the new cursor.
 func (w *perRecordWalk) round(ctx context.Context, owners []owner, cursor int64) (int64, error) {
-	g, gctx := errgroup.WithContext(ctx)
+	type job struct {
+		chunk      []owner
+		from       int64
+		wait, done chan struct{} // the job before has stored its rows; this one has
+	}
+	var jobs []job
 	prev := make(chan struct{})
 	close(prev)
-	for start := 0; start < len(owners); start += rest.MaxBatch {
-		chunk := owners[start:min(start+rest.MaxBatch, len(owners))]
-		wait, done := prev, make(chan struct{})
-		prev = done
-		from := cursor
-		cursor = chunk[len(chunk)-1].id
-		g.Go(func() error {
-			defer close(done)
-			rows, err := w.fetch(gctx, chunk)
-			if err != nil {
-				return err
-			}
-			select {
-			case <-wait:
-			case <-gctx.Done():
-				return gctx.Err()
-			}
-			if w.limited {
-				return nil
-			}
-			return w.store(gctx, rows, from, chunk[len(chunk)-1].id)
-		})
+	for chunk := range slices.Chunk(owners, rest.MaxBatch) {
+		j := job{chunk: chunk, from: cursor, wait: prev, done: make(chan struct{})}
+		jobs, prev, cursor = append(jobs, j), j.done, chunk[len(chunk)-1].id
 	}
-	return cursor, g.Wait()
+	err := runPool(ctx, len(jobs), queueJobs(jobs), func(ctx context.Context, j job) error {
+		defer close(j.done)
+		rows, err := w.fetch(ctx, j.chunk)
+		if err != nil {
+			return err
+		}
+		select {
+		case <-j.wait:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if w.limited {
+			return nil
+		}
+		return w.store(ctx, rows, j.from, j.chunk[len(j.chunk)-1].id)
+	}, nil)
+	return cursor, err
 }
 
 // fetch reads every row of the owners: a command per owner, again from the next page for an

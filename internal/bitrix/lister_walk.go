@@ -114,7 +114,6 @@ func (w *KeyWalk) walk(ctx context.Context, e *Engine, child *Entity, st *GetSta
 	e.Log.Info("walking", "entity", child.Name, "method", w.Method, "pass", inv.Pass, "resumed", resumed,
 		"keys", len(keys), "keys_left", len(queue))
 	kw := &keyWalker{w: w, e: e, child: child, pass: inv.Pass, me: me, st: st, queue: queue, start: e.now()}
-	kw.wake = sync.NewCond(&kw.mu)
 	if err := kw.run(ctx); err != nil {
 		return fmt.Errorf("walk %s: %w", child.Name, err)
 	}
@@ -153,7 +152,8 @@ WHERE entity = $1 AND pass = $2 ORDER BY split_part(cursor, ' ', 1), id DESC`, e
 	return out, nil
 }
 
-// keyWalker works the queue of one KeyWalk with Concurrency workers.
+// keyWalker works the queue of one KeyWalk with Concurrency workers: each job is the next page
+// of up to a batch of keys; keys not done go back at the end of the queue.
 type keyWalker struct {
 	w     *KeyWalk
 	e     *Engine
@@ -161,64 +161,26 @@ type keyWalker struct {
 	pass  int
 	me    string
 	start time.Time
+	queue []*keyCursor // touched by the pool's next and ended only
 
-	mu    sync.Mutex
-	wake  *sync.Cond
-	queue []*keyCursor
-	busy  int
-	err   error
-	st    *GetStats
-	read  int
+	mu   sync.Mutex // guards st and read, written by the jobs
+	st   *GetStats
+	read int
 }
 
 func (k *keyWalker) run(ctx context.Context) error {
-	var wg sync.WaitGroup
-	for range k.e.concurrency() {
-		wg.Go(func() {
-			for {
-				job := k.take()
-				if job == nil {
-					return
-				}
-				k.put(job, k.readJob(ctx, job))
-			}
-		})
-	}
-	wg.Wait()
-	return k.err
-}
-
-// take returns up to a batch of keys to read next; nil when none is left or a job failed.
-func (k *keyWalker) take() []*keyCursor {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	for len(k.queue) == 0 && k.busy > 0 && k.err == nil {
-		k.wake.Wait()
-	}
-	if k.err != nil || len(k.queue) == 0 {
-		return nil
-	}
-	n := min(len(k.queue), rest.MaxBatch)
-	job := slices.Clone(k.queue[:n])
-	k.queue = k.queue[n:]
-	k.busy++
-	return job
-}
-
-// put ends a job: keys not done go back at the end of the queue.
-func (k *keyWalker) put(job []*keyCursor, err error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.busy--
-	for _, c := range job {
-		if !c.done {
-			k.queue = append(k.queue, c)
+	take := func(context.Context) ([]*keyCursor, bool, error) {
+		if len(k.queue) == 0 {
+			return nil, false, nil
 		}
+		n := min(len(k.queue), rest.MaxBatch)
+		job := slices.Clone(k.queue[:n])
+		k.queue = k.queue[n:]
+		return job, true, nil
 	}
-	if err != nil && k.err == nil {
-		k.err = err
-	}
-	k.wake.Broadcast()
+	return runPool(ctx, k.e.concurrency(), take, k.readJob, func(job []*keyCursor) {
+		k.queue = requeue(k.queue, job, func(c *keyCursor) bool { return c.done })
+	})
 }
 
 // readJob reads the next page of each key of a job in one batch and stores the records with a

@@ -41,4 +41,7 @@ var Machine = &status.Machine{
 	// A record that cannot be migrated (a chat with external guests) may be accepted by a person
 	// as a known exception: verify lists it apart and passes.
 	Acknowledgeable: []status.Status{ImportErr},
+	// A failure that may pass by itself when another record changes (a task's parent task
+	// becomes importable) carries a code that set revives it by.
+	ReasonCodes: true,
 }

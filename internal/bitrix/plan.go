@@ -115,46 +115,6 @@ func idScanCalls(n int64) int {
 
 func ceilDiv(n int64, d int) int { return int(math.Ceil(float64(n) / float64(d))) }
 
-// plan of chats: no method counts chats or messages, so the plan reads what get reads first
-// (the recent list and the workgroups' chats, cheap: 200 chats a page) and asks every readable
-// chat for its message count (im.dialog.get, 50 chats to a call).
-func (chatWalker) plan(ctx context.Context, e *Engine, ent *Entity) ([]EntityPlan, error) {
-	before := e.stats()
-	rows, _, err := e.findChats(ctx, 0)
-	if err != nil {
-		return nil, err
-	}
-	listing := e.stats() - before
-	var readable []int64
-	for _, c := range rows {
-		if c.Unreachable == nil {
-			readable = append(readable, c.ID)
-		}
-	}
-	var messages int64
-	pages := 0
-	err = e.messageCounts(ctx, readable, func(_ string, count int64) {
-		messages += count
-		pages += int(count/rest.PageSize) + 1 // the walk ends at its first short page
-	}, func(string, *Unreachable) {})
-	if err != nil {
-		return nil, err
-	}
-	how := "im.recent.list and the workgroups' chats, read as get reads them, with participants"
-	groups, err := storedCount(ctx, e.Pool, Groups)
-	if err != nil {
-		return nil, err
-	}
-	if groups == 0 {
-		how = "im.recent.list only: no workgroups are read yet, so their chats are not counted (run `ingest bitrix groups get` first)"
-	}
-	return []EntityPlan{
-		{Entity: ent.Name, Records: int64(len(rows)), Calls: int(listing), How: how},
-		{Entity: ChatMessages, Records: messages, Calls: ceilDiv(int64(pages), rest.MaxBatch),
-			How: "im.dialog.get message_count per readable chat; get reads 50 pages per call"},
-	}, nil
-}
-
 // stats counts the requests sent to the portal so far, when the source can say.
 func (e *Engine) stats() int64 {
 	if s, ok := e.Source.(interface{ Stats() rest.Stats }); ok {

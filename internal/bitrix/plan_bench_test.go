@@ -35,7 +35,7 @@ func BenchmarkPlanVersusGet(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		e := &bitrix.Engine{Pool: pool, Source: src, Log: quietLog(), Metrics: metrics.New(), Actor: "bench"}
+		e := &bitrix.Engine{Registry: bitrix.Catalog(), Pool: pool, Source: src, Log: quietLog(), Metrics: metrics.New(), Actor: "bench"}
 		b.StartTimer()
 		p, err := e.Plan(ctx, rest.DefaultRate())
 		if err != nil {

@@ -167,9 +167,9 @@ type CustomFields struct {
 	Normalize func(row json.RawMessage) (json.RawMessage, bool, error)
 	// Naming is how the target names the fields (fields_names.go); nil keeps the portal's names.
 	Naming *FieldNaming
-	// Links: the values of the entity's custom fields of type employee (users) and crm (CRM
-	// records) are references, translated through the id map (fields_links.go).
-	Links bool
+	// Links, when set, says the values of the entity's custom fields of type employee and crm
+	// are references, translated through the id map (fields_links.go); nil sends them as they are.
+	Links *FieldLinks
 	// System names fields the method always lists that every portal has (a task's UF_CRM_TASK,
 	// UF_MAIL_MESSAGE, UF_TASK_WEBDAV_FILES): fields-set never creates them, their values are
 	// sent as they are.

@@ -3,6 +3,7 @@ package bitrix
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -25,24 +26,20 @@ func selfParent(ent *Entity) status.ParentPick {
 		Statuses: []status.Status{ImportOK}, Optional: true}
 }
 
+// reasonParentUnavailable is the reason code of a record failOrphans failed: its parent of the
+// same entity could not be imported then.
+const reasonParentUnavailable = "parent_unavailable"
+
 // reviveOrphans sends back to NEW the records failOrphans failed whose parent can now be
 // imported: it was read since, or went back to NEW, or is imported. A person's acknowledgement
 // of such a failure is left alone.
 func (s *setter) reviveOrphans(ctx context.Context, ent *Entity) error {
-	rows, err := s.e.Pool.Query(ctx, `SELECT r.id FROM bitrix_records r
-JOIN bitrix_records p ON p.entity = r.entity AND p.source_id = r.parent_source_id AND p.status <> $3
-WHERE r.entity = $1 AND r.status = $3 AND r.acknowledged_at IS NULL
-  AND r.last_error LIKE $2 || ' ' || r.parent_source_id || ': parent %' ORDER BY r.id`, ent.Name, ent.SelfRef, string(ImportErr))
-	if err != nil {
-		return fmt.Errorf("find %s whose parent can be imported now: %w", ent.Name, err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil || len(ids) == 0 {
-		return err
-	}
-	moved, err := Machine.MoveMany(ctx, s.e.Pool, ids, ImportErr, New,
-		status.Change{Reason: "its parent can be imported now", Actor: s.e.Actor, RunID: s.e.RunID})
-	if err == nil {
+	parent := status.ParentPick{Column: "parent_source_id", Machine: Machine, ScopeValue: ent.Name,
+		Statuses: slices.DeleteFunc(slices.Clone(Machine.Statuses), func(s status.Status) bool { return s == ImportErr })}
+	moved, err := Machine.Revive(ctx, s.e.Pool, status.ReviveParams{ScopeValue: ent.Name, From: ImportErr, To: New,
+		Code: reasonParentUnavailable, Parent: &parent,
+		Change: status.Change{Reason: "its parent can be imported now", Actor: s.e.Actor, RunID: s.e.RunID}})
+	if err == nil && len(moved) > 0 {
 		s.e.Log.Info("records failed for their parent go again: the parent can be imported now", "entity", ent.Name, "count", len(moved))
 	}
 	return err
@@ -81,7 +78,7 @@ func (s *setter) failOrphans(ctx context.Context, ent *Entity) (int, error) {
 		err = pgx.BeginFunc(ctx, s.e.Pool, func(tx pgx.Tx) error {
 			for _, o := range now {
 				_, err := Machine.Fail(ctx, tx, o.id, status.Status(o.status),
-					status.Failure{Cause: o.reason(ent, cycle), Retryable: false, Now: s.e.now(), Policy: s.e.retryPolicy()},
+					status.Failure{Cause: o.reason(ent, cycle), Code: reasonParentUnavailable, Now: s.e.now(), Policy: s.e.retryPolicy()},
 					status.Change{Actor: s.e.Actor, RunID: s.e.RunID})
 				if err != nil {
 					return err

@@ -7,9 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"golang.org/x/sync/errgroup"
-
 	"github.com/ingest-dev/ingest/internal/status"
 )
 
@@ -240,21 +237,23 @@ func (s *setter) round(ctx context.Context, ent *Entity) (bool, error) {
 		pp := selfParent(ent)
 		p.Parent = &pp
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(s.e.concurrency())
-	worked := false
-	for {
-		ids, err := Machine.Pick(ctx, s.e.Pool, p)
-		if err != nil {
-			return worked, errors.Join(err, g.Wait())
+	worked, drained := false, false
+	pick := func(ctx context.Context) ([]int64, bool, error) {
+		if drained { // batches in flight leave nothing new after p.After: no need to ask again
+			return nil, false, nil
 		}
-		if len(ids) == 0 || gctx.Err() != nil {
-			break
+		ids, err := Machine.Pick(ctx, s.e.Pool, p)
+		if err != nil || len(ids) == 0 {
+			drained = true
+			return nil, false, err
 		}
 		worked, p.After = true, ids[len(ids)-1]
-		g.Go(func() error { return s.importIDs(gctx, ent, ids) })
+		return ids, true, nil
 	}
-	return worked, g.Wait()
+	err := runPool(ctx, s.e.concurrency(), pick, func(ctx context.Context, ids []int64) error {
+		return s.importIDs(ctx, ent, ids)
+	}, nil)
+	return worked, err
 }
 
 // orderedRound sends an ordered child entity's NEW records parent by parent, in Entity.Order
@@ -277,14 +276,10 @@ func (s *setter) orderedRound(ctx context.Context, ent *Entity) (bool, error) {
 		return nil
 	}
 	for _, parent := range parents {
-		rows, err := s.e.Pool.Query(ctx, `SELECT id FROM bitrix_records WHERE entity = $1 AND parent_source_id = $2
-AND status = $3 ORDER BY `+ent.Order, ent.Name, parent, string(New))
+		ids, err := Machine.PickChildren(ctx, s.e.Pool, status.ChildPick{ScopeValue: ent.Name, Column: "parent_source_id",
+			Key: parent, Statuses: []status.Status{New}, Order: ent.Order})
 		if err != nil {
-			return false, fmt.Errorf("pick %s of %s %s: %w", ent.Name, ent.Parent, parent, err)
-		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err != nil {
-			return false, fmt.Errorf("pick %s of %s %s: %w", ent.Name, ent.Parent, parent, err)
+			return false, fmt.Errorf("%s of %s %s: %w", ent.Name, ent.Parent, parent, err)
 		}
 		queue = append(queue, ids...)
 		if err := flush(false); err != nil {

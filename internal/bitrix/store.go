@@ -99,6 +99,7 @@ WHERE entity = $1 AND source_id = ANY($2) ORDER BY id FOR UPDATE`, entity, ids)
 	}
 
 	var fresh, changed []incoming
+	var changedIDs []int64
 	var seen []string
 	back := map[status.Status][]int64{} // changed records to move to NEW, by their status
 	for _, r := range recs {
@@ -108,6 +109,7 @@ WHERE entity = $1 AND source_id = ANY($2) ORDER BY id FOR UPDATE`, entity, ids)
 			fresh = append(fresh, r)
 		case cur.checksum != r.checksum:
 			changed = append(changed, r)
+			changedIDs = append(changedIDs, cur.id)
 			if cur.status != New {
 				back[cur.status] = append(back[cur.status], cur.id)
 			}
@@ -124,13 +126,17 @@ WHERE entity = $1 AND source_id = ANY($2) ORDER BY id FOR UPDATE`, entity, ids)
 	}
 	if len(changed) > 0 {
 		_, err := tx.Exec(ctx, `UPDATE bitrix_records r SET parent_source_id = NULLIF(u.p, ''), payload = u.pl::jsonb,
-checksum = u.c, dates = u.d::jsonb, retries = 0, next_attempt_at = NULL, fetched_at = now(), updated_at = now()
+checksum = u.c, dates = u.d::jsonb, fetched_at = now(), updated_at = now()
 FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(s, p, pl, c, d)
 WHERE r.entity = $1 AND r.source_id = u.s`, append([]any{entity}, columns(changed)...)...)
 		if err != nil {
 			return out, fmt.Errorf("update changed %s records: %w", entity, err)
 		}
 		out.changed = len(changed)
+		// A changed record is new work: its next failure starts a fresh schedule.
+		if err := Machine.ResetSchedule(ctx, tx, changedIDs); err != nil {
+			return out, err
+		}
 		for from, ids := range back {
 			if _, err := Machine.MoveMany(ctx, tx, ids, from, New, c); err != nil {
 				return out, err

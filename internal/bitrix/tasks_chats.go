@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -69,7 +68,6 @@ WHERE c.entity = $1 AND c.payload ? 'chat_id' GROUP BY 1`, child.Name, Tasks)
 		lost: func(ctx context.Context, tx pgx.Tx, chat int64, u *Unreachable) error {
 			return lostTaskChat(ctx, e, tx, child, chats[chat], chat, u, zone)
 		}}
-	w.wake = sync.NewCond(&w.mu)
 	if err := w.run(ctx); err != nil {
 		return fmt.Errorf("walk %s: %w", child.Name, err)
 	}

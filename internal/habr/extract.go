@@ -141,7 +141,7 @@ func (e *Extraction) Run(ctx context.Context) (ExtractStats, error) {
 // them is what lets a page that kills the process every time be given up on, rather than block
 // every later run.
 func (e *Extraction) recoverUnfinished(ctx context.Context, st *ExtractStats) error {
-	unfinished, err := unfinishedAttempts(ctx, e.Pool, []status.Status{Pending, Failed})
+	unfinished, err := Machine.UnfinishedAttempts(ctx, e.Pool, []status.Status{Pending, Failed})
 	if err != nil {
 		return err
 	}
@@ -174,7 +174,7 @@ func (e *Extraction) one(ctx context.Context, p Publication, st *ExtractStats) e
 			e.abandonAttempt(ctx, p.ID, log)
 		}
 	}()
-	started, err := startAttempt(ctx, e.Pool, p, e.RunID)
+	started, err := Machine.StartAttempt(ctx, e.Pool, p.ID, p.Status, e.RunID)
 	if err != nil || !started {
 		return err // a database failure or a stop, or the publication moved since it was picked
 	}
@@ -235,7 +235,7 @@ func (e *Extraction) one(ctx context.Context, p Publication, st *ExtractStats) e
 func (e *Extraction) abandonAttempt(ctx context.Context, id int64, log *slog.Logger) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := endAttempt(cctx, e.Pool, id); err != nil {
+	if err := Machine.EndAttempt(cctx, e.Pool, id); err != nil {
 		log.Warn("attempt left open after the stop; the next run counts it", "error", err)
 	}
 }
@@ -265,7 +265,7 @@ func (e *Extraction) page(ctx context.Context, p Publication) (string, bool, err
 // waits in extract_failed for its next attempt, until the retries are used up; any other goes
 // to extract_broken at once.
 func (e *Extraction) recordFailure(ctx context.Context, id int64, from status.Status, cause string, retryable bool, st *ExtractStats) (status.Outcome, error) {
-	out, err := failAttempt(ctx, e.Pool, id, from, status.Failure{Cause: cause, Retryable: retryable, Now: e.now()},
+	out, err := Machine.Fail(ctx, e.Pool, id, from, status.Failure{Cause: cause, Retryable: retryable, Now: e.now()},
 		status.Change{Actor: e.Actor, RunID: e.RunID})
 	if err != nil || !out.Moved {
 		return out, err

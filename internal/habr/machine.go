@@ -39,6 +39,9 @@ var Machine = &status.Machine{
 	},
 	Attention: []status.Status{Failed, Broken},
 	Retry:     &status.Retry{Status: Failed, GiveUp: Broken, Policy: RetrySchedule},
+	// A page that kills the process (out of memory on a huge article) must count as a failed
+	// attempt, or it blocks every later run.
+	InFlight: true,
 }
 
 // RetrySchedule spaces the attempts at a publication whose page could not be fetched: 5 retries

@@ -204,8 +204,7 @@ ON CONFLICT (publication_id) DO UPDATE SET title = EXCLUDED.title, markdown = EX
 		}
 		_, err = tx.Exec(ctx, `UPDATE habr_publications SET author = coalesce(NULLIF($2, ''), author),
     published_at = coalesce(published_at, $3), author_name = $4, hubs = $5, tags = $6,
-    company_alias = $7, company_name = $8, original_author = $9, original_url = $10,
-    attempt_started_at = NULL, attempt_run_id = NULL
+    company_alias = $7, company_name = $8, original_author = $9, original_url = $10
 WHERE id = $1`, p.ID, a.Author, published, a.AuthorName, nonNil(a.Hubs), nonNil(a.Tags),
 			a.Company.Alias, a.Company.Name, a.Translation.OriginalAuthor, a.Translation.OriginalURL)
 		if err != nil {
@@ -214,75 +213,6 @@ WHERE id = $1`, p.ID, a.Author, published, a.AuthorName, nonNil(a.Hubs), nonNil(
 		return nil
 	})
 	return moved, err
-}
-
-// startAttempt records, committed, that an attempt at p begins, so that a process that dies
-// during it (killed, out of memory) leaves a trace the next run counts as a failed attempt. It
-// reports false when p is no longer in the status it was picked in.
-func startAttempt(ctx context.Context, db status.DB, p Publication, runID int64) (bool, error) {
-	tag, err := db.Exec(ctx, `UPDATE habr_publications SET attempt_started_at = now(), attempt_run_id = NULLIF($3, 0)
-WHERE id = $1 AND status = $2`, p.ID, string(p.Status), runID)
-	if err != nil {
-		return false, fmt.Errorf("start attempt at %d: %w", p.ID, err)
-	}
-	return tag.RowsAffected() == 1, nil
-}
-
-// endAttempt clears an attempt that ends without a move: the run is stopping, and the attempt is
-// not held against the publication.
-func endAttempt(ctx context.Context, db status.DB, id int64) error {
-	if _, err := db.Exec(ctx, `UPDATE habr_publications SET attempt_started_at = NULL, attempt_run_id = NULL WHERE id = $1`, id); err != nil {
-		return fmt.Errorf("end attempt at %d: %w", id, err)
-	}
-	return nil
-}
-
-// unfinishedAttempt is an attempt whose process died before recording its outcome.
-type unfinishedAttempt struct {
-	ID        int64
-	Status    status.Status
-	StartedAt time.Time
-	RunID     int64
-}
-
-// unfinishedAttempts lists the publications in one of statuses with an attempt that never
-// finished, in id order.
-func unfinishedAttempts(ctx context.Context, db status.DB, statuses []status.Status) ([]unfinishedAttempt, error) {
-	names := make([]string, len(statuses))
-	for i, s := range statuses {
-		names[i] = string(s)
-	}
-	rows, err := db.Query(ctx, `SELECT id, status, attempt_started_at, coalesce(attempt_run_id, 0) FROM habr_publications
-WHERE attempt_started_at IS NOT NULL AND status = ANY($1) ORDER BY id`, names)
-	if err != nil {
-		return nil, fmt.Errorf("unfinished attempts: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (unfinishedAttempt, error) {
-		var u unfinishedAttempt
-		var st string
-		err := r.Scan(&u.ID, &st, &u.StartedAt, &u.RunID)
-		u.Status = status.Status(st)
-		return u, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("unfinished attempts: %w", err)
-	}
-	return out, nil
-}
-
-// failAttempt records a failed attempt with the machine's retry schedule and ends the attempt,
-// in one transaction.
-func failAttempt(ctx context.Context, db status.Beginner, id int64, from status.Status, f status.Failure, c status.Change) (status.Outcome, error) {
-	var out status.Outcome
-	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		var err error
-		out, err = Machine.Fail(ctx, tx, id, from, f, c)
-		if err != nil || !out.Moved {
-			return err
-		}
-		return endAttempt(ctx, tx, id)
-	})
-	return out, err
 }
 
 func nonNil(s []string) []string {

@@ -53,3 +53,40 @@ func (m *Machine) Parents(ctx context.Context, db DB, scopeValue string, statuse
 	}
 	return out, nil
 }
+
+// ChildPick selects the children of one parent that a pipeline sends in an order of their own
+// (a chat's messages, oldest first).
+type ChildPick struct {
+	// ScopeValue limits the pick to one value of Machine.Scope (required when it has one).
+	ScopeValue string
+	// Column holds the parent's key (as ParentPick.Column); Key is the parent's.
+	Column, Key string
+	// Statuses: children in any of these are picked.
+	Statuses []Status
+	// Order is the SQL expression over the table's columns the children are sent in (ties go by
+	// id); empty means id order. It comes from the pipeline's code, never from input.
+	Order string
+}
+
+// PickChildren returns the ids of one parent's children in p.Statuses, in p.Order.
+func (m *Machine) PickChildren(ctx context.Context, db DB, p ChildPick) ([]int64, error) {
+	args := []any{statusNames(p.Statuses), p.Key}
+	where := fmt.Sprintf("status = ANY($1) AND %s = $2", pgx.Identifier{p.Column}.Sanitize())
+	if m.Scope != "" {
+		args = append(args, p.ScopeValue)
+		where += fmt.Sprintf(" AND %s = $3", pgx.Identifier{m.Scope}.Sanitize())
+	}
+	order := "id"
+	if p.Order != "" {
+		order = p.Order + ", id"
+	}
+	rows, err := db.Query(ctx, fmt.Sprintf("SELECT id FROM %s WHERE %s ORDER BY %s", m.table(), where, order), args...)
+	if err != nil {
+		return nil, fmt.Errorf("pick %s of %s: %w", m.Name, p.Key, err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("pick %s of %s: %w", m.Name, p.Key, err)
+	}
+	return ids, nil
+}

@@ -25,6 +25,15 @@
 // a Shard takes one of several disjoint parts of the table, so that the pods of a sharded job
 // never pick each other's records.
 //
+// The rest of scheduling is here too, so no pipeline writes these columns by hand: Fail reads
+// the retries used and moves the record in one statement; ResetSchedule starts a changed
+// record's schedule afresh; PickChildren picks one parent's children in the order they must be
+// sent (a chat's messages); a machine with ReasonCodes stores a failure's code (Failure.Code)
+// beside its wording, and Revive sends back the records that failed with a code once its cause
+// passed (a parent that can be imported now), never matching the wording of a message; a machine
+// with InFlight records each attempt as it starts (StartAttempt), so the next run finds the
+// attempts whose process died (UnfinishedAttempts) and counts them.
+//
 // Commands take a Postgres session advisory lock (Lock) so the same command never runs twice at
 // once.
 package status

@@ -50,6 +50,13 @@ type Machine struct {
 	// with DueBy picks them only once due. The table needs the next_attempt_at column (see
 	// Retry); Retry.Status must not be listed here (Fail schedules it).
 	Waiting []Status
+	// ReasonCodes says the table has a reason_code text column: every automatic move stores
+	// Change.Code (Failure.Code for Fail) in it beside last_error, so that a program finds
+	// records by why they failed (Revive) without reading the wording of a message.
+	ReasonCodes bool
+	// InFlight says the table records the attempt in progress (see StartAttempt) in two
+	// columns, attempt_started_at timestamptz and attempt_run_id bigint; every move clears them.
+	InFlight bool
 }
 
 // Parse returns the status named s, or an error listing the valid ones.

@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -48,6 +49,8 @@ type Failure struct {
 	// Policy, when it has Delays, replaces the machine's schedule for this failure (tests and
 	// operators shorten or lengthen it).
 	Policy retry.Policy
+	// Code classifies the cause for programs (see Change.Code); empty for none.
+	Code string
 }
 
 // Outcome is where Fail moved a record.
@@ -67,9 +70,10 @@ type Outcome struct {
 
 // Fail records a failed attempt at record id, guarded by its current status from (see Move): a
 // retryable failure with retries left moves the record to Retry.Status with its next attempt
-// scheduled; anything else moves it to Retry.GiveUp. The move, the retry count and the next
-// attempt's time are written by one statement, so a crash never leaves a record waiting without
-// a schedule.
+// scheduled; anything else moves it to Retry.GiveUp. One statement reads the retries used, moves
+// the record, writes the retry count and the next attempt's time and records the history, so a
+// crash never leaves a record waiting without a schedule, and two failures of the same record
+// racing each other count both.
 func (m *Machine) Fail(ctx context.Context, db DB, id int64, from Status, f Failure, c Change) (Outcome, error) {
 	if m.Retry == nil {
 		return Outcome{}, fmt.Errorf("%s: Fail needs a machine with a retry schedule", m.Name)
@@ -78,37 +82,70 @@ func (m *Machine) Fail(ctx context.Context, db DB, id int64, from Status, f Fail
 	if f.Policy.Delays != nil {
 		policy = f.Policy
 	}
+	retries := 0
+	if f.Retryable {
+		retries = policy.MaxRetries()
+	}
+	// Which of the two it becomes depends on the retries used, read by the statement below:
+	// both must be allowed when both may happen.
+	if retries > 0 {
+		if err := m.check(from, m.Retry.Status, c.Manual); err != nil {
+			return Outcome{}, err
+		}
+	}
+	if err := m.check(from, m.Retry.GiveUp, c.Manual); err != nil {
+		return Outcome{}, err
+	}
 	now := f.Now
 	if now.IsZero() {
 		now = time.Now()
 	}
-	var used int
-	err := db.QueryRow(ctx, fmt.Sprintf(`SELECT CASE WHEN status = $3 THEN retries ELSE 0 END FROM %s
-WHERE id = $1 AND status = $2`, m.table()), id, string(from), string(m.Retry.Status)).Scan(&used)
-	if err == pgx.ErrNoRows {
+	// The next attempt's time for each retry that may be the next one: retry n is due at
+	// next[n-1].
+	next := make([]time.Time, retries)
+	for i := range next {
+		next[i] = now.Add(policy.Delay(i + 1))
+	}
+	c.Code, c.Attempt = f.Code, true
+	side, sideArgs := m.sideColumns(c, 12)
+	sql := fmt.Sprintf(`
+WITH cur AS (
+    SELECT id, CASE WHEN status = $3 THEN retries ELSE 0 END AS used FROM %[1]s
+    WHERE id = $1 AND status = $2 FOR UPDATE
+), plan AS (
+    SELECT id, used, used < $5::int AS again,
+        CASE WHEN used < $5::int THEN $6::text
+             WHEN $7::boolean THEN format('gave up after %%s attempts: %%s', used + 1, $6::text)
+             ELSE $6::text END AS reason
+    FROM cur
+), moved AS (
+    UPDATE %[1]s r SET status = CASE WHEN p.again THEN $3 ELSE $4 END, attempts = r.attempts + 1,
+        last_error = NULLIF(p.reason, ''), status_changed_at = now(),
+        retries = CASE WHEN p.again THEN p.used + 1 ELSE p.used END,
+        next_attempt_at = CASE WHEN p.again THEN ($8::timestamptz[])[p.used + 1] END%[2]s
+    FROM plan p WHERE r.id = p.id AND r.status = $2
+    RETURNING r.id, r.status, r.retries, r.next_attempt_at, p.reason
+), logged AS (
+    INSERT INTO status_history (machine, record_id, from_status, to_status, reason, actor, run_id)
+    SELECT $9, id, $2, status, reason, $10, NULLIF($11, 0) FROM moved
+)
+SELECT status, retries, next_attempt_at, reason FROM moved`, m.table(), side)
+	args := append([]any{id, string(from), string(m.Retry.Status), string(m.Retry.GiveUp), retries, f.Cause,
+		f.Retryable, next, m.Name, c.Actor, c.RunID}, sideArgs...)
+	var out Outcome
+	var to string
+	var at *time.Time
+	err := db.QueryRow(ctx, sql, args...).Scan(&to, &out.Retries, &at, &out.Reason)
+	if errors.Is(err, pgx.ErrNoRows) {
 		return Outcome{}, nil
 	}
 	if err != nil {
 		return Outcome{}, fmt.Errorf("fail %s %d: %w", m.Name, id, err)
 	}
-	out := Outcome{To: m.Retry.GiveUp, Retries: used, Reason: f.Cause}
-	var next *time.Time
-	switch {
-	case !f.Retryable:
-	case used < policy.MaxRetries():
-		out.To, out.Retries = m.Retry.Status, used+1
-		out.NextAttemptAt = now.Add(policy.Delay(used + 1))
-		next = &out.NextAttemptAt
-	default:
-		out.Reason = fmt.Sprintf("gave up after %d attempts: %s", used+1, f.Cause)
+	out.Moved, out.To = true, Status(to)
+	if at != nil {
+		out.NextAttemptAt = *at
 	}
-	c.Reason, c.Attempt = out.Reason, true
-	moved, err := m.move(ctx, db, []int64{id}, from, out.To, c,
-		"retries = $9, next_attempt_at = $10", out.Retries, next)
-	if err != nil {
-		return Outcome{}, err
-	}
-	out.Moved = len(moved) == 1
 	return out, nil
 }
 

@@ -124,6 +124,29 @@ type Change struct {
 	Manual bool
 	// Due is when a record moved into one of Machine.Waiting is due again (zero: at once).
 	Due time.Time
+	// Code classifies Reason for programs (see Machine.ReasonCodes and Revive): a short,
+	// stable name such as "parent_unavailable", never a message's wording. Empty clears it.
+	Code string
+}
+
+// sideColumns are the assignments every move makes besides the status (with a leading comma),
+// their arguments numbered from next: an acknowledgement covers the failure it was given for,
+// not what comes next; a move ends the attempt in flight; the reason code follows the reason
+// (kept, as last_error is, by a person's move).
+func (m *Machine) sideColumns(c Change, next int) (string, []any) {
+	var set string
+	var args []any
+	if len(m.Acknowledgeable) > 0 {
+		set += ", acknowledged_at = NULL, acknowledged_by = NULL, acknowledged_reason = NULL"
+	}
+	if m.InFlight {
+		set += ", attempt_started_at = NULL, attempt_run_id = NULL"
+	}
+	if m.ReasonCodes && !c.Manual {
+		set += fmt.Sprintf(", reason_code = NULLIF($%d, '')", next)
+		args = append(args, c.Code)
+	}
+	return set, args
 }
 
 // Move moves one record from status from to status to, if and only if it is still in from. It
@@ -167,13 +190,12 @@ func (m *Machine) move(ctx context.Context, db DB, ids []int64, from, to Status,
 	}
 	// id = ANY(...) keeps the planner on the primary key even when statistics are stale after a
 	// bulk status change (a join against unnest() does not).
-	if len(m.Acknowledgeable) > 0 {
-		// An acknowledgement covers the failure it was given for, not what comes next.
-		set = strings.TrimPrefix(set+", acknowledged_at = NULL, acknowledged_by = NULL, acknowledged_reason = NULL", ", ")
-	}
 	if set != "" {
 		set = ", " + set
 	}
+	side, sideArgs := m.sideColumns(c, 9+len(setArgs))
+	set += side
+	setArgs = append(setArgs, sideArgs...)
 	sql := fmt.Sprintf(`
 WITH moved AS (
     UPDATE %[1]s SET status = $3, attempts = attempts + $4, last_error = %[2]s, status_changed_at = now()%[3]s

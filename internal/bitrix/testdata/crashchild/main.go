@@ -48,7 +48,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	e := &bitrix.Engine{Pool: pool, Source: source, Target: target, Log: log, Metrics: metrics.New(),
+	e := &bitrix.Engine{Registry: bitrix.Catalog(), Pool: pool, Source: source, Target: target, Log: log, Metrics: metrics.New(),
 		Actor: "crash test", RetryPolicy: retry.Policy{Delays: []time.Duration{0, 0, 0}}}
 	entities := bitrix.Catalog().CommandNames()
 	if list := os.Getenv("BITRIX_CRASH_ENTITIES"); list != "" {
