@@ -236,7 +236,7 @@ func finish(ctx context.Context, o Options, r *Run, outcome string, runErr error
 
 // interruptedRecordTimeout bounds the recording of an interrupted run's outcome: a process
 // asked to stop does not wait for a database that does not answer.
-const interruptedRecordTimeout = 3 * time.Second
+const interruptedRecordTimeout = 2 * time.Second
 
 // recordOutcome stores the run's outcome, counters and error. A database that is down at that
 // moment (the outage that may have failed the run) is retried until o.RecordTimeout, so that a
