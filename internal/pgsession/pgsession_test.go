@@ -15,7 +15,7 @@ import (
 )
 
 // pool opens a pool on a new database with bounds b and fence f, as cmd/ingest does.
-func pool(t *testing.T, url string, b pgsession.Bounds, f *pgsession.Fence) *pgxpool.Pool {
+func pool(t testing.TB, url string, b pgsession.Bounds, f *pgsession.Fence) *pgxpool.Pool {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -31,7 +31,7 @@ func pool(t *testing.T, url string, b pgsession.Bounds, f *pgsession.Fence) *pgx
 }
 
 // claim records run as the holder of lock, as run.Exec does.
-func claim(t *testing.T, db *pgxpool.Pool, lock string, run int64) {
+func claim(t testing.TB, db *pgxpool.Pool, lock string, run int64) {
 	t.Helper()
 	err := pgx.BeginFunc(context.Background(), db, func(tx pgx.Tx) error { return pgsession.Claim(context.Background(), tx, lock, run) })
 	if err != nil {
