@@ -1,4 +1,4 @@
--- The fence: a run that lost its lock commits nothing more.
+-- 00520: the fence. A run that lost its lock commits nothing more.
 --
 -- The run that takes a command's lock records itself here as the lock's holder (pgsession.Claim).
 -- Its connections carry the lock's name and the run's id (ingest.lock, ingest.run: pgsession.Fence),
