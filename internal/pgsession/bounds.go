@@ -84,7 +84,8 @@ func Apply(ctx context.Context, conn *pgx.Conn, b Bounds) error {
 }
 
 // ConfigurePool makes every connection of the pool cfg builds set b when it connects and, when
-// f is not nil, carry f's run before it is handed out (see Fence).
+// f is not nil, carry f's run before it is handed out and report the writes the fence refuses
+// (see Fence; f is then the connections' pgx tracer).
 func ConfigurePool(cfg *pgxpool.Config, b Bounds, f *Fence) {
 	after := cfg.AfterConnect
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
@@ -97,5 +98,6 @@ func ConfigurePool(cfg *pgxpool.Config, b Bounds, f *Fence) {
 	}
 	if f != nil {
 		cfg.PrepareConn = f.prepare
+		cfg.ConnConfig.Tracer = f
 	}
 }

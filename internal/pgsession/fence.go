@@ -28,7 +28,8 @@ const FencedCode = "IF001"
 // A connection that never carried a run (a person's `ingest status set`, a migration, a test's
 // pool) is not fenced.
 type Fence struct {
-	holder atomic.Pointer[holder]
+	holder   atomic.Pointer[holder]
+	onFenced atomic.Pointer[func(error)]
 }
 
 type holder struct {
@@ -42,6 +43,58 @@ const customKey = "pgsession.fence"
 // Hold makes every connection the pool hands out from now on work for run runID under lock.
 func (f *Fence) Hold(lock string, runID int64) {
 	f.holder.Store(&holder{lock: lock, run: runID})
+}
+
+// OnFenced makes the fence call fn with the error of every write it refuses, as the statement
+// fails: the run stops at once even when the code that wrote goes on after the error (a
+// per-record failure recorded and the next record tried).
+func (f *Fence) OnFenced(fn func(error)) { f.onFenced.Store(&fn) }
+
+// refused reports err to OnFenced's function when the fence refused the statement.
+func (f *Fence) refused(err error) {
+	var pg *pgconn.PgError
+	if err == nil || !errors.As(err, &pg) || pg.Code != FencedCode {
+		return
+	}
+	if fn := f.onFenced.Load(); fn != nil {
+		(*fn)(&FencedError{Err: err})
+	}
+}
+
+// TraceQueryStart is part of pgx.QueryTracer: the fence watches the ends of statements for
+// the writes it refused.
+func (f *Fence) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+
+// TraceQueryEnd reports a refused statement.
+func (f *Fence) TraceQueryEnd(_ context.Context, _ *pgx.Conn, d pgx.TraceQueryEndData) {
+	f.refused(d.Err)
+}
+
+// TraceBatchStart is part of pgx.BatchTracer.
+func (f *Fence) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+// TraceBatchQuery reports a refused statement of a batch.
+func (f *Fence) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	f.refused(d.Err)
+}
+
+// TraceBatchEnd reports a refused batch.
+func (f *Fence) TraceBatchEnd(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchEndData) {
+	f.refused(d.Err)
+}
+
+// TraceCopyFromStart is part of pgx.CopyFromTracer.
+func (f *Fence) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceCopyFromStartData) context.Context {
+	return ctx
+}
+
+// TraceCopyFromEnd reports a refused COPY.
+func (f *Fence) TraceCopyFromEnd(_ context.Context, _ *pgx.Conn, d pgx.TraceCopyFromEndData) {
+	f.refused(d.Err)
 }
 
 // prepare is the pool's PrepareConn: it sets the session's run, once per connection and run.
@@ -115,3 +168,10 @@ func (e *FencedError) Error() string {
 
 // Unwrap returns ErrFenced and the database's error.
 func (e *FencedError) Unwrap() []error { return []error{ErrFenced, e.Err} }
+
+// The fence is the pool connections' tracer (ConfigurePool).
+var (
+	_ pgx.QueryTracer    = (*Fence)(nil)
+	_ pgx.BatchTracer    = (*Fence)(nil)
+	_ pgx.CopyFromTracer = (*Fence)(nil)
+)

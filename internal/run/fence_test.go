@@ -58,7 +58,15 @@ WHERE application_name LIKE 'ingest extract things (%' AND datname = current_dat
 			return err
 		}
 		newErr = run.Exec(ctx, newRun, func(ctx context.Context, r *run.Run) error { return write(ctx, newRun, r) })
-		return write(ctx, oldRun, r) // after the takeover
+		// After the takeover. Code that goes on after a failed write (a per-record failure)
+		// is stopped all the same: the refused write cancels the run.
+		_ = write(ctx, oldRun, r)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(10 * time.Second):
+			return errors.New("the run was not stopped by its refused write")
+		}
 	})
 	if newErr != nil {
 		t.Fatalf("the run that took the lock over: %v", newErr)

@@ -129,6 +129,15 @@ func Exec(ctx context.Context, o Options, fn func(ctx context.Context, r *Run) e
 	scancel()
 
 	runCtx, cancel := context.WithCancelCause(ctx)
+	if o.Fence != nil {
+		// A write the fence refused stops the run at once, whatever the code that wrote does next.
+		o.Fence.OnFenced(func(err error) {
+			if runCtx.Err() == nil {
+				r.Log.Error("run lock taken over by a later run; stopping", "error", err)
+			}
+			cancel(err)
+		})
+	}
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
@@ -150,7 +159,7 @@ func Exec(ctx context.Context, o Options, fn func(ctx context.Context, r *Run) e
 	case ctx.Err() != nil:
 		// Stopped from outside (SIGTERM, SIGINT): whatever fn returned, that is the story.
 		outcome, err = Interrupted, context.Cause(ctx)
-	case runCtx.Err() != nil && errors.Is(context.Cause(runCtx), status.ErrLockLost):
+	case runCtx.Err() != nil && (errors.Is(context.Cause(runCtx), status.ErrLockLost) || errors.Is(context.Cause(runCtx), pgsession.ErrFenced)):
 		outcome, err = Failed, context.Cause(runCtx)
 	default:
 		outcome, err = Failed, pgsession.Explain(err)
