@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ingest-dev/ingest/internal/pgsession"
 	"github.com/ingest-dev/ingest/internal/redact"
 	"github.com/ingest-dev/ingest/internal/run"
 	"github.com/ingest-dev/ingest/internal/status"
@@ -27,6 +28,8 @@ type app struct {
 	log            *slog.Logger
 	redactor       *redact.Redactor
 	pool           *pgxpool.Pool
+	// fence makes the pool's connections work for the run this process records (run.Options).
+	fence *pgsession.Fence
 }
 
 // configError is a configuration problem found before any work starts (exit 78).
@@ -60,6 +63,8 @@ func newApp(ctx context.Context, command string, c parsed, stdout, stderr io.Wri
 	}
 	cfg, _ := pgxpool.ParseConfig(a.DatabaseURL) // validated above
 	cfg.ConnConfig.RuntimeParams["application_name"] = "ingest"
+	fence := &pgsession.Fence{}
+	pgsession.ConfigurePool(cfg, boundsFor(command), fence)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err == nil {
 		pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
@@ -77,7 +82,18 @@ func newApp(ctx context.Context, command string, c parsed, stdout, stderr io.Wri
 		log.Error("cannot connect to Postgres", "database", describeDB(cfg), "error", err, "exit_code", exitFailed)
 		return nil, exitFailed
 	}
-	return &app{args: a, pipelines: c.pipelines, stdout: stdout, stderr: stderr, log: log, redactor: r, pool: pool}, exitOK
+	return &app{args: a, pipelines: c.pipelines, stdout: stdout, stderr: stderr, log: log, redactor: r, pool: pool, fence: fence}, exitOK
+}
+
+// boundsFor is the session bounds of command's connections: every command's, but a migration's
+// statements are not cut (an index built on a big table may take long; lock_timeout still keeps
+// it from queueing every run behind it for long).
+func boundsFor(command string) pgsession.Bounds {
+	b := pgsession.Defaults()
+	if command == "migrate" || strings.HasPrefix(command, "migrate ") {
+		b.Statement = 0
+	}
+	return b
 }
 
 // validate checks the configuration command needs before any work starts and registers its
@@ -134,6 +150,7 @@ func (app *app) execLocked(ctx context.Context, command, lockName string, fn fun
 	// Main has checked the schema (checkSchema) before dispatching here.
 	return run.Exec(ctx, run.Options{
 		Pool:            app.pool,
+		Fence:           app.fence,
 		Command:         command,
 		LockName:        lockName,
 		Log:             app.log.With("cmd", command),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -316,7 +317,10 @@ func (s *setter) importIDs(ctx context.Context, ent *Entity, ids []int64) error 
 	}
 	recs := make([]Record, 0, len(loaded))
 	for _, id := range ids {
-		if r, ok := byID[id]; ok {
+		// A record another run or a person moved since the pick is no longer this run's: its
+		// move would start from a status set never leaves (IMPORT_OK -> IMPORT_OK). The move
+		// itself checks the status again under the row lock (recordSuccesses, Fail).
+		if r, ok := byID[id]; ok && slices.Contains(pending, r.Status) {
 			recs = append(recs, r)
 		}
 	}

@@ -1,6 +1,8 @@
 // Package crashtest runs a command in a child process and kills it with SIGKILL at a random
 // moment of a phase it announces, for the crash tests of the pipelines (bitrix, social): the
-// fakes and databases live in the test and outlive the kills, and each rerun must converge.
+// fakes and databases live in the test and outlive the kills, and each rerun must converge. It
+// also freezes a child (SIGSTOP, as a lost node or a stalled VM looks to the database) and thaws
+// it, and sends it signals, for the tests of what a run does when its peers vanish (run).
 //
 // A child announces each phase on its standard output as a line "phase <name>", and "phase done"
 // when it finishes; everything else it prints is ignored, and its standard error is kept for
@@ -10,12 +12,15 @@ package crashtest
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -36,13 +41,38 @@ func Build(t testing.TB, dir string) string {
 type Child struct {
 	cmd    *exec.Cmd
 	phase  chan string // the phases it announces; closed when its stdout ends
-	stderr bytes.Buffer
+	stderr lockedBuffer
+}
+
+// lockedBuffer is the child's standard error, read by the test while the child writes it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // Start starts bin with the test's environment plus env ("KEY=value").
 func Start(t testing.TB, bin string, env ...string) *Child {
 	t.Helper()
-	c := &Child{cmd: exec.Command(bin), phase: make(chan string, 16)}
+	return StartArgs(t, bin, nil, env...)
+}
+
+// StartArgs is Start with command-line arguments. A child still alive when the test ends is
+// thawed and killed.
+func StartArgs(t testing.TB, bin string, args []string, env ...string) *Child {
+	t.Helper()
+	c := &Child{cmd: exec.Command(bin, args...), phase: make(chan string, 16)}
 	c.cmd.Env = append(os.Environ(), env...)
 	c.cmd.Stderr = &c.stderr
 	out, err := c.cmd.StdoutPipe()
@@ -52,6 +82,13 @@ func Start(t testing.TB, bin string, env ...string) *Child {
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if c.cmd.ProcessState == nil {
+			_ = c.cmd.Process.Signal(syscall.SIGCONT)
+			_ = c.cmd.Process.Kill()
+			_ = c.cmd.Wait()
+		}
+	})
 	go func() {
 		defer close(c.phase)
 		sc := bufio.NewScanner(out)
@@ -115,4 +152,71 @@ func (c *Child) TimedPhases(t testing.TB) map[string]time.Duration {
 		t.Fatalf("reference run ended after %q: %v\n%s", last, err, c.stderr.String())
 	}
 	return took
+}
+
+// Pid is the child's process id.
+func (c *Child) Pid() int { return c.cmd.Process.Pid }
+
+// Stderr is what the child wrote on its standard error so far.
+func (c *Child) Stderr() string { return c.stderr.String() }
+
+// WaitPhase reads the child's phases until it announces phase, failing the test when the child
+// ends first or within passes.
+func (c *Child) WaitPhase(t testing.TB, phase string, within time.Duration) {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		select {
+		case p, ok := <-c.phase:
+			if !ok {
+				t.Fatalf("child ended before phase %q:\n%s", phase, c.Stderr())
+			}
+			if p == phase {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("child did not reach phase %q within %s:\n%s", phase, within, c.Stderr())
+		}
+	}
+}
+
+// WaitStderr waits until the child's standard error holds s, failing the test when it does
+// not within the given time.
+func (c *Child) WaitStderr(t testing.TB, s string, within time.Duration) {
+	t.Helper()
+	for end := time.Now().Add(within); !strings.Contains(c.Stderr(), s); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("child did not write %q within %s:\n%s", s, within, c.Stderr())
+		}
+	}
+}
+
+// Freeze stops the child with SIGSTOP: its connections stay open and their peer says nothing
+// more, as with a lost node or a stalled VM (the kernel still answers TCP keepalives, so only
+// the server's own timeouts end its sessions).
+func (c *Child) Freeze(t testing.TB) { c.Signal(t, syscall.SIGSTOP) }
+
+// Thaw resumes a frozen child with SIGCONT.
+func (c *Child) Thaw(t testing.TB) { c.Signal(t, syscall.SIGCONT) }
+
+// Signal sends sig to the child.
+func (c *Child) Signal(t testing.TB, sig os.Signal) {
+	t.Helper()
+	if err := c.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("signal the child (%v): %v", sig, err)
+	}
+}
+
+// Wait lets the child run to its end, ignoring the phases it still announces, and returns its
+// exit code (-1 when a signal killed it).
+func (c *Child) Wait(t testing.TB) int {
+	t.Helper()
+	for range c.phase {
+	}
+	err := c.cmd.Wait()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("wait for the child: %v", err)
+	}
+	return c.cmd.ProcessState.ExitCode()
 }

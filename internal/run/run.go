@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ingest-dev/ingest/internal/metrics"
+	"github.com/ingest-dev/ingest/internal/pgsession"
 	"github.com/ingest-dev/ingest/internal/retry"
 	"github.com/ingest-dev/ingest/internal/status"
 )
@@ -31,6 +32,11 @@ const (
 type Options struct {
 	// Pool is the database. Its config is copied for the lock's own connection.
 	Pool *pgxpool.Pool
+	// Fence, when set, is the fence of Pool's connections (pgsession.ConfigurePool): once the
+	// run is recorded as its lock's holder, every write on Pool commits only while it still is.
+	// A run always records itself as the holder, fenced or not, so that it fences out the
+	// runs before it.
+	Fence *pgsession.Fence
 	// Command names the command, e.g. "extract habr": it labels the run and, unless LockName
 	// is set, keys the lock.
 	Command string
@@ -49,7 +55,8 @@ type Options struct {
 	// lock checks.
 	DeadPeerTimeout time.Duration
 	// RecordTimeout bounds how long a run that cannot reach the database at its end keeps
-	// trying to record its outcome (a database restarting, a failover); 30s when zero.
+	// trying to record its outcome (a database restarting, a failover); 30s when zero. A signal
+	// ends the wait at once.
 	RecordTimeout time.Duration
 }
 
@@ -101,20 +108,17 @@ func Exec(ctx context.Context, o Options, fn func(ctx context.Context, r *Run) e
 		}
 	}()
 
-	// Holding the lock proves no other run of this command is alive: any run still marked
-	// running died without a word (kill -9, OOM, node loss).
-	tag, err := o.Pool.Exec(ctx, `UPDATE runs SET outcome = $2, finished_at = now(), error = $3
-WHERE command = $1 AND outcome = 'running'`, o.Command, Abandoned, abandonedError)
-	if err != nil {
-		return fmt.Errorf("record abandoned runs: %w", err)
-	}
 	r := &Run{Command: o.Command, Metrics: metrics.New()}
-	if err := o.Pool.QueryRow(ctx, "INSERT INTO runs (command) VALUES ($1) RETURNING id", o.Command).Scan(&r.ID); err != nil {
-		return fmt.Errorf("record run: %w", err)
+	abandoned, err := start(ctx, o, lockName, r)
+	if err != nil {
+		return err
+	}
+	if o.Fence != nil {
+		o.Fence.Hold(lockName, r.ID)
 	}
 	r.Log = o.Log.With("run_id", r.ID)
-	if n := tag.RowsAffected(); n > 0 {
-		r.Log.Warn("earlier runs of this command ended without recording an outcome; marked abandoned", "runs", n)
+	if abandoned > 0 {
+		r.Log.Warn("earlier runs of this command ended without recording an outcome; marked abandoned", "runs", abandoned)
 	}
 	r.Log.Info("run started")
 	start := time.Now()
@@ -125,6 +129,15 @@ WHERE command = $1 AND outcome = 'running'`, o.Command, Abandoned, abandonedErro
 	scancel()
 
 	runCtx, cancel := context.WithCancelCause(ctx)
+	if o.Fence != nil {
+		// A write the fence refused stops the run at once, whatever the code that wrote does next.
+		o.Fence.OnFenced(func(err error) {
+			if runCtx.Err() == nil {
+				r.Log.Error("run lock taken over by a later run; stopping", "error", err)
+			}
+			cancel(err)
+		})
+	}
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
@@ -146,17 +159,41 @@ WHERE command = $1 AND outcome = 'running'`, o.Command, Abandoned, abandonedErro
 	case ctx.Err() != nil:
 		// Stopped from outside (SIGTERM, SIGINT): whatever fn returned, that is the story.
 		outcome, err = Interrupted, context.Cause(ctx)
-	case runCtx.Err() != nil && errors.Is(context.Cause(runCtx), status.ErrLockLost):
+	case runCtx.Err() != nil && (errors.Is(context.Cause(runCtx), status.ErrLockLost) || errors.Is(context.Cause(runCtx), pgsession.ErrFenced)):
 		outcome, err = Failed, context.Cause(runCtx)
 	default:
-		outcome = Failed
+		outcome, err = Failed, pgsession.Explain(err)
 	}
 	r.Metrics.Finish(outcome == Succeeded)
 	finish(ctx, o, r, outcome, err, time.Since(start))
+	if ctx.Err() != nil {
+		// A signal, maybe while the outcome was being recorded: it decides the exit code.
+		return context.Cause(ctx)
+	}
 	if outcome == Failed {
 		return &Error{RunID: r.ID, Err: err}
 	}
 	return err
+}
+
+// start records the run and its lock's new holder in one transaction, and marks abandoned the
+// runs of the command still marked running: holding the lock proves none of them is alive
+// (kill -9, OOM, node loss). The claim waits for the write transactions the lock's previous
+// holder still has open, and fences out any later one (pgsession.Fence).
+func start(ctx context.Context, o Options, lockName string, r *Run) (abandoned int64, err error) {
+	err = pgx.BeginFunc(ctx, o.Pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE runs SET outcome = $2, finished_at = now(), error = $3
+WHERE command = $1 AND outcome = 'running'`, o.Command, Abandoned, abandonedError)
+		if err != nil {
+			return fmt.Errorf("record abandoned runs: %w", pgsession.Explain(err))
+		}
+		abandoned = tag.RowsAffected()
+		if err := tx.QueryRow(ctx, "INSERT INTO runs (command) VALUES ($1) RETURNING id", o.Command).Scan(&r.ID); err != nil {
+			return fmt.Errorf("record run: %w", pgsession.Explain(err))
+		}
+		return pgsession.Claim(ctx, tx, lockName, r.ID)
+	})
+	return abandoned, err
 }
 
 // Error is a failed run's error. The run has already logged it with its counters.
@@ -169,9 +206,12 @@ func (e *Error) Error() string { return fmt.Sprintf("run %d failed: %v", e.RunID
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// finish records the outcome and publishes the metrics; it must work after a cancelled run.
+// finish records the outcome and publishes the metrics; it must work after a cancelled run. A
+// signal that arrives meanwhile cuts it short: the process is stopping.
 func finish(ctx context.Context, o Options, r *Run, outcome string, runErr error, took time.Duration) {
-	ctx = context.WithoutCancel(ctx)
+	if ctx.Err() != nil {
+		ctx = context.WithoutCancel(ctx) // interrupted already: record that, within the bounds below
+	}
 	counters := r.Metrics.Snapshot()
 	recordOutcome(ctx, o, r, outcome, runErr, counters)
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -203,13 +243,24 @@ func finish(ctx context.Context, o Options, r *Run, outcome string, runErr error
 	}
 }
 
+// interruptedRecordTimeout bounds the recording of an interrupted run's outcome: a process
+// asked to stop does not wait for a database that does not answer.
+const interruptedRecordTimeout = 2 * time.Second
+
 // recordOutcome stores the run's outcome, counters and error. A database that is down at that
 // moment (the outage that may have failed the run) is retried until o.RecordTimeout, so that a
-// short outage does not leave the run to be labelled abandoned by the next one.
+// short outage does not leave the run to be labelled abandoned by the next one; a signal ends
+// the retries at once (ctx), and the next run labels it abandoned, as after a SIGKILL.
+//
+// Only a run still marked running is updated: a run that lost its lock may already be marked
+// abandoned by the run that took it over, and that mark stays.
 func recordOutcome(ctx context.Context, o Options, r *Run, outcome string, runErr error, counters map[string]float64) {
 	limit := o.RecordTimeout
 	if limit == 0 {
 		limit = 30 * time.Second
+	}
+	if outcome == Interrupted {
+		limit = min(limit, interruptedRecordTimeout)
 	}
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
@@ -222,11 +273,14 @@ func recordOutcome(ctx context.Context, o Options, r *Run, outcome string, runEr
 	pause := 250 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		actx, acancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := o.Pool.Exec(actx, `UPDATE runs SET outcome = $2, finished_at = now(), counters = $3, error = $4 WHERE id = $1`,
-			r.ID, outcome, raw, errText)
+		tag, err := o.Pool.Exec(actx, `UPDATE runs SET outcome = $2, finished_at = now(), counters = $3, error = $4
+WHERE id = $1 AND outcome = 'running'`, r.ID, outcome, raw, errText)
 		acancel()
 		if err == nil {
-			if attempt > 1 {
+			switch {
+			case tag.RowsAffected() == 0:
+				r.Log.Warn("run outcome not recorded: a later run took the lock over and marked this run abandoned", "outcome", outcome)
+			case attempt > 1:
 				r.Log.Info("run outcome recorded once the database answered again", "outcome", outcome, "attempts", attempt)
 			}
 			return
@@ -235,8 +289,12 @@ func recordOutcome(ctx context.Context, o Options, r *Run, outcome string, runEr
 			r.Log.Warn("cannot record the run's outcome; retrying", "outcome", outcome, "for_s", limit.Seconds(), "error", err)
 		}
 		if retry.Sleep(ctx, pause) != nil {
+			why := "gave up"
+			if cause := context.Cause(ctx); !errors.Is(cause, context.DeadlineExceeded) {
+				why = cause.Error()
+			}
 			r.Log.Error("run outcome not recorded: the next run of this command will label it abandoned",
-				"outcome", outcome, "attempts", attempt, "error", err)
+				"outcome", outcome, "attempts", attempt, "stopped", why, "error", err)
 			return
 		}
 		pause = min(2*pause, 5*time.Second)

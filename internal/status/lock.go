@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/ingest-dev/ingest/internal/pgsession"
 )
 
 // ErrLocked is returned (wrapped in a *LockedError) when another run holds the lock.
@@ -55,7 +57,7 @@ func LockKey(name string) int64 {
 // (node lost, network cut) before it ends the session and frees the lock. Without it the
 // server's TCP keepalive (tcp_keepalives_idle, 2 h by default) decides, and every later run
 // exits 75 until then.
-const DefaultDeadPeerTimeout = 45 * time.Second
+const DefaultDeadPeerTimeout = pgsession.DefaultDeadPeer
 
 // LockOptions tune AcquireLockWith.
 type LockOptions struct {
@@ -107,23 +109,15 @@ WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
 // setDeadPeerTimeout makes the server end the lock's session when its holder goes silent for d,
 // on this connection only. idle_session_timeout does it whatever sits in between (a proxy that
 // keeps the TCP connection open, a half-open connection); the TCP settings end it sooner on a
-// direct TCP connection to a vanished host (they are ignored on a unix socket). They are set
-// after connecting, not as startup parameters, which poolers such as PgBouncer refuse.
+// direct TCP connection to a vanished host (they are ignored on a unix socket). The other bounds
+// are every connection's (pgsession.Defaults).
 func setDeadPeerTimeout(ctx context.Context, conn *pgx.Conn, d time.Duration) error {
 	if d <= 0 {
 		d = DefaultDeadPeerTimeout
 	}
-	// Keepalive: the first probe after a third of d, then up to 3 more, a sixth of d apart.
-	idle := max(1, int(d.Seconds()/3))
-	interval := max(1, int(d.Seconds()/6))
-	_, err := conn.Exec(ctx, `SELECT set_config('idle_session_timeout', $1, false),
-set_config('tcp_user_timeout', $2, false), set_config('tcp_keepalives_idle', $3, false),
-set_config('tcp_keepalives_interval', $4, false), set_config('tcp_keepalives_count', '3', false)`,
-		fmt.Sprint(d.Milliseconds()), fmt.Sprint(d.Milliseconds()), fmt.Sprint(idle), fmt.Sprint(interval))
-	if err != nil {
-		return fmt.Errorf("set the dead-peer timeouts (idle_session_timeout needs Postgres 14 or newer): %w", err)
-	}
-	return nil
+	b := pgsession.Defaults()
+	b.DeadPeer, b.IdleSession = d, d
+	return pgsession.Apply(ctx, conn, b)
 }
 
 // Check verifies the lock connection is alive and still holds the lock.
