@@ -15,12 +15,12 @@ import (
 // lock: a later run of the same command took the lock over and recorded itself as its holder.
 var ErrFenced = errors.New("this run no longer holds its lock: a later run took it over")
 
-// FencedCode is the SQLSTATE the fence trigger (migration 00520) raises a refused write with.
+// FencedCode is the SQLSTATE the fence trigger (migration 00010) raises a refused write with.
 const FencedCode = "IF001"
 
 // A Fence makes the connections of a pool work for one run. The run that takes a lock records
 // itself as its holder in run_locks (Claim); every write transaction on a fenced table checks
-// that row, and holds a share lock on it until it ends (trigger ingest_fence, migration 00520).
+// that row, and holds a share lock on it until it ends (trigger ingest_fence, migration 00010).
 // A later run's Claim waits for those transactions and, once committed, makes every later write
 // of the old run fail with ErrFenced: a run that lost its lock commits nothing more, whatever
 // it was doing when it lost it.

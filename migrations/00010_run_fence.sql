@@ -1,4 +1,4 @@
--- 00520: the fence. A run that lost its lock commits nothing more.
+-- 00010: the fence. A run that lost its lock commits nothing more.
 --
 -- The run that takes a command's lock records itself here as the lock's holder (pgsession.Claim).
 -- Its connections carry the lock's name and the run's id (ingest.lock, ingest.run: pgsession.Fence),
