@@ -1,6 +1,7 @@
 # ingest: see README.md. Everything here works on a fresh machine: Postgres comes from the
-# machine's binaries (installed with apt-get when missing) via scripts/pg.sh, unless DATABASE_URL
-# points at a server of your own.
+# machine's binaries (installed with apt-get when missing) via scripts/pg.sh, unless
+# TEST_DATABASE_URL (make test) or DEMO_DATABASE_URL (make demo) names a server of your own. An
+# exported DATABASE_URL is never used by either.
 
 GO      ?= go
 BIN     := bin
@@ -25,15 +26,19 @@ image:
 push: image
 	docker push $(IMAGE):$(VERSION)
 
-## test: every test, with the race detector, against a real Postgres.
+## test: every test, with the race detector, against a real Postgres: a throwaway cluster, or
+## TEST_DATABASE_URL when set, where the test templates are dropped afterwards. The timeout is
+## explicit: go test's default (10 minutes per package) is far above what any package takes.
+TEST_TIMEOUT ?= 6m
 test:
-	scripts/with-pg.sh $(GO) test -race -count=1 ./...
+	PG_URL='$(TEST_DATABASE_URL)' scripts/with-pg.sh $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+	@if [ -n '$(TEST_DATABASE_URL)' ]; then TEST_DATABASE_URL='$(TEST_DATABASE_URL)' $(GO) run ./internal/dbtest/cmd/droptemplates; fi
 
 ## demo: the main jobs end to end against the local fakes, then `ingest status`. It always
 ## runs on a throwaway cluster of its own in .pg-demo/, never on an exported DATABASE_URL;
 ## DEMO_DATABASE_URL names a server for it instead.
 demo: build
-	DATABASE_URL='$(DEMO_DATABASE_URL)' PGDIR='$(CURDIR)/.pg-demo' scripts/with-pg.sh scripts/demo.sh
+	PG_URL='$(DEMO_DATABASE_URL)' PGDIR='$(CURDIR)/.pg-demo' scripts/with-pg.sh scripts/demo.sh
 
 ## lint: gofmt, go vet and staticcheck (from the Go module proxy).
 lint:
@@ -43,7 +48,7 @@ lint:
 
 ## bench: the benchmarks behind docs/benchmarks.md.
 bench:
-	scripts/with-pg.sh $(GO) test -run '^$$' -bench . -benchmem ./...
+	PG_URL='$(TEST_DATABASE_URL)' scripts/with-pg.sh $(GO) test -run '^$$' -bench . -benchmem ./...
 
 clean:
 	rm -rf $(BIN)
