@@ -9,7 +9,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 IMAGE   ?= ghcr.io/ingest-dev/ingest
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build image push test demo lint bench clean
+.PHONY: all build image push test test-deploy demo lint bench clean
 
 all: build
 
@@ -34,6 +34,13 @@ test:
 	PG_URL='$(TEST_DATABASE_URL)' scripts/with-pg.sh $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 	@if [ -n '$(TEST_DATABASE_URL)' ]; then TEST_DATABASE_URL='$(TEST_DATABASE_URL)' $(GO) run ./internal/dbtest/cmd/droptemplates; fi
 
+## test-deploy: the manifests' tests (deploy/ is a Go module of its own, so that make test never
+## compiles Kubernetes, kustomize and Prometheus): kustomize rendering, the API types, Pod
+## Security, the rules' PromQL, the release build. CI runs it; run it when you change deploy/,
+## the README's deploy section, or a registry the manifests follow (entities, machines, metrics).
+test-deploy:
+	cd deploy && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+
 ## demo: the main jobs end to end against the local fakes, then `ingest status`. It always
 ## runs on a throwaway cluster of its own in .pg-demo/, never on an exported DATABASE_URL;
 ## DEMO_DATABASE_URL names a server for it instead.
@@ -45,6 +52,7 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+	cd deploy && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
 
 ## bench: the benchmarks behind docs/benchmarks.md.
 bench:
