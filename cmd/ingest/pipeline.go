@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ingest-dev/ingest/internal/redact"
+	"github.com/ingest-dev/ingest/internal/run"
 	"github.com/ingest-dev/ingest/internal/status"
 )
 
@@ -41,6 +42,9 @@ type pipeline struct {
 	run   func(ctx context.Context, app *app, command string) error
 	// runNames lists the run names of its commands, for the last runs `ingest status NAME` shows.
 	runNames func() []string
+	// records lists what a command of the pipeline owns of its machines: the runs of that
+	// command publish those records by status (ingest_records), and nothing else.
+	records func(command string) []run.Owned
 }
 
 // showCommand is a pipeline's `ingest show NAME ...`.
@@ -73,6 +77,27 @@ func pipelineNamed(ps []*pipeline, name string) *pipeline {
 		}
 	}
 	return nil
+}
+
+// ownedBy lists what command owns of the pipelines' machines (pipeline.records); nothing for a
+// command no pipeline runs.
+func ownedBy(ps []*pipeline, command string) []run.Owned {
+	if p := pipelineOwning(ps, command); p != nil && p.records != nil {
+		return p.records(command)
+	}
+	return nil
+}
+
+// everyMachine is pipeline.records for pipelines whose every command owns every record of
+// every machine.
+func everyMachine(name string, machines []*status.Machine) func(string) []run.Owned {
+	return func(string) []run.Owned {
+		out := make([]run.Owned, len(machines))
+		for i, m := range machines {
+			out[i] = run.Owned{Source: name, Machine: m}
+		}
+		return out
+	}
 }
 
 // pipelineOwning returns the pipeline that runs command, or nil.

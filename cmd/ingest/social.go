@@ -58,6 +58,9 @@ func socialPipeline() *pipeline {
 			return []string{"social accounts add", "social accounts import", "social sync profiles", "social sync posts",
 				"social sync comments", "social sync run", "social normalize", "social enrich submit", "social enrich poll"}
 		},
+		// Every social command moves records of every social machine (a sync queues
+		// enrichments; a submit moves posts' enrichments and makes jobs).
+		records: everyMachine("social", social.Machines()),
 	}
 }
 

@@ -48,6 +48,9 @@ type Options struct {
 	// (status.LockOptions); status.DefaultDeadPeerTimeout when zero, and never less than three
 	// lock checks.
 	DeadPeerTimeout time.Duration
+	// Records is what the command owns of the pipelines' state machines, counted into
+	// ingest_records at the end of every run.
+	Records []Owned
 	// RecordTimeout bounds how long a run that cannot reach the database at its end keeps
 	// trying to record its outcome (a database restarting, a failover); 30s when zero.
 	RecordTimeout time.Duration
@@ -137,6 +140,7 @@ WHERE command = $1 AND outcome = 'running'`, o.Command, Abandoned, abandonedErro
 	if err == nil && runCtx.Err() != nil {
 		err = context.Cause(runCtx)
 	}
+	countRecords(runCtx, o, r)
 	cancel(nil)
 	<-watched
 
