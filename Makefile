@@ -17,7 +17,7 @@ all: build
 ## image's), and bin/fakes for the demo.
 build:
 	GO=$(GO) scripts/build.sh $(BIN)/ingest $(VERSION)
-	$(GO) build -o $(BIN)/fakes ./cmd/fakes
+	$(GO) build -buildvcs=false -o $(BIN)/fakes ./cmd/fakes
 
 ## image: the container image $(IMAGE):$(VERSION) (needs a Docker engine); push: and push it.
 image:

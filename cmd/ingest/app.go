@@ -78,6 +78,7 @@ func newApp(ctx context.Context, command string, c parsed, stdout, stderr io.Wri
 			return nil, exitConfig
 		}
 		log.Error("cannot connect to Postgres", "database", describeDB(cfg), "error", err, "exit_code", exitFailed)
+		publishFailedStart(ctx, command, a, c.pipelines, log)
 		return nil, exitFailed
 	}
 	return &app{args: a, pipelines: c.pipelines, command: command, stdout: stdout, stderr: stderr, log: log, redactor: r, pool: pool}, exitOK

@@ -43,7 +43,7 @@ type bitrixEntityCmd struct {
 	FieldsSet *struct{} `arg:"subcommand:fields-set" help:"create the missing custom fields on the target"`
 	Get       *struct{} `arg:"subcommand:get" help:"page through the portal into Postgres (status NEW); resumes an interrupted pass"`
 	Set       *struct{} `arg:"subcommand:set" help:"import NEW and ERROR_RETRY records into the target"`
-	Verify    *struct{} `arg:"subcommand:verify" help:"compare counts, coverage and a sample with the target; set VERIFIED"`
+	Verify    *struct{} `arg:"subcommand:verify" help:"compare counts, coverage and every imported record with the target; set VERIFIED"`
 	Run       *struct{} `arg:"subcommand:run" help:"all phases in order, stopping at the first that fails"`
 }
 

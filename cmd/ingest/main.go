@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -67,13 +68,7 @@ func Main(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 	var a args
 	ps := pipelines()
 	shared := sharedArgs(ps)
-	dests := []any{&a, shared.dest}
-	for _, p := range ps {
-		if p.commands != nil {
-			dests = append(dests, p.commands)
-		}
-	}
-	parser, err := arg.NewParser(arg.Config{Program: "ingest", Out: stderr, Exit: func(int) {}}, dests...)
+	parser, err := newParser(stderr, &a, shared, ps)
 	if err != nil {
 		out.logger().Error("internal error: " + err.Error())
 		return exitFailed
@@ -82,6 +77,12 @@ func Main(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 	names := parser.SubcommandNames()
 	switch {
 	case errors.Is(err, arg.ErrHelp):
+		// go-arg stops at --help wherever it is: a command that does not exist would get the
+		// help of the last one that does, and exit 0.
+		if unknown := unknownCommand(argv); unknown != nil {
+			out.usage(parser, names, unknown.Error(), false)
+			return exitUsage
+		}
 		_ = parser.WriteHelpForSubcommand(stdout, names...)
 		return exitOK
 	case errors.Is(err, arg.ErrVersion):
@@ -89,10 +90,10 @@ func Main(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 		return exitOK
 	case isEnvError(err):
 		// An environment value that does not parse is configuration, not a mistyped command line.
-		out.logger().Error(configPrefix + err.Error())
+		out.logger().Error(configPrefix+plainParseError(err.Error()), "exit_code", exitConfig)
 		return exitConfig
 	case err != nil:
-		out.usage(parser, names, err.Error(), false)
+		out.usage(parser, names, plainParseError(err.Error()), false)
 		return exitUsage
 	}
 	command := strings.Join(names, " ")
@@ -129,6 +130,46 @@ func Main(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 	return app.exitCode(err)
 }
 
+// newParser builds the command line's parser over a's global options, the shared commands and
+// every pipeline's own.
+func newParser(stderr io.Writer, a *args, shared sharedCommands, ps []*pipeline) (*arg.Parser, error) {
+	dests := []any{a, shared.dest}
+	for _, p := range ps {
+		if p.commands != nil {
+			dests = append(dests, p.commands)
+		}
+	}
+	return arg.NewParser(arg.Config{Program: "ingest", Out: stderr, Exit: func(int) {}}, dests...)
+}
+
+// unknownCommand parses argv without its help flags and returns the error when a word of it is
+// not a command (or an argument too many), so that asking for the help of a command that does
+// not exist is a usage error like running it; nil otherwise (missing arguments, say, are fine
+// when help is asked for).
+func unknownCommand(argv []string) error {
+	var rest []string
+	for i, w := range argv {
+		if w == "--" {
+			rest = append(rest, argv[i:]...)
+			break
+		}
+		if w != "--help" && w != "-h" {
+			rest = append(rest, w)
+		}
+	}
+	var a args
+	ps := pipelines()
+	p, err := newParser(io.Discard, &a, sharedArgs(ps), ps)
+	if err != nil {
+		return nil
+	}
+	err = p.Parse(rest)
+	if err != nil && (strings.HasPrefix(err.Error(), "invalid subcommand: ") || strings.HasPrefix(err.Error(), "too many positional arguments")) {
+		return err
+	}
+	return nil
+}
+
 // helpAlias turns `ingest help [COMMAND...]` into `ingest [COMMAND...] --help`.
 func helpAlias(argv []string) []string {
 	if len(argv) > 0 && argv[0] == "help" {
@@ -141,6 +182,30 @@ func helpAlias(argv []string) []string {
 // the command line. go-arg has no error type for it, only this wording (parse.go, v1.6).
 func isEnvError(err error) bool {
 	return err != nil && strings.HasPrefix(err.Error(), "error processing environment variable ")
+}
+
+// strconvError is how go-arg passes on strconv's errors: `strconv.ParseInt: parsing "ten":
+// invalid syntax`.
+var strconvError = regexp.MustCompile(`strconv\.Parse(Int|Uint|Float|Bool): parsing ("(?:[^"\\]|\\.)*"): (invalid syntax|value out of range)`)
+
+// plainParseError rewrites go-arg's wording of a value that does not parse ("error processing
+// environment variable BITRIX_TEST_LIMIT: strconv.ParseInt: parsing ...") for people:
+// `BITRIX_TEST_LIMIT: "ten" is not a whole number`.
+func plainParseError(msg string) string {
+	msg = strings.Replace(msg, "error processing environment variable ", "", 1)
+	msg = strings.Replace(msg, "error processing ", "", 1)
+	return strconvError.ReplaceAllStringFunc(msg, func(m string) string {
+		g := strconvError.FindStringSubmatch(m)
+		switch {
+		case g[3] == "value out of range":
+			return g[2] + " is out of range"
+		case g[1] == "Bool":
+			return g[2] + " is not true or false"
+		case g[1] == "Float":
+			return g[2] + " is not a number"
+		}
+		return g[2] + " is not a whole number"
+	})
 }
 
 // cliOutput reports what goes wrong before a command has its logger: usage errors and
@@ -182,7 +247,7 @@ func (c parsed) check(command string) error {
 	switch {
 	case command == "status set":
 		s := c.status.Set
-		if err := s.check(machinesOf(c.pipelines)); err != nil {
+		if err := s.check(c.pipelines); err != nil {
 			return err
 		}
 		return checkEntity(c.pipelines, "status set", s.Source, s.Entity)

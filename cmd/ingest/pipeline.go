@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"reflect"
 	"slices"
 	"strings"
@@ -86,6 +87,18 @@ func ownedBy(ps []*pipeline, command string) []run.Owned {
 		return p.records(command)
 	}
 	return nil
+}
+
+// publishFailedStart records in the metrics a run of command that could not start because the
+// database could not be reached (run.PublishFailedStart): its completion moves, its last
+// success stays. Commands that are not runs (status, show, migrate) publish nothing.
+func publishFailedStart(ctx context.Context, command string, a args, ps []*pipeline, log *slog.Logger) {
+	p := pipelineOwning(ps, command)
+	if p == nil || p.runNames == nil || !slices.Contains(p.runNames(), command) {
+		return
+	}
+	run.PublishFailedStart(ctx, run.Options{Command: command, Log: log.With("cmd", command),
+		PushgatewayURL: a.PushgatewayURL, MetricsTextfile: a.MetricsTextfile})
 }
 
 // everyMachine is pipeline.records for pipelines whose every command owns every record of

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -171,6 +172,26 @@ func (m *Metrics) KeepLastSuccess(t time.Time) {
 // joined by "_" ("extract_habr", "bitrix_users_run"). A space would reach a Pushgateway as "+"
 // (client_golang escapes grouping values with url.QueryEscape into a URL path).
 func CommandLabel(command string) string { return strings.Join(strings.Fields(command), "_") }
+
+// TextfileFor is the textfile a run of command writes for the METRICS_TEXTFILE value path: path
+// itself, or, when path is a directory (an existing one, or any path ending in "/"), the file
+// ingest_<command>.prom in it, so that every command line of a crontab may share one value
+// and still write a file of its own (a file shared by two commands would lose one's series).
+func TextfileFor(path, command string) string {
+	if path == "" {
+		return ""
+	}
+	if fi, err := os.Stat(path); strings.HasSuffix(path, "/") || (err == nil && fi.IsDir()) {
+		name := strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' {
+				return r
+			}
+			return '_'
+		}, CommandLabel(command))
+		return filepath.Join(path, "ingest_"+name+".prom")
+	}
+	return path
+}
 
 // gatherer returns the metrics with the label command=CommandLabel(command) on every series, so
 // several commands' textfiles in one node-exporter directory never collide.

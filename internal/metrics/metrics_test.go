@@ -147,3 +147,19 @@ func TestStartIsPublishedAtOnce(t *testing.T) {
 		t.Errorf("start push = %q, want a POST of the start alone", bodies)
 	}
 }
+
+// A METRICS_TEXTFILE directory gives each command a file of its own, named so that a shard's
+// run name ("social sync run shard 0/4") cannot leave the directory.
+func TestTextfileFor(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct{ path, command, want string }{
+		{"", "extract habr", ""},
+		{dir + "/x.prom", "extract habr", dir + "/x.prom"},
+		{dir, "extract habr", dir + "/ingest_extract_habr.prom"},
+		{"/nonexistent/dir/", "social sync run shard 0/4", "/nonexistent/dir/ingest_social_sync_run_shard_0_4.prom"},
+	} {
+		if got := metrics.TextfileFor(tt.path, tt.command); got != tt.want {
+			t.Errorf("TextfileFor(%q, %q) = %q, want %q", tt.path, tt.command, got, tt.want)
+		}
+	}
+}
