@@ -28,9 +28,11 @@ push: image
 
 ## test: every test, with the race detector, against a real Postgres: a throwaway cluster, or
 ## TEST_DATABASE_URL when set, where the test templates are dropped afterwards (failed or not).
-## The timeout is explicit, per package: the slowest (internal/bitrix) takes about 2 minutes
-## warm on 2 busy CPUs, and a hung test should fail well before go test's default 10 minutes.
-TEST_TIMEOUT ?= 8m
+## The timeout is explicit, per package: the slowest, internal/bitrix, took 8.5 minutes with
+## -race on 2 CPUs shared with five other developers' builds (load average 8 to 15) before its
+## last cuts, so the limit leaves room for such load while still ending a hung test
+## (docs/benchmarks.md).
+TEST_TIMEOUT ?= 12m
 test:
 	status=0; PG_URL='$(TEST_DATABASE_URL)' scripts/with-pg.sh $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./... || status=$$?; \
 	if [ -n '$(TEST_DATABASE_URL)' ]; then TEST_DATABASE_URL='$(TEST_DATABASE_URL)' $(GO) run ./internal/dbtest/cmd/droptemplates || status=1; fi; \
