@@ -10,7 +10,7 @@ export LOG_FORMAT=${LOG_FORMAT:-text}
 
 state=.demo/social
 rm -rf "$state" && mkdir -p "$state"
-step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+. scripts/demo-lib.sh
 
 # The fake Graph API holds two accounts built from the real fixtures and six generated ones,
 # one per misbehaviour: an empty page that still has next, a post deleted between two pages, an
@@ -48,7 +48,10 @@ for _ in $(seq 1 12); do
   sleep 3
   bin/ingest social enrich poll 2>&1 | grep -E 'enrichment done|expired|failed' | cut -c1-260 || true
   bin/ingest social enrich submit 2>/dev/null
-  left=$(bin/ingest social status --json | python3 -c 'import json,sys; r=json.load(sys.stdin); print(sum(c["count"] for c in r["counts"] if c["machine"]=="social_enrichments" and c["status"] in ("enrich_pending","enrich_queued")))')
+  # The "records by status" lines of social status: "  social_enrichments PROVIDER  STATUS  N".
+  left=0
+  while read -r _ _ _ n; do left=$((left + n)); done < <(bin/ingest social status --limit 1 |
+    grep -E '^  social_enrichments [a-z_]+ +(enrich_pending|enrich_queued) +[0-9]+$' || true)
   echo "enrichments queued or waiting to be sent: $left"
   [ "$left" = 0 ] && break
 done

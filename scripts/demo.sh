@@ -10,12 +10,7 @@ export LOG_FORMAT=${LOG_FORMAT:-text}
 
 state=.demo
 rm -rf "$state" && mkdir -p "$state"
-# Bold headings on a terminal only: piped or logged output carries no escape codes.
-if [ -t 1 ]; then
-  step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
-else
-  step() { printf '\n== %s\n' "$*"; }
-fi
+. scripts/demo-lib.sh
 
 # The fake Habr serves the real fixture pages and feeds. A few publications misbehave the way
 # Habr does, so the demo shows every outcome: a 503 that lasts (extract_failed, retried on its

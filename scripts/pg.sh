@@ -39,7 +39,7 @@ as_owner() {
 sockdir() {
   if [ -f "$dir/socketdir" ]; then cat "$dir/socketdir"; else (cd "$dir" && pwd); fi
 }
-url() { echo "postgres://postgres@/postgres?host=$(sockdir)&port=$PORT&sslmode=disable"; }
+url() { echo "postgres://postgres@/postgres?host=$(sockdir)&port=$PORT"; }
 
 case "$cmd" in
 start)

@@ -30,6 +30,9 @@ type app struct {
 	pool           *pgxpool.Pool
 	// fence makes the pool's connections work for the run this process records (run.Options).
 	fence *pgsession.Fence
+	// command is the command line's command ("bitrix users run"): the runs it makes publish the
+	// records it owns (pipeline.records).
+	command string
 }
 
 // configError is a configuration problem found before any work starts (exit 78).
@@ -80,9 +83,10 @@ func newApp(ctx context.Context, command string, c parsed, stdout, stderr io.Wri
 			return nil, exitConfig
 		}
 		log.Error("cannot connect to Postgres", "database", describeDB(cfg), "error", err, "exit_code", exitFailed)
+		publishFailedStart(ctx, command, a, c.pipelines, log)
 		return nil, exitFailed
 	}
-	return &app{args: a, pipelines: c.pipelines, stdout: stdout, stderr: stderr, log: log, redactor: r, pool: pool, fence: fence}, exitOK
+	return &app{args: a, pipelines: c.pipelines, stdout: stdout, stderr: stderr, log: log, redactor: r, pool: pool, fence: fence, command: command}, exitOK
 }
 
 // boundsFor is the session bounds of command's connections: every command's, but a migration's
@@ -156,37 +160,8 @@ func (app *app) execLocked(ctx context.Context, command, lockName string, fn fun
 		Log:             app.log.With("cmd", command),
 		PushgatewayURL:  app.args.PushgatewayURL,
 		MetricsTextfile: app.args.MetricsTextfile,
-	}, func(ctx context.Context, r *run.Run) error {
-		err := fn(ctx, r)
-		app.countRecords(ctx, r, command)
-		return err
-	})
-}
-
-// countRecords sets ingest_records for the pipeline command works on, whatever became of the
-// run: the alerts on records stuck in a failure status read it.
-func (app *app) countRecords(ctx context.Context, r *run.Run, command string) {
-	f := strings.Fields(command)
-	source := f[len(f)-1] // "discover habr", "extract habr"
-	if f[0] == "bitrix" {
-		source = "bitrix" // "bitrix users run"
-	}
-	// A stopped run still counts: one GROUP BY, bounded.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	for _, m := range app.machines() {
-		if m.Name != source {
-			continue
-		}
-		counts, err := m.Counts(ctx, app.pool)
-		if err != nil {
-			r.Log.Warn("records by status not counted for the metrics", "error", err)
-			return
-		}
-		for _, c := range counts {
-			r.Metrics.RecordsByStatus.WithLabelValues(m.Name, c.Scope, string(c.Status)).Set(float64(c.N))
-		}
-	}
+		Records:         ownedBy(app.pipelines, app.command),
+	}, fn)
 }
 
 // exitCode maps a command's error to the process exit code, logging it once.

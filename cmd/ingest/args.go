@@ -10,7 +10,7 @@ type args struct {
 	LogLevel        string `arg:"--log-level,env:LOG_LEVEL" default:"info" help:"debug, info, warn or error" placeholder:"LEVEL"`
 	PushgatewayURL  string `arg:"--pushgateway-url,env:PUSHGATEWAY_URL" help:"push each run's metrics to this Prometheus Pushgateway" placeholder:"URL"`
 	HabrBaseURL     string `arg:"--habr-base-url,env:HABR_BASE_URL" default:"https://habr.com" help:"where Habr's feeds and pages are fetched from (a mirror or the local fake); stored links stay https://habr.com/..." placeholder:"URL"`
-	MetricsTextfile string `arg:"--metrics-textfile,env:METRICS_TEXTFILE" help:"write each run's metrics to this node-exporter textfile (*.prom)" placeholder:"PATH"`
+	MetricsTextfile string `arg:"--metrics-textfile,env:METRICS_TEXTFILE" help:"write each run's metrics to this node-exporter textfile (*.prom), or to ingest_COMMAND.prom in this directory" placeholder:"PATH"`
 	// The commands are a tree of their own (commandTree), built from the pipelines.
 }
 
@@ -46,7 +46,9 @@ var version = "dev"
 func (args) Version() string { return "ingest " + version }
 
 func (args) Description() string {
-	return "ingest: batch ingestion into a Postgres state machine (Habr publications, Bitrix24 migration).\n" +
+	return "ingest: batch ingestion into a Postgres state machine: Habr publications (discover, extract),\n" +
+		"the Bitrix24 migration (bitrix plan before the window, then bitrix ENTITY PHASE, bitrix status) and\n" +
+		"social-account sync (social: Instagram accounts, sync, enrichment).\n" +
 		"Every command is idempotent and safe to kill; rerun it to continue."
 }
 

@@ -100,6 +100,20 @@ func bitrixPipeline() *pipeline {
 			return app.bitrixPhase(ctx, c, command, entity, phase)
 		},
 		runNames: func() []string { return bitrixCommands(reg) },
+		// A `bitrix ENTITY PHASE` owns its entity and the entity's children (groups: their
+		// members), nothing else: every entity's CronJob publishes its own counts.
+		records: func(command string) []run.Owned {
+			name, _, ok := bitrixCommand(reg, command)
+			if !ok {
+				return nil
+			}
+			e, _ := reg.Entity(name)
+			var scopes []string
+			for _, f := range reg.Family(e) {
+				scopes = append(scopes, f.Name)
+			}
+			return []run.Owned{{Source: "bitrix", Machine: bitrix.Machine, Scopes: scopes}}
+		},
 	}
 }
 

@@ -18,7 +18,7 @@ func bitrixPhaseHelp(phase string) string {
 	case "set":
 		return "import NEW and ERROR_RETRY records into the target"
 	case "verify":
-		return "compare counts, coverage and a sample with the target; set VERIFIED"
+		return "compare counts, coverage and every imported record with the target; set VERIFIED"
 	case "run":
 		return "all phases in order, stopping at the first that fails"
 	}

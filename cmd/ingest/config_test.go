@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -106,6 +108,7 @@ func TestExitCodesAndJSONLines(t *testing.T) {
 	ids := b.registerFew(t, 1)
 	id := fmt.Sprint(ids[0])
 	const token = "s3cretwebhooktoken"
+	socialKey := base64.StdEncoding.EncodeToString(make([]byte, 32))
 	otherDB := withURL(t, b.url, func(u *url.URL) { u.Path = "/no_such_database" })
 	otherUser := withURL(t, b.url, func(u *url.URL) { u.User = url.UserPassword("no_such_role", "pw") })
 	tests := []struct {
@@ -115,7 +118,22 @@ func TestExitCodesAndJSONLines(t *testing.T) {
 		want    string
 		stdout  string // part of stdout, when it matters
 		noRunOf string // a command that must leave no runs row
+		notWant string // what stderr must not say (raw Go errors)
 	}{
+		{args: []string{"help", "nosuch"}, code: exitUsage, want: "invalid subcommand: nosuch"},
+		{args: []string{"nosuch", "--help"}, code: exitUsage, want: "invalid subcommand: nosuch"},
+		{args: []string{"bitrix", "nosuch", "--help"}, code: exitUsage, want: "invalid subcommand: nosuch"},
+		{args: []string{"help", "status", "set"}, code: exitOK, stdout: "social"},
+		{args: []string{"--help"}, code: exitOK, stdout: "bitrix plan"},
+		{args: []string{"--help"}, code: exitOK, stdout: "social-account sync"},
+		{args: []string{"bitrix", "users", "--help"}, code: exitOK, stdout: "every imported record"},
+		{args: []string{"show", "habr", "abc"}, code: exitUsage, want: `\"abc\" is not a whole number`, notWant: "strconv"},
+		{args: []string{"status", "set", "social", "--id", "1", "--to", "profile_pending", "--reason", "x"}, code: exitFailed, stdout: "social_accounts 1: refused"},
+		{args: []string{"status", "set", "social", "--id", "1", "--to", "bogus", "--reason", "x"}, code: exitUsage, want: `unknown social status \"bogus\"`},
+		{args: []string{"social", "status", "--account", "nobody"}, code: exitFailed, want: `no tracked account \"nobody\"`},
+		{args: []string{"show", "social", "nobody"}, code: exitFailed, want: `no social account or post \"nobody\"`},
+		{args: []string{"social", "accounts", "add", "--username", "x y"}, env: []string{"SOCIAL_TOKEN_KEY=" + socialKey},
+			code: exitFailed, want: "not an Instagram username"},
 		{args: nil, code: exitUsage, want: "a command is required"},
 		{args: []string{"help"}, code: exitOK, stdout: "Usage: ingest"},
 		{args: []string{"help", "status", "set"}, code: exitOK, stdout: "--reason"},
@@ -126,7 +144,7 @@ func TestExitCodesAndJSONLines(t *testing.T) {
 		{args: []string{"status", "set", "nowhere", "--id", id, "--to", "x", "--reason", "x"}, code: exitUsage, want: `unknown source \"nowhere\"`},
 		{args: []string{"status", "set", "habr", "--id", id, "--to", "extract_broken", "--reason", "x"}, env: []string{"USER="}, code: exitUsage, want: "--by NAME is required"},
 		{args: []string{"status", "ack", "bitrix", "--id", "1", "--reason", "x"}, env: []string{"USER="}, code: exitUsage, want: "--by NAME is required"},
-		{args: []string{"bitrix", "users", "get"}, env: []string{"BITRIX_WEBHOOK_URL=https://p.example/rest/1/" + token + "/", "BITRIX_TEST_LIMIT=ten"}, code: exitConfig, want: "BITRIX_TEST_LIMIT"},
+		{args: []string{"bitrix", "users", "get"}, env: []string{"BITRIX_WEBHOOK_URL=https://p.example/rest/1/" + token + "/", "BITRIX_TEST_LIMIT=ten"}, code: exitConfig, want: `BITRIX_TEST_LIMIT: \"ten\" is not a whole number`, notWant: "strconv"},
 		{args: []string{"bitrix", "chats", "get"}, env: []string{"BITRIX_WEBHOOK_URL=https://p.example/rest/1/" + token + "/", "BITRIX_CHAT_RESCAN=maybe"}, code: exitConfig, want: "BITRIX_CHAT_RESCAN"},
 		{args: []string{"status"}, env: []string{"LOG_LEVEL=loud"}, code: exitConfig, want: "LOG_LEVEL"},
 		{args: []string{"status"}, env: []string{"DATABASE_URL=" + otherDB}, code: exitConfig, want: `database \"no_such_database\" does not exist`},
@@ -149,6 +167,9 @@ func TestExitCodesAndJSONLines(t *testing.T) {
 			t.Errorf("ingest %v %v = exit %d\nstdout: %.300s\nstderr: %s\nwant exit %d, stderr mentioning %q", tt.args, tt.env, code, stdout, stderr, tt.code, tt.want)
 		}
 		checkJSONLines(t, tt.args, stderr.String())
+		if tt.notWant != "" && strings.Contains(stderr.String(), tt.notWant) {
+			t.Errorf("ingest %v: stderr says %q:\n%s", tt.args, tt.notWant, stderr)
+		}
 		if strings.Contains(stderr.String(), token) {
 			t.Errorf("ingest %v: the token leaked:\n%s", tt.args, stderr)
 		}
@@ -223,6 +244,11 @@ func TestSchemaVersionChecks(t *testing.T) {
 			t.Errorf("newer schema: ingest %v = exit %d\n%s\nwant %d and %q", args, code, stderr, exitConfig, want)
 		}
 	}
+	// migrate status lists the newer version too, and refuses the schema like the others.
+	code, stdout, stderr := b.run(t, "migrate", "status")
+	if code != exitConfig || !strings.Contains(stderr, want) || !regexp.MustCompile(`99999\s+\(unknown to this binary\)`).MatchString(stdout) {
+		t.Errorf("newer schema: migrate status = exit %d\nstdout: %s\nstderr: %s\nwant %d, version 99999 listed and %q", code, stdout, stderr, exitConfig, want)
+	}
 	// An older schema: the newest migration is not applied.
 	if _, err := b.pool.Exec(b.ctx, "DELETE FROM goose_db_version WHERE version_id >= $1", newest); err != nil {
 		t.Fatal(err)
@@ -231,7 +257,7 @@ func TestSchemaVersionChecks(t *testing.T) {
 	if err := b.pool.QueryRow(b.ctx, "SELECT max(version_id) FROM goose_db_version WHERE version_id < $1", newest).Scan(&previous); err != nil {
 		t.Fatal(err)
 	}
-	code, _, stderr := b.run(t, "status")
+	code, _, stderr = b.run(t, "status")
 	want = fmt.Sprintf("at version %d, this binary needs version %d: run `ingest migrate` first", previous, newest)
 	if code != exitConfig || !strings.Contains(stderr, want) {
 		t.Errorf("older schema: status = exit %d\n%s\nwant %q", code, stderr, want)

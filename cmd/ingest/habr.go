@@ -60,6 +60,7 @@ func habrPipeline() *pipeline {
 			return app.extractHabr(ctx)
 		},
 		runNames: func() []string { return []string{"discover habr", "extract habr"} },
+		records:  everyMachine("habr", []*status.Machine{habr.Machine}),
 	}
 }
 

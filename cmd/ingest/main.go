@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -82,10 +83,10 @@ func Main(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 		return exitOK
 	case isEnvError(err):
 		// An environment value that does not parse is configuration, not a mistyped command line.
-		out.logger().Error(configPrefix + err.Error())
+		out.logger().Error(configPrefix+plainParseError(err.Error()), "exit_code", exitConfig)
 		return exitConfig
 	case err != nil:
-		out.usage(line, err.Error(), false)
+		out.usage(line, plainParseError(err.Error()), false)
 		return exitUsage
 	}
 	command := strings.Join(names, " ")
@@ -136,6 +137,30 @@ func isEnvError(err error) bool {
 	return err != nil && strings.HasPrefix(err.Error(), "error processing environment variable ")
 }
 
+// strconvError is how go-arg passes on strconv's errors: `strconv.ParseInt: parsing "ten":
+// invalid syntax`.
+var strconvError = regexp.MustCompile(`strconv\.Parse(Int|Uint|Float|Bool): parsing ("(?:[^"\\]|\\.)*"): (invalid syntax|value out of range)`)
+
+// plainParseError rewrites go-arg's wording of a value that does not parse ("error processing
+// environment variable BITRIX_TEST_LIMIT: strconv.ParseInt: parsing ...") for people:
+// `BITRIX_TEST_LIMIT: "ten" is not a whole number`.
+func plainParseError(msg string) string {
+	msg = strings.Replace(msg, "error processing environment variable ", "", 1)
+	msg = strings.Replace(msg, "error processing ", "", 1)
+	return strconvError.ReplaceAllStringFunc(msg, func(m string) string {
+		g := strconvError.FindStringSubmatch(m)
+		switch {
+		case g[3] == "value out of range":
+			return g[2] + " is out of range"
+		case g[1] == "Bool":
+			return g[2] + " is not true or false"
+		case g[1] == "Float":
+			return g[2] + " is not a number"
+		}
+		return g[2] + " is not a whole number"
+	})
+}
+
 // cliOutput reports what goes wrong before a command has its logger: usage errors and
 // configuration errors, in the log format asked for.
 type cliOutput struct {
@@ -175,7 +200,7 @@ func (c parsed) check(command string) error {
 	switch {
 	case command == "status set":
 		s := c.status.Set
-		if err := s.check(machinesOf(c.pipelines)); err != nil {
+		if err := s.check(c.pipelines); err != nil {
 			return err
 		}
 		return checkEntity(c.pipelines, "status set", s.Source, s.Entity)

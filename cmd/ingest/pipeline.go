@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"log/slog"
+	"slices"
 
 	"github.com/ingest-dev/ingest/internal/redact"
+	"github.com/ingest-dev/ingest/internal/run"
 	"github.com/ingest-dev/ingest/internal/status"
 )
 
@@ -37,6 +40,9 @@ type pipeline struct {
 	run   func(ctx context.Context, app *app, command string) error
 	// runNames lists the run names of its commands, for the last runs `ingest status NAME` shows.
 	runNames func() []string
+	// records lists what a command of the pipeline owns of its machines: the runs of that
+	// command publish those records by status (ingest_records), and nothing else.
+	records func(command string) []run.Owned
 }
 
 // showCommand is a pipeline's `ingest show NAME ...`.
@@ -69,6 +75,39 @@ func pipelineNamed(ps []*pipeline, name string) *pipeline {
 		}
 	}
 	return nil
+}
+
+// ownedBy lists what command owns of the pipelines' machines (pipeline.records); nothing for a
+// command no pipeline runs.
+func ownedBy(ps []*pipeline, command string) []run.Owned {
+	if p := pipelineOwning(ps, command); p != nil && p.records != nil {
+		return p.records(command)
+	}
+	return nil
+}
+
+// publishFailedStart records in the metrics a run of command that could not start because the
+// database could not be reached (run.PublishFailedStart): its completion moves, its last
+// success stays. Commands that are not runs (status, show, migrate) publish nothing.
+func publishFailedStart(ctx context.Context, command string, a args, ps []*pipeline, log *slog.Logger) {
+	p := pipelineOwning(ps, command)
+	if p == nil || p.runNames == nil || !slices.Contains(p.runNames(), command) {
+		return
+	}
+	run.PublishFailedStart(ctx, run.Options{Command: command, Log: log.With("cmd", command),
+		PushgatewayURL: a.PushgatewayURL, MetricsTextfile: a.MetricsTextfile})
+}
+
+// everyMachine is pipeline.records for pipelines whose every command owns every record of
+// every machine.
+func everyMachine(name string, machines []*status.Machine) func(string) []run.Owned {
+	return func(string) []run.Owned {
+		out := make([]run.Owned, len(machines))
+		for i, m := range machines {
+			out[i] = run.Owned{Source: name, Machine: m}
+		}
+		return out
+	}
 }
 
 // pipelineOwning returns the pipeline that runs command, or nil.

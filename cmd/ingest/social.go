@@ -59,6 +59,9 @@ func socialPipeline() *pipeline {
 			return []string{"social accounts add", "social accounts import", "social sync profiles", "social sync posts",
 				"social sync comments", "social sync run", "social normalize", "social enrich submit", "social enrich poll"}
 		},
+		// Every social command moves records of every social machine (a sync queues
+		// enrichments; a submit moves posts' enrichments and makes jobs).
+		records: everyMachine("social", social.Machines()),
 	}
 }
 
@@ -222,7 +225,8 @@ func (app *app) socialAdd(ctx context.Context, c *socialCmd) error {
 	res, err := social.Add(ctx, app.pool, sealer, social.NewAccount{Username: add.Username, IGUserID: add.IGUserID, Token: token, Via: add.Via},
 		"manual: "+os.Getenv("USER"))
 	if err != nil {
-		fmt.Fprintln(app.stderr, "ingest: social accounts add:", app.redactor.String(err.Error()))
+		// A log line like every other on stderr (JSON where asked), the token masked.
+		app.log.Error("social accounts add: " + app.redactor.String(err.Error()))
 		return errReported
 	}
 	what := "already tracked, unchanged"
@@ -267,6 +271,11 @@ func (app *app) socialStatus(ctx context.Context, c *socialStatusCmd) error {
 	rep, err := social.BuildReport(ctx, app.pool, social.ReportOptions{Account: c.Account, Limit: c.Limit})
 	if err != nil {
 		return err
+	}
+	if c.Account != "" && len(rep.Accounts) == 0 {
+		// An empty table would read as "nothing synced yet" for an account nobody tracks.
+		app.log.Error(fmt.Sprintf("social status --account: no tracked account %q (by username, IG user id or id:N; ingest social status lists them)", c.Account))
+		return errReported
 	}
 	if c.JSON {
 		return app.printJSON(rep)
@@ -392,7 +401,7 @@ func (app *app) showSocial(ctx context.Context, c *showSocialCmd) error {
 	}
 	d, err := social.ShowAccount(ctx, app.pool, c.Key)
 	if errors.Is(err, social.ErrNotFound) {
-		fmt.Fprintf(app.stderr, "ingest: no social account or post %q (an account by username, IG user id or id:N; a post by its IG media id)\n", c.Key)
+		app.log.Error(fmt.Sprintf("no social account or post %q (an account by username, IG user id or id:N; a post by its IG media id)", c.Key))
 		return errReported
 	}
 	if err != nil {

@@ -205,8 +205,8 @@ func (app *app) resolveIDs(ctx context.Context, m *status.Machine, entity string
 }
 
 // check validates the flags the parser cannot: it runs before anything connects.
-func (c *statusSetCmd) check(machines []*status.Machine) error {
-	m, err := machineNamed(c.Source, "status set", machines)
+func (c *statusSetCmd) check(ps []*pipeline) error {
+	m, err := c.machine(ps)
 	if err != nil {
 		return err
 	}
@@ -245,8 +245,42 @@ func machineNamed(name, command string, ms []*status.Machine) (*status.Machine, 
 	return nil, usageError{fmt.Sprintf("%s: unknown source %q (known: %s)", command, name, strings.Join(names, ", "))}
 }
 
+// machine is the state machine whose records status set moves: the one named SOURCE, or, when
+// SOURCE names a pipeline (`status social`, as `ingest status` takes it), that pipeline's only
+// machine with the --to status.
+func (c *statusSetCmd) machine(ps []*pipeline) (*status.Machine, error) {
+	m, err := machineNamed(c.Source, "status set", machinesOf(ps))
+	p := pipelineNamed(ps, c.Source)
+	if err == nil || p == nil {
+		return m, err
+	}
+	var with, names []string
+	for _, pm := range p.machines {
+		names = append(names, pm.Name)
+		if _, perr := pm.Parse(c.To); perr == nil {
+			m = pm
+			with = append(with, pm.Name)
+		}
+	}
+	switch {
+	case c.To == "":
+		return nil, usageError{fmt.Sprintf("status set: --to is required (the new status); it chooses among the %s machines: %s", c.Source, strings.Join(names, ", "))}
+	case len(with) == 0:
+		var valid []string
+		for _, pm := range p.machines {
+			for _, st := range pm.Statuses {
+				valid = append(valid, string(st))
+			}
+		}
+		return nil, usageError{fmt.Sprintf("status set --to: unknown %s status %q (valid: %s)", c.Source, c.To, strings.Join(valid, ", "))}
+	case len(with) > 1:
+		return nil, usageError{fmt.Sprintf("status set: %q is a status of several %s machines (%s): name one as SOURCE", c.To, c.Source, strings.Join(with, ", "))}
+	}
+	return m, nil
+}
+
 func (app *app) statusSet(ctx context.Context, c *statusSetCmd) error {
-	m, err := machineNamed(c.Source, "status set", app.machines())
+	m, err := c.machine(app.pipelines)
 	if err != nil {
 		return err
 	}

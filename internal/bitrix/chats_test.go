@@ -62,7 +62,7 @@ func messageCount(chats []bitrixfake.Chat) int {
 
 func TestChatsRunEndToEnd(t *testing.T) {
 	t.Parallel()
-	v, e := chatEnv(t, bitrixfake.Options{Users: 40, Groups: 10, Chats: 60, MessagesPerChat: 70, Seed: 21})
+	v, e := chatEnv(t, bitrixfake.Options{Users: 40, Groups: 10, Chats: 40, MessagesPerChat: 30, Seed: 21})
 	readable, closed := portalChats(v.portal)
 	if len(closed) == 0 {
 		t.Fatal("the portal should have workgroup chats the webhook user is not in")

@@ -131,7 +131,7 @@ func mentionIDs(text string) []string {
 
 func TestTasksEndToEnd(t *testing.T) {
 	t.Parallel()
-	v := newEnv(t, bitrixfake.Options{Users: 60, Groups: 8, Tasks: 400, TaskComments: 5, Seed: 32})
+	v := newEnv(t, bitrixfake.Options{Users: 60, Groups: 8, Tasks: 200, TaskComments: 3, Seed: 32})
 	e := v.engine()
 	v.migrateBase(e)
 	err := e.Run(v.ctx, bitrix.Tasks)

@@ -1,15 +1,21 @@
 // Package dbtest gives tests a fresh, migrated Postgres database of their own.
 //
-// The server comes from TEST_DATABASE_URL (set by `make test`, which starts a throwaway cluster
-// with scripts/pg.sh). Databases are cloned from a template migrated once per schema version
-// (pgtestdb), so a new database costs tens of milliseconds. A failed test keeps its database and
-// logs its URL for inspection.
+// The server comes from TEST_DATABASE_URL only, never from DATABASE_URL: `make test` starts a
+// throwaway cluster with scripts/pg.sh and sets it, unless TEST_DATABASE_URL names a server
+// explicitly (a URL exported to try the CLI must never receive test databases). Its options
+// (sslmode and the rest) are used as given. Databases are cloned from a template migrated once
+// per schema version (pgtestdb), so a new database costs tens of milliseconds. A failed test
+// keeps its database and logs its URL for inspection; DropTemplates removes the templates once
+// every test has ended (`make test` runs it).
 package dbtest
 
 import (
 	"context"
+	"fmt"
+	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -30,28 +36,44 @@ const EnvURL = "TEST_DATABASE_URL"
 // pass by skipping the database tests.
 func URL(t testing.TB) string {
 	t.Helper()
-	raw := ServerURL(t)
+	conf, err := serverConfig(ServerURL(t))
+	if err != nil {
+		t.Fatalf("%s: %v", EnvURL, err)
+	}
+	migrator := goosemigrator.New(".", goosemigrator.WithFS(migrations.FS))
+	return pgtestdb.Custom(t, conf, migrator).URL()
+}
+
+// serverConfig is pgtestdb's view of the server at raw (a postgres:// URL): its user, password,
+// host and port, with every other option of the URL (sslmode, ...) passed on as it is.
+func serverConfig(raw string) (pgtestdb.Config, error) {
 	cfg, err := pgconn.ParseConfig(raw)
 	if err != nil {
-		t.Fatalf("parse %s: %v", EnvURL, err)
+		return pgtestdb.Config{}, err
 	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return pgtestdb.Config{}, fmt.Errorf("want a postgres:// URL")
+	}
+	q := u.Query()
+	q.Del("host")
+	q.Del("port")
 	conf := pgtestdb.Config{
 		DriverName: "pgx",
 		User:       cfg.User,
 		Password:   cfg.Password,
 		Database:   cfg.Database,
 		Port:       strconv.Itoa(int(cfg.Port)),
-		Options:    "sslmode=disable",
 		// Tests that kill processes mid-run leave connections behind by design.
 		ForceTerminateConnections: true,
 	}
-	if len(cfg.Host) > 0 && cfg.Host[0] == '/' {
-		conf.Options += "&host=" + cfg.Host // unix socket directory
+	if strings.HasPrefix(cfg.Host, "/") {
+		q.Set("host", cfg.Host) // a unix socket directory cannot be the URL's host
 	} else {
 		conf.Host = cfg.Host
 	}
-	migrator := goosemigrator.New(".", goosemigrator.WithFS(migrations.FS))
-	return pgtestdb.Custom(t, conf, migrator).URL()
+	conf.Options = q.Encode()
+	return conf, nil
 }
 
 // ServerURL returns the test server's URL itself, for tests that make databases of their own

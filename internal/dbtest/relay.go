@@ -20,6 +20,7 @@ type Relay struct {
 	ln     net.Listener
 	dial   func() (net.Conn, error)
 	target *pgconn.Config
+	query  string // dbURL's options but host and port
 
 	mu     sync.Mutex
 	state  relayState
@@ -47,11 +48,18 @@ func NewRelay(t testing.TB, dbURL string) *Relay {
 	if strings.HasPrefix(cfg.Host, "/") {
 		network, addr = "unix", filepath.Join(cfg.Host, fmt.Sprintf(".s.PGSQL.%d", cfg.Port))
 	}
+	var query string
+	if u, err := url.Parse(dbURL); err == nil {
+		q := u.Query()
+		q.Del("host")
+		q.Del("port")
+		query = q.Encode()
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("relay: listen: %v", err)
 	}
-	r := &Relay{ln: ln, target: cfg, conns: map[net.Conn]bool{},
+	r := &Relay{ln: ln, target: cfg, query: query, conns: map[net.Conn]bool{},
 		dial: func() (net.Conn, error) { return net.Dial(network, addr) }}
 	r.change = sync.NewCond(&r.mu)
 	go r.accept()
@@ -59,10 +67,10 @@ func NewRelay(t testing.TB, dbURL string) *Relay {
 	return r
 }
 
-// URL is dbURL with the relay as its host.
+// URL is dbURL with the relay as its host, and dbURL's options (sslmode, ...) as they were.
 func (r *Relay) URL() string {
 	u := url.URL{Scheme: "postgres", User: url.UserPassword(r.target.User, r.target.Password),
-		Host: r.ln.Addr().String(), Path: "/" + r.target.Database, RawQuery: "sslmode=disable"}
+		Host: r.ln.Addr().String(), Path: "/" + r.target.Database, RawQuery: r.query}
 	return u.String()
 }
 

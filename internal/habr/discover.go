@@ -121,7 +121,11 @@ func (d *Discoverer) Run(ctx context.Context) (DiscoverStats, error) {
 		d.Log.Info("feed read", "feed", feed, "items", len(items), "new", n, "known", len(items)-n, "skipped", len(bad))
 	}
 	if len(failed) > 0 {
-		return st, fmt.Errorf("%w: %d of %d (%v); the others were registered", ErrFeedsFailed, len(failed), len(feeds), failed)
+		if len(failed) == len(feeds) {
+			return st, fmt.Errorf("%w: all %d (%v); nothing was registered", ErrFeedsFailed, len(feeds), failed)
+		}
+		return st, fmt.Errorf("%w: %d of %d (%v); the other feeds were read: %d new publications registered",
+			ErrFeedsFailed, len(failed), len(feeds), failed, st.New)
 	}
 	return st, nil
 }

@@ -3,11 +3,13 @@ package habr_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/url"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -190,6 +192,18 @@ func TestDiscoverSkipsBadItemsAndFeeds(t *testing.T) {
 	}
 	if st.FeedsFailed != 1 || st.Bad != 1 || st.New == 0 || st.New != st.Items {
 		t.Errorf("stats = %+v, want 1 failed feed, 1 skipped item, the rest registered", st)
+	}
+	if want := fmt.Sprintf("the other feeds were read: %d new publications registered", st.New); !strings.Contains(err.Error(), want) {
+		t.Errorf("discover = %v, want it to say %q", err, want)
+	}
+	// Every feed failing registers nothing, and says so.
+	for _, f := range []string{habrfake.FeedArticles, habrfake.FeedNews} {
+		if err := b.fake.SetFault(f, habrfake.Fault{Kind: habrfake.FaultMalformedFeed}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.discover(t); err == nil || !strings.Contains(err.Error(), "nothing was registered") || strings.Contains(err.Error(), "other feeds") {
+		t.Errorf("discover with every feed failing = %v, want it to say nothing was registered", err)
 	}
 }
 

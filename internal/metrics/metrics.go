@@ -13,6 +13,7 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -212,6 +213,26 @@ func grouping(gatewayURL, command string) *push.Pusher {
 		p = p.Grouping(shardLabel, strconv.Itoa(index))
 	}
 	return p
+}
+
+// TextfileFor is the textfile a run of command writes for the METRICS_TEXTFILE value path: path
+// itself, or, when path is a directory (an existing one, or any path ending in "/"), the file
+// ingest_<command>.prom in it, so that every command line of a crontab may share one value
+// and still write a file of its own (a file shared by two commands would lose one's series).
+func TextfileFor(path, command string) string {
+	if path == "" {
+		return ""
+	}
+	if fi, err := os.Stat(path); strings.HasSuffix(path, "/") || (err == nil && fi.IsDir()) {
+		name := strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' {
+				return r
+			}
+			return '_'
+		}, strings.Join(strings.Fields(command), "_")) // the shard too: two shards on one node write two files
+		return filepath.Join(path, "ingest_"+name+".prom")
+	}
+	return path
 }
 
 // gatherer returns the metrics with the label command=CommandLabel(command) (and shard, for a

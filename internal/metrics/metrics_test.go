@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -171,7 +172,7 @@ func TestShardIsALabelAndStaleShardsAreDeleted(t *testing.T) {
  {"labels":{"job":"ingest","command":"extract_habr"}}]}`
 	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
-		requests = append(requests, r.Method+" "+r.URL.Path)
+		requests = append(requests, r.Method+" "+groupPath(r.URL.Path))
 		mu.Unlock()
 		switch {
 		case r.URL.Path == "/api/v1/metrics":
@@ -198,4 +199,39 @@ func TestShardIsALabelAndStaleShardsAreDeleted(t *testing.T) {
 	if b, _ := os.ReadFile(path); !strings.Contains(string(b), `ingest_last_success_timestamp_seconds{command="social_sync_run",shard="1"}`) {
 		t.Errorf("textfile:\n%s", b)
 	}
+}
+
+// A METRICS_TEXTFILE directory gives each command a file of its own, named so that a shard's
+// run name ("social sync run shard 0/4") cannot leave the directory.
+func TestTextfileFor(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct{ path, command, want string }{
+		{"", "extract habr", ""},
+		{dir + "/x.prom", "extract habr", dir + "/x.prom"},
+		{dir, "extract habr", dir + "/ingest_extract_habr.prom"},
+		{"/nonexistent/dir/", "social sync run shard 0/4", "/nonexistent/dir/ingest_social_sync_run_shard_0_4.prom"},
+	} {
+		if got := metrics.TextfileFor(tt.path, tt.command); got != tt.want {
+			t.Errorf("TextfileFor(%q, %q) = %q, want %q", tt.path, tt.command, got, tt.want)
+		}
+	}
+}
+
+// groupPath writes a Pushgateway group path with its grouping labels in name order:
+// client_golang writes them in map order, which the Pushgateway ignores.
+func groupPath(path string) string {
+	const prefix = "/metrics/job/ingest/"
+	if !strings.HasPrefix(path, prefix) {
+		return path
+	}
+	parts := strings.Split(strings.TrimPrefix(path, prefix), "/")
+	if len(parts)%2 != 0 {
+		return path
+	}
+	pairs := make([]string, 0, len(parts)/2)
+	for i := 0; i < len(parts); i += 2 {
+		pairs = append(pairs, parts[i]+"/"+parts[i+1])
+	}
+	sort.Strings(pairs)
+	return prefix + strings.Join(pairs, "/")
 }

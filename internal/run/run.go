@@ -46,7 +46,8 @@ type Options struct {
 	Log *slog.Logger
 	// PushgatewayURL, when set, receives the run's metrics at the end.
 	PushgatewayURL string
-	// MetricsTextfile, when set, is written with the run's metrics at the end.
+	// MetricsTextfile, when set, is written with the run's metrics at the end: that file, or
+	// ingest_<command>.prom in it when it is a directory (metrics.TextfileFor).
 	MetricsTextfile string
 	// LockCheckInterval is how often the lock connection is checked; 5s when zero.
 	LockCheckInterval time.Duration
@@ -54,6 +55,9 @@ type Options struct {
 	// (status.LockOptions); status.DefaultDeadPeerTimeout when zero, and never less than three
 	// lock checks.
 	DeadPeerTimeout time.Duration
+	// Records is what the command owns of the pipelines' state machines, counted into
+	// ingest_records at the end of every run.
+	Records []Owned
 	// RecordTimeout bounds how long a run that cannot reach the database at its end keeps
 	// trying to record its outcome (a database restarting, a failover); 30s when zero. A signal
 	// ends the wait at once.
@@ -85,6 +89,7 @@ func (r *Run) Actor() string { return fmt.Sprintf("run %d (%s)", r.ID, r.Command
 // another run of the same command holds the lock, in which case nothing is recorded or done;
 // and the context's cause when the run was stopped.
 func Exec(ctx context.Context, o Options, fn func(ctx context.Context, r *Run) error) error {
+	o.MetricsTextfile = metrics.TextfileFor(o.MetricsTextfile, o.Command)
 	lockName := o.LockName
 	if lockName == "" {
 		lockName = o.Command
@@ -150,6 +155,7 @@ func Exec(ctx context.Context, o Options, fn func(ctx context.Context, r *Run) e
 	if err == nil && runCtx.Err() != nil {
 		err = context.Cause(runCtx)
 	}
+	countRecords(runCtx, o, r)
 	cancel(nil)
 	<-watched
 
@@ -194,6 +200,33 @@ WHERE command = $1 AND outcome = 'running'`, o.Command, Abandoned, abandonedErro
 		return pgsession.Claim(ctx, tx, lockName, r.ID)
 	})
 	return abandoned, err
+}
+
+// PublishFailedStart publishes the metrics of a run of o.Command that failed before it could
+// start, because the database could not be reached: a completion without success, so that
+// ingest_last_completion_timestamp_seconds moves while the staleness alert keeps its series (the
+// last success comes from the textfile an earlier run wrote). Nothing reaches the database.
+func PublishFailedStart(ctx context.Context, o Options) {
+	o.MetricsTextfile = metrics.TextfileFor(o.MetricsTextfile, o.Command)
+	m := metrics.New()
+	m.Finish(false)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if o.PushgatewayURL != "" {
+		if err := m.Push(ctx, o.PushgatewayURL, o.Command); err != nil {
+			o.Log.Warn("metrics not pushed", "error", err)
+		}
+	}
+	if o.MetricsTextfile != "" {
+		last, err := metrics.ReadLastSuccess(o.MetricsTextfile)
+		if err != nil {
+			o.Log.Warn("last success not read from the metrics textfile", "error", err)
+		}
+		m.KeepLastSuccess(last)
+		if err := m.WriteTextfile(o.MetricsTextfile, o.Command); err != nil {
+			o.Log.Warn("metrics textfile not written", "error", err)
+		}
+	}
 }
 
 // Error is a failed run's error. The run has already logged it with its counters.
