@@ -33,7 +33,7 @@ func bitrixTree(reg *bitrix.Registry, c *bitrixCmd) *cliCommand {
 	phases := append(append([]string{}, bitrix.Phases...), "run")
 	flags := c.entityFlags()
 	cmd := &cliCommand{name: "bitrix", options: c,
-		help: "migrate a Bitrix24 portal entity by entity: " + strings.Join(reg.CommandNames(), "|") + " " + strings.Join(phases, "|") + ", or status",
+		help: "migrate a Bitrix24 portal entity by entity: " + strings.Join(reg.CommandNames(), "|") + " " + strings.Join(phases, "|") + ", status or plan",
 		subs: []*cliCommand{
 			{name: "status", help: "per entity: records by status, inventory, verified flag, last verify report", options: c.Status},
 			{name: "plan", help: "before the window: per entity the records on the portal, the calls get needs and their time at the rate", options: c.Plan},

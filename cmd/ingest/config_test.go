@@ -125,6 +125,7 @@ func TestExitCodesAndJSONLines(t *testing.T) {
 		{args: []string{"bitrix", "nosuch", "--help"}, code: exitUsage, want: "invalid subcommand: nosuch"},
 		{args: []string{"help", "status", "set"}, code: exitOK, stdout: "social"},
 		{args: []string{"--help"}, code: exitOK, stdout: "bitrix plan"},
+		{args: []string{"--help"}, code: exitOK, stdout: "status or plan"},
 		{args: []string{"--help"}, code: exitOK, stdout: "social-account sync"},
 		{args: []string{"bitrix", "users", "--help"}, code: exitOK, stdout: "every imported record"},
 		{args: []string{"show", "habr", "abc"}, code: exitUsage, want: `\"abc\" is not a whole number`, notWant: "strconv"},

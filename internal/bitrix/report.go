@@ -167,7 +167,8 @@ func (r VerifyReport) Clean() bool { return len(r.Problems) == 0 }
 func (r VerifyReport) Summary() string {
 	s := strings.Join(r.Problems, "; ")
 	if r.Clean() {
-		s = fmt.Sprintf("clean: %d on target of %d expected, %d sampled", r.TargetCount, r.Expected, r.Sampled)
+		s = fmt.Sprintf("clean: %d on target of %d expected, %d compared by content hash (every imported record), %d of them field by field",
+			r.TargetCount, r.Expected, r.Checked, r.Sampled)
 		if r.Messages != nil {
 			s += fmt.Sprintf("; %d messages on target of %d read", r.Messages.Target, r.Messages.Stored)
 		}
