@@ -5,7 +5,7 @@
 // and a new entity is one entity_<name>.go file added to Catalog (docs/adding-an-entity.md). The
 // engine is given its Registry (Catalog() for the Bitrix24 migration); it has no default.
 // get reads the source into bitrix_records with status NEW through the entity's Lister (ID
-// ranges walked at once, offset pages, the chat walker); set imports NEW and due ERROR_RETRY
+// ranges walked at once, offset pages, the chats' lister); set imports NEW and due ERROR_RETRY
 // records through the target's import API, translating references through bitrix_id_map;
 // verify compares every imported record with the target and sets the entity's VERIFIED flag
 // when everything matches. Every phase can be interrupted and rerun: get resumes from its

@@ -14,9 +14,10 @@ func chatsEntity() *Entity {
 		Name:     Chats,
 		Help:     "chats and their messages (users must be imported and verified first; see docs/bitrix-chats.md)",
 		Requires: []string{Users},
-		// No method lists every chat of a portal: the chat walker reads the webhook user's
-		// recent list and the workgroups' chats, then every chat's messages behind a cursor.
-		Lister: chatWalker{},
+		// No method lists every chat of a portal: the chats' lister reads the webhook user's
+		// recent list and the workgroups' chats, then walks every chat's messages behind a
+		// cursor (messagesWalk, a KeyWalk).
+		Lister: chatLister{},
 		Refs: []Ref{
 			{Field: "participants", Entity: Users, Values: chatUsers},
 			{Field: "entity_id", Entity: Groups, Values: chatGroup},
@@ -33,7 +34,7 @@ func chatMessagesEntity() *Entity {
 	return &Entity{
 		Name:   ChatMessages,
 		Parent: Chats,
-		// Read by the chat walker; author, mentions in the BB-code text and likes are users.
+		// Walked by the chats' lister; author, mentions in the BB-code text and likes are users.
 		Refs:  []Ref{{Field: "author_id", Entity: Users, Values: messageUsers}},
 		Dates: []string{"date"},
 		// A message's "unread" says whether the webhook's user has read it, not what it is.

@@ -24,12 +24,12 @@ type Entity struct {
 	// Requires lists the entities that must be imported and VERIFIED before this one's set
 	// (the users every workgroup owner refers to).
 	Requires []string
-	// Lister reads a top-level entity from the portal (an ID-chained scan, the chat walker). A
+	// Lister reads a top-level entity from the portal (an ID-chained scan, the chats' lister). A
 	// child may have one too: it is then read by a listing of its own right after its parent's,
 	// in the parent's get (see ParentKey).
 	Lister Lister
 	// Fetch reads a child entity with every page of its parent (a workgroup's members), when the
-	// parent's lister does not read it itself (the chat walker reads messages).
+	// parent's lister does not read it itself (the chats' lister walks their messages).
 	Fetch *ChildFetch
 	// Walk reads a child entity once its parent's listing is complete, by walking one cursor-paged
 	// listing per key (the comments of each author, the posts addressed to each audience, the
