@@ -27,10 +27,10 @@ const (
 // every readable chat's messages, walked by a KeyWalk (messagesWalk), each chat's place kept in
 // the page log. A chat that cannot be read is stored with the
 // reason, in IMPORT_ERR. With TestLimit only the first TestLimit chats are read, with all their
-// messages.
-type chatLister struct{}
+// messages. rescan reads every chat's whole history again (ChatRescan).
+type chatLister struct{ rescan bool }
 
-func (chatLister) get(ctx context.Context, g *getRun) error {
+func (l chatLister) get(ctx context.Context, g *getRun) error {
 	e, st := g.e, g.st
 	if _, err := loadInventory(ctx, e.Pool, Chats); err != nil { // creates the row startPass updates
 		return err
@@ -49,7 +49,7 @@ func (chatLister) get(ctx context.Context, g *getRun) error {
 	c := st.Of(Chats)
 	e.Log.Info("chats found", "entity", Chats, "chats", c.Rows, "new", c.Inserted, "changed", c.Changed,
 		"unreachable", st.Unreachable)
-	if err := e.walkMessages(ctx, st); err != nil {
+	if err := e.walkMessages(ctx, l.rescan, st); err != nil {
 		return fmt.Errorf("messages: %w", err)
 	}
 	st.Complete = true

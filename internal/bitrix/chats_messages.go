@@ -133,8 +133,8 @@ func messagesWalk(chats []int64, parentOf func(chat int64) string, newest map[in
 }
 
 // walkMessages reads the messages of every readable chat stored, resuming an interrupted pass
-// chat by chat from the page log.
-func (e *Engine) walkMessages(ctx context.Context, st *GetStats) error {
+// chat by chat from the page log; rescan reads every history whole again.
+func (e *Engine) walkMessages(ctx context.Context, rescan bool, st *GetStats) error {
 	chats, err := storedChats(ctx, e.Pool)
 	if err != nil {
 		return err
@@ -159,7 +159,7 @@ FROM bitrix_records WHERE entity = 'chat_messages' GROUP BY 1`)
 	if err != nil {
 		return fmt.Errorf("find the newest stored messages: %w", err)
 	}
-	w := messagesWalk(readable, func(chat int64) string { return strconv.FormatInt(chat, 10) }, newest, e.ChatRescan,
+	w := messagesWalk(readable, func(chat int64) string { return strconv.FormatInt(chat, 10) }, newest, rescan,
 		func(ctx context.Context, tx pgx.Tx, chat int64, u *Unreachable, zone *time.Location) error {
 			return e.markUnreachable(ctx, tx, chat, u, zone)
 		})

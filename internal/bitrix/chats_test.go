@@ -272,7 +272,7 @@ func TestChatsEditedMessageIsFoundByItsHash(t *testing.T) {
 	}
 
 	// A rescan reads every history again: the edited message's hash changed, nothing else did.
-	e.ChatRescan = true
+	e.Registry = bitrix.Catalog(bitrix.ChatRescan(true))
 	st, err = e.Get(v.ctx, bitrix.Chats)
 	if err != nil {
 		t.Fatal(err)

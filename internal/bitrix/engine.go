@@ -83,10 +83,6 @@ type Engine struct {
 	// get's ID ranges and chat message reads, set's import calls. 0 means 8. Every request to
 	// the portal still waits for the shared rate limiter; concurrency only overlaps answer times.
 	Concurrency int
-	// ChatRescan makes chats get read every chat's whole history again instead of only the
-	// messages newer than the newest one stored: the way to find edited messages, whose hash
-	// changes (they go back to NEW).
-	ChatRescan bool
 	// Now is the clock for retry schedules; nil means time.Now.
 	Now func() time.Time
 

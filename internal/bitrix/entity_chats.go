@@ -6,10 +6,18 @@ const (
 	ChatMessages = "chat_messages"
 )
 
+// ChatRescan is the chats' option (`bitrix chats get --chat-rescan`, BITRIX_CHAT_RESCAN) to read
+// every chat's whole history again instead of only the messages newer than the newest one
+// stored: the way to find edited messages, whose hash changes (they go back to NEW). The task
+// chats that tasks get walks (task_comments) follow it too, being read by the same walk.
+func ChatRescan(on bool) CatalogOption {
+	return func(o *catalogOptions) { o.chatRescan = on }
+}
+
 // noChatFields is why fields-get and fields-set do nothing for chats.
 const noChatFields = "chats have no custom fields in the Bitrix24 REST API"
 
-func chatsEntity() *Entity {
+func chatsEntity(o catalogOptions) *Entity {
 	return &Entity{
 		Name:     Chats,
 		Help:     "chats and their messages (users must be imported and verified first; see docs/bitrix-chats.md)",
@@ -17,7 +25,7 @@ func chatsEntity() *Entity {
 		// No method lists every chat of a portal: the chats' lister reads the webhook user's
 		// recent list and the workgroups' chats, then walks every chat's messages behind a
 		// cursor (messagesWalk, a KeyWalk).
-		Lister: chatLister{},
+		Lister: chatLister{rescan: o.chatRescan},
 		Refs: []Ref{
 			{Field: "participants", Entity: Users, Values: chatUsers},
 			{Field: "entity_id", Entity: Groups, Values: chatGroup},

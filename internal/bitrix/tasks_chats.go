@@ -17,12 +17,12 @@ import (
 // taskChats is the Walker of the comments of new-card tasks: they are the messages of the task's
 // chat (tasks.task.list's chatId), read by the chats' messages walk (messagesWalk) into
 // task_comments, each chat's place in task_comments' page log. Later gets only top up a chat from
-// its newest stored message, as for chats (ChatRescan reads them whole again). A chat the
+// its newest stored message, as for chats; rescan (ChatRescan) reads them whole again. A chat the
 // webhook's user may not read is kept as one record "<task>:0" that cannot be migrated, with the
 // portal's refusal.
-type taskChats struct{}
+type taskChats struct{ rescan bool }
 
-func (taskChats) walk(ctx context.Context, e *Engine, child *Entity, st *GetStats) error {
+func (t taskChats) walk(ctx context.Context, e *Engine, child *Entity, st *GetStats) error {
 	chats, err := taskChatsOf(ctx, e)
 	if err != nil {
 		return err
@@ -38,7 +38,7 @@ WHERE c.entity = $1 AND c.payload ? 'chat_id' GROUP BY 1`, child.Name, Tasks)
 	if _, err := pgx.ForEachRow(rows, []any{&chat, &id}, func() error { newest[chat] = id; return nil }); err != nil {
 		return fmt.Errorf("find the newest stored task chat messages: %w", err)
 	}
-	w := messagesWalk(slices.Collect(maps.Keys(chats)), func(chat int64) string { return chats[chat] }, newest, e.ChatRescan,
+	w := messagesWalk(slices.Collect(maps.Keys(chats)), func(chat int64) string { return chats[chat] }, newest, t.rescan,
 		func(ctx context.Context, tx pgx.Tx, chat int64, u *Unreachable, zone *time.Location) error {
 			return lostTaskChat(ctx, e, tx, child, chats[chat], chat, u, zone)
 		})
