@@ -61,8 +61,9 @@ type KeyWalk struct {
 	// walk stood at the end of the last pass that logged it ("done" when it reached its end
 	// there, "" when no pass did).
 	From func(key, last string) string
-	// Chain, when above 1, lets a batch carry up to Chain pages of one key when fewer than 50
-	// keys are left, so that a batch is still full. ChainParams gives the parameters of the page
+	// Chain, when above 1 and ChainParams is set, lets a batch carry up to Chain pages of one
+	// key when few keys are left (50 commands shared among them), so that a batch is still
+	// full. ChainParams gives the parameters of the page
 	// after the one the command named previous asks for (through a $result reference), or ok
 	// false when the key's cursor cannot be chained. Page is then told the page was chained, and
 	// returns ErrChainBroken when its answer does not follow the cursor (the reference did not
@@ -247,7 +248,10 @@ func (k *keyWalker) take(context.Context) ([]keyJob, bool, error) {
 	if len(k.queue) == 0 {
 		return nil, false, nil
 	}
-	chain := min(max(rest.MaxBatch/len(k.queue), 1), max(k.w.Chain, 1))
+	chain := 1
+	if k.w.ChainParams != nil {
+		chain = min(max(rest.MaxBatch/len(k.queue), 1), max(k.w.Chain, 1))
+	}
 	var job []keyJob
 	for cmds := 0; len(k.queue) > 0 && cmds < rest.MaxBatch; {
 		c := k.queue[0]
