@@ -185,8 +185,8 @@ func (c *bitrixCmd) check(phase string, redact func(string)) error {
 
 // bitrixEngine builds the engine for one run, with the phase's clients.
 func (app *app) bitrixEngine(c *bitrixCmd, r *run.Run) (*bitrix.Engine, error) {
-	e := &bitrix.Engine{Registry: bitrix.Catalog(), Pool: app.pool, Log: r.Log, Metrics: r.Metrics, Actor: r.Actor(), RunID: r.ID, TestLimit: c.TestLimit,
-		Concurrency: c.Concurrency, ChatRescan: c.Chats.ChatRescan}
+	e := &bitrix.Engine{Registry: bitrix.Catalog(bitrix.ChatRescan(c.Chats.ChatRescan)), Pool: app.pool, Log: r.Log, Metrics: r.Metrics,
+		Actor: r.Actor(), RunID: r.ID, TestLimit: c.TestLimit, Concurrency: c.Concurrency}
 	rt, _ := rest.ParseRate(c.Rate) // checked before the run
 	if c.WebhookURL != "" {
 		src, err := rest.New(c.WebhookURL, rest.Options{Rate: rt, Limiter: rt.NewLimiter(), Logger: r.Log,

@@ -10,8 +10,8 @@ package bitrix
 //     dropped silently;
 //   - messages come from im.dialog.messages.get, 50 at a time behind a cursor, chat by chat;
 //     where a chat's walk stands is in the page log, so a killed get resumes each chat where it
-//     was; later gets only top up (FIRST_ID = the newest stored message), and ChatRescan reads
-//     whole histories again to find edited messages by their hash;
+//     was; later gets only top up (FIRST_ID = the newest stored message), and the ChatRescan
+//     option reads whole histories again to find edited messages by their hash;
 //   - set imports chats (20 per call) and then, only for chats in IMPORT_OK, their messages
 //     in id order (100 per call), with user ids translated through the id map.
 

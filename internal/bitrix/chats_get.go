@@ -22,15 +22,15 @@ const (
 	recentPagesPerBatch = 10
 )
 
-// chatWalker is the lister of chats and their messages (seed 002 "chats-get"): the chats of the
+// chatLister is the lister of chats and their messages (seed 002 "chats-get"): the chats of the
 // webhook's user from im.recent.list and the workgroups' chats, with their participants; then
-// every readable chat's messages, through a queue of chats worked by Concurrency batches at a
-// time, each chat's place kept in the page log. A chat that cannot be read is stored with the
+// every readable chat's messages, walked by a KeyWalk (messagesWalk), each chat's place kept in
+// the page log. A chat that cannot be read is stored with the
 // reason, in IMPORT_ERR. With TestLimit only the first TestLimit chats are read, with all their
-// messages.
-type chatWalker struct{}
+// messages. rescan reads every chat's whole history again (ChatRescan).
+type chatLister struct{ rescan bool }
 
-func (chatWalker) get(ctx context.Context, g *getRun) error {
+func (l chatLister) get(ctx context.Context, g *getRun) error {
 	e, st := g.e, g.st
 	if _, err := loadInventory(ctx, e.Pool, Chats); err != nil { // creates the row startPass updates
 		return err
@@ -49,7 +49,7 @@ func (chatWalker) get(ctx context.Context, g *getRun) error {
 	c := st.Of(Chats)
 	e.Log.Info("chats found", "entity", Chats, "chats", c.Rows, "new", c.Inserted, "changed", c.Changed,
 		"unreachable", st.Unreachable)
-	if err := e.walkMessages(ctx, zone, st); err != nil {
+	if err := e.walkMessages(ctx, l.rescan, st); err != nil {
 		return fmt.Errorf("messages: %w", err)
 	}
 	st.Complete = true
@@ -57,12 +57,12 @@ func (chatWalker) get(ctx context.Context, g *getRun) error {
 }
 
 // total is not known to the portal: no method counts every chat (verifyChats counts them).
-func (chatWalker) total(context.Context, *Engine, *Entity) (int64, error) { return 0, errNoTotal }
+func (chatLister) total(context.Context, *Engine, *Entity) (int64, error) { return 0, errNoTotal }
 
 // plan of chats: no method counts chats or messages, so the plan reads what get reads first
 // (the recent list and the workgroups' chats, cheap: 200 chats a page) and asks every readable
 // chat for its message count (im.dialog.get, 50 chats to a call).
-func (chatWalker) plan(ctx context.Context, e *Engine, ent *Entity) ([]EntityPlan, error) {
+func (chatLister) plan(ctx context.Context, e *Engine, ent *Entity) ([]EntityPlan, error) {
 	before := e.stats()
 	rows, _, err := e.findChats(ctx, 0)
 	if err != nil {

@@ -111,11 +111,16 @@ AND source_id = parent_source_id || ':' || (payload->>'id')`, messages},
 			t.Errorf("unreachable chat %s: reason %q does not say why", u.SourceID, u.Reason)
 		}
 	}
-	if r.Participants.Total == 0 || r.Participants.Mapped != r.Participants.Total {
-		t.Errorf("participants %d of %d mapped", r.Participants.Mapped, r.Participants.Total)
+	if len(r.References) != 1 || r.References[0].Field != "participants" || r.References[0].Total == 0 ||
+		r.References[0].Mapped != r.References[0].Total {
+		t.Errorf("participants coverage %+v, want every participant mapped", r.References)
 	}
-	if r.Messages.Source != int64(messages) || r.Messages.Target != int64(messages) {
-		t.Errorf("message counts %+v, want %d on the portal and the target", r.Messages, messages)
+	if m, ok := r.Child(bitrix.ChatMessages); !ok || m.Source != int64(messages) || m.Read != int64(messages) ||
+		m.Target != int64(messages) || len(m.Short) != 0 {
+		t.Errorf("message counts %+v, want %d on the portal, read and on the target", m, messages)
+	}
+	if !strings.Contains(r.Summary(), fmt.Sprintf("%d messages on target of %d read", messages, messages)) {
+		t.Errorf("summary %q does not count the messages", r.Summary())
 	}
 	if r.Sampled == 0 || !strings.Contains(r.Summary(), fmt.Sprintf("%d chats out of the webhook user's reach", len(closed))) {
 		t.Errorf("summary %q", r.Summary())
@@ -272,7 +277,7 @@ func TestChatsEditedMessageIsFoundByItsHash(t *testing.T) {
 	}
 
 	// A rescan reads every history again: the edited message's hash changed, nothing else did.
-	e.ChatRescan = true
+	e.Registry = bitrix.Catalog(bitrix.ChatRescan(true))
 	st, err = e.Get(v.ctx, bitrix.Chats)
 	if err != nil {
 		t.Fatal(err)
@@ -442,11 +447,11 @@ func TestChatsVerifyReportsUnmappedParticipants(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := []bitrix.ChatParticipants{{ChatID: strconv.Itoa(chat.ID), Users: []string{user}}}
-			if r.Clean() || !slices.EqualFunc(r.Participants.Unmapped, want, func(a, b bitrix.ChatParticipants) bool {
-				return a.ChatID == b.ChatID && slices.Equal(a.Users, b.Users)
+			want := []bitrix.UnmappedRefs{{SourceID: strconv.Itoa(chat.ID), Values: []string{user}}}
+			if r.Clean() || len(r.References) != 1 || !slices.EqualFunc(r.References[0].Unmapped, want, func(a, b bitrix.UnmappedRefs) bool {
+				return a.SourceID == b.SourceID && slices.Equal(a.Values, b.Values)
 			}) {
-				t.Errorf("verify: %s; unmapped %+v, want %+v", r.Summary(), r.Participants.Unmapped, want)
+				t.Errorf("verify: %s; references %+v, want unmapped %+v", r.Summary(), r.References, want)
 			}
 			if !strings.Contains(r.Summary(), "1 of") || !strings.Contains(r.Summary(), "participants have no target id") {
 				t.Errorf("summary %q does not name the unmapped participant", r.Summary())

@@ -12,68 +12,36 @@ import (
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 )
 
-// MessageCounts compares the messages: what the portal says the chats hold, what get stored,
-// and what the target holds.
-type MessageCounts struct {
-	// Source is the sum of message_count over the readable chats, as im.dialog.get reports it
-	// now; Stored counts the message records; Target is import.chat_messages.count.
-	Source int64 `json:"source"`
-	Stored int64 `json:"stored"`
-	// Excused counts the messages not expected on the target: those of an acknowledged chat.
-	Excused  int64            `json:"excused,omitempty"`
-	Target   int64            `json:"target"`
-	ByStatus map[string]int64 `json:"by_status"`
-	// Behind lists chats of which fewer messages were read than the portal counts (up to 50).
-	Behind []ChatBehind `json:"behind,omitempty"`
-	// NotImported lists messages not in IMPORT_OK, with the reason (up to 50).
-	NotImported []RecordIssue `json:"not_imported,omitempty"`
-}
-
-// ChatBehind is a chat of which fewer messages were read than the portal counts.
-type ChatBehind struct {
-	ChatID string `json:"chat_id"`
-	Source int64  `json:"source"`
-	Stored int64  `json:"stored"`
-}
-
-// ParticipantCoverage counts the participants of the chats read (a user in two chats counts
-// twice) and lists the chats with participants that have no target id.
-type ParticipantCoverage struct {
-	Total    int64              `json:"total"`
-	Mapped   int64              `json:"mapped"`
-	Unmapped []ChatParticipants `json:"unmapped,omitempty"`
-}
-
-// ChatParticipants names a chat and the participants of it that have no target id.
-type ChatParticipants struct {
-	ChatID string   `json:"chat_id"`
-	Users  []string `json:"users"`
-}
-
 // verifyChats is the chats' own part of verify (seed 002 "chats-verify"): chat and message
 // counts, chats of which fewer messages were read than the portal counts, chats the recent list
 // shows that were never read, the mapping of every participant, and the chats out of reach,
 // listed with the reason. The engine adds the records not imported and the sample of chats and
 // messages compared field by field (text included).
 func verifyChats(ctx context.Context, e *Engine, _ *Entity, r *VerifyReport) error {
-	r.Messages = &MessageCounts{ByStatus: map[string]int64{}}
-	r.Participants = &ParticipantCoverage{}
+	m := &ChildCounts{Entity: ChatMessages, ByStatus: map[string]int64{}, summary: "messages"}
+	p := &RefCoverage{Entity: Chats, Field: "participants", Refers: Users}
 	chats, err := storedChats(ctx, e.Pool)
 	if err != nil {
 		return err
 	}
-	if err := e.verifyChatCounts(ctx, chats, r); err != nil {
+	if err := e.verifyChatCounts(ctx, chats, r, m); err != nil {
 		return err
 	}
-	if err := e.verifyMessageCounts(ctx, chats, r); err != nil {
+	if err := e.verifyMessageCounts(ctx, chats, r, m); err != nil {
 		return err
 	}
-	return e.verifyParticipants(ctx, r)
+	if err := e.verifyParticipants(ctx, r, p); err != nil {
+		return err
+	}
+	r.Children = append(r.Children, *m)
+	r.References = append(r.References, *p)
+	return nil
 }
 
 // verifyChatCounts compares the readable chats read with the target, lists the unreachable
-// ones, and reads the recent list again to find chats get never read.
-func (e *Engine) verifyChatCounts(ctx context.Context, chats []chatRow, r *VerifyReport) error {
+// ones, and reads the recent list again to find chats get never read; m gets the messages'
+// statuses.
+func (e *Engine) verifyChatCounts(ctx context.Context, chats []chatRow, r *VerifyReport, m *ChildCounts) error {
 	read := map[int64]bool{}
 	for _, c := range chats {
 		read[c.ID] = true
@@ -127,8 +95,8 @@ func (e *Engine) verifyChatCounts(ctx context.Context, chats []chatRow, r *Verif
 		case Chats:
 			r.ByStatus[string(c.Status)] = c.N
 		case ChatMessages:
-			r.Messages.ByStatus[string(c.Status)] = c.N
-			r.Messages.Stored += c.N
+			m.ByStatus[string(c.Status)] = c.N
+			m.Read += c.N
 		}
 	}
 	// Messages of an acknowledged chat (or acknowledged themselves) are not expected on the
@@ -137,7 +105,7 @@ func (e *Engine) verifyChatCounts(ctx context.Context, chats []chatRow, r *Verif
 	if err != nil {
 		return err
 	}
-	r.Messages.Excused = excusedMessages
+	m.Excused = excusedMessages
 	rows, err := e.Pool.Query(ctx, `SELECT source_id, status, coalesce(last_error, '') FROM bitrix_records
 WHERE entity = $1 AND status <> $2 AND payload->'unreachable' IS NULL AND acknowledged_at IS NULL ORDER BY id`, Chats, string(ImportOK))
 	if err != nil {
@@ -186,8 +154,7 @@ func (e *Engine) messageCounts(ctx context.Context, chats []int64, fn func(chat 
 
 // verifyMessageCounts compares the messages stored with the portal's count of every readable
 // chat (im.dialog.get message_count, 50 chats per batch) and with the target.
-func (e *Engine) verifyMessageCounts(ctx context.Context, chats []chatRow, r *VerifyReport) error {
-	m := r.Messages
+func (e *Engine) verifyMessageCounts(ctx context.Context, chats []chatRow, r *VerifyReport, m *ChildCounts) error {
 	stored := map[string]int64{}
 	rows, err := e.Pool.Query(ctx, `SELECT parent_source_id, count(*) FROM bitrix_records WHERE entity = 'chat_messages' GROUP BY 1`)
 	if err != nil {
@@ -209,8 +176,8 @@ func (e *Engine) verifyMessageCounts(ctx context.Context, chats []chatRow, r *Ve
 		m.Source += count
 		if got := stored[chat]; got < count {
 			behind++
-			if len(m.Behind) < maxListed {
-				m.Behind = append(m.Behind, ChatBehind{ChatID: chat, Source: count, Stored: got})
+			if len(m.Short) < maxListed {
+				m.Short = append(m.Short, ParentCounts{Parent: chat, Source: count, Read: got, Target: -1})
 			}
 		}
 	}, func(chat string, u *Unreachable) {
@@ -219,17 +186,17 @@ func (e *Engine) verifyMessageCounts(ctx context.Context, chats []chatRow, r *Ve
 	if err != nil {
 		return err
 	}
-	slices.SortFunc(m.Behind, func(a, b ChatBehind) int { return strings.Compare(a.ChatID, b.ChatID) })
+	slices.SortFunc(m.Short, func(a, b ParentCounts) int { return strings.Compare(a.Parent, b.Parent) })
 	if behind > 0 {
 		r.problem("%d chats have more messages on the portal than were read (run get again)", behind)
 	}
 	if m.Target, err = e.Target.Count(ctx, ChatMessages); err != nil {
 		return fmt.Errorf("verify chat messages: %w", err)
 	}
-	if m.Target != m.Stored-m.Excused {
-		r.problem("target holds %d chat messages, %d were read (%d of them excused)", m.Target, m.Stored, m.Excused)
+	if m.Target != m.Read-m.Excused {
+		r.problem("target holds %d chat messages, %d were read (%d of them excused)", m.Target, m.Read, m.Excused)
 	}
-	if n := m.Stored - m.ByStatus[string(ImportOK)] - m.Excused; n > 0 {
+	if n := m.Read - m.ByStatus[string(ImportOK)] - m.Excused; n > 0 {
 		r.problem("%d chat messages are not IMPORT_OK", n)
 		if m.NotImported, err = notImported(ctx, e.Pool, e.entity(ChatMessages)); err != nil {
 			return err
@@ -239,8 +206,7 @@ func (e *Engine) verifyMessageCounts(ctx context.Context, chats []chatRow, r *Ve
 }
 
 // verifyParticipants checks that every participant of every readable chat has a target id.
-func (e *Engine) verifyParticipants(ctx context.Context, r *VerifyReport) error {
-	p := r.Participants
+func (e *Engine) verifyParticipants(ctx context.Context, r *VerifyReport, p *RefCoverage) error {
 	err := e.Pool.QueryRow(ctx, `SELECT count(*), count(u.source_id) FROM bitrix_records c
 CROSS JOIN jsonb_array_elements_text(c.payload->'participants') AS pid
 LEFT JOIN bitrix_id_map u ON u.entity = 'users' AND u.source_id = pid
@@ -256,7 +222,7 @@ GROUP BY c.id, c.source_id ORDER BY c.id LIMIT $1`, maxListed)
 	if err != nil {
 		return fmt.Errorf("verify participants: %w", err)
 	}
-	if p.Unmapped, err = pgx.CollectRows(rows, pgx.RowToStructByPos[ChatParticipants]); err != nil {
+	if p.Unmapped, err = pgx.CollectRows(rows, pgx.RowToStructByPos[UnmappedRefs]); err != nil {
 		return fmt.Errorf("verify participants: %w", err)
 	}
 	if n := p.Total - p.Mapped; n > 0 {

@@ -73,7 +73,7 @@ func TestKilledMultiRangeGetConverges(t *testing.T) {
 // TestKilledFeedAndTasksConverge kills the feed's and the tasks' get and set 8 times each, on
 // a portal small enough that the many restarts stay quick, with every kind of child: recipients
 // walked per audience, comments walked per author, checklists and old-card comments per page of
-// tasks, task chats walked by the chat walker, subtasks waiting for their parents.
+// tasks, task chats walked by the chats' messages walk, subtasks waiting for their parents.
 func TestKilledFeedAndTasksConverge(t *testing.T) {
 	crashTest(t, bitrixfake.Options{Users: 80, Groups: 8, Posts: 100, PostComments: 3, Tasks: 260, TaskComments: 4, Seed: 52},
 		[]string{bitrix.Users, bitrix.Groups, bitrix.Feed, bitrix.Tasks},

@@ -5,7 +5,7 @@
 // and a new entity is one entity_<name>.go file added to Catalog (docs/adding-an-entity.md). The
 // engine is given its Registry (Catalog() for the Bitrix24 migration); it has no default.
 // get reads the source into bitrix_records with status NEW through the entity's Lister (ID
-// ranges walked at once, offset pages, the chat walker); set imports NEW and due ERROR_RETRY
+// ranges walked at once, offset pages, the chats' lister); set imports NEW and due ERROR_RETRY
 // records through the target's import API, translating references through bitrix_id_map;
 // verify compares every imported record with the target and sets the entity's VERIFIED flag
 // when everything matches. Every phase can be interrupted and rerun: get resumes from its
@@ -83,10 +83,6 @@ type Engine struct {
 	// get's ID ranges and chat message reads, set's import calls. 0 means 8. Every request to
 	// the portal still waits for the shared rate limiter; concurrency only overlaps answer times.
 	Concurrency int
-	// ChatRescan makes chats get read every chat's whole history again instead of only the
-	// messages newer than the newest one stored: the way to find edited messages, whose hash
-	// changes (they go back to NEW).
-	ChatRescan bool
 	// Now is the clock for retry schedules; nil means time.Now.
 	Now func() time.Time
 

@@ -6,17 +6,26 @@ const (
 	ChatMessages = "chat_messages"
 )
 
+// ChatRescan is the chats' option (`bitrix chats get --chat-rescan`, BITRIX_CHAT_RESCAN) to read
+// every chat's whole history again instead of only the messages newer than the newest one
+// stored: the way to find edited messages, whose hash changes (they go back to NEW). The task
+// chats that tasks get walks (task_comments) follow it too, being read by the same walk.
+func ChatRescan(on bool) CatalogOption {
+	return func(o *catalogOptions) { o.chatRescan = on }
+}
+
 // noChatFields is why fields-get and fields-set do nothing for chats.
 const noChatFields = "chats have no custom fields in the Bitrix24 REST API"
 
-func chatsEntity() *Entity {
+func chatsEntity(o catalogOptions) *Entity {
 	return &Entity{
 		Name:     Chats,
 		Help:     "chats and their messages (users must be imported and verified first; see docs/bitrix-chats.md)",
 		Requires: []string{Users},
-		// No method lists every chat of a portal: the chat walker reads the webhook user's
-		// recent list and the workgroups' chats, then every chat's messages behind a cursor.
-		Lister: chatWalker{},
+		// No method lists every chat of a portal: the chats' lister reads the webhook user's
+		// recent list and the workgroups' chats, then walks every chat's messages behind a
+		// cursor (messagesWalk, a KeyWalk).
+		Lister: chatLister{rescan: o.chatRescan},
 		Refs: []Ref{
 			{Field: "participants", Entity: Users, Values: chatUsers},
 			{Field: "entity_id", Entity: Groups, Values: chatGroup},
@@ -33,7 +42,7 @@ func chatMessagesEntity() *Entity {
 	return &Entity{
 		Name:   ChatMessages,
 		Parent: Chats,
-		// Read by the chat walker; author, mentions in the BB-code text and likes are users.
+		// Walked by the chats' lister; author, mentions in the BB-code text and likes are users.
 		Refs:  []Ref{{Field: "author_id", Entity: Users, Values: messageUsers}},
 		Dates: []string{"date"},
 		// A message's "unread" says whether the webhook's user has read it, not what it is.

@@ -81,18 +81,18 @@ func taskChecklistsEntity() *Entity {
 	}
 }
 
-func taskCommentsEntity() *Entity {
+func taskCommentsEntity(o catalogOptions) *Entity {
 	return &Entity{
 		Name:   TaskComments,
 		Noun:   "comments",
 		Parent: Tasks,
 		// Old-card tasks: task.commentitem.getlist, positional [TASKID, ORDER], no paging, read
-		// with each page of tasks. Tasks with a chat: the chat's messages, read by the chat
-		// walker once every task is stored.
+		// with each page of tasks. Tasks with a chat: the chat's messages, read by the chats'
+		// messages walk once every task is stored.
 		Fetch: &ChildFetch{Method: "task.commentitem.getlist", KeyField: "ID", Clean: cleanTaskComment, Refused: isTaskRefused,
 			Params: func(task string) any { return []any{task, map[string]string{"ID": "asc"}} },
 			When:   func(task map[string]json.RawMessage) bool { return none(text(task, "chatId")) }},
-		Walk:     taskChats{},
+		Walk:     taskChats{rescan: o.chatRescan},
 		Refs:     []Ref{{Field: "author", Entity: Users, Name: "author", Values: taskCommentUsers}},
 		Dates:    []string{"POST_DATE", "date"},
 		Volatile: []string{"unread"},

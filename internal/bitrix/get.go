@@ -103,7 +103,7 @@ func (e *Engine) Get(ctx context.Context, entity string) (GetStats, error) {
 }
 
 // Lister reads a top-level entity (and the children it brings) from the portal. The listers
-// are IDScan (an ID-chained scan 50 pages to a batch) and the chat walker; each keeps its place
+// are IDScan (an ID-chained scan 50 pages to a batch) and the chats' lister; each keeps its place
 // in the page log and the inventory so an interrupted get resumes.
 type Lister interface {
 	// get reads the entity for one Get call.

@@ -24,12 +24,12 @@ type Entity struct {
 	// Requires lists the entities that must be imported and VERIFIED before this one's set
 	// (the users every workgroup owner refers to).
 	Requires []string
-	// Lister reads a top-level entity from the portal (an ID-chained scan, the chat walker). A
+	// Lister reads a top-level entity from the portal (an ID-chained scan, the chats' lister). A
 	// child may have one too: it is then read by a listing of its own right after its parent's,
 	// in the parent's get (see ParentKey).
 	Lister Lister
 	// Fetch reads a child entity with every page of its parent (a workgroup's members), when the
-	// parent's lister does not read it itself (the chat walker reads messages).
+	// parent's lister does not read it itself (the chats' lister walks their messages).
 	Fetch *ChildFetch
 	// Walk reads a child entity once its parent's listing is complete, by walking one cursor-paged
 	// listing per key (the comments of each author, the posts addressed to each audience, the
@@ -334,15 +334,28 @@ func (r *Registry) Names() []string {
 	return out
 }
 
-// Catalog returns the registry of every entity this migration knows, in migration order. Each
-// call builds a new one: there is no global registry to change behind a running engine.
-func Catalog() *Registry {
-	r, err := NewRegistry(usersEntity(), groupsEntity(), groupMembersEntity(), chatsEntity(), chatMessagesEntity(),
-		feedEntity(), feedRecipientsEntity(), feedCommentsEntity(), tasksEntity(), taskChecklistsEntity(), taskCommentsEntity(),
+// Catalog returns the registry of every entity this migration knows, in migration order, with
+// the entities' options given (their commands' flags, such as ChatRescan). Each call builds a
+// new one: there is no global registry to change behind a running engine.
+func Catalog(opts ...CatalogOption) *Registry {
+	var o catalogOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	r, err := NewRegistry(usersEntity(), groupsEntity(), groupMembersEntity(), chatsEntity(o), chatMessagesEntity(),
+		feedEntity(), feedRecipientsEntity(), feedCommentsEntity(), tasksEntity(), taskChecklistsEntity(), taskCommentsEntity(o),
 		crmTypesEntity(), crmCategoriesEntity(), crmStagesEntity(), companiesEntity(), contactsEntity(), dealsEntity(),
 		dealProductsEntity(), crmCommentsEntity(), smartEntity(), workflowsEntity(), workflowInstancesEntity(), workflowTasksEntity())
 	if err != nil {
 		panic("bitrix: the built-in catalog is inconsistent: " + err.Error())
 	}
 	return r
+}
+
+// CatalogOption sets an option of one of Catalog's entities.
+type CatalogOption func(*catalogOptions)
+
+// catalogOptions are the entities' options a command may set.
+type catalogOptions struct {
+	chatRescan bool
 }

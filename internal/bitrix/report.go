@@ -30,15 +30,12 @@ type VerifyReport struct {
 	ByStatus map[string]int64 `json:"by_status"`
 	// NotImported lists records not in IMPORT_OK, with the reason (up to 50).
 	NotImported []RecordIssue `json:"not_imported,omitempty"`
-	// Members is the membership coverage (groups only).
-	Members *MemberCoverage `json:"members,omitempty"`
 	// UnresolvedRefs lists records with a reference (a group's owner) that has no target id, or
 	// that the target's copy names differently from the id map (up to 50).
 	UnresolvedRefs []RecordIssue `json:"unresolved_refs,omitempty"`
-	// Messages compares a chat's messages read with the portal's counts and the target (chats).
-	Messages *MessageCounts `json:"messages,omitempty"`
-	// Participants is the coverage of chat participants by the users id map (chats).
-	Participants *ParticipantCoverage `json:"participants,omitempty"`
+	// References counts, for references that a record holds in a list (a chat's participants),
+	// how many have a target id, and lists the records with some that do not.
+	References []RefCoverage `json:"references,omitempty"`
 	// Unreachable lists the records the webhook's user cannot read, with the portal's refusal
 	// (up to 50); UnreachableCount counts them all. They are a known limit of what can be
 	// migrated, not a problem of this migration: they do not keep the entity from being
@@ -79,9 +76,9 @@ type VerifyReport struct {
 	// Problems says in words what keeps the entity from being verified; none means clean.
 	Problems []string `json:"problems"`
 
-	// Children compares, for each child entity read by a listing of its own (running workflows,
-	// workflow tasks), the portal's count, the records read and the target's count, and lists
-	// the records not imported (verify_family.go).
+	// Children compares, for each child entity (a group's members, a chat's messages, running
+	// workflows...), the portal's count, the records read and the target's count, and lists the
+	// records not imported and the parents whose children fall short (verify_family.go).
 	Children []ChildCounts `json:"children,omitempty"`
 	// DroppedLinks lists references to records the portal no longer has, which set dropped
 	// instead of failing the record (a deal's deleted company; up to 50, DroppedLinksCount
@@ -131,23 +128,22 @@ type RecordIssue struct {
 	AcknowledgedReason string `json:"acknowledged_reason,omitempty"`
 }
 
-// MemberCoverage compares the memberships read from the source with the target.
-type MemberCoverage struct {
-	// Source counts the membership records read; Target is import.group_members.count.
-	Source, Target int64
-	// Missing counts memberships the target does not hold; Groups lists the groups they belong
-	// to with their user ids (up to 50 groups).
-	Missing int64           `json:"missing"`
-	Groups  []GroupCoverage `json:"groups,omitempty"`
+// RefCoverage counts the values of one list reference (a chat's participants, users) over the
+// records that hold it, how many have a target id, and lists the records with values that do
+// not (up to 50).
+type RefCoverage struct {
+	Entity   string         `json:"entity"`
+	Field    string         `json:"field"`
+	Refers   string         `json:"refers"`
+	Total    int64          `json:"total"`
+	Mapped   int64          `json:"mapped"`
+	Unmapped []UnmappedRefs `json:"unmapped,omitempty"`
 }
 
-// GroupCoverage is one group whose memberships the target does not fully hold.
-type GroupCoverage struct {
-	GroupID       string   `json:"group_id"`
-	Source        int      `json:"source"`
-	OnTarget      int      `json:"on_target"`
-	MissingUsers  []string `json:"missing_users"`
-	GroupImported bool     `json:"group_imported"`
+// UnmappedRefs names a record and the values of its reference that have no target id.
+type UnmappedRefs struct {
+	SourceID string   `json:"source_id"`
+	Values   []string `json:"values"`
 }
 
 // Mismatch is one field that differs between a record and the target's copy.
@@ -169,8 +165,10 @@ func (r VerifyReport) Summary() string {
 	if r.Clean() {
 		s = fmt.Sprintf("clean: %d on target of %d expected, %d compared by content hash (every imported record), %d of them field by field",
 			r.TargetCount, r.Expected, r.Checked, r.Sampled)
-		if r.Messages != nil {
-			s += fmt.Sprintf("; %d messages on target of %d read", r.Messages.Target, r.Messages.Stored)
+		for _, c := range r.Children {
+			if c.summary != "" {
+				s += fmt.Sprintf("; %d %s on target of %d read", c.Target, c.summary, c.Read)
+			}
 		}
 	}
 	switch {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -13,26 +15,17 @@ import (
 )
 
 // taskChats is the Walker of the comments of new-card tasks: they are the messages of the task's
-// chat (tasks.task.list's chatId), read by the chats' walker (chats_walk.go) into task_comments,
-// each chat's place in task_comments' page log. Later gets only top up a chat from its newest
-// stored message, as for chats (ChatRescan reads them whole again). A chat the webhook's user may
-// not read is kept as one record "<task>:0" that cannot be migrated, with the portal's refusal.
-type taskChats struct{}
+// chat (tasks.task.list's chatId), read by the chats' messages walk (messagesWalk) into
+// task_comments, each chat's place in task_comments' page log. Later gets only top up a chat from
+// its newest stored message, as for chats; rescan (ChatRescan) reads them whole again. A chat the
+// webhook's user may not read is kept as one record "<task>:0" that cannot be migrated, with the
+// portal's refusal.
+type taskChats struct{ rescan bool }
 
-func (taskChats) walk(ctx context.Context, e *Engine, child *Entity, st *GetStats) error {
+func (t taskChats) walk(ctx context.Context, e *Engine, child *Entity, st *GetStats) error {
 	chats, err := taskChatsOf(ctx, e)
 	if err != nil {
 		return err
-	}
-	inv, err := loadInventory(ctx, e.Pool, child.Name)
-	if err != nil {
-		return err
-	}
-	resumed := inv.Pass > 0 && !inv.Complete
-	if !resumed {
-		if inv, err = startPass(ctx, e.Pool, child.Name, e.TestLimit); err != nil {
-			return err
-		}
 	}
 	newest := map[int64]int64{}
 	rows, err := e.Pool.Query(ctx, `SELECT (t.payload->>'chatId')::bigint, max(split_part(c.source_id, ':', 2)::bigint)
@@ -45,33 +38,12 @@ WHERE c.entity = $1 AND c.payload ? 'chat_id' GROUP BY 1`, child.Name, Tasks)
 	if _, err := pgx.ForEachRow(rows, []any{&chat, &id}, func() error { newest[chat] = id; return nil }); err != nil {
 		return fmt.Errorf("find the newest stored task chat messages: %w", err)
 	}
-	ids := make([]int64, 0, len(chats))
-	for c := range chats {
-		ids = append(ids, c)
-	}
-	queue, err := e.cursorsOf(ctx, child.Name, inv.Pass, ids, newest)
-	if err != nil {
-		return err
-	}
-	resp, err := e.Source.Call(ctx, "user.current", nil) // the portal's clock, for dates without an offset
-	if err != nil {
-		return fmt.Errorf("walk %s: %w", child.Name, err)
-	}
-	zone, err := e.zoneOf(resp)
-	if err != nil {
-		return err
-	}
-	e.Log.Info("reading task chats", "entity", child.Name, "pass", inv.Pass, "resumed", resumed, "chats", len(chats),
-		"chats_left", len(queue), "rescan", e.ChatRescan)
-	w := &walker{e: e, ent: child, pass: inv.Pass, zone: zone, st: st, queue: queue, start: e.now(),
-		parentOf: func(chat int64) string { return chats[chat] },
-		lost: func(ctx context.Context, tx pgx.Tx, chat int64, u *Unreachable) error {
+	w := messagesWalk(slices.Collect(maps.Keys(chats)), func(chat int64) string { return chats[chat] }, newest, t.rescan,
+		func(ctx context.Context, tx pgx.Tx, chat int64, u *Unreachable, zone *time.Location) error {
 			return lostTaskChat(ctx, e, tx, child, chats[chat], chat, u, zone)
-		}}
-	if err := w.run(ctx); err != nil {
-		return fmt.Errorf("walk %s: %w", child.Name, err)
-	}
-	return finishWalk(ctx, e.Pool, child.Name)
+		})
+	_, _, err = w.run(ctx, e, child, st, e.TestLimit)
+	return err
 }
 
 // taskChatsOf maps the chat of every stored task that has one to the task.

@@ -156,13 +156,12 @@ WHERE entity = $1 AND status <> $3 AND NOT `+excused("r", ent)+` ORDER BY id LIM
 // verifyChildren checks that the target holds every child record read from the source, parent by
 // parent (seed 001 "Members coverage").
 func (e *Engine) verifyChildren(ctx context.Context, child *Entity, r *VerifyReport) error {
-	cov := &MemberCoverage{}
-	r.Members = cov
+	cov := ChildCounts{Entity: child.Name, Source: -1}
 	var err error
 	if cov.Target, err = e.Target.Count(ctx, child.Name); err != nil {
 		return fmt.Errorf("verify %s: %w", child.Name, err)
 	}
-	byParent := map[string]*GroupCoverage{}
+	byParent := map[string]*ParentCounts{}
 	var order []string
 	for after := int64(0); ; {
 		rows, err := e.Pool.Query(ctx, `SELECT c.id, c.source_id, c.parent_source_id,
@@ -200,27 +199,27 @@ ORDER BY c.id LIMIT $2`, after, importapi.MaxItems, child.Parent, string(ImportO
 		for _, m := range recs {
 			g := byParent[m.parent]
 			if g == nil {
-				g = &GroupCoverage{GroupID: m.parent, GroupImported: m.parentImported}
+				g = &ParentCounts{Parent: m.parent, Source: -1, ParentImported: m.parentImported}
 				byParent[m.parent] = g
 				order = append(order, m.parent)
 			}
-			g.Source++
-			cov.Source++
+			g.Read++
+			cov.Read++
 			if slices.Contains(gone, idempotencyKey(child.Name, m.sourceID)) {
 				_, key, _ := strings.Cut(m.sourceID, ":")
-				g.MissingUsers = append(g.MissingUsers, key)
+				g.Missing = append(g.Missing, key)
 				cov.Missing++
 				continue
 			}
-			g.OnTarget++
+			g.Target++
 		}
 	}
 	parents := 0
 	for _, id := range order {
-		if g := byParent[id]; len(g.MissingUsers) > 0 {
+		if g := byParent[id]; len(g.Missing) > 0 {
 			parents++
-			if len(cov.Groups) < maxListed {
-				cov.Groups = append(cov.Groups, *g)
+			if len(cov.Short) < maxListed {
+				cov.Short = append(cov.Short, *g)
 			}
 		}
 	}
@@ -228,9 +227,10 @@ ORDER BY c.id LIMIT $2`, after, importapi.MaxItems, child.Parent, string(ImportO
 		parent, _ := e.registry().Entity(child.Parent)
 		r.problem("%d %s of %d %s are missing on the target", cov.Missing, child.noun(), parents, parent.noun())
 	}
-	if cov.Target != cov.Source {
-		r.problem("target holds %d %s, %d were read from the source", cov.Target, child.Name, cov.Source)
+	if cov.Target != cov.Read {
+		r.problem("target holds %d %s, %d were read from the source", cov.Target, child.Name, cov.Read)
 	}
+	r.Children = append(r.Children, cov)
 	return nil
 }
 

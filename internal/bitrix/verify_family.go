@@ -8,18 +8,51 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// ChildCounts is verify's account of one child entity read by a listing of its own: what the
-// portal counts now, what get read, what the target holds, and the records not imported.
+// ChildCounts is verify's account of one child entity: what the portal counts now, what get
+// read, what the target holds, the records not imported, and the parents whose children fall
+// short.
 type ChildCounts struct {
 	Entity string `json:"entity"`
 	// Source is the portal's count now, -1 when it has none.
-	Source   int64            `json:"source"`
-	Read     int64            `json:"read"`
+	Source int64 `json:"source"`
+	Read   int64 `json:"read"`
+	// Excused counts the records read that are not expected on the target (acknowledged, or
+	// children of an acknowledged parent).
+	Excused  int64            `json:"excused,omitempty"`
 	Target   int64            `json:"target"`
-	ByStatus map[string]int64 `json:"by_status"`
+	ByStatus map[string]int64 `json:"by_status,omitempty"`
 	// NotImported lists records not in IMPORT_OK with the reason (up to 50; a record waiting for
 	// its parent says so).
 	NotImported []RecordIssue `json:"not_imported,omitempty"`
+	// Missing counts the records read that the target does not hold, looked up one by one.
+	Missing int64 `json:"missing,omitempty"`
+	// Short lists the parents whose children fall short (up to 50): fewer read than the portal
+	// counts for the parent (a chat's message_count), or fewer on the target than read.
+	Short []ParentCounts `json:"short,omitempty"`
+	// summary, when set, names the children in the one-line summary of a clean report, with
+	// their target and read counts (the chats' messages).
+	summary string
+}
+
+// Child returns the report's counts of one child entity.
+func (r VerifyReport) Child(entity string) (ChildCounts, bool) {
+	for _, c := range r.Children {
+		if c.Entity == entity {
+			return c, true
+		}
+	}
+	return ChildCounts{}, false
+}
+
+// ParentCounts is one parent's children: the portal's count (-1 when not asked), what get read,
+// what the target holds (-1 when not compared), and the keys of those the target lacks.
+type ParentCounts struct {
+	Parent         string   `json:"parent"`
+	Source         int64    `json:"source"`
+	Read           int64    `json:"read"`
+	Target         int64    `json:"target"`
+	Missing        []string `json:"missing,omitempty"`
+	ParentImported bool     `json:"parent_imported,omitempty"`
 }
 
 // verifyFamily adds to verify what the engine knows about an entity's family beyond counts and

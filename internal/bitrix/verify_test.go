@@ -32,9 +32,10 @@ func TestVerifyCatchesWhatTheTargetLost(t *testing.T) {
 			},
 			check: func(t *testing.T, r bitrix.VerifyReport, id string) {
 				group, user, _ := strings.Cut(id, ":")
-				if r.Members == nil || r.Members.Missing != 1 || len(r.Members.Groups) != 1 ||
-					r.Members.Groups[0].GroupID != group || r.Members.Groups[0].MissingUsers[0] != user {
-					t.Errorf("members coverage = %+v, want user %s missing in group %s", r.Members, user, group)
+				m, ok := r.Child(bitrix.GroupMembers)
+				if !ok || m.Missing != 1 || len(m.Short) != 1 || m.Short[0].Parent != group || m.Short[0].Missing[0] != user ||
+					m.Read != m.Target+1 {
+					t.Errorf("members coverage = %+v, want user %s missing in group %s", m, user, group)
 				}
 			},
 			problem: "1 memberships of 1 groups are missing on the target",
