@@ -124,8 +124,9 @@ func exported(t *testing.T, groups *rulefmt.RuleGroups) map[string]bool {
 	return names
 }
 
-// knownLabels are the labels ingest's series carry (job and instance come from scraping).
-var knownLabels = []string{"command", "entity", "phase", "outcome", "source", "scope", "status", "job", "instance"}
+// knownLabels are the labels ingest's series carry (job and instance come from scraping; shard
+// from a sharded command, TestShardLabelIsWritten).
+var knownLabels = []string{"command", "shard", "entity", "phase", "outcome", "source", "scope", "status", "job", "instance"}
 
 // checkExpr parses a PromQL expression and checks that it reads only series and labels ingest
 // writes, and only statuses its pipelines have.
