@@ -163,7 +163,7 @@ func (r VerifyReport) Clean() bool { return len(r.Problems) == 0 }
 func (r VerifyReport) Summary() string {
 	s := strings.Join(r.Problems, "; ")
 	if r.Clean() {
-		s = fmt.Sprintf("clean: %d on target of %d expected, %d compared by content hash (every imported record), %d of them field by field",
+		s = fmt.Sprintf("clean: %d on target of %d expected, %d records compared by content hash (every one imported, children included), %d of them field by field",
 			r.TargetCount, r.Expected, r.Checked, r.Sampled)
 		for _, c := range r.Children {
 			if c.summary != "" {

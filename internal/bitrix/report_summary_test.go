@@ -12,7 +12,7 @@ import (
 func TestCleanSummarySaysEveryRecordWasCompared(t *testing.T) {
 	r := bitrix.VerifyReport{TargetCount: 300, Expected: 300, Checked: 300, Sampled: 50}
 	got := r.Summary()
-	for _, want := range []string{"clean: 300 on target of 300 expected", "300 compared by content hash (every imported record)", "50 of them field by field"} {
+	for _, want := range []string{"clean: 300 on target of 300 expected", "300 records compared by content hash (every one imported, children included)", "50 of them field by field"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("summary %q lacks %q", got, want)
 		}
