@@ -300,12 +300,7 @@ func (e *Enricher) record(ctx context.Context, p Provider, ids []int64, st *Enri
 			return fmt.Errorf("record a %s job: %w", p.Name, err)
 		}
 		for _, from := range []status.Status{EnrichPending, EnrichRetry} {
-			var ids []int64
-			for _, r := range queue {
-				if r.Status == from {
-					ids = append(ids, r.ID)
-				}
-			}
+			ids := idsIn(queue, from)
 			if len(ids) == 0 {
 				continue
 			}
@@ -324,6 +319,29 @@ func (e *Enricher) record(ctx context.Context, p Provider, ids []int64, st *Enri
 		st.Skipped += len(empty)
 	}
 	return jobID, err
+}
+
+// requeue ends job jobID (from -> to, for jobReason) and returns its queued posts to pending
+// (for postReason), in one transaction: they go out again in a new job, without a retry used.
+func (e *Enricher) requeue(ctx context.Context, jobID int64, from, to status.Status, rows []enrichRow, jobReason, postReason string) error {
+	return pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
+		if _, err := Jobs.Move(ctx, tx, jobID, from, to, e.change(jobReason)); err != nil {
+			return err
+		}
+		_, err := Enrichments.MoveMany(ctx, tx, idsIn(rows, EnrichQueued), EnrichQueued, EnrichPending, e.change(postReason))
+		return err
+	})
+}
+
+// idsIn lists the ids of the rows in status s.
+func idsIn(rows []enrichRow, s status.Status) []int64 {
+	var ids []int64
+	for _, r := range rows {
+		if r.Status == s {
+			ids = append(ids, r.ID)
+		}
+	}
+	return ids
 }
 
 func newToken(provider string) string {
@@ -384,19 +402,8 @@ func (e *Enricher) send(ctx context.Context, p Provider, jobID int64, st *Enrich
 		// The provider holds a job under this token with other items and does not name it: the
 		// posts are sent again in a new job, under a new token, without a retry used.
 		log.Warn("the provider knows this token with other items: its posts are sent again in a new job", "error", err)
-		return false, pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
-			if _, err := Jobs.Move(ctx, tx, jobID, JobNew, JobFailed, e.change(err.Error()+": its posts are sent again in a new job")); err != nil {
-				return err
-			}
-			var ids []int64
-			for _, r := range rows {
-				if r.Status == EnrichQueued {
-					ids = append(ids, r.ID)
-				}
-			}
-			_, err := Enrichments.MoveMany(ctx, tx, ids, EnrichQueued, EnrichPending, e.change(fmt.Sprintf("job %d: idempotency mismatch: sent again", jobID)))
-			return err
-		})
+		return false, e.requeue(ctx, jobID, JobNew, JobFailed, rows, err.Error()+": its posts are sent again in a new job",
+			fmt.Sprintf("job %d: idempotency mismatch: sent again", jobID))
 	case err != nil && enrichapi.IsRetryable(err):
 		log.Warn("job not sent: sent again by the next run, with the same idempotency token and items", "error", err)
 		return true, nil

@@ -138,19 +138,7 @@ func (e *Enricher) expired(ctx context.Context, jobID int64, reason string, st *
 	}
 	st.Expired++
 	e.Log.Warn("job results expired before they were read: its posts are submitted again", "job", jobID, "reason", reason)
-	return pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
-		if _, err := Jobs.Move(ctx, tx, jobID, JobRunning, JobExpired, e.change(reason)); err != nil {
-			return err
-		}
-		var ids []int64
-		for _, r := range rows {
-			if r.Status == EnrichQueued {
-				ids = append(ids, r.ID)
-			}
-		}
-		_, err := Enrichments.MoveMany(ctx, tx, ids, EnrichQueued, EnrichPending, e.change(fmt.Sprintf("job %d expired: resubmitted", jobID)))
-		return err
-	})
+	return e.requeue(ctx, jobID, JobRunning, JobExpired, rows, reason, fmt.Sprintf("job %d expired: resubmitted", jobID))
 }
 
 // collect reads a succeeded job's results and stores them: each page in the raw store as it
