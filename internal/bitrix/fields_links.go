@@ -199,20 +199,7 @@ func (e *Engine) untranslatedFieldLinks(ctx context.Context, ent *Entity, r *Ver
 	if ent.Fields == nil || ent.Fields.Links == nil || ent.Fields.Links.CRM == nil {
 		return nil
 	}
-	for after := int64(0); ; {
-		rows, err := e.Pool.Query(ctx, `SELECT `+recordColumns+` FROM bitrix_records WHERE entity = $1 AND status = $2 AND id > $3
-ORDER BY id LIMIT $4`, ent.Name, string(ImportOK), after, verifyChunk)
-		if err != nil {
-			return fmt.Errorf("verify %s: %w", ent.Name, err)
-		}
-		recs, err := pgx.CollectRows(rows, scanRecord)
-		if err != nil {
-			return fmt.Errorf("verify %s: %w", ent.Name, err)
-		}
-		if len(recs) == 0 {
-			return nil
-		}
-		after = recs[len(recs)-1].ID
+	return e.eachImported(ctx, ent.Name, func(recs []Record) error {
 		rf := &Refs{maps: map[string]idMap{}}
 		if err := rf.loadFieldLinks(ctx, e.Pool, ent, recs); err != nil {
 			return err
@@ -235,7 +222,8 @@ ORDER BY id LIMIT $4`, ent.Name, string(ImportOK), after, verifyChunk)
 				}
 			}
 		}
-	}
+		return nil
+	})
 }
 
 // loadAllIDs returns the whole id map of an entity with few records (smart process types).

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/ingest-dev/ingest/internal/importapi"
 )
 
@@ -41,20 +39,7 @@ func (e *Engine) verifyAll(ctx context.Context, ent *Entity, r *VerifyReport) er
 	}
 	var suspects []Record
 	var wants = map[string][]byte{}
-	for after := int64(0); ; {
-		rows, err := e.Pool.Query(ctx, `SELECT `+recordColumns+` FROM bitrix_records WHERE entity = $1 AND status = $2 AND id > $3
-ORDER BY id LIMIT $4`, ent.Name, string(ImportOK), after, verifyChunk)
-		if err != nil {
-			return fmt.Errorf("verify %s: %w", ent.Name, err)
-		}
-		recs, err := pgx.CollectRows(rows, scanRecord)
-		if err != nil {
-			return fmt.Errorf("verify %s: %w", ent.Name, err)
-		}
-		if len(recs) == 0 {
-			break
-		}
-		after = recs[len(recs)-1].ID
+	err := e.eachImported(ctx, ent.Name, func(recs []Record) error {
 		rf, err := loadRefs(ctx, e.Pool, ent, recs)
 		if err != nil {
 			return err
@@ -90,6 +75,10 @@ ORDER BY id LIMIT $4`, ent.Name, string(ImportOK), after, verifyChunk)
 				wants[key] = want
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if err := e.diffSuspects(ctx, ent, r, suspects, wants); err != nil {
 		return err

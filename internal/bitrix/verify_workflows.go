@@ -3,8 +3,6 @@ package bitrix
 import (
 	"context"
 	"fmt"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // verifyWorkflows is the workflows' own part of verify: every value kept as the portal has it
@@ -14,20 +12,7 @@ import (
 func verifyWorkflows(ctx context.Context, e *Engine, _ *Entity, r *VerifyReport) error {
 	for _, name := range []string{Workflows, WorkflowInstances, WorkflowTasks} {
 		ent := e.entity(name)
-		for after := int64(0); ; {
-			rows, err := e.Pool.Query(ctx, `SELECT `+recordColumns+` FROM bitrix_records WHERE entity = $1 AND status = $2 AND id > $3
-ORDER BY id LIMIT $4`, name, string(ImportOK), after, verifyChunk)
-			if err != nil {
-				return fmt.Errorf("verify %s: %w", name, err)
-			}
-			recs, err := pgx.CollectRows(rows, scanRecord)
-			if err != nil {
-				return fmt.Errorf("verify %s: %w", name, err)
-			}
-			if len(recs) == 0 {
-				break
-			}
-			after = recs[len(recs)-1].ID
+		err := e.eachImported(ctx, name, func(recs []Record) error {
 			rf, err := loadRefs(ctx, e.Pool, ent, recs)
 			if err != nil {
 				return err
@@ -56,6 +41,10 @@ ORDER BY id LIMIT $4`, name, string(ImportOK), after, verifyChunk)
 					}
 				}
 			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return nil
