@@ -238,20 +238,6 @@ func (e *Engine) recentChats(ctx context.Context, pass int) ([]*chatRow, *time.L
 	return rows, zone, nil
 }
 
-// zoneOf returns the portal's time zone: SourceZone, or the offset of the portal's clock in an
-// answer (im dates always carry their offset; the zone only matters for those that would not).
-func (e *Engine) zoneOf(resp *rest.Response) (*time.Location, error) {
-	if e.SourceZone != nil {
-		return e.SourceZone, nil
-	}
-	t, err := time.Parse(time.RFC3339, resp.Time.DateStart)
-	if err != nil {
-		return nil, fmt.Errorf("the portal's time.date_start %q is not ISO 8601; set the portal's time zone explicitly", resp.Time.DateStart)
-	}
-	_, offset := t.Zone()
-	return time.FixedZone(offsetOf(t), offset), nil
-}
-
 // workgroupChats finds the chats of the workgroups already read (im.chat.get by SONET_GROUP,
 // which answers for any group, member or not) that are not among the known ones, and asks for
 // each one's card: a chat the webhook's user is not in is refused (ACCESS_ERROR) and comes back
@@ -444,35 +430,6 @@ func (e *Engine) refuse(ctx context.Context, tx pgx.Tx, sourceIDs []string, reas
 	}
 	_, err = Machine.MoveMany(ctx, tx, ids, New, ImportErr, status.Change{Reason: reason, Actor: e.Actor, RunID: e.RunID})
 	return err
-}
-
-// finishPass marks an entity's get pass complete with the number of rows the source had.
-func finishPass(ctx context.Context, db status.DB, entity string, total int64) error {
-	_, err := db.Exec(ctx, `UPDATE bitrix_inventory SET get_complete = true, get_finished_at = now(),
-source_total = $2, updated_at = now() WHERE entity = $1`, entity, total)
-	if err != nil {
-		return fmt.Errorf("finish get pass of %s: %w", entity, err)
-	}
-	return nil
-}
-
-// finishWalk marks a walked entity's pass complete: the portal counts none of its records, so
-// the source total is what the walk stored.
-func finishWalk(ctx context.Context, db status.DB, entity string) error {
-	stored, err := storedCount(ctx, db, entity)
-	if err != nil {
-		return err
-	}
-	return finishPass(ctx, db, entity, stored)
-}
-
-// storedCount is how many records of an entity are stored.
-func storedCount(ctx context.Context, db status.DB, entity string) (int64, error) {
-	var n int64
-	if err := db.QueryRow(ctx, `SELECT count(*) FROM bitrix_records WHERE entity = $1`, entity).Scan(&n); err != nil {
-		return 0, fmt.Errorf("count %s: %w", entity, err)
-	}
-	return n, nil
 }
 
 // storedChats returns the chats stored, readable or not, in id order of their records.

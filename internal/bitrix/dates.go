@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 )
 
 // Date is one date field of a record as seed 000 "Часовые пояса" asks to keep it: the value as
@@ -157,4 +159,18 @@ func dateError(dates map[string]Date, names []string) string {
 		}
 	}
 	return ""
+}
+
+// zoneOf returns the portal's time zone: SourceZone, or the offset of the portal's clock in an
+// answer (im dates always carry their offset; the zone only matters for those that would not).
+func (e *Engine) zoneOf(resp *rest.Response) (*time.Location, error) {
+	if e.SourceZone != nil {
+		return e.SourceZone, nil
+	}
+	t, err := time.Parse(time.RFC3339, resp.Time.DateStart)
+	if err != nil {
+		return nil, fmt.Errorf("the portal's time.date_start %q is not ISO 8601; set the portal's time zone explicitly", resp.Time.DateStart)
+	}
+	_, offset := t.Zone()
+	return time.FixedZone(offsetOf(t), offset), nil
 }

@@ -24,7 +24,7 @@ VALUES ('users', '7', '{"ID": "7"}', 'c', 'IMPORT_OK') RETURNING id`).Scan(&id);
 		t.Fatal(err)
 	}
 	s := &setter{e: &Engine{Pool: pool, Metrics: metrics.New(), Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, st: SetStats{}}
-	if err := s.importIDs(ctx, usersEntity(), []int64{id}); err != nil {
+	if err := s.importIDs(ctx, testUsers(), []int64{id}); err != nil {
 		t.Fatalf("set of a record moved since its pick: %v", err)
 	}
 	var st string

@@ -302,3 +302,32 @@ WHERE r.id = $1`, r.ID).Scan(&d.FetchedAt, &d.UpdatedAt, &d.TargetID, &d.Importe
 	}
 	return d, nil
 }
+
+// finishWalk marks a walked entity's pass complete: the portal counts none of its records, so
+// the source total is what the walk stored.
+func finishWalk(ctx context.Context, db status.DB, entity string) error {
+	stored, err := storedCount(ctx, db, entity)
+	if err != nil {
+		return err
+	}
+	return finishPass(ctx, db, entity, stored)
+}
+
+// storedCount is how many records of an entity are stored.
+func storedCount(ctx context.Context, db status.DB, entity string) (int64, error) {
+	var n int64
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM bitrix_records WHERE entity = $1`, entity).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count %s: %w", entity, err)
+	}
+	return n, nil
+}
+
+// finishPass marks an entity's get pass complete with the number of rows the source had.
+func finishPass(ctx context.Context, db status.DB, entity string, total int64) error {
+	_, err := db.Exec(ctx, `UPDATE bitrix_inventory SET get_complete = true, get_finished_at = now(),
+source_total = $2, updated_at = now() WHERE entity = $1`, entity, total)
+	if err != nil {
+		return fmt.Errorf("finish get pass of %s: %w", entity, err)
+	}
+	return nil
+}

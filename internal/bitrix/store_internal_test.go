@@ -30,12 +30,12 @@ func BenchmarkStoreUsers(b *testing.B) {
 		b.Fatal(err)
 	}
 	var rows []json.RawMessage
-	scan := usersEntity().Lister.(*IDScan).Scan
+	scan := testUsers().Lister.(*IDScan).Scan
 	if err := src.ListByID(context.Background(), scan, "0", func(p rest.Page) error { rows = append(rows, p.Rows...); return nil }); err != nil {
 		b.Fatal(err)
 	}
 	pool := dbtest.Pool(b)
-	ent := usersEntity()
+	ent := testUsers()
 	ctx := context.Background()
 	var decode, save time.Duration
 	for i := range b.N {
