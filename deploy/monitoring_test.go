@@ -22,7 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/habr"
 	"github.com/ingest-dev/ingest/internal/metrics"
 	"github.com/ingest-dev/ingest/internal/social"
@@ -176,7 +176,7 @@ func checkExpr(t *testing.T, where, expr string, names map[string]bool) parser.E
 // allMachines lists the statuses of each pipeline.
 func allMachines() [][]string {
 	var out [][]string
-	for _, m := range append([]*status.Machine{habr.Machine, bitrix.Machine}, social.Machines()...) {
+	for _, m := range append([]*status.Machine{habr.Machine, engine.Machine}, social.Machines()...) {
 		var ss []string
 		for _, s := range m.Statuses {
 			ss = append(ss, string(s))

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/importapi"
 	"github.com/ingest-dev/ingest/internal/redact"
@@ -70,7 +71,7 @@ func bitrixPipeline() *pipeline {
 	c := &bitrixCmd{Status: &bitrixStatusCmd{}, Plan: &bitrixPlanCmd{}}
 	return &pipeline{
 		name:       "bitrix",
-		machines:   []*status.Machine{bitrix.Machine},
+		machines:   []*status.Machine{engine.Machine},
 		statusHelp: "Bitrix24 records only (ids for status set are the records' ids shown here and in verify reports)",
 		entities:   reg.Names,
 		show:       &showBitrixCmd{},
@@ -112,7 +113,7 @@ func bitrixPipeline() *pipeline {
 			for _, f := range reg.Family(e) {
 				scopes = append(scopes, f.Name)
 			}
-			return []run.Owned{{Source: "bitrix", Machine: bitrix.Machine, Scopes: scopes}}
+			return []run.Owned{{Source: "bitrix", Machine: engine.Machine, Scopes: scopes}}
 		},
 	}
 }
@@ -122,22 +123,22 @@ func bitrixPipeline() *pipeline {
 const maxConcurrency = 32
 
 // bitrixCommand splits "bitrix users get" into entity and phase; ok is false for other commands.
-func bitrixCommand(reg *bitrix.Registry, command string) (entity, phase string, ok bool) {
+func bitrixCommand(reg *engine.Registry, command string) (entity, phase string, ok bool) {
 	f := strings.Fields(command)
 	if len(f) != 3 || f[0] != "bitrix" || !slices.Contains(reg.CommandNames(), f[1]) {
 		return "", "", false
 	}
-	if f[2] != "run" && !slices.Contains(bitrix.Phases, f[2]) {
+	if f[2] != "run" && !slices.Contains(engine.Phases, f[2]) {
 		return "", "", false
 	}
 	return f[1], f[2], true
 }
 
 // bitrixCommands lists every `bitrix ENTITY PHASE` run name, for `ingest status bitrix`.
-func bitrixCommands(reg *bitrix.Registry) []string {
+func bitrixCommands(reg *engine.Registry) []string {
 	var out []string
 	for _, e := range reg.CommandNames() {
-		for _, p := range append(slices.Clone(bitrix.Phases), "run") {
+		for _, p := range append(slices.Clone(engine.Phases), "run") {
 			out = append(out, "bitrix "+e+" "+p)
 		}
 	}
@@ -184,8 +185,8 @@ func (c *bitrixCmd) check(phase string, redact func(string)) error {
 }
 
 // bitrixEngine builds the engine for one run, with the phase's clients.
-func (app *app) bitrixEngine(c *bitrixCmd, r *run.Run) (*bitrix.Engine, error) {
-	e := &bitrix.Engine{Registry: bitrix.Catalog(bitrix.ChatRescan(c.Chats.ChatRescan)), Pool: app.pool, Log: r.Log, Metrics: r.Metrics,
+func (app *app) bitrixEngine(c *bitrixCmd, r *run.Run) (*engine.Engine, error) {
+	e := &engine.Engine{Registry: bitrix.Catalog(bitrix.ChatRescan(c.Chats.ChatRescan)), Pool: app.pool, Log: r.Log, Metrics: r.Metrics,
 		Actor: r.Actor(), RunID: r.ID, TestLimit: c.TestLimit, Concurrency: c.Concurrency}
 	rt, _ := rest.ParseRate(c.Rate) // checked before the run
 	if c.WebhookURL != "" {
@@ -222,7 +223,7 @@ func (app *app) bitrixPhase(ctx context.Context, c *bitrixCmd, command, entity, 
 }
 
 func (app *app) bitrixStatus(ctx context.Context, asJSON bool) error {
-	e := &bitrix.Engine{Registry: bitrix.Catalog(), Pool: app.pool, Log: app.log}
+	e := &engine.Engine{Registry: bitrix.Catalog(), Pool: app.pool, Log: app.log}
 	rep, err := e.Report(ctx)
 	if err != nil {
 		return err
@@ -288,7 +289,7 @@ func (c *showBitrixCmd) check() error {
 
 // showBitrix prints one record: where it stands, why, its history and its payload as read.
 func (app *app) showBitrix(ctx context.Context, c *showBitrixCmd) error {
-	d, err := bitrix.GetRecordDetail(ctx, app.pool, c.Entity, c.ID)
+	d, err := engine.GetRecordDetail(ctx, app.pool, c.Entity, c.ID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		app.log.Error(fmt.Sprintf("no %s record with the portal's id %s has been read", c.Entity, c.ID))
 		return errReported
@@ -296,7 +297,7 @@ func (app *app) showBitrix(ctx context.Context, c *showBitrixCmd) error {
 	if err != nil {
 		return err
 	}
-	hist, err := bitrix.Machine.History(ctx, app.pool, d.ID)
+	hist, err := engine.Machine.History(ctx, app.pool, d.ID)
 	if err != nil {
 		return err
 	}
@@ -351,7 +352,7 @@ func (app *app) showBitrix(ctx context.Context, c *showBitrixCmd) error {
 
 // describeDate shows a date as kept: the value received, its UTC instant and offset, or why it
 // could not be read.
-func describeDate(d bitrix.Date) string {
+func describeDate(d engine.Date) string {
 	switch {
 	case d.Err != "":
 		return fmt.Sprintf("%q: unreadable: %s", d.Raw, d.Err)

@@ -3,7 +3,7 @@ package main
 import (
 	"strings"
 
-	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 )
 
 // bitrixPhaseHelp is the --help line of a phase of an entity.
@@ -29,8 +29,8 @@ func bitrixPhaseHelp(phase string) string {
 // the registry, each with its phases. A new entity gets its command, its --help line and its
 // place in the list by being registered, without a line here; an entity whose phase takes flags
 // of its own names them in c.entityFlags.
-func bitrixTree(reg *bitrix.Registry, c *bitrixCmd) *cliCommand {
-	phases := append(append([]string{}, bitrix.Phases...), "run")
+func bitrixTree(reg *engine.Registry, c *bitrixCmd) *cliCommand {
+	phases := append(append([]string{}, engine.Phases...), "run")
 	flags := c.entityFlags()
 	cmd := &cliCommand{name: "bitrix", options: c,
 		help: "migrate a Bitrix24 portal entity by entity: " + strings.Join(reg.CommandNames(), "|") + " " + strings.Join(phases, "|") + ", status or plan",

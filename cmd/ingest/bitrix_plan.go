@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 )
 
@@ -23,7 +24,7 @@ func (app *app) bitrixPlan(ctx context.Context, c *bitrixCmd) error {
 	if err != nil {
 		return configError{"BITRIX_WEBHOOK_URL: " + err.Error()}
 	}
-	e := &bitrix.Engine{Registry: bitrix.Catalog(), Pool: app.pool, Source: src, Log: app.log, Concurrency: c.Concurrency}
+	e := &engine.Engine{Registry: bitrix.Catalog(), Pool: app.pool, Source: src, Log: app.log, Concurrency: c.Concurrency}
 	p, err := e.Plan(ctx, rt)
 	if err != nil {
 		return err

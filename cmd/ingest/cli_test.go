@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 )
 
 // mainOut runs Main in the process; these command lines stop before anything connects.
@@ -70,7 +71,7 @@ func TestBitrixCommandsComeFromTheRegistry(t *testing.T) {
 		for _, p := range s.subs {
 			phases = append(phases, p.name)
 		}
-		if want := append(slices.Clone(bitrix.Phases), "run"); !slices.Equal(phases, want) {
+		if want := append(slices.Clone(engine.Phases), "run"); !slices.Equal(phases, want) {
 			t.Errorf("bitrix %s: phases %v, want %v", s.name, phases, want)
 		}
 	}

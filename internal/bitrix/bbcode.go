@@ -3,6 +3,8 @@ package bitrix
 import (
 	"encoding/json"
 	"slices"
+
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 )
 
 // mentionsIn returns the user ids mentioned ([USER=ID]) in the named text fields.
@@ -20,7 +22,7 @@ func mentionsIn(fields map[string]json.RawMessage, names ...string) []string {
 
 // translateMentions rewrites every [USER=ID] of a BB-code text with the user's target id; it
 // returns the ids that have none (the text is then not to be sent).
-func translateMentions(body string, users idMap) (string, []string) {
+func translateMentions(body string, users engine.IDMap) (string, []string) {
 	var missing []string
 	out := mentionPattern.ReplaceAllStringFunc(body, func(tag string) string {
 		m := mentionPattern.FindStringSubmatch(tag)
@@ -38,7 +40,7 @@ func translateMentions(body string, users idMap) (string, []string) {
 
 // translateTextFields translates the mentions of the named string fields in place, failing with
 // the users that have no target id.
-func translateTextFields(fields map[string]json.RawMessage, users idMap, names ...string) error {
+func translateTextFields(fields map[string]json.RawMessage, users engine.IDMap, names ...string) error {
 	for _, name := range names {
 		var body string
 		if json.Unmarshal(fields[name], &body) != nil {
@@ -48,7 +50,7 @@ func translateTextFields(fields map[string]json.RawMessage, users idMap, names .
 		if len(missing) > 0 {
 			return &UnmappedUsersError{Field: name, Users: missing}
 		}
-		fields[name] = mustJSON(body)
+		fields[name] = engine.MustJSON(body)
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/dbtest"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
@@ -123,7 +124,7 @@ func BenchmarkGetUsersSlowPortal(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				e := &bitrix.Engine{Registry: bitrix.Catalog(), Pool: pool, Source: src, Log: benchLog(), Metrics: metrics.New(), Actor: "bench", Concurrency: conc}
+				e := &engine.Engine{Registry: bitrix.Catalog(), Pool: pool, Source: src, Log: benchLog(), Metrics: metrics.New(), Actor: "bench", Concurrency: conc}
 				b.StartTimer()
 				start := time.Now()
 				st, err := e.Get(context.Background(), bitrix.Users)
@@ -173,7 +174,7 @@ func BenchmarkSetUsers(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				e := &bitrix.Engine{Registry: bitrix.Catalog(), Pool: pool, Source: src, Target: client, Log: benchLog(), Metrics: metrics.New(),
+				e := &engine.Engine{Registry: bitrix.Catalog(), Pool: pool, Source: src, Target: client, Log: benchLog(), Metrics: metrics.New(),
 					Actor: "bench", Concurrency: conc}
 				if _, err := e.Get(context.Background(), bitrix.Users); err != nil {
 					b.Fatal(err)
@@ -209,7 +210,7 @@ func benchEngineGet(ctx context.Context, b *testing.B, src *rest.Client) error {
 	b.StopTimer()
 	pool := dbtest.Pool(b)
 	b.StartTimer()
-	e := &bitrix.Engine{Registry: bitrix.Catalog(), Pool: pool, Source: src, Log: quietLog(), Metrics: metrics.New(), Actor: "bench"}
+	e := &engine.Engine{Registry: bitrix.Catalog(), Pool: pool, Source: src, Log: quietLog(), Metrics: metrics.New(), Actor: "bench"}
 	st, err := e.Get(ctx, bitrix.Users)
 	if err == nil && !st.Complete {
 		err = fmt.Errorf("get incomplete: %+v", st)

@@ -1,14 +1,16 @@
 package bitrix
 
+import "github.com/ingest-dev/ingest/internal/bitrix/engine"
+
 // Catalog returns the registry of every entity this migration knows, in migration order, with
 // the entities' options given (their commands' flags, such as ChatRescan). Each call builds a
 // new one: there is no global registry to change behind a running engine.
-func Catalog(opts ...CatalogOption) *Registry {
+func Catalog(opts ...CatalogOption) *engine.Registry {
 	var o catalogOptions
 	for _, opt := range opts {
 		opt(&o)
 	}
-	r, err := NewRegistry(usersEntity(), groupsEntity(), groupMembersEntity(), chatsEntity(o), chatMessagesEntity(),
+	r, err := engine.NewRegistry(usersEntity(), groupsEntity(), groupMembersEntity(), chatsEntity(o), chatMessagesEntity(),
 		feedEntity(), feedRecipientsEntity(), feedCommentsEntity(), tasksEntity(), taskChecklistsEntity(), taskCommentsEntity(o),
 		crmTypesEntity(), crmCategoriesEntity(), crmStagesEntity(), companiesEntity(), contactsEntity(), dealsEntity(),
 		dealProductsEntity(), crmCommentsEntity(), smartEntity(), workflowsEntity(), workflowInstancesEntity(), workflowTasksEntity())

@@ -18,6 +18,8 @@ package bitrix
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 )
 
 // chatRow is the payload of a chats record: the chat as the portal describes it to the
@@ -42,7 +44,7 @@ type chatRow struct {
 	ParticipantsUnavailable string `json:"participants_unavailable,omitempty"`
 	// Unreachable is the portal's refusal to show the chat to the webhook's user; nil when the
 	// chat can be read.
-	Unreachable *Unreachable `json:"unreachable,omitempty"`
+	Unreachable *engine.Unreachable `json:"unreachable,omitempty"`
 }
 
 func decodeChatRow(payload json.RawMessage) (chatRow, error) {

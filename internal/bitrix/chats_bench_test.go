@@ -10,6 +10,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/dbtest"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
@@ -48,7 +49,7 @@ func BenchmarkGetChats(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				e := &bitrix.Engine{Registry: bitrix.Catalog(), Pool: pool, Source: src, Log: quietLog(),
+				e := &engine.Engine{Registry: bitrix.Catalog(), Pool: pool, Source: src, Log: quietLog(),
 					Metrics: metrics.New(), Actor: "bench", Concurrency: conc}
 				b.StartTimer()
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/status"
 )
@@ -30,26 +31,26 @@ const (
 // messages. rescan reads every chat's whole history again (ChatRescan).
 type chatLister struct{ rescan bool }
 
-func (l chatLister) get(ctx context.Context, g *getRun) error {
-	e, st := g.e, g.st
-	if _, err := loadInventory(ctx, e.Pool, Chats); err != nil { // creates the row startPass updates
+func (l chatLister) Get(ctx context.Context, g *engine.GetRun) error {
+	e, st := g.Engine, g.Stats
+	if _, err := engine.LoadInventory(ctx, e.Pool, Chats); err != nil { // creates the row startPass updates
 		return err
 	}
-	inv, err := startPass(ctx, e.Pool, Chats, e.TestLimit)
+	inv, err := engine.StartPass(ctx, e.Pool, Chats, e.TestLimit)
 	if err != nil {
 		return err
 	}
-	rows, zone, err := e.findChats(ctx, inv.Pass)
+	rows, zone, err := findChats(ctx, e, inv.Pass)
 	if err != nil {
 		return err
 	}
-	if err := e.saveChats(ctx, rows, zone, st); err != nil {
+	if err := saveChats(ctx, e, rows, zone, st); err != nil {
 		return err
 	}
 	c := st.Of(Chats)
 	e.Log.Info("chats found", "entity", Chats, "chats", c.Rows, "new", c.Inserted, "changed", c.Changed,
 		"unreachable", st.Unreachable)
-	if err := e.walkMessages(ctx, l.rescan, st); err != nil {
+	if err := walkMessages(ctx, e, l.rescan, st); err != nil {
 		return fmt.Errorf("messages: %w", err)
 	}
 	st.Complete = true
@@ -57,18 +58,20 @@ func (l chatLister) get(ctx context.Context, g *getRun) error {
 }
 
 // total is not known to the portal: no method counts every chat (verifyChats counts them).
-func (chatLister) total(context.Context, *Engine, *Entity) (int64, error) { return 0, errNoTotal }
+func (chatLister) Total(context.Context, *engine.Engine, *engine.Entity) (int64, error) {
+	return 0, engine.ErrNoTotal
+}
 
 // plan of chats: no method counts chats or messages, so the plan reads what get reads first
 // (the recent list and the workgroups' chats, cheap: 200 chats a page) and asks every readable
 // chat for its message count (im.dialog.get, 50 chats to a call).
-func (chatLister) plan(ctx context.Context, e *Engine, ent *Entity) ([]EntityPlan, error) {
-	before := e.stats()
-	rows, _, err := e.findChats(ctx, 0)
+func (chatLister) Plan(ctx context.Context, e *engine.Engine, ent *engine.Entity) ([]engine.EntityPlan, error) {
+	before := e.Stats()
+	rows, _, err := findChats(ctx, e, 0)
 	if err != nil {
 		return nil, err
 	}
-	listing := e.stats() - before
+	listing := e.Stats() - before
 	var readable []int64
 	for _, c := range rows {
 		if c.Unreachable == nil {
@@ -77,24 +80,24 @@ func (chatLister) plan(ctx context.Context, e *Engine, ent *Entity) ([]EntityPla
 	}
 	var messages int64
 	pages := 0
-	err = e.messageCounts(ctx, readable, func(_ string, count int64) {
+	err = messageCounts(ctx, e, readable, func(_ string, count int64) {
 		messages += count
 		pages += int(count/rest.PageSize) + 1 // the walk ends at its first short page
-	}, func(string, *Unreachable) {})
+	}, func(string, *engine.Unreachable) {})
 	if err != nil {
 		return nil, err
 	}
 	how := "im.recent.list and the workgroups' chats, read as get reads them, with participants"
-	groups, err := storedCount(ctx, e.Pool, Groups)
+	groups, err := engine.StoredCount(ctx, e.Pool, Groups)
 	if err != nil {
 		return nil, err
 	}
 	if groups == 0 {
 		how = "im.recent.list only: no workgroups are read yet, so their chats are not counted (run `ingest bitrix groups get` first)"
 	}
-	return []EntityPlan{
+	return []engine.EntityPlan{
 		{Entity: ent.Name, Records: int64(len(rows)), Calls: int(listing), How: how},
-		{Entity: ChatMessages, Records: messages, Calls: ceilDiv(int64(pages), rest.MaxBatch),
+		{Entity: ChatMessages, Records: messages, Calls: engine.CeilDiv(int64(pages), rest.MaxBatch),
 			How: "im.dialog.get message_count per readable chat; get reads 50 pages per call"},
 	}, nil
 }
@@ -148,8 +151,8 @@ func (it recentItem) row() (chatRow, error) {
 // findChats lists the chats to read: the recent list's, de-duplicated, then the workgroups'
 // chats it does not have, each with its participants. It returns them in that order, and the
 // portal's time zone.
-func (e *Engine) findChats(ctx context.Context, pass int) ([]*chatRow, *time.Location, error) {
-	rows, zone, err := e.recentChats(ctx, pass)
+func findChats(ctx context.Context, e *engine.Engine, pass int) ([]*chatRow, *time.Location, error) {
+	rows, zone, err := recentChats(ctx, e, pass)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -157,7 +160,7 @@ func (e *Engine) findChats(ctx context.Context, pass int) ([]*chatRow, *time.Loc
 	for _, r := range rows {
 		known[r.ID] = true
 	}
-	more, err := e.workgroupChats(ctx, known)
+	more, err := workgroupChats(ctx, e, known)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -165,7 +168,7 @@ func (e *Engine) findChats(ctx context.Context, pass int) ([]*chatRow, *time.Loc
 	if lim := e.TestLimit; lim > 0 && len(rows) > lim {
 		rows = rows[:lim]
 	}
-	if err := e.chatParticipants(ctx, rows); err != nil {
+	if err := chatParticipants(ctx, e, rows); err != nil {
 		return nil, nil, err
 	}
 	return rows, zone, nil
@@ -176,13 +179,13 @@ func (e *Engine) findChats(ctx context.Context, pass int) ([]*chatRow, *time.Loc
 // LIMIT as the docs advise (next, OFFSET plus the items returned, re-reads records). Pages
 // overlap: a chat is kept once, where it first appears. Each page is logged in the chats
 // pass given; pass 0 logs nothing (verify's look at the list).
-func (e *Engine) recentChats(ctx context.Context, pass int) ([]*chatRow, *time.Location, error) {
+func recentChats(ctx context.Context, e *engine.Engine, pass int) ([]*chatRow, *time.Location, error) {
 	params := func(offset int) map[string]any { return map[string]any{"OFFSET": offset, "LIMIT": recentLimit} }
 	resp, err := e.Source.Call(ctx, "im.recent.list", params(0))
 	if err != nil {
 		return nil, nil, err
 	}
-	zone, err := e.zoneOf(resp)
+	zone, err := e.ZoneOf(resp)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -211,8 +214,8 @@ func (e *Engine) recentChats(ctx context.Context, pass int) ([]*chatRow, *time.L
 			return page.HasMore, nil
 		}
 		err := pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
-			return logPage(ctx, tx, Chats, e.RunID, pageRecord{pass: pass, cursor: "recent OFFSET=" + strconv.Itoa(offset),
-				next: next, count: len(page.Items)})
+			return engine.LogPage(ctx, tx, Chats, e.RunID, engine.PageRecord{Pass: pass, Cursor: "recent OFFSET=" + strconv.Itoa(offset),
+				Next: next, Count: len(page.Items)})
 		})
 		return page.HasMore, err
 	}
@@ -224,7 +227,7 @@ func (e *Engine) recentChats(ctx context.Context, pass int) ([]*chatRow, *time.L
 				Params: params(offset + i*recentLimit)}
 		}
 		pages := map[string]*rest.Response{}
-		err = e.batchEach(ctx, cmds, func(key string, r *rest.Response) error {
+		err = e.BatchEach(ctx, cmds, func(key string, r *rest.Response) error {
 			pages[key] = r
 			return nil
 		}, func(key string, err error) error { return fmt.Errorf("im.recent.list OFFSET %s: %w", key[1:], err) })
@@ -242,7 +245,7 @@ func (e *Engine) recentChats(ctx context.Context, pass int) ([]*chatRow, *time.L
 // which answers for any group, member or not) that are not among the known ones, and asks for
 // each one's card: a chat the webhook's user is not in is refused (ACCESS_ERROR) and comes back
 // marked unreachable.
-func (e *Engine) workgroupChats(ctx context.Context, known map[int64]bool) ([]*chatRow, error) {
+func workgroupChats(ctx context.Context, e *engine.Engine, known map[int64]bool) ([]*chatRow, error) {
 	rows, err := e.Pool.Query(ctx, `SELECT source_id FROM bitrix_records WHERE entity = 'groups' ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("list workgroups: %w", err)
@@ -261,7 +264,7 @@ func (e *Engine) workgroupChats(ctx context.Context, known map[int64]bool) ([]*c
 	}
 	groupOf := map[int64]string{}
 	var found []int64
-	err = e.batchEachConcurrently(ctx, cmds, func(key string, r *rest.Response) error {
+	err = e.BatchEachConcurrently(ctx, cmds, func(key string, r *rest.Response) error {
 		var res *struct {
 			ID rest.ID `json:"ID"`
 		}
@@ -292,7 +295,7 @@ func (e *Engine) workgroupChats(ctx context.Context, known map[int64]bool) ([]*c
 			Params: map[string]any{"DIALOG_ID": "chat" + strconv.FormatInt(id, 10)}})
 	}
 	byID := map[int64]*chatRow{}
-	err = e.batchEachConcurrently(ctx, cmds, func(key string, r *rest.Response) error {
+	err = e.BatchEachConcurrently(ctx, cmds, func(key string, r *rest.Response) error {
 		id, _ := strconv.ParseInt(key[1:], 10, 64)
 		var card chatCard
 		if err := r.Decode(&card); err != nil {
@@ -303,7 +306,7 @@ func (e *Engine) workgroupChats(ctx context.Context, known map[int64]bool) ([]*c
 		return nil
 	}, func(key string, err error) error {
 		id, _ := strconv.ParseInt(key[1:], 10, 64)
-		u, ok := unreachableFrom("im.dialog.get", err)
+		u, ok := engine.UnreachableFrom("im.dialog.get", err)
 		if !ok {
 			return fmt.Errorf("chat%d of workgroup %s: %w", id, groupOf[id], err)
 		}
@@ -324,7 +327,7 @@ func (e *Engine) workgroupChats(ctx context.Context, known map[int64]bool) ([]*c
 // chatParticipants reads the participants of the readable chats, 50 chats per batch.
 // im.chat.user.list answers an empty list, not an error, to someone who may not see them: for a
 // chat that is readable that, or a refusal, leaves the participants unavailable.
-func (e *Engine) chatParticipants(ctx context.Context, rows []*chatRow) error {
+func chatParticipants(ctx context.Context, e *engine.Engine, rows []*chatRow) error {
 	byID := map[int64]*chatRow{}
 	var cmds []rest.Command
 	for _, r := range rows {
@@ -338,7 +341,7 @@ func (e *Engine) chatParticipants(ctx context.Context, rows []*chatRow) error {
 		id, _ := strconv.ParseInt(key[1:], 10, 64)
 		return byID[id]
 	}
-	return e.batchEachConcurrently(ctx, cmds, func(key string, r *rest.Response) error {
+	return e.BatchEachConcurrently(ctx, cmds, func(key string, r *rest.Response) error {
 		row := rowOf(key)
 		var ids []rest.ID
 		if err := r.Decode(&ids); err != nil {
@@ -370,18 +373,18 @@ func (e *Engine) chatParticipants(ctx context.Context, rows []*chatRow) error {
 
 // saveChats stores the chats found, 500 per transaction. Unreachable ones go to IMPORT_ERR with
 // the reason; a chat that was unreachable and no longer is changes, and so is back in NEW.
-func (e *Engine) saveChats(ctx context.Context, rows []*chatRow, zone *time.Location, st *GetStats) error {
+func saveChats(ctx context.Context, e *engine.Engine, rows []*chatRow, zone *time.Location, st *engine.GetStats) error {
 	for chunk := range slices.Chunk(rows, 500) {
-		recs := make([]incoming, len(chunk))
+		recs := make([]engine.Incoming, len(chunk))
 		reasons := map[string][]string{} // reason -> source ids
 		for i, r := range chunk {
-			payload := mustJSON(r)
-			fields, err := fieldsOf(payload)
+			payload := engine.MustJSON(r)
+			fields, err := engine.FieldsOf(payload)
 			if err != nil {
 				return err
 			}
 			id := strconv.FormatInt(r.ID, 10)
-			if recs[i], err = newIncoming(e.entity(Chats), id, "", payload, fields, zone); err != nil {
+			if recs[i], err = engine.NewIncoming(e.Entity(Chats), id, "", payload, fields, zone); err != nil {
 				return err
 			}
 			if r.Unreachable != nil {
@@ -390,18 +393,18 @@ func (e *Engine) saveChats(ctx context.Context, rows []*chatRow, zone *time.Loca
 			}
 		}
 		err := pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
-			got, err := saveRecords(ctx, tx, Chats, recs, status.Change{Reason: "changed on the source", Actor: e.Actor, RunID: e.RunID})
+			got, err := engine.SaveRecords(ctx, tx, Chats, recs, status.Change{Reason: "changed on the source", Actor: e.Actor, RunID: e.RunID})
 			if err != nil {
 				return err
 			}
-			st.add(Chats, len(chunk), got)
-			for _, reason := range sortedKeys(reasons) {
-				if err := e.refuse(ctx, tx, reasons[reason], reason); err != nil {
+			st.Add(Chats, len(chunk), got)
+			for _, reason := range engine.SortedKeys(reasons) {
+				if err := refuse(ctx, e, tx, reasons[reason], reason); err != nil {
 					return err
 				}
 			}
-			if got.inserted+got.changed > 0 {
-				return unverify(ctx, tx, Chats)
+			if got.Inserted+got.Changed > 0 {
+				return engine.Unverify(ctx, tx, Chats)
 			}
 			return nil
 		})
@@ -410,14 +413,14 @@ func (e *Engine) saveChats(ctx context.Context, rows []*chatRow, zone *time.Loca
 		}
 		e.Metrics.RecordsExtracted.WithLabelValues(Chats).Add(float64(len(chunk)))
 	}
-	return finishPass(ctx, e.Pool, Chats, int64(len(rows)))
+	return engine.FinishPass(ctx, e.Pool, Chats, int64(len(rows)))
 }
 
 // refuse moves the chats that are NEW among the given ones to IMPORT_ERR with the reason: they
 // cannot be read, so they cannot be imported, and verify lists them.
-func (e *Engine) refuse(ctx context.Context, tx pgx.Tx, sourceIDs []string, reason string) error {
+func refuse(ctx context.Context, e *engine.Engine, tx pgx.Tx, sourceIDs []string, reason string) error {
 	rows, err := tx.Query(ctx, `SELECT id FROM bitrix_records WHERE entity = $2 AND source_id = ANY($1) AND status = $3 ORDER BY id`,
-		sourceIDs, Chats, string(New))
+		sourceIDs, Chats, string(engine.New))
 	if err != nil {
 		return fmt.Errorf("find unreachable chats: %w", err)
 	}
@@ -428,7 +431,7 @@ func (e *Engine) refuse(ctx context.Context, tx pgx.Tx, sourceIDs []string, reas
 	if len(ids) == 0 {
 		return nil
 	}
-	_, err = Machine.MoveMany(ctx, tx, ids, New, ImportErr, status.Change{Reason: reason, Actor: e.Actor, RunID: e.RunID})
+	_, err = engine.Machine.MoveMany(ctx, tx, ids, engine.New, engine.ImportErr, status.Change{Reason: reason, Actor: e.Actor, RunID: e.RunID})
 	return err
 }
 

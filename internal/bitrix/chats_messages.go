@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/status"
 )
@@ -67,7 +68,7 @@ func chatOfKey(key string) int64 {
 // a chat walking back: page k+1 asks for the messages older than page k's 50th through a $result
 // reference (FIRST_ID's order is undocumented, so topping up is not chained).
 func messagesWalk(chats []int64, parentOf func(chat int64) string, newest map[int64]int64, rescan bool,
-	lost func(ctx context.Context, tx pgx.Tx, chat int64, u *Unreachable, zone *time.Location) error) *KeyWalk {
+	lost func(ctx context.Context, tx pgx.Tx, chat int64, u *engine.Unreachable, zone *time.Location) error) *engine.KeyWalk {
 	chats = slices.Sorted(slices.Values(chats))
 	keys := make([]string, len(chats))
 	for i, c := range chats {
@@ -83,9 +84,9 @@ func messagesWalk(chats []int64, parentOf func(chat int64) string, newest map[in
 		}
 		return p
 	}
-	return &KeyWalk{
+	return &engine.KeyWalk{
 		Method: "im.dialog.messages.get",
-		Keys:   func(context.Context, *Engine) ([]string, error) { return keys, nil },
+		Keys:   func(context.Context, *engine.Engine) ([]string, error) { return keys, nil },
 		Params: func(key, cursor string) any { return params(key, cursor) },
 		From: func(key, last string) string {
 			switch {
@@ -105,7 +106,7 @@ func messagesWalk(chats []int64, parentOf func(chat int64) string, newest map[in
 			p["LAST_ID"] = rest.Ref(previous, "messages", strconv.Itoa(messagesLimit-1), "id")
 			return p, true
 		},
-		Page: func(p WalkPage) ([]WalkRow, string, bool, error) {
+		Page: func(p engine.WalkPage) ([]engine.WalkRow, string, bool, error) {
 			chat := chatOfKey(p.Key)
 			rows, ids, err := decodeMessages(chat, parentOf(chat), p.Answer)
 			if err != nil {
@@ -113,7 +114,7 @@ func messagesWalk(chats []int64, parentOf func(chat int64) string, newest map[in
 			}
 			c := parseMessageCursor(p.Cursor)
 			if p.Chained && len(ids) > 0 && ids[len(ids)-1] >= c.before {
-				return nil, "", false, ErrChainBroken
+				return nil, "", false, engine.ErrChainBroken
 			}
 			switch {
 			case c.forward && len(ids) > 0:
@@ -123,7 +124,7 @@ func messagesWalk(chats []int64, parentOf func(chat int64) string, newest map[in
 			}
 			return rows, c.text(), len(ids) < messagesLimit, nil
 		},
-		Lost: func(ctx context.Context, tx pgx.Tx, key string, u *Unreachable, zone *time.Location) error {
+		Lost: func(ctx context.Context, tx pgx.Tx, key string, u *engine.Unreachable, zone *time.Location) error {
 			return lost(ctx, tx, chatOfKey(key), u, zone)
 		},
 		// Only an edit changes a message the portal sends again.
@@ -134,7 +135,7 @@ func messagesWalk(chats []int64, parentOf func(chat int64) string, newest map[in
 
 // walkMessages reads the messages of every readable chat stored, resuming an interrupted pass
 // chat by chat from the page log; rescan reads every history whole again.
-func (e *Engine) walkMessages(ctx context.Context, rescan bool, st *GetStats) error {
+func walkMessages(ctx context.Context, e *engine.Engine, rescan bool, st *engine.GetStats) error {
 	chats, err := storedChats(ctx, e.Pool)
 	if err != nil {
 		return err
@@ -160,11 +161,11 @@ FROM bitrix_records WHERE entity = 'chat_messages' GROUP BY 1`)
 		return fmt.Errorf("find the newest stored messages: %w", err)
 	}
 	w := messagesWalk(readable, func(chat int64) string { return strconv.FormatInt(chat, 10) }, newest, rescan,
-		func(ctx context.Context, tx pgx.Tx, chat int64, u *Unreachable, zone *time.Location) error {
-			return e.markUnreachable(ctx, tx, chat, u, zone)
+		func(ctx context.Context, tx pgx.Tx, chat int64, u *engine.Unreachable, zone *time.Location) error {
+			return markUnreachable(ctx, e, tx, chat, u, zone)
 		})
 	// test_limit limits the chats, whose messages are all read.
-	st.Pass, st.Resumed, err = w.run(ctx, e, e.entity(ChatMessages), st, 0)
+	st.Pass, st.Resumed, err = w.Run(ctx, e, e.Entity(ChatMessages), st, 0)
 	return err
 }
 
@@ -182,14 +183,14 @@ var fileFields = []string{"id", "chatId", "date", "type", "name", "extension", "
 // decodeMessages turns a page of a chat's messages into rows of the parent record given, ids
 // ascending. A message's payload is the message as the portal sent it, plus "files": the
 // metadata of the files its FILE_ID names.
-func decodeMessages(chat int64, parent string, r *rest.Response) ([]WalkRow, []int64, error) {
+func decodeMessages(chat int64, parent string, r *rest.Response) ([]engine.WalkRow, []int64, error) {
 	var page messagePage
 	if err := r.Decode(&page); err != nil {
 		return nil, nil, fmt.Errorf("messages of chat %d: %w", chat, err)
 	}
 	files := map[string]map[string]json.RawMessage{}
 	for _, raw := range page.Files {
-		f, err := fieldsOf(raw)
+		f, err := engine.FieldsOf(raw)
 		if err != nil {
 			return nil, nil, fmt.Errorf("files of chat %d: %w", chat, err)
 		}
@@ -199,16 +200,16 @@ func decodeMessages(chat int64, parent string, r *rest.Response) ([]WalkRow, []i
 				kept[k] = v
 			}
 		}
-		files[text(f, "id")] = kept
+		files[engine.Text(f, "id")] = kept
 	}
-	rows := make([]WalkRow, 0, len(page.Messages))
+	rows := make([]engine.WalkRow, 0, len(page.Messages))
 	ids := make([]int64, 0, len(page.Messages))
 	for _, raw := range page.Messages {
-		fields, err := fieldsOf(raw)
+		fields, err := engine.FieldsOf(raw)
 		if err != nil {
 			return nil, nil, fmt.Errorf("message of chat %d: %w", chat, err)
 		}
-		id, err := strconv.ParseInt(text(fields, "id"), 10, 64)
+		id, err := strconv.ParseInt(engine.Text(fields, "id"), 10, 64)
 		if err != nil {
 			return nil, nil, fmt.Errorf("message of chat %d without a numeric id: %.200s", chat, raw)
 		}
@@ -218,8 +219,8 @@ func decodeMessages(chat int64, parent string, r *rest.Response) ([]WalkRow, []i
 				attached = append(attached, meta)
 			}
 		}
-		fields["files"] = mustJSON(attached)
-		rows = append(rows, WalkRow{SourceID: parent + ":" + strconv.FormatInt(id, 10), Parent: parent, Payload: mustJSON(fields)})
+		fields["files"] = engine.MustJSON(attached)
+		rows = append(rows, engine.WalkRow{SourceID: parent + ":" + strconv.FormatInt(id, 10), Parent: parent, Payload: engine.MustJSON(fields)})
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
@@ -243,9 +244,9 @@ func fileIDs(params json.RawMessage) []string {
 
 // markUnreachable records that a chat can no longer be read: its payload gets the refusal, so
 // it changes (back to NEW), and it moves on to IMPORT_ERR with the reason.
-func (e *Engine) markUnreachable(ctx context.Context, tx pgx.Tx, chat int64, u *Unreachable, zone *time.Location) error {
+func markUnreachable(ctx context.Context, e *engine.Engine, tx pgx.Tx, chat int64, u *engine.Unreachable, zone *time.Location) error {
 	id := strconv.FormatInt(chat, 10)
-	rec, err := GetRecord(ctx, tx, Chats, id)
+	rec, err := engine.GetRecord(ctx, tx, Chats, id)
 	if err != nil {
 		return err
 	}
@@ -254,18 +255,18 @@ func (e *Engine) markUnreachable(ctx context.Context, tx pgx.Tx, chat int64, u *
 		return err
 	}
 	row.Unreachable = u
-	payload := mustJSON(row)
-	fields, err := fieldsOf(payload)
+	payload := engine.MustJSON(row)
+	fields, err := engine.FieldsOf(payload)
 	if err != nil {
 		return err
 	}
-	in, err := newIncoming(e.entity(Chats), id, "", payload, fields, zone)
+	in, err := engine.NewIncoming(e.Entity(Chats), id, "", payload, fields, zone)
 	if err != nil {
 		return err
 	}
 	e.Log.Warn("chat no longer readable", "entity", Chats, "source_id", id, "reason", u.Reason())
-	if _, err := saveRecords(ctx, tx, Chats, []incoming{in}, status.Change{Reason: "no longer readable", Actor: e.Actor, RunID: e.RunID}); err != nil {
+	if _, err := engine.SaveRecords(ctx, tx, Chats, []engine.Incoming{in}, status.Change{Reason: "no longer readable", Actor: e.Actor, RunID: e.RunID}); err != nil {
 		return err
 	}
-	return e.refuse(ctx, tx, []string{id}, u.Reason())
+	return refuse(ctx, e, tx, []string{id}, u.Reason())
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
 	"github.com/ingest-dev/ingest/internal/importapi"
@@ -27,7 +28,7 @@ import (
 const webhookUser = 1
 
 // chatEnv is an env whose users and workgroups are migrated and verified, ready for chats.
-func chatEnv(t *testing.T, opts bitrixfake.Options) (*env, *bitrix.Engine) {
+func chatEnv(t *testing.T, opts bitrixfake.Options) (*env, *engine.Engine) {
 	t.Helper()
 	v := newEnv(t, opts)
 	e := v.engine()
@@ -272,7 +273,7 @@ func TestChatsEditedMessageIsFoundByItsHash(t *testing.T) {
 	if c := st.Of(bitrix.ChatMessages); c.Inserted != 1 || c.Changed != 0 || c.Rows != 1 {
 		t.Errorf("top-up stats %+v, want the one new message", st)
 	}
-	if r := v.record(bitrix.ChatMessages, fmt.Sprintf("%d:%d", chat.ID, added)); r.Status != bitrix.New {
+	if r := v.record(bitrix.ChatMessages, fmt.Sprintf("%d:%d", chat.ID, added)); r.Status != engine.New {
 		t.Errorf("new message is %s, want NEW", r.Status)
 	}
 
@@ -285,7 +286,7 @@ func TestChatsEditedMessageIsFoundByItsHash(t *testing.T) {
 	if c := st.Of(bitrix.ChatMessages); c.Changed != 1 || c.Inserted != 0 || c.Unchanged != total {
 		t.Errorf("rescan stats %+v, want 1 changed and %d unchanged", st, total)
 	}
-	if r := v.record(bitrix.ChatMessages, editedKey); r.Status != bitrix.New {
+	if r := v.record(bitrix.ChatMessages, editedKey); r.Status != engine.New {
 		t.Errorf("edited message is %s, want NEW", r.Status)
 	}
 	if n := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'chat_messages' AND status = 'IMPORT_OK'`); n != total-1 {
@@ -319,7 +320,7 @@ func TestChatsEditedMessageIsFoundByItsHash(t *testing.T) {
 // orderedTarget checks, as the target, that no message arrives before its chat was imported
 // and that each chat's messages arrive in id order.
 type orderedTarget struct {
-	bitrix.Target
+	engine.Target
 	t        *testing.T
 	mu       sync.Mutex
 	imported map[string]bool // chat source ids
@@ -370,7 +371,7 @@ func TestChatMessagesAreNeverImportedBeforeTheirChat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := v.record(bitrix.Chats, strconv.Itoa(rejected.ID)); r.Status != bitrix.ImportErr || !strings.Contains(r.LastError, "chat quota exceeded") {
+	if r := v.record(bitrix.Chats, strconv.Itoa(rejected.ID)); r.Status != engine.ImportErr || !strings.Contains(r.LastError, "chat quota exceeded") {
 		t.Errorf("rejected chat is %s (%q), want IMPORT_ERR with the target's reason", r.Status, r.LastError)
 	}
 	if got, want := st[bitrix.ChatMessages].Waiting, int64(len(rejected.MessageIDs)); got != want {
@@ -447,8 +448,8 @@ func TestChatsVerifyReportsUnmappedParticipants(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := []bitrix.UnmappedRefs{{SourceID: strconv.Itoa(chat.ID), Values: []string{user}}}
-			if r.Clean() || len(r.References) != 1 || !slices.EqualFunc(r.References[0].Unmapped, want, func(a, b bitrix.UnmappedRefs) bool {
+			want := []engine.UnmappedRefs{{SourceID: strconv.Itoa(chat.ID), Values: []string{user}}}
+			if r.Clean() || len(r.References) != 1 || !slices.EqualFunc(r.References[0].Unmapped, want, func(a, b engine.UnmappedRefs) bool {
 				return a.SourceID == b.SourceID && slices.Equal(a.Values, b.Values)
 			}) {
 				t.Errorf("verify: %s; references %+v, want unmapped %+v", r.Summary(), r.References, want)
@@ -456,7 +457,7 @@ func TestChatsVerifyReportsUnmappedParticipants(t *testing.T) {
 			if !strings.Contains(r.Summary(), "1 of") || !strings.Contains(r.Summary(), "participants have no target id") {
 				t.Errorf("summary %q does not name the unmapped participant", r.Summary())
 			}
-			if rec := v.record(bitrix.Chats, strconv.Itoa(chat.ID)); rec.Status != bitrix.ImportErr || !strings.Contains(rec.LastError, user) {
+			if rec := v.record(bitrix.Chats, strconv.Itoa(chat.ID)); rec.Status != engine.ImportErr || !strings.Contains(rec.LastError, user) {
 				t.Errorf("chat %d is %s (%q), want IMPORT_ERR naming user %s", chat.ID, rec.Status, rec.LastError, user)
 			}
 		})
@@ -559,7 +560,7 @@ func TestChatsSetRequiresVerifiedUsers(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := e.Set(v.ctx, bitrix.Chats)
-	if !errors.Is(err, bitrix.ErrPrerequisite) || !strings.Contains(err.Error(), "users") {
+	if !errors.Is(err, engine.ErrPrerequisite) || !strings.Contains(err.Error(), "users") {
 		t.Errorf("chats set before users: %v, want a prerequisite error naming users", err)
 	}
 	if v.target.Count(bitrix.Chats) != 0 {
@@ -574,7 +575,7 @@ func TestChatsSetRequiresVerifiedUsers(t *testing.T) {
 func TestChatsVerifyPassesOnAcknowledgedExceptions(t *testing.T) {
 	t.Parallel()
 	v, e := chatEnv(t, bitrixfake.Options{Users: 30, Groups: 0, Chats: 20, OpenLines: 2, MessagesPerChat: 10, Seed: 33})
-	if err := e.Run(v.ctx, bitrix.Chats); !errors.Is(err, bitrix.ErrNotVerified) {
+	if err := e.Run(v.ctx, bitrix.Chats); !errors.Is(err, engine.ErrNotVerified) {
 		t.Fatalf("chats run = %v, want ErrNotVerified over the Open Channel chats", err)
 	}
 	rows, err := v.pool.Query(v.ctx, `SELECT id FROM bitrix_records WHERE entity = 'chats' AND status = 'IMPORT_ERR'`)
@@ -585,7 +586,7 @@ func TestChatsVerifyPassesOnAcknowledgedExceptions(t *testing.T) {
 	if err != nil || len(ids) != 2 {
 		t.Fatalf("%d chats in IMPORT_ERR (%v), want the 2 Open Channel chats", len(ids), err)
 	}
-	if _, err := bitrix.Machine.Acknowledge(v.ctx, v.pool, ids, "guests live in the CRM, not the portal", "manual: alice"); err != nil {
+	if _, err := engine.Machine.Acknowledge(v.ctx, v.pool, ids, "guests live in the CRM, not the portal", "manual: alice"); err != nil {
 		t.Fatal(err)
 	}
 	r, err := e.Verify(v.ctx, bitrix.Chats)
@@ -604,7 +605,7 @@ func TestChatsVerifyPassesOnAcknowledgedExceptions(t *testing.T) {
 		t.Error("chats not VERIFIED after a clean verify")
 	}
 	// Sent back by a person, the chat fails again: the old acknowledgement does not cover it.
-	if _, err := bitrix.Machine.MoveMany(v.ctx, v.pool, ids[:1], bitrix.ImportErr, bitrix.New,
+	if _, err := engine.Machine.MoveMany(v.ctx, v.pool, ids[:1], engine.ImportErr, engine.New,
 		status.Change{Actor: "manual: bob", Manual: true, Reason: "try again"}); err != nil {
 		t.Fatal(err)
 	}

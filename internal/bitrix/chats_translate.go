@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 )
 
@@ -29,7 +30,7 @@ func (e *UnmappedUsersError) Error() string {
 
 // chatUsers lists the users a chat refers to: its owner and participants.
 func chatUsers(fields map[string]json.RawMessage) []string {
-	row, err := decodeChatRow(mustJSON(fields))
+	row, err := decodeChatRow(engine.MustJSON(fields))
 	if err != nil {
 		return nil // the payload hook reports the undecodable chat
 	}
@@ -42,16 +43,16 @@ func chatUsers(fields map[string]json.RawMessage) []string {
 
 // chatGroup lists the workgroup a workgroup's chat belongs to.
 func chatGroup(fields map[string]json.RawMessage) []string {
-	if text(fields, "entity_type") != "SONET_GROUP" {
+	if engine.Text(fields, "entity_type") != "SONET_GROUP" {
 		return nil
 	}
-	return []string{text(fields, "entity_id")}
+	return []string{engine.Text(fields, "entity_id")}
 }
 
 // messageUsers lists the users a message names: its author, the mentions in its text and the
 // users who liked it.
 func messageUsers(fields map[string]json.RawMessage) []string {
-	users := []string{text(fields, "author_id")}
+	users := []string{engine.Text(fields, "author_id")}
 	var body string
 	_ = json.Unmarshal(fields["text"], &body)
 	for _, m := range mentionPattern.FindAllStringSubmatch(body, -1) {
@@ -76,7 +77,7 @@ func likes(params json.RawMessage) []string {
 }
 
 // mapUsers translates user ids, returning the ones that have no target id.
-func mapUsers(ids []string, m idMap) (mapped, missing []string) {
+func mapUsers(ids []string, m engine.IDMap) (mapped, missing []string) {
 	mapped = make([]string, 0, len(ids))
 	for _, id := range ids {
 		if t, ok := m[id]; ok {
@@ -92,7 +93,7 @@ func mapUsers(ids []string, m idMap) (mapped, missing []string) {
 // owner, participants and workgroup as target ids and its creation date in ISO 8601 with the
 // original offset. A chat that could not be read, whose participants are unknown, or that
 // refers to anything without a target id gets an error instead.
-func chatPayload(r Record, rf *Refs) (json.RawMessage, error) {
+func chatPayload(r engine.Record, rf *engine.Refs) (json.RawMessage, error) {
 	row, err := decodeChatRow(r.Payload)
 	if err != nil {
 		return nil, err
@@ -107,7 +108,7 @@ func chatPayload(r Record, rf *Refs) (json.RawMessage, error) {
 	for i, p := range row.Participants {
 		ids[i] = strconv.FormatInt(p, 10)
 	}
-	participants, missing := mapUsers(ids, rf.of(Users))
+	participants, missing := mapUsers(ids, rf.Of(Users))
 	if len(missing) > 0 {
 		return nil, &UnmappedUsersError{Field: "participants", Users: missing}
 	}
@@ -124,45 +125,45 @@ func chatPayload(r Record, rf *Refs) (json.RawMessage, error) {
 	}
 	if row.Owner != 0 {
 		owner := strconv.FormatInt(row.Owner, 10)
-		t, ok := rf.of(Users)[owner]
+		t, ok := rf.Of(Users)[owner]
 		if !ok {
-			return nil, &UnresolvedError{Field: "owner", Entity: Users, SourceID: owner}
+			return nil, &engine.UnresolvedError{Field: "owner", Entity: Users, SourceID: owner}
 		}
 		out["owner_id"] = t
 	}
 	if row.EntityType == "SONET_GROUP" {
-		t, ok := rf.of(Groups)[row.EntityID]
+		t, ok := rf.Of(Groups)[row.EntityID]
 		if !ok {
-			return nil, &UnresolvedError{Field: "entity_id", Entity: Groups, SourceID: row.EntityID}
+			return nil, &engine.UnresolvedError{Field: "entity_id", Entity: Groups, SourceID: row.EntityID}
 		}
 		out["entity_id"] = t
 	}
 	if d, ok := r.Dates["date_create"]; ok {
-		if local, ok := d.local(); ok {
+		if local, ok := d.Local(); ok {
 			out["date_create"] = local
 		}
 	}
-	return mustJSON(out), nil
+	return engine.MustJSON(out), nil
 }
 
 // messagePayload is what the target receives for a message (docs/bitrix-chats.md): its chat,
 // author, the users mentioned in its BB-code text and those in params.LIKE as target ids; a
 // system message (author 0) has no author and system true; params and the files' metadata as
 // the portal sent them; edited says whether the message was edited.
-func messagePayload(r Record, rf *Refs) (json.RawMessage, error) {
-	fields, err := fieldsOf(r.Payload)
+func messagePayload(r engine.Record, rf *engine.Refs) (json.RawMessage, error) {
+	fields, err := engine.FieldsOf(r.Payload)
 	if err != nil {
 		return nil, err
 	}
-	chat, ok := rf.of(Chats)[r.ParentSourceID]
+	chat, ok := rf.Of(Chats)[r.ParentSourceID]
 	if !ok {
-		return nil, &UnresolvedError{Field: "chat_id", Entity: Chats, SourceID: r.ParentSourceID}
+		return nil, &engine.UnresolvedError{Field: "chat_id", Entity: Chats, SourceID: r.ParentSourceID}
 	}
-	author := text(fields, "author_id")
+	author := engine.Text(fields, "author_id")
 	system := author == "" || author == "0"
 	var authorID any
 	if !system {
-		t, ok := rf.of(Users)[author]
+		t, ok := rf.Of(Users)[author]
 		if !ok {
 			return nil, &UnmappedUsersError{Field: "author_id", Users: []string{author}}
 		}
@@ -175,7 +176,7 @@ func messagePayload(r Record, rf *Refs) (json.RawMessage, error) {
 	var missing []string
 	body = mentionPattern.ReplaceAllStringFunc(body, func(tag string) string {
 		m := mentionPattern.FindStringSubmatch(tag)
-		t, ok := rf.of(Users)[m[1]]
+		t, ok := rf.Of(Users)[m[1]]
 		if !ok {
 			missing = append(missing, m[1])
 			return tag
@@ -188,17 +189,17 @@ func messagePayload(r Record, rf *Refs) (json.RawMessage, error) {
 	params := map[string]json.RawMessage{}
 	_ = json.Unmarshal(fields["params"], &params) // [] (PHP's empty array) leaves it empty
 	if liked := likes(fields["params"]); len(liked) > 0 {
-		mapped, missing := mapUsers(liked, rf.of(Users))
+		mapped, missing := mapUsers(liked, rf.Of(Users))
 		if len(missing) > 0 {
 			return nil, &UnmappedUsersError{Field: "params.LIKE", Users: missing}
 		}
-		params["LIKE"] = mustJSON(mapped)
+		params["LIKE"] = engine.MustJSON(mapped)
 	}
 	var edited string
 	_ = json.Unmarshal(params["IS_EDITED"], &edited)
 	var date any
 	if d, ok := r.Dates["date"]; ok {
-		if local, ok := d.local(); ok {
+		if local, ok := d.Local(); ok {
 			date = local
 		}
 	}
@@ -206,7 +207,7 @@ func messagePayload(r Record, rf *Refs) (json.RawMessage, error) {
 	if len(files) == 0 {
 		files = json.RawMessage("[]")
 	}
-	return mustJSON(map[string]any{
+	return engine.MustJSON(map[string]any{
 		"source_id": fields["id"],
 		"chat_id":   chat,
 		"author_id": authorID,

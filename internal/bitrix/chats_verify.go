@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 )
 
@@ -17,20 +18,20 @@ import (
 // shows that were never read, the mapping of every participant, and the chats out of reach,
 // listed with the reason. The engine adds the records not imported and the sample of chats and
 // messages compared field by field (text included).
-func verifyChats(ctx context.Context, e *Engine, _ *Entity, r *VerifyReport) error {
-	m := &ChildCounts{Entity: ChatMessages, ByStatus: map[string]int64{}, summary: "messages"}
-	p := &RefCoverage{Entity: Chats, Field: "participants", Refers: Users}
+func verifyChats(ctx context.Context, e *engine.Engine, _ *engine.Entity, r *engine.VerifyReport) error {
+	m := &engine.ChildCounts{Entity: ChatMessages, ByStatus: map[string]int64{}, Summary: "messages"}
+	p := &engine.RefCoverage{Entity: Chats, Field: "participants", Refers: Users}
 	chats, err := storedChats(ctx, e.Pool)
 	if err != nil {
 		return err
 	}
-	if err := e.verifyChatCounts(ctx, chats, r, m); err != nil {
+	if err := verifyChatCounts(ctx, e, chats, r, m); err != nil {
 		return err
 	}
-	if err := e.verifyMessageCounts(ctx, chats, r, m); err != nil {
+	if err := verifyMessageCounts(ctx, e, chats, r, m); err != nil {
 		return err
 	}
-	if err := e.verifyParticipants(ctx, r, p); err != nil {
+	if err := verifyParticipants(ctx, e, r, p); err != nil {
 		return err
 	}
 	r.Children = append(r.Children, *m)
@@ -41,7 +42,7 @@ func verifyChats(ctx context.Context, e *Engine, _ *Entity, r *VerifyReport) err
 // verifyChatCounts compares the readable chats read with the target, lists the unreachable
 // ones, and reads the recent list again to find chats get never read; m gets the messages'
 // statuses.
-func (e *Engine) verifyChatCounts(ctx context.Context, chats []chatRow, r *VerifyReport, m *ChildCounts) error {
+func verifyChatCounts(ctx context.Context, e *engine.Engine, chats []chatRow, r *engine.VerifyReport, m *engine.ChildCounts) error {
 	read := map[int64]bool{}
 	for _, c := range chats {
 		read[c.ID] = true
@@ -50,23 +51,23 @@ func (e *Engine) verifyChatCounts(ctx context.Context, chats []chatRow, r *Verif
 			continue
 		}
 		r.UnreachableCount++
-		if len(r.Unreachable) < maxListed {
-			r.Unreachable = append(r.Unreachable, RecordIssue{Entity: Chats, SourceID: strconv.FormatInt(c.ID, 10),
-				Status: string(ImportErr), Reason: c.Unreachable.Reason()})
+		if len(r.Unreachable) < engine.MaxListed {
+			r.Unreachable = append(r.Unreachable, engine.RecordIssue{Entity: Chats, SourceID: strconv.FormatInt(c.ID, 10),
+				Status: string(engine.ImportErr), Reason: c.Unreachable.Reason()})
 		}
 	}
-	acked, err := countExcused(ctx, e.Pool, e.entity(Chats))
+	acked, err := engine.CountExcused(ctx, e.Pool, e.Entity(Chats))
 	if err != nil {
 		return err
 	}
 	r.Expected = r.SourceCount - acked
-	inv, err := loadInventory(ctx, e.Pool, Chats)
+	inv, err := engine.LoadInventory(ctx, e.Pool, Chats)
 	if err != nil {
 		return err
 	}
 	r.TestLimit = inv.Limit
 	if inv.Limit == nil {
-		recent, _, err := e.recentChats(ctx, 0)
+		recent, _, err := recentChats(ctx, e, 0)
 		if err != nil {
 			return fmt.Errorf("verify chats: %w", err)
 		}
@@ -77,16 +78,16 @@ func (e *Engine) verifyChatCounts(ctx context.Context, chats []chatRow, r *Verif
 			}
 		}
 		if len(unread) > 0 {
-			r.problem("%d chats of the recent list were never read (run get again): %s", len(unread), clipList(unread))
+			r.Problem("%d chats of the recent list were never read (run get again): %s", len(unread), clipList(unread))
 		}
 	}
 	if r.TargetCount, err = e.Target.Count(ctx, Chats); err != nil {
 		return fmt.Errorf("verify chats: %w", err)
 	}
 	if r.TargetCount != r.Expected {
-		r.problem("target holds %d chats, expected %d", r.TargetCount, r.Expected)
+		r.Problem("target holds %d chats, expected %d", r.TargetCount, r.Expected)
 	}
-	counts, err := Machine.Counts(ctx, e.Pool)
+	counts, err := engine.Machine.Counts(ctx, e.Pool)
 	if err != nil {
 		return err
 	}
@@ -101,26 +102,26 @@ func (e *Engine) verifyChatCounts(ctx context.Context, chats []chatRow, r *Verif
 	}
 	// Messages of an acknowledged chat (or acknowledged themselves) are not expected on the
 	// target.
-	excusedMessages, err := countExcused(ctx, e.Pool, e.entity(ChatMessages))
+	excusedMessages, err := engine.CountExcused(ctx, e.Pool, e.Entity(ChatMessages))
 	if err != nil {
 		return err
 	}
 	m.Excused = excusedMessages
 	rows, err := e.Pool.Query(ctx, `SELECT source_id, status, coalesce(last_error, '') FROM bitrix_records
-WHERE entity = $1 AND status <> $2 AND payload->'unreachable' IS NULL AND acknowledged_at IS NULL ORDER BY id`, Chats, string(ImportOK))
+WHERE entity = $1 AND status <> $2 AND payload->'unreachable' IS NULL AND acknowledged_at IS NULL ORDER BY id`, Chats, string(engine.ImportOK))
 	if err != nil {
 		return fmt.Errorf("list unimported chats: %w", err)
 	}
-	issues, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (RecordIssue, error) {
-		i := RecordIssue{Entity: Chats}
+	issues, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (engine.RecordIssue, error) {
+		i := engine.RecordIssue{Entity: Chats}
 		return i, row.Scan(&i.SourceID, &i.Status, &i.Reason)
 	})
 	if err != nil {
 		return fmt.Errorf("list unimported chats: %w", err)
 	}
 	if len(issues) > 0 {
-		r.problem("%d readable chats are not IMPORT_OK", len(issues))
-		r.NotImported = issues[:min(len(issues), maxListed)]
+		r.Problem("%d readable chats are not IMPORT_OK", len(issues))
+		r.NotImported = issues[:min(len(issues), engine.MaxListed)]
 	}
 	return nil
 }
@@ -128,13 +129,13 @@ WHERE entity = $1 AND status <> $2 AND payload->'unreachable' IS NULL AND acknow
 // messageCounts asks the portal how many messages each chat holds (im.dialog.get
 // message_count, 50 chats to a call, Concurrency calls at once) and hands each count to fn, one
 // at a time; a chat the webhook's user can no longer read goes to gone instead.
-func (e *Engine) messageCounts(ctx context.Context, chats []int64, fn func(chat string, count int64), gone func(chat string, u *Unreachable)) error {
+func messageCounts(ctx context.Context, e *engine.Engine, chats []int64, fn func(chat string, count int64), gone func(chat string, u *engine.Unreachable)) error {
 	cmds := make([]rest.Command, len(chats))
 	for i, id := range chats {
 		s := strconv.FormatInt(id, 10)
 		cmds[i] = rest.Command{Key: "c" + s, Method: "im.dialog.get", Params: map[string]any{"DIALOG_ID": "chat" + s}}
 	}
-	return e.batchEachConcurrently(ctx, cmds, func(key string, resp *rest.Response) error {
+	return e.BatchEachConcurrently(ctx, cmds, func(key string, resp *rest.Response) error {
 		var card struct {
 			MessageCount int64 `json:"message_count"`
 		}
@@ -144,7 +145,7 @@ func (e *Engine) messageCounts(ctx context.Context, chats []int64, fn func(chat 
 		fn(key[1:], card.MessageCount)
 		return nil
 	}, func(key string, err error) error {
-		if u, ok := unreachableFrom("im.dialog.get", err); ok {
+		if u, ok := engine.UnreachableFrom("im.dialog.get", err); ok {
 			gone(key[1:], u)
 			return nil
 		}
@@ -154,7 +155,7 @@ func (e *Engine) messageCounts(ctx context.Context, chats []int64, fn func(chat 
 
 // verifyMessageCounts compares the messages stored with the portal's count of every readable
 // chat (im.dialog.get message_count, 50 chats per batch) and with the target.
-func (e *Engine) verifyMessageCounts(ctx context.Context, chats []chatRow, r *VerifyReport, m *ChildCounts) error {
+func verifyMessageCounts(ctx context.Context, e *engine.Engine, chats []chatRow, r *engine.VerifyReport, m *engine.ChildCounts) error {
 	stored := map[string]int64{}
 	rows, err := e.Pool.Query(ctx, `SELECT parent_source_id, count(*) FROM bitrix_records WHERE entity = 'chat_messages' GROUP BY 1`)
 	if err != nil {
@@ -172,33 +173,33 @@ func (e *Engine) verifyMessageCounts(ctx context.Context, chats []chatRow, r *Ve
 		}
 	}
 	behind := 0
-	err = e.messageCounts(ctx, readable, func(chat string, count int64) {
+	err = messageCounts(ctx, e, readable, func(chat string, count int64) {
 		m.Source += count
 		if got := stored[chat]; got < count {
 			behind++
-			if len(m.Short) < maxListed {
-				m.Short = append(m.Short, ParentCounts{Parent: chat, Source: count, Read: got, Target: -1})
+			if len(m.Short) < engine.MaxListed {
+				m.Short = append(m.Short, engine.ParentCounts{Parent: chat, Source: count, Read: got, Target: -1})
 			}
 		}
-	}, func(chat string, u *Unreachable) {
-		r.problem("chat %s can no longer be read (%s): run get again", chat, u.Code)
+	}, func(chat string, u *engine.Unreachable) {
+		r.Problem("chat %s can no longer be read (%s): run get again", chat, u.Code)
 	})
 	if err != nil {
 		return err
 	}
-	slices.SortFunc(m.Short, func(a, b ParentCounts) int { return strings.Compare(a.Parent, b.Parent) })
+	slices.SortFunc(m.Short, func(a, b engine.ParentCounts) int { return strings.Compare(a.Parent, b.Parent) })
 	if behind > 0 {
-		r.problem("%d chats have more messages on the portal than were read (run get again)", behind)
+		r.Problem("%d chats have more messages on the portal than were read (run get again)", behind)
 	}
 	if m.Target, err = e.Target.Count(ctx, ChatMessages); err != nil {
 		return fmt.Errorf("verify chat messages: %w", err)
 	}
 	if m.Target != m.Read-m.Excused {
-		r.problem("target holds %d chat messages, %d were read (%d of them excused)", m.Target, m.Read, m.Excused)
+		r.Problem("target holds %d chat messages, %d were read (%d of them excused)", m.Target, m.Read, m.Excused)
 	}
-	if n := m.Read - m.ByStatus[string(ImportOK)] - m.Excused; n > 0 {
-		r.problem("%d chat messages are not IMPORT_OK", n)
-		if m.NotImported, err = notImported(ctx, e.Pool, e.entity(ChatMessages)); err != nil {
+	if n := m.Read - m.ByStatus[string(engine.ImportOK)] - m.Excused; n > 0 {
+		r.Problem("%d chat messages are not IMPORT_OK", n)
+		if m.NotImported, err = engine.NotImported(ctx, e.Pool, e.Entity(ChatMessages)); err != nil {
 			return err
 		}
 	}
@@ -206,7 +207,7 @@ func (e *Engine) verifyMessageCounts(ctx context.Context, chats []chatRow, r *Ve
 }
 
 // verifyParticipants checks that every participant of every readable chat has a target id.
-func (e *Engine) verifyParticipants(ctx context.Context, r *VerifyReport, p *RefCoverage) error {
+func verifyParticipants(ctx context.Context, e *engine.Engine, r *engine.VerifyReport, p *engine.RefCoverage) error {
 	err := e.Pool.QueryRow(ctx, `SELECT count(*), count(u.source_id) FROM bitrix_records c
 CROSS JOIN jsonb_array_elements_text(c.payload->'participants') AS pid
 LEFT JOIN bitrix_id_map u ON u.entity = 'users' AND u.source_id = pid
@@ -218,15 +219,15 @@ WHERE c.entity = 'chats' AND c.payload->'unreachable' IS NULL AND c.acknowledged
 CROSS JOIN jsonb_array_elements_text(c.payload->'participants') AS pid
 WHERE c.entity = 'chats' AND c.payload->'unreachable' IS NULL AND c.acknowledged_at IS NULL
   AND NOT EXISTS (SELECT 1 FROM bitrix_id_map u WHERE u.entity = 'users' AND u.source_id = pid)
-GROUP BY c.id, c.source_id ORDER BY c.id LIMIT $1`, maxListed)
+GROUP BY c.id, c.source_id ORDER BY c.id LIMIT $1`, engine.MaxListed)
 	if err != nil {
 		return fmt.Errorf("verify participants: %w", err)
 	}
-	if p.Unmapped, err = pgx.CollectRows(rows, pgx.RowToStructByPos[UnmappedRefs]); err != nil {
+	if p.Unmapped, err = pgx.CollectRows(rows, pgx.RowToStructByPos[engine.UnmappedRefs]); err != nil {
 		return fmt.Errorf("verify participants: %w", err)
 	}
 	if n := p.Total - p.Mapped; n > 0 {
-		r.problem("%d of %d chat participants have no target id (users not imported)", n, p.Total)
+		r.Problem("%d of %d chat participants have no target id (users not imported)", n, p.Total)
 	}
 	return nil
 }

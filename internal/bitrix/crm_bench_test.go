@@ -11,6 +11,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/dbtest"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
@@ -50,7 +51,7 @@ func BenchmarkGetDealsSlowPortal(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				e := &bitrix.Engine{Registry: bitrix.Catalog(), Pool: pool, Source: src, Log: benchLog(), Metrics: metrics.New(), Actor: "bench", Concurrency: 8}
+				e := &engine.Engine{Registry: bitrix.Catalog(), Pool: pool, Source: src, Log: benchLog(), Metrics: metrics.New(), Actor: "bench", Concurrency: 8}
 				b.StartTimer()
 				start := time.Now()
 				st, err := e.Get(context.Background(), bitrix.Deals)
@@ -103,7 +104,7 @@ func BenchmarkSetDeals(b *testing.B) {
 			return t, c, srv.Close
 		}
 		_, fast, closeFast := target(0)
-		e := &bitrix.Engine{Registry: bitrix.Catalog(), Pool: pool, Source: src, Target: fast, Log: benchLog(), Metrics: metrics.New(), Actor: "bench", Concurrency: conc}
+		e := &engine.Engine{Registry: bitrix.Catalog(), Pool: pool, Source: src, Target: fast, Log: benchLog(), Metrics: metrics.New(), Actor: "bench", Concurrency: conc}
 		for _, entity := range []string{bitrix.Users, bitrix.CRMTypes, bitrix.CRMCategories, bitrix.Companies, bitrix.Contacts} {
 			for _, phase := range []string{"get", "set", "verify"} {
 				if err := e.Phase(ctx, entity, phase); err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
 )
 
@@ -112,7 +113,7 @@ func TestCRMVerifyNamesFailedAndDifferingDeals(t *testing.T) {
 		t.Fatal(err)
 	}
 	v.phases(e, bitrix.Deals, "set")
-	if r := v.record(bitrix.Deals, stuck); r.Status != bitrix.ImportErr || !strings.Contains(r.LastError, stage) {
+	if r := v.record(bitrix.Deals, stuck); r.Status != engine.ImportErr || !strings.Contains(r.LastError, stage) {
 		t.Errorf("deal %s: %s %q, want IMPORT_ERR naming stage %s", stuck, r.Status, r.LastError, stage)
 	}
 	if err := v.target.Corrupt(bitrix.Deals, "source:deals:"+changed, "opportunity", "1.00"); err != nil {
@@ -122,7 +123,7 @@ func TestCRMVerifyNamesFailedAndDifferingDeals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	listed := func(issues []bitrix.RecordIssue, id string) bool {
+	listed := func(issues []engine.RecordIssue, id string) bool {
 		for _, i := range issues {
 			if i.SourceID == id {
 				return true

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 )
 
 // crmFieldLinks is what the reference custom fields of CRM items name: employee fields users,
 // crm fields the CRM's records, written as crmLinks says.
-func crmFieldLinks() *FieldLinks { return &FieldLinks{Employee: Users, CRM: crmLinks{}} }
+func crmFieldLinks() *engine.FieldLinks { return &engine.FieldLinks{Employee: Users, CRM: crmLinks{}} }
 
 // crmLinks are the CRM's rules for crm field values: "CO_12", "C_5", "D_7", "T40e_3" for item 3
 // of the smart process 1038 = 0x40e, or a bare id when the field allows one type only.

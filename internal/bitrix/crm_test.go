@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
 )
@@ -22,7 +23,7 @@ var crmEntities = []string{bitrix.CRMTypes, bitrix.CRMCategories, bitrix.Compani
 	bitrix.DealProducts, bitrix.CRMComments, bitrix.Smart, bitrix.Workflows}
 
 // migrateCRM runs users and every CRM and workflow entity through all phases.
-func (v *env) migrateCRM(e *bitrix.Engine) {
+func (v *env) migrateCRM(e *engine.Engine) {
 	v.t.Helper()
 	for _, entity := range append([]string{bitrix.Users}, crmEntities...) {
 		if err := e.Run(v.ctx, entity); err != nil {
@@ -244,7 +245,7 @@ func keys(m map[string]json.RawMessage) []string {
 }
 
 // lastVerify returns the stored report of an entity's last verify.
-func (v *env) lastVerify(entity string) bitrix.VerifyReport {
+func (v *env) lastVerify(entity string) engine.VerifyReport {
 	v.t.Helper()
 	rep, err := v.engine().Report(v.ctx)
 	if err != nil {
@@ -256,7 +257,7 @@ func (v *env) lastVerify(entity string) bitrix.VerifyReport {
 		}
 	}
 	v.t.Fatalf("no verify report for %s", entity)
-	return bitrix.VerifyReport{}
+	return engine.VerifyReport{}
 }
 
 // The plan's calls for CRM records are the calls get then makes.
@@ -269,7 +270,7 @@ func TestCRMPlanForetellsWhatGetDoes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plans := map[string]bitrix.EntityPlan{}
+	plans := map[string]engine.EntityPlan{}
 	for _, ep := range p.Entities {
 		plans[ep.Entity] = ep
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 )
 
 func TestParseDate(t *testing.T) {
@@ -43,12 +43,12 @@ func TestParseDate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d, ok, err := bitrix.ParseDate(json.RawMessage(tt.raw), moscow)
+			d, ok, err := engine.ParseDate(json.RawMessage(tt.raw), moscow)
 			if ok != tt.ok {
 				t.Fatalf("ok = %v, want %v", ok, tt.ok)
 			}
 			if tt.bad {
-				if !errors.Is(err, bitrix.ErrDate) {
+				if !errors.Is(err, engine.ErrDate) {
 					t.Fatalf("err = %v, want ErrDate", err)
 				}
 				return

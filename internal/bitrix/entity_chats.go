@@ -1,5 +1,7 @@
 package bitrix
 
+import "github.com/ingest-dev/ingest/internal/bitrix/engine"
+
 // Chats and their messages (seed 002, research/bitrix.md §5.3, docs/bitrix-chats.md).
 const (
 	Chats        = "chats"
@@ -17,8 +19,8 @@ func ChatRescan(on bool) CatalogOption {
 // noChatFields is why fields-get and fields-set do nothing for chats.
 const noChatFields = "chats have no custom fields in the Bitrix24 REST API"
 
-func chatsEntity(o catalogOptions) *Entity {
-	return &Entity{
+func chatsEntity(o catalogOptions) *engine.Entity {
+	return &engine.Entity{
 		Name:     Chats,
 		Help:     "chats and their messages (users must be imported and verified first; see docs/bitrix-chats.md)",
 		Requires: []string{Users},
@@ -26,7 +28,7 @@ func chatsEntity(o catalogOptions) *Entity {
 		// recent list and the workgroups' chats, then walks every chat's messages behind a
 		// cursor (messagesWalk, a KeyWalk).
 		Lister: chatLister{rescan: o.chatRescan},
-		Refs: []Ref{
+		Refs: []engine.Ref{
 			{Field: "participants", Entity: Users, Values: chatUsers},
 			{Field: "entity_id", Entity: Groups, Values: chatGroup},
 		},
@@ -38,12 +40,12 @@ func chatsEntity(o catalogOptions) *Entity {
 	}
 }
 
-func chatMessagesEntity() *Entity {
-	return &Entity{
+func chatMessagesEntity() *engine.Entity {
+	return &engine.Entity{
 		Name:   ChatMessages,
 		Parent: Chats,
 		// Walked by the chats' lister; author, mentions in the BB-code text and likes are users.
-		Refs:  []Ref{{Field: "author_id", Entity: Users, Values: messageUsers}},
+		Refs:  []engine.Ref{{Field: "author_id", Entity: Users, Values: messageUsers}},
 		Dates: []string{"date"},
 		// A message's "unread" says whether the webhook's user has read it, not what it is.
 		Volatile: []string{"unread"},

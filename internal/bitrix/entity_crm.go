@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 )
 
@@ -58,25 +59,25 @@ type crmSpec struct {
 	requires     []string
 	// fields is the crm.<type>.userfield.list method of the type's custom fields.
 	fields string
-	refs   []Ref
+	refs   []engine.Ref
 }
 
 // crmEntity describes one CRM entity read through crm.item.list.
-func crmEntity(s crmSpec) *Entity {
-	return &Entity{
+func crmEntity(s crmSpec) *engine.Entity {
+	return &engine.Entity{
 		Name:     s.name,
 		Help:     s.help,
 		Requires: s.requires,
-		Lister:   &IDScan{Scan: crmScan(s.entityTypeID), CountParams: map[string]any{"select": []string{"id"}}},
+		Lister:   &engine.IDScan{Scan: crmScan(s.entityTypeID), CountParams: map[string]any{"select": []string{"id"}}},
 		IDField:  "id",
 		Refs:     append(crmRefs(s.entityTypeID), s.refs...),
 		Dates:    crmDates,
 		Volatile: crmVolatile,
 		Batch:    50,
-		Fields: &CustomFields{Method: s.fields,
+		Fields: &engine.CustomFields{Method: s.fields,
 			// LANG makes the portal send labels as text in that language instead of null.
 			Params: map[string]any{"order": map[string]any{"ID": "ASC"}, "filter": map[string]any{"LANG": "ru"}},
-			Naming: &FieldNaming{Prefix: "UF_CRM_", Max: 50}, Links: crmFieldLinks()},
+			Naming: &engine.FieldNaming{Prefix: "UF_CRM_", Max: 50}, Links: crmFieldLinks()},
 		Finish:      crmFinish,
 		NotMigrated: crmNotMigrated,
 	}
@@ -91,8 +92,8 @@ var crmDates = []string{"createdTime", "updatedTime", "movedTime", "lastActivity
 var crmVolatile = []string{"lastActivityTime", "lastActivityBy", "lastCommunicationTime"}
 
 // crmRefs are the references every CRM item has: its users, its funnel and its stages.
-func crmRefs(entityTypeID int) []Ref {
-	return []Ref{
+func crmRefs(entityTypeID int) []engine.Ref {
+	return []engine.Ref{
 		{Field: "assignedById", Name: "responsible", Entity: Users, Optional: true},
 		{Field: "createdBy", Name: "creator", Entity: Users, Optional: true},
 		{Field: "updatedBy", Entity: Users, Optional: true},
@@ -112,10 +113,10 @@ func crmRefs(entityTypeID int) []Ref {
 // type from the row (smart process items).
 func categoryKey(entityTypeID int) func(fields map[string]json.RawMessage) []string {
 	return func(fields map[string]json.RawMessage) []string {
-		cat := text(fields, "categoryId")
+		cat := engine.Text(fields, "categoryId")
 		et := strconv.Itoa(entityTypeID)
 		if entityTypeID == 0 {
-			et = text(fields, "entityTypeId")
+			et = engine.Text(fields, "entityTypeId")
 		}
 		if cat == "" || et == "" {
 			return nil
@@ -131,25 +132,25 @@ var crmMoney = []string{"opportunity", "opportunityAccount", "taxValue", "taxVal
 
 // crmFinish completes a CRM item's payload: its funnel as the target's id, its type as the
 // target's (smart processes), money as exact decimal strings.
-func crmFinish(fields map[string]json.RawMessage, r Record, rf *Refs) error {
+func crmFinish(fields map[string]json.RawMessage, r engine.Record, rf *engine.Refs) error {
 	et := crmTypeOf(r.Entity)
 	if r.Entity == Smart {
-		et = text(fields, "entityTypeId")
+		et = engine.Text(fields, "entityTypeId")
 		id, ok := rf.Target(CRMTypes, et)
 		if !ok {
-			return &UnresolvedError{Field: "entityTypeId", Entity: CRMTypes, SourceID: et}
+			return &engine.UnresolvedError{Field: "entityTypeId", Entity: CRMTypes, SourceID: et}
 		}
-		fields["entityTypeId"] = mustJSON(id)
+		fields["entityTypeId"] = engine.MustJSON(id)
 	}
-	if cat := text(fields, "categoryId"); cat != "" {
+	if cat := engine.Text(fields, "categoryId"); cat != "" {
 		id, ok := rf.Target(CRMCategories, et+":"+cat)
 		switch {
 		case ok:
-			fields["categoryId"] = mustJSON(id)
-		case rf.gone(CRMCategories, et+":"+cat):
+			fields["categoryId"] = engine.MustJSON(id)
+		case rf.Gone(CRMCategories, et+":"+cat):
 			fields["categoryId"] = json.RawMessage("null")
 		default:
-			return &UnresolvedError{Field: "categoryId", Entity: CRMCategories, SourceID: et + ":" + cat}
+			return &engine.UnresolvedError{Field: "categoryId", Entity: CRMCategories, SourceID: et + ":" + cat}
 		}
 	}
 	return decimalStrings(fields, crmMoney)
@@ -172,36 +173,36 @@ func crmTypeOf(entity string) string {
 func decimalStrings(fields map[string]json.RawMessage, names []string) error {
 	for _, name := range names {
 		raw, ok := fields[name]
-		if !ok || isEmptyValue(raw) || raw[0] == '"' {
+		if !ok || engine.IsEmptyValue(raw) || raw[0] == '"' {
 			continue
 		}
 		var n json.Number
 		if err := json.Unmarshal(raw, &n); err != nil {
 			return fmt.Errorf("%s: %s is not an amount", name, raw)
 		}
-		fields[name] = mustJSON(n.String())
+		fields[name] = engine.MustJSON(n.String())
 	}
 	return nil
 }
 
-func companiesEntity() *Entity {
+func companiesEntity() *engine.Entity {
 	return crmEntity(crmSpec{name: Companies, entityTypeID: crmCompany, fields: "crm.company.userfield.list",
 		help:     "CRM companies (users and crm_categories must be imported and verified first)",
 		requires: []string{Users, CRMCategories},
-		refs:     []Ref{{Field: "mycompanyId", Entity: Companies, Optional: true, DropGone: true}}})
+		refs:     []engine.Ref{{Field: "mycompanyId", Entity: Companies, Optional: true, DropGone: true}}})
 }
 
-func contactsEntity() *Entity {
+func contactsEntity() *engine.Entity {
 	return crmEntity(crmSpec{name: Contacts, entityTypeID: crmContact, fields: "crm.contact.userfield.list",
 		help:     "CRM contacts, with their companies (companies must be imported and verified first)",
 		requires: []string{Users, CRMCategories, Companies},
-		refs: []Ref{
+		refs: []engine.Ref{
 			{Field: "companyId", Name: "company", Entity: Companies, Optional: true, DropGone: true},
 			{Field: "companyIds", Name: "companies", Entity: Companies, Many: true, DropGone: true},
 		}})
 }
 
-func dealsEntity() *Entity {
+func dealsEntity() *engine.Entity {
 	return crmEntity(crmSpec{name: Deals, entityTypeID: crmDeal, fields: "crm.deal.userfield.list",
 		help:     "CRM deals in their funnels and stages, with company and contacts (contacts must be imported and verified first; product rows: deal_products)",
 		requires: []string{Users, CRMCategories, Companies, Contacts},
@@ -210,7 +211,7 @@ func dealsEntity() *Entity {
 
 // crmClientRefs are the links of a deal or a smart process item to its clients: a company and
 // contacts (many to many), and the own company it is sold by.
-var crmClientRefs = []Ref{
+var crmClientRefs = []engine.Ref{
 	{Field: "companyId", Name: "company", Entity: Companies, Optional: true, DropGone: true},
 	{Field: "contactId", Name: "contact", Entity: Contacts, Optional: true, DropGone: true},
 	{Field: "contactIds", Name: "contacts", Entity: Contacts, Many: true, DropGone: true},

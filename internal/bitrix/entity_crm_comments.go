@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 )
 
@@ -28,23 +29,23 @@ func commentType(entity string) string {
 	return ""
 }
 
-func crmCommentsEntity() *Entity {
-	refs := []Ref{{Field: "AUTHOR_ID", Name: "author", Entity: Users, Optional: true},
+func crmCommentsEntity() *engine.Entity {
+	refs := []engine.Ref{{Field: "AUTHOR_ID", Name: "author", Entity: Users, Optional: true},
 		{Field: "COMMENT", Name: "mentions", Entity: Users, Values: commentMentions}}
 	for _, o := range commentOwners {
-		refs = append(refs, Ref{Field: "ENTITY_ID", Name: o.typ, Entity: o.entity, Values: func(f map[string]json.RawMessage) []string {
-			if strings.EqualFold(text(f, "ENTITY_TYPE"), o.typ) {
-				return []string{text(f, "ENTITY_ID")}
+		refs = append(refs, engine.Ref{Field: "ENTITY_ID", Name: o.typ, Entity: o.entity, Values: func(f map[string]json.RawMessage) []string {
+			if strings.EqualFold(engine.Text(f, "ENTITY_TYPE"), o.typ) {
+				return []string{engine.Text(f, "ENTITY_ID")}
 			}
 			return nil
 		}})
 	}
-	return &Entity{
+	return &engine.Entity{
 		Name:     CRMComments,
 		Noun:     "timeline comments",
 		Help:     "timeline comments of companies, contacts and deals (deals must be imported and verified first; one call per 50 records)",
 		Requires: []string{Users, Companies, Contacts, Deals},
-		Lister: &PerRecord{Of: []string{Companies, Contacts, Deals}, Method: "crm.timeline.comment.list",
+		Lister: &engine.PerRecord{Of: []string{Companies, Contacts, Deals}, Method: "crm.timeline.comment.list",
 			Params: func(entity, id string) map[string]any {
 				return map[string]any{"filter": map[string]any{"ENTITY_ID": id, "ENTITY_TYPE": commentType(entity)},
 					"select": []string{"ID", "CREATED", "ENTITY_ID", "ENTITY_TYPE", "AUTHOR_ID", "COMMENT", "FILES"},
@@ -64,7 +65,7 @@ func crmCommentsEntity() *Entity {
 // commentMentions are the users a comment's BB-code text mentions ([USER=503]...[/USER]).
 func commentMentions(fields map[string]json.RawMessage) []string {
 	var out []string
-	for _, m := range mentionPattern.FindAllStringSubmatch(text(fields, "COMMENT"), -1) {
+	for _, m := range mentionPattern.FindAllStringSubmatch(engine.Text(fields, "COMMENT"), -1) {
 		out = append(out, m[1])
 	}
 	return out
@@ -72,19 +73,19 @@ func commentMentions(fields map[string]json.RawMessage) []string {
 
 // commentFinish gives a comment its record's target id (by ENTITY_TYPE) and its mentions the
 // target's user ids; a mention of a user without one fails the comment.
-func commentFinish(fields map[string]json.RawMessage, _ Record, rf *Refs) error {
-	typ, id := strings.ToLower(text(fields, "ENTITY_TYPE")), text(fields, "ENTITY_ID")
+func commentFinish(fields map[string]json.RawMessage, _ engine.Record, rf *engine.Refs) error {
+	typ, id := strings.ToLower(engine.Text(fields, "ENTITY_TYPE")), engine.Text(fields, "ENTITY_ID")
 	for _, o := range commentOwners {
 		if o.typ != typ {
 			continue
 		}
 		target, ok := rf.Target(o.entity, id)
 		if !ok {
-			return &UnresolvedError{Field: "ENTITY_ID", Entity: o.entity, SourceID: id}
+			return &engine.UnresolvedError{Field: "ENTITY_ID", Entity: o.entity, SourceID: id}
 		}
-		fields["ENTITY_ID"] = mustJSON(target)
+		fields["ENTITY_ID"] = engine.MustJSON(target)
 	}
-	body := text(fields, "COMMENT")
+	body := engine.Text(fields, "COMMENT")
 	var missing []string
 	body = mentionPattern.ReplaceAllStringFunc(body, func(tag string) string {
 		m := mentionPattern.FindStringSubmatch(tag)
@@ -99,7 +100,7 @@ func commentFinish(fields map[string]json.RawMessage, _ Record, rf *Refs) error 
 		return fmt.Errorf("COMMENT mentions user(s) %s, who have no target id (not imported users)", strings.Join(missing, ", "))
 	}
 	if _, ok := fields["COMMENT"]; ok {
-		fields["COMMENT"] = mustJSON(body)
+		fields["COMMENT"] = engine.MustJSON(body)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package bitrix
 import (
 	"encoding/json"
 
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 )
 
@@ -18,18 +19,18 @@ const (
 	CRMStages     = "crm_stages"
 )
 
-func crmTypesEntity() *Entity {
-	return &Entity{
+func crmTypesEntity() *engine.Entity {
+	return &engine.Entity{
 		Name:     CRMTypes,
 		Help:     "CRM smart process types (users must be imported and verified first)",
 		Requires: []string{Users},
 		// crm.type.list has no ID range filter worth scanning: a portal has a few dozen types.
-		Lister: &OffsetPages{List: rest.List{Method: "crm.type.list", RowsPath: []string{"types"},
+		Lister: &engine.OffsetPages{List: rest.List{Method: "crm.type.list", RowsPath: []string{"types"},
 			Params: map[string]any{"order": map[string]any{"id": "ASC"}}}},
 		// Items name their type by entityTypeId (a type's id is something else, used only to
 		// name its custom fields: UF_CRM_<id>_...), so types are keyed by it.
 		IDField: "entityTypeId",
-		Refs: []Ref{{Field: "createdBy", Entity: Users, Optional: true},
+		Refs: []engine.Ref{{Field: "createdBy", Entity: Users, Optional: true},
 			{Field: "updatedBy", Entity: Users, Optional: true}},
 		Dates:    []string{"createdTime", "updatedTime"},
 		Batch:    20,
@@ -37,14 +38,14 @@ func crmTypesEntity() *Entity {
 	}
 }
 
-func crmCategoriesEntity() *Entity {
-	return &Entity{
+func crmCategoriesEntity() *engine.Entity {
+	return &engine.Entity{
 		Name:     CRMCategories,
 		Help:     "CRM funnels (categories) of companies, contacts, deals and every smart process, and their stages (crm_types must be imported and verified first)",
 		Requires: []string{CRMTypes},
 		Lister:   funnelWalker{},
 		// A funnel is "<entityTypeId>:<id>": ids are unique only within a type.
-		Refs:     []Ref{{Field: "entityTypeId", Entity: CRMTypes, Values: smartTypeOf}},
+		Refs:     []engine.Ref{{Field: "entityTypeId", Entity: CRMTypes, Values: smartTypeOf}},
 		Batch:    50,
 		Finish:   categoryFinish,
 		NoFields: "funnels have no custom fields",
@@ -52,8 +53,8 @@ func crmCategoriesEntity() *Entity {
 	}
 }
 
-func crmStagesEntity() *Entity {
-	return &Entity{
+func crmStagesEntity() *engine.Entity {
+	return &engine.Entity{
 		Name:   CRMStages,
 		Noun:   "stages",
 		Parent: CRMCategories,
@@ -69,7 +70,7 @@ func crmStagesEntity() *Entity {
 // smartTypeOf is the type of a smart process's funnel, which crm_types must map; the built-in
 // types (deals, contacts, companies) have no record there.
 func smartTypeOf(fields map[string]json.RawMessage) []string {
-	if et := text(fields, "entityTypeId"); isSmartType(et) {
+	if et := engine.Text(fields, "entityTypeId"); isSmartType(et) {
 		return []string{et}
 	}
 	return nil
@@ -82,15 +83,15 @@ func isSmartType(et string) bool {
 }
 
 // categoryFinish gives a smart process's funnel its type's target id.
-func categoryFinish(fields map[string]json.RawMessage, _ Record, rf *Refs) error {
-	et := text(fields, "entityTypeId")
+func categoryFinish(fields map[string]json.RawMessage, _ engine.Record, rf *engine.Refs) error {
+	et := engine.Text(fields, "entityTypeId")
 	if !isSmartType(et) {
 		return nil
 	}
 	id, ok := rf.Target(CRMTypes, et)
 	if !ok {
-		return &UnresolvedError{Field: "entityTypeId", Entity: CRMTypes, SourceID: et}
+		return &engine.UnresolvedError{Field: "entityTypeId", Entity: CRMTypes, SourceID: et}
 	}
-	fields["entityTypeId"] = mustJSON(id)
+	fields["entityTypeId"] = engine.MustJSON(id)
 	return nil
 }

@@ -3,6 +3,7 @@ package bitrix
 import (
 	"encoding/json"
 
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 )
 
@@ -12,22 +13,22 @@ import (
 // their own, after deals, instead of a child that would make every deals get 50 times dearer.
 const DealProducts = "deal_products"
 
-func dealProductsEntity() *Entity {
-	return &Entity{
+func dealProductsEntity() *engine.Entity {
+	return &engine.Entity{
 		Name:     DealProducts,
 		Noun:     "product rows",
 		Help:     "product rows of every deal read (deals must be imported and verified first; one call per 50 deals)",
 		Requires: []string{Deals},
-		Lister: &PerRecord{Of: []string{Deals}, Method: "crm.item.productrow.list", RowsPath: []string{"productRows"},
+		Lister: &engine.PerRecord{Of: []string{Deals}, Method: "crm.item.productrow.list", RowsPath: []string{"productRows"},
 			Params: func(_, deal string) map[string]any {
 				return map[string]any{"filter": map[string]any{"=ownerType": "D", "=ownerId": deal},
 					"order": map[string]any{"id": "asc"}}
 			},
 			Gone: func(err error) bool { return rest.HasCode(err, "NOT_FOUND") }},
 		IDField: "id",
-		Refs:    []Ref{{Field: "ownerId", Name: "deal", Entity: Deals}},
+		Refs:    []engine.Ref{{Field: "ownerId", Name: "deal", Entity: Deals}},
 		Batch:   100,
-		Finish: func(fields map[string]json.RawMessage, _ Record, _ *Refs) error {
+		Finish: func(fields map[string]json.RawMessage, _ engine.Record, _ *engine.Refs) error {
 			return decimalStrings(fields, crmMoney)
 		},
 		NoFields: "product rows have no custom fields",

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 )
 
@@ -25,16 +26,16 @@ const noFeedFields = "feed posts have no userfield methods in the REST API: each
 // author's walk.
 const commentsLimit = 100
 
-func feedEntity() *Entity {
-	ent := &Entity{
+func feedEntity() *engine.Entity {
+	ent := &engine.Entity{
 		Name:     Feed,
 		Noun:     "posts",
 		Help:     "live feed posts, their provable recipients and their comments (users and groups first; see docs/bitrix-feed-tasks.md)",
 		Requires: []string{Users, Groups},
 		// log.blogpost.get sorts by the feed entry's last activity, newest first, and takes no
 		// other order or ID filter: offset pages are all it allows (docs/bitrix-feed-tasks.md).
-		Lister: &OffsetPages{List: rest.List{Method: "log.blogpost.get"}},
-		Refs: []Ref{{Field: "AUTHOR_ID", Entity: Users, Name: "author"},
+		Lister: &engine.OffsetPages{List: rest.List{Method: "log.blogpost.get"}},
+		Refs: []engine.Ref{{Field: "AUTHOR_ID", Entity: Users, Name: "author"},
 			{Field: "DETAIL_TEXT", Entity: Users, Name: "mentions", Values: func(f map[string]json.RawMessage) []string {
 				return mentionsIn(f, "DETAIL_TEXT", "TITLE")
 			}}},
@@ -45,27 +46,27 @@ func feedEntity() *Entity {
 		NoFields: noFeedFields,
 		Verify:   verifyFeed,
 	}
-	ent.Payload = func(r Record, rf *Refs) (json.RawMessage, error) { return postPayload(ent, r, rf) }
+	ent.Payload = func(r engine.Record, rf *engine.Refs) (json.RawMessage, error) { return postPayload(ent, r, rf) }
 	return ent
 }
 
-func feedRecipientsEntity() *Entity {
-	return &Entity{
+func feedRecipientsEntity() *engine.Entity {
+	return &engine.Entity{
 		Name:   FeedRecipients,
 		Noun:   "recipients",
 		Parent: Feed,
 		// Recipients are not in a post; listing the posts addressed to each audience proves
 		// which post went to whom: all employees, each workgroup, each user.
-		Walk: &KeyWalk{Method: "log.blogpost.get", Keys: audiences, Page: recipientsPage,
+		Walk: &engine.KeyWalk{Method: "log.blogpost.get", Keys: audiences, Page: recipientsPage,
 			Params: func(key, cursor string) any {
 				start, _ := strconv.Atoi(cursor)
 				return map[string]any{"LOG_RIGHTS": []string{key}, "start": start}
 			},
 			How: "log.blogpost.get LOG_RIGHTS per audience: UA, SG<group>, U<user>", PlanKeys: planAudiences},
-		Refs: []Ref{{Field: "code", Entity: Users, Name: "user", Values: func(f map[string]json.RawMessage) []string {
-			return audienceID(text(f, "code"), "U")
+		Refs: []engine.Ref{{Field: "code", Entity: Users, Name: "user", Values: func(f map[string]json.RawMessage) []string {
+			return audienceID(engine.Text(f, "code"), "U")
 		}}, {Field: "code", Entity: Groups, Name: "group", Values: func(f map[string]json.RawMessage) []string {
-			return audienceID(text(f, "code"), "SG")
+			return audienceID(engine.Text(f, "code"), "SG")
 		}}},
 		Batch:    100,
 		NoFields: noFeedFields,
@@ -73,19 +74,19 @@ func feedRecipientsEntity() *Entity {
 	}
 }
 
-func feedCommentsEntity() *Entity {
-	return &Entity{
+func feedCommentsEntity() *engine.Entity {
+	return &engine.Entity{
 		Name:   FeedComments,
 		Noun:   "comments",
 		Parent: Feed,
 		// No method lists a post's comments: log.blogcomment.user.get lists one author's, in
 		// ascending id after FIRST_ID, and sends other authors' text empty to an administrator.
-		Walk: &KeyWalk{Method: "log.blogcomment.user.get", Keys: commentAuthors, Page: commentsPage, Params: func(key, cursor string) any {
+		Walk: &engine.KeyWalk{Method: "log.blogcomment.user.get", Keys: commentAuthors, Page: commentsPage, Params: func(key, cursor string) any {
 			first, _ := strconv.ParseInt(cursor, 10, 64)
 			return map[string]any{"USER_ID": key, "FIRST_ID": first, "LIMIT": commentsLimit}
 		}, How: "log.blogcomment.user.get per author", PlanKeys: planCommentAuthors},
-		Refs: []Ref{{Field: "author_id", Entity: Users, Name: "author", Values: func(f map[string]json.RawMessage) []string {
-			return append([]string{text(f, "author_id")}, mentionsIn(f, "text")...)
+		Refs: []engine.Ref{{Field: "author_id", Entity: Users, Name: "author", Values: func(f map[string]json.RawMessage) []string {
+			return append([]string{engine.Text(f, "author_id")}, mentionsIn(f, "text")...)
 		}}},
 		Dates:    []string{"date"},
 		Batch:    100,
@@ -99,21 +100,21 @@ func feedCommentsEntity() *Entity {
 // commentAuthors are the users whose comments to read: every user read, when the webhook's user
 // is an administrator (user.admin); otherwise only itself, since the portal then ignores USER_ID
 // and would answer its own comments for everyone's.
-func commentAuthors(ctx context.Context, e *Engine) ([]string, error) {
-	if !e.webhookAdmin(ctx) {
-		me, err := e.webhookUser(ctx)
+func commentAuthors(ctx context.Context, e *engine.Engine) ([]string, error) {
+	if !webhookAdmin(ctx, e) {
+		me, err := e.WebhookUser(ctx)
 		if err != nil {
 			return nil, err
 		}
 		e.Log.Warn("the webhook's user is not an administrator: only its own feed comments can be read", "entity", FeedComments)
 		return []string{me}, nil
 	}
-	return storedIDs(ctx, e.Pool, Users)
+	return engine.StoredIDs(ctx, e.Pool, Users)
 }
 
 // planCommentAuthors is how many authors commentAuthors will give once the users are read.
-func planCommentAuthors(ctx context.Context, e *Engine, planned map[string]int64) (int64, error) {
-	if !e.webhookAdmin(ctx) {
+func planCommentAuthors(ctx context.Context, e *engine.Engine, planned map[string]int64) (int64, error) {
+	if !webhookAdmin(ctx, e) {
 		return 1, nil
 	}
 	return planned[Users], nil
@@ -122,11 +123,11 @@ func planCommentAuthors(ctx context.Context, e *Engine, planned map[string]int64
 // webhookAdmin reports whether the webhook's user is an administrator (user.admin), asked once
 // per engine. A portal that does not answer is taken to have given the administrator's webhook
 // the docs ask for, with a warning.
-func (e *Engine) webhookAdmin(ctx context.Context) bool {
-	e.meOnce.Lock()
-	defer e.meOnce.Unlock()
-	if e.admin != nil {
-		return *e.admin
+func webhookAdmin(ctx context.Context, e *engine.Engine) bool {
+	e.MeOnce.Lock()
+	defer e.MeOnce.Unlock()
+	if e.Admin != nil {
+		return *e.Admin
 	}
 	resp, err := e.Source.Call(ctx, "user.admin", nil)
 	admin := true
@@ -137,21 +138,21 @@ func (e *Engine) webhookAdmin(ctx context.Context) bool {
 		e.Log.Warn("user.admin did not answer; the webhook's user is taken for an administrator", "entity", FeedComments, "error", err)
 		admin = true
 	}
-	e.admin = &admin
+	e.Admin = &admin
 	return admin
 }
 
 // planAudiences is how many audiences there will be once users and groups are read.
-func planAudiences(_ context.Context, _ *Engine, planned map[string]int64) (int64, error) {
+func planAudiences(_ context.Context, _ *engine.Engine, planned map[string]int64) (int64, error) {
 	return 1 + planned[Groups] + planned[Users], nil
 }
 
 // audiences are the recipient codes whose posts prove an audience: all employees, every
 // workgroup and every user read.
-func audiences(ctx context.Context, e *Engine) ([]string, error) {
+func audiences(ctx context.Context, e *engine.Engine) ([]string, error) {
 	out := []string{"UA"}
 	for _, a := range []struct{ entity, prefix string }{{Groups, "SG"}, {Users, "U"}} {
-		ids, err := storedIDs(ctx, e.Pool, a.entity)
+		ids, err := engine.StoredIDs(ctx, e.Pool, a.entity)
 		if err != nil {
 			return nil, err
 		}
@@ -173,26 +174,26 @@ func audienceID(code, prefix string) []string {
 
 // recipientsPage makes the posts an audience listing returned into recipient records. The portal
 // gives every author a right to their own post (U<author>): that is no recipient.
-func recipientsPage(p WalkPage) ([]WalkRow, string, bool, error) {
+func recipientsPage(p engine.WalkPage) ([]engine.WalkRow, string, bool, error) {
 	rows, err := p.Answer.Rows()
 	if err != nil {
 		return nil, "", false, err
 	}
-	var out []WalkRow
+	var out []engine.WalkRow
 	for _, row := range rows {
-		f, err := fieldsOf(row)
+		f, err := engine.FieldsOf(row)
 		if err != nil {
 			return nil, "", false, err
 		}
-		post := text(f, "ID")
+		post := engine.Text(f, "ID")
 		if post == "" {
 			return nil, "", false, fmt.Errorf("post without ID: %.200s", row)
 		}
-		if p.Key == "U"+text(f, "AUTHOR_ID") {
+		if p.Key == "U"+engine.Text(f, "AUTHOR_ID") {
 			continue
 		}
-		out = append(out, WalkRow{SourceID: post + ":" + p.Key, Parent: post,
-			Payload: mustJSON(map[string]string{"post_id": post, "code": p.Key})})
+		out = append(out, engine.WalkRow{SourceID: post + ":" + p.Key, Parent: post,
+			Payload: engine.MustJSON(map[string]string{"post_id": post, "code": p.Key})})
 	}
 	if p.Answer.Next == nil || len(rows) == 0 {
 		return out, "", true, nil
@@ -203,12 +204,12 @@ func recipientsPage(p WalkPage) ([]WalkRow, string, bool, error) {
 // commentsPage makes one page of an author's comments into records. The author is the walk's key
 // (the rows do not name it); a comment of another author than the webhook's user whose text came
 // back empty had its text withheld, and is kept as a record that cannot be migrated.
-func commentsPage(p WalkPage) ([]WalkRow, string, bool, error) {
+func commentsPage(p engine.WalkPage) ([]engine.WalkRow, string, bool, error) {
 	var page struct {
 		Comments []map[string]json.RawMessage          `json:"comments"`
 		Files    map[string]map[string]json.RawMessage `json:"files"`
 	}
-	if !isEmptyValue(p.Answer.Result) {
+	if !engine.IsEmptyValue(p.Answer.Result) {
 		if err := p.Answer.Decode(&page); err != nil {
 			// files is [] when there are none (PHP's empty array)
 			var bare struct {
@@ -220,17 +221,17 @@ func commentsPage(p WalkPage) ([]WalkRow, string, bool, error) {
 			page.Comments = bare.Comments
 		}
 	}
-	var out []WalkRow
+	var out []engine.WalkRow
 	last := p.Cursor
 	for _, c := range page.Comments {
-		id, comment := text(c, "id"), text(c, "comment_id")
+		id, comment := engine.Text(c, "id"), engine.Text(c, "comment_id")
 		// The server puts the blog post's id in post_id; the docs' sample names log_id.
-		post := text(c, "post_id")
+		post := engine.Text(c, "post_id")
 		if post == "" {
-			post = text(c, "log_id")
+			post = engine.Text(c, "log_id")
 		}
 		if id == "" || comment == "" || post == "" {
-			return nil, "", false, fmt.Errorf("comment without id, comment_id or post: %.200s", mustJSON(c))
+			return nil, "", false, fmt.Errorf("comment without id, comment_id or post: %.200s", engine.MustJSON(c))
 		}
 		if rest.CompareIDs(id, last) > 0 {
 			last = id
@@ -241,15 +242,15 @@ func commentsPage(p WalkPage) ([]WalkRow, string, bool, error) {
 				files = append(files, keepFields(meta, fileFields))
 			}
 		}
-		c["author_id"] = mustJSON(p.Key)
-		c["files"] = mustJSON(files)
+		c["author_id"] = engine.MustJSON(p.Key)
+		c["files"] = engine.MustJSON(files)
 		var body string
 		_ = json.Unmarshal(c["text"], &body)
 		if body == "" && p.Key != p.Me {
-			markUnreachable(c, "text withheld by the portal: log.blogcomment.user.get sends other authors' comment text empty "+
+			engine.MarkUnreachable(c, "text withheld by the portal: log.blogcomment.user.get sends other authors' comment text empty "+
 				"to an administrator's webhook; it takes the author's own token (docs/bitrix-feed-tasks.md)")
 		}
-		out = append(out, WalkRow{SourceID: post + ":" + comment, Parent: post, Payload: mustJSON(c)})
+		out = append(out, engine.WalkRow{SourceID: post + ":" + comment, Parent: post, Payload: engine.MustJSON(c)})
 	}
 	return out, last, len(page.Comments) < commentsLimit, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/status"
 )
 
@@ -19,8 +20,8 @@ import (
 // are only unique within a type).
 const Smart = "smart"
 
-func smartEntity() *Entity {
-	return &Entity{
+func smartEntity() *engine.Entity {
+	return &engine.Entity{
 		Name:     Smart,
 		Noun:     "smart process items",
 		Help:     "items of every smart process, in their funnels and stages (crm_types, crm_categories, companies, contacts and deals must be imported and verified first)",
@@ -28,22 +29,22 @@ func smartEntity() *Entity {
 		Lister:   smartItems{},
 		IDField:  "id",
 		Refs: append(append(crmRefs(0), crmClientRefs...),
-			Ref{Field: "entityTypeId", Name: "type", Entity: CRMTypes, Values: func(f map[string]json.RawMessage) []string {
-				return []string{text(f, "entityTypeId")}
+			engine.Ref{Field: "entityTypeId", Name: "type", Entity: CRMTypes, Values: func(f map[string]json.RawMessage) []string {
+				return []string{engine.Text(f, "entityTypeId")}
 			}},
 			// A smart process item's parent records: parentId<entityTypeId>.
-			Ref{Field: "parentId2", Name: "parent deal", Entity: Deals, Optional: true, DropGone: true},
-			Ref{Field: "parentId3", Name: "parent contact", Entity: Contacts, Optional: true, DropGone: true},
-			Ref{Field: "parentId4", Name: "parent company", Entity: Companies, Optional: true, DropGone: true},
+			engine.Ref{Field: "parentId2", Name: "parent deal", Entity: Deals, Optional: true, DropGone: true},
+			engine.Ref{Field: "parentId3", Name: "parent contact", Entity: Contacts, Optional: true, DropGone: true},
+			engine.Ref{Field: "parentId4", Name: "parent company", Entity: Companies, Optional: true, DropGone: true},
 		),
 		Dates:    crmDates,
 		Volatile: crmVolatile,
 		Batch:    50,
 		// userfieldconfig.list lists the fields of every module entity; the smart processes'
 		// are those of entities CRM_<type id>.
-		Fields: &CustomFields{Method: "userfieldconfig.list", Params: map[string]any{"moduleId": "crm", "select": []string{"*"}},
+		Fields: &engine.CustomFields{Method: "userfieldconfig.list", Params: map[string]any{"moduleId": "crm", "select": []string{"*"}},
 			RowsPath: []string{"fields"}, Paged: true, Normalize: smartFieldRow, Links: crmFieldLinks(),
-			Naming: &FieldNaming{Prefix: "UF_CRM_", Max: 50, Split: smartFieldSplit}},
+			Naming: &engine.FieldNaming{Prefix: "UF_CRM_", Max: 50, Split: smartFieldSplit}},
 		Finish: crmFinish,
 		NotMigrated: append([]string{"links between items of two smart processes other than through parentId2/3/4 " +
 			"(parentId<type> of another smart process is sent as the portal has it)"}, crmNotMigrated...),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 )
 
@@ -30,17 +31,17 @@ var taskSelect = []string{"ID", "PARENT_ID", "TITLE", "DESCRIPTION", "DESCRIPTIO
 // created on the target (research/bitrix.md §5.4).
 var taskSystemFields = []string{"UF_CRM_TASK", "UF_MAIL_MESSAGE", "UF_TASK_WEBDAV_FILES"}
 
-func tasksEntity() *Entity {
-	ent := &Entity{
+func tasksEntity() *engine.Entity {
+	ent := &engine.Entity{
 		Name:     Tasks,
 		Help:     "tasks with their checklists and comments of both card generations (users and groups first; see docs/bitrix-feed-tasks.md)",
 		Requires: []string{Users, Groups},
 		// tasks.task.list sends "id" but sorts and filters by "ID", its rows under "tasks".
-		Lister: &IDScan{Scan: rest.Scan{Method: "tasks.task.list", Params: map[string]any{"select": taskSelect},
+		Lister: &engine.IDScan{Scan: rest.Scan{Method: "tasks.task.list", Params: map[string]any{"select": taskSelect},
 			FilterParam: "filter", IDField: "id", FilterField: "ID", RowsPath: []string{"tasks"},
 			Order: map[string]any{"order": map[string]any{"ID": "asc"}}},
 			CountParams: map[string]any{"select": []string{"ID"}}, SelectCustom: true, Complete: completeTasks},
-		Refs: []Ref{
+		Refs: []engine.Ref{
 			{Field: "createdBy", Entity: Users, Name: "creator"},
 			{Field: "responsibleId", Entity: Users, Name: "responsible"},
 			{Field: "groupId", Entity: Groups, Name: "group", Optional: true},
@@ -58,42 +59,42 @@ func tasksEntity() *Entity {
 		Volatile: []string{"activityDate", "viewedDate", "subStatus", "newCommentsCount", "commentsCount",
 			"serviceCommentsCount", "notViewed", "favorite", "isMuted", "isPinned", "isPinnedInGroup", "counter", "action"},
 		Batch: 50,
-		Fields: &CustomFields{Method: "task.item.userfield.getlist", Params: map[string]any{"ORDER": map[string]string{"ID": "ASC"}},
+		Fields: &engine.CustomFields{Method: "task.item.userfield.getlist", Params: map[string]any{"ORDER": map[string]string{"ID": "ASC"}},
 			System: taskSystemFields, Creatable: []string{"string", "double", "datetime", "boolean"}},
 		Verify: verifyTasks,
 	}
-	ent.Payload = func(r Record, rf *Refs) (json.RawMessage, error) { return taskPayload(ent, r, rf) }
+	ent.Payload = func(r engine.Record, rf *engine.Refs) (json.RawMessage, error) { return taskPayload(ent, r, rf) }
 	return ent
 }
 
-func taskChecklistsEntity() *Entity {
-	return &Entity{
+func taskChecklistsEntity() *engine.Entity {
+	return &engine.Entity{
 		Name:   TaskChecklists,
 		Noun:   "checklists",
 		Parent: Tasks,
 		// One record per task: its items refer to each other (PARENT_ID), so they go together.
-		Fetch: &ChildFetch{Method: "task.checklistitem.getlist", ParentParam: "TASKID", KeyField: "ID", Whole: true,
+		Fetch: &engine.ChildFetch{Method: "task.checklistitem.getlist", ParentParam: "TASKID", KeyField: "ID", Whole: true,
 			Clean: cleanChecklistItem, Refused: isTaskRefused},
-		Refs:     []Ref{{Field: "items", Entity: Users, Name: "people", Values: checklistPeople}},
+		Refs:     []engine.Ref{{Field: "items", Entity: Users, Name: "people", Values: checklistPeople}},
 		Batch:    50,
 		NoFields: "checklists have no custom fields in the REST API",
 		Payload:  checklistPayload,
 	}
 }
 
-func taskCommentsEntity(o catalogOptions) *Entity {
-	return &Entity{
+func taskCommentsEntity(o catalogOptions) *engine.Entity {
+	return &engine.Entity{
 		Name:   TaskComments,
 		Noun:   "comments",
 		Parent: Tasks,
 		// Old-card tasks: task.commentitem.getlist, positional [TASKID, ORDER], no paging, read
 		// with each page of tasks. Tasks with a chat: the chat's messages, read by the chats'
 		// messages walk once every task is stored.
-		Fetch: &ChildFetch{Method: "task.commentitem.getlist", KeyField: "ID", Clean: cleanTaskComment, Refused: isTaskRefused,
+		Fetch: &engine.ChildFetch{Method: "task.commentitem.getlist", KeyField: "ID", Clean: cleanTaskComment, Refused: isTaskRefused,
 			Params: func(task string) any { return []any{task, map[string]string{"ID": "asc"}} },
-			When:   func(task map[string]json.RawMessage) bool { return none(text(task, "chatId")) }},
+			When:   func(task map[string]json.RawMessage) bool { return engine.None(engine.Text(task, "chatId")) }},
 		Walk:     taskChats{rescan: o.chatRescan},
-		Refs:     []Ref{{Field: "author", Entity: Users, Name: "author", Values: taskCommentUsers}},
+		Refs:     []engine.Ref{{Field: "author", Entity: Users, Name: "author", Values: taskCommentUsers}},
 		Dates:    []string{"POST_DATE", "date"},
 		Volatile: []string{"unread"},
 		Batch:    100,

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 )
 
@@ -25,17 +26,17 @@ const (
 var templateFields = []string{"ID", "MODULE_ID", "ENTITY", "DOCUMENT_TYPE", "AUTO_EXECUTE", "NAME", "TEMPLATE",
 	"PARAMETERS", "VARIABLES", "CONSTANTS", "MODIFIED", "IS_MODIFIED", "USER_ID", "SYSTEM_CODE"}
 
-func workflowsEntity() *Entity {
-	return &Entity{
+func workflowsEntity() *engine.Entity {
+	return &engine.Entity{
 		Name: Workflows,
 		Noun: "workflow templates",
 		Help: "workflow templates, and running workflows and tasks as history (users and every CRM entity must be imported and verified first)",
 		// Templates name CRM document types, and running workflows CRM records: they wait for
 		// every CRM entity a template can belong to.
 		Requires: []string{Users, Companies, Contacts, Deals, Smart},
-		Lister: &OffsetPages{List: rest.List{Method: "bizproc.workflow.template.list",
+		Lister: &engine.OffsetPages{List: rest.List{Method: "bizproc.workflow.template.list",
 			Params: map[string]any{"SELECT": templateFields, "ORDER": map[string]any{"ID": "ASC"}}}},
-		Refs: []Ref{
+		Refs: []engine.Ref{
 			{Field: "USER_ID", Name: "author", Entity: Users, Optional: true},
 			{Field: "TEMPLATE", Name: "users in the template", Entity: Users, Values: templateUsers},
 			{Field: "DOCUMENT_TYPE", Name: "smart process", Entity: CRMTypes, Values: documentTypeSmart},
@@ -51,19 +52,19 @@ func workflowsEntity() *Entity {
 	}
 }
 
-func workflowInstancesEntity() *Entity {
-	return &Entity{
+func workflowInstancesEntity() *engine.Entity {
+	return &engine.Entity{
 		Name:   WorkflowInstances,
 		Noun:   "running workflows",
 		Parent: Workflows,
 		// Running workflows only, ids like "66e412fdc9bd44.36306599": paged by start, ordered
 		// by id (time-ordered), so workflows started during the pass land at the end.
-		Lister: &OffsetPages{List: rest.List{Method: "bizproc.workflow.instances",
+		Lister: &engine.OffsetPages{List: rest.List{Method: "bizproc.workflow.instances",
 			Params: map[string]any{"SELECT": []string{"ID", "MODIFIED", "OWNED_UNTIL", "MODULE_ID", "ENTITY", "DOCUMENT_ID",
 				"STARTED", "STARTED_BY", "TEMPLATE_ID"}, "ORDER": map[string]any{"ID": "ASC"}}}},
 		ParentKey:   "TEMPLATE_ID",
 		ParentField: "TEMPLATE_ID",
-		Refs:        append(documentRefs(), Ref{Field: "STARTED_BY", Entity: Users, Optional: true}),
+		Refs:        append(documentRefs(), engine.Ref{Field: "STARTED_BY", Entity: Users, Optional: true}),
 		Dates:       []string{"STARTED", "MODIFIED"},
 		// MODIFIED moves while a workflow runs: history does not change because of it.
 		Volatile: []string{"MODIFIED", "OWNED_UNTIL"},
@@ -75,22 +76,22 @@ func workflowInstancesEntity() *Entity {
 	}
 }
 
-func workflowTasksEntity() *Entity {
-	return &Entity{
+func workflowTasksEntity() *engine.Entity {
+	return &engine.Entity{
 		Name:   WorkflowTasks,
 		Noun:   "workflow tasks",
 		Parent: Workflows,
 		// An administrator's webhook sees every user's tasks without a USER_ID filter; the page
 		// documents the offset as START.
-		Lister: &OffsetPages{List: rest.List{Method: "bizproc.task.list", StartKey: "START",
+		Lister: &engine.OffsetPages{List: rest.List{Method: "bizproc.task.list", StartKey: "START",
 			Params: map[string]any{"SELECT": []string{"ID", "WORKFLOW_ID", "DOCUMENT_NAME", "DESCRIPTION", "NAME", "MODIFIED",
 				"WORKFLOW_STARTED", "WORKFLOW_STARTED_BY", "OVERDUE_DATE", "WORKFLOW_TEMPLATE_ID", "WORKFLOW_TEMPLATE_NAME",
 				"WORKFLOW_STATE", "STATUS", "USER_ID", "USER_STATUS", "MODULE_ID", "ENTITY", "DOCUMENT_ID", "ACTIVITY",
 				"ACTIVITY_NAME", "DOCUMENT_URL", "PARAMETERS"}, "ORDER": map[string]any{"ID": "ASC"}}}},
 		ParentKey:   "WORKFLOW_TEMPLATE_ID",
 		ParentField: "WORKFLOW_TEMPLATE_ID",
-		Refs: append(documentRefs(), Ref{Field: "USER_ID", Name: "assignee", Entity: Users, Optional: true},
-			Ref{Field: "WORKFLOW_STARTED_BY", Entity: Users, Optional: true}),
+		Refs: append(documentRefs(), engine.Ref{Field: "USER_ID", Name: "assignee", Entity: Users, Optional: true},
+			engine.Ref{Field: "WORKFLOW_STARTED_BY", Entity: Users, Optional: true}),
 		Dates:    []string{"MODIFIED", "WORKFLOW_STARTED", "OVERDUE_DATE"},
 		Batch:    100,
 		Finish:   documentFinish,
@@ -126,7 +127,7 @@ func walkStrings(raw json.RawMessage, fn func(s string) string) json.RawMessage 
 		}
 		return v
 	}
-	return mustJSON(walk(v))
+	return engine.MustJSON(walk(v))
 }
 
 // templateParts are the template fields that may name users.
@@ -163,7 +164,7 @@ func documentTypeSmart(fields map[string]json.RawMessage) []string {
 // templateFinish translates a template's provable user references (user_<id> of a migrated
 // user) and the smart process type of its document type; the others stay as the portal has
 // them and verify lists them.
-func templateFinish(fields map[string]json.RawMessage, _ Record, rf *Refs) error {
+func templateFinish(fields map[string]json.RawMessage, _ engine.Record, rf *engine.Refs) error {
 	for _, part := range templateParts {
 		if _, ok := fields[part]; !ok {
 			continue
@@ -182,7 +183,7 @@ func templateFinish(fields map[string]json.RawMessage, _ Record, rf *Refs) error
 		if m := smartDocumentType.FindStringSubmatch(dt[2]); m != nil {
 			if t, ok := rf.Target(CRMTypes, m[1]); ok {
 				dt[2] = "DYNAMIC_" + t
-				fields["DOCUMENT_TYPE"] = mustJSON(dt)
+				fields["DOCUMENT_TYPE"] = engine.MustJSON(dt)
 			}
 		}
 	}
@@ -211,11 +212,11 @@ func documentRecord(doc string) (entity, id string, ok bool) {
 }
 
 // documentRefs load the target ids of the CRM record a running workflow or task belongs to.
-func documentRefs() []Ref {
-	var out []Ref
+func documentRefs() []engine.Ref {
+	var out []engine.Ref
 	for _, entity := range []string{Deals, Companies, Contacts, Smart, CRMTypes} {
-		out = append(out, Ref{Field: "DOCUMENT_ID", Name: "document", Entity: entity, Values: func(f map[string]json.RawMessage) []string {
-			e, id, ok := documentRecord(text(f, "DOCUMENT_ID"))
+		out = append(out, engine.Ref{Field: "DOCUMENT_ID", Name: "document", Entity: entity, Values: func(f map[string]json.RawMessage) []string {
+			e, id, ok := documentRecord(engine.Text(f, "DOCUMENT_ID"))
 			switch {
 			case !ok:
 				return nil
@@ -232,7 +233,7 @@ func documentRefs() []Ref {
 
 // documentTarget translates a CRM document id to the target's ids; ok is false when the record
 // (or a smart process's type) has no target id.
-func documentTarget(doc string, rf *Refs) (string, bool) {
+func documentTarget(doc string, rf *engine.Refs) (string, bool) {
 	entity, id, ok := documentRecord(doc)
 	if !ok {
 		return doc, false
@@ -255,10 +256,10 @@ func documentTarget(doc string, rf *Refs) (string, bool) {
 // documentFinish gives a running workflow's or task's CRM document its target ids where they
 // are known; a document of a record not migrated (a lead, a list element, a deleted deal) stays
 // as the portal names it, and verify lists it.
-func documentFinish(fields map[string]json.RawMessage, _ Record, rf *Refs) error {
-	if doc := text(fields, "DOCUMENT_ID"); doc != "" {
+func documentFinish(fields map[string]json.RawMessage, _ engine.Record, rf *engine.Refs) error {
+	if doc := engine.Text(fields, "DOCUMENT_ID"); doc != "" {
 		if t, ok := documentTarget(doc, rf); ok {
-			fields["DOCUMENT_ID"] = mustJSON(t)
+			fields["DOCUMENT_ID"] = engine.MustJSON(t)
 		}
 	}
 	return nil

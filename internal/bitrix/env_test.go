@@ -15,6 +15,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/dbtest"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
@@ -79,8 +80,8 @@ func (v *env) logger() *slog.Logger {
 }
 
 // engine returns an engine on the env's database, source and target.
-func (v *env) engine() *bitrix.Engine {
-	return &bitrix.Engine{Registry: bitrix.Catalog(),
+func (v *env) engine() *engine.Engine {
+	return &engine.Engine{Registry: bitrix.Catalog(),
 		Pool:    v.pool,
 		Source:  v.source,
 		Target:  v.client,
@@ -119,9 +120,9 @@ func (v *env) count(sql string, args ...any) int {
 }
 
 // record returns one stored record.
-func (v *env) record(entity, sourceID string) bitrix.Record {
+func (v *env) record(entity, sourceID string) engine.Record {
 	v.t.Helper()
-	r, err := bitrix.GetRecord(v.ctx, v.pool, entity, sourceID)
+	r, err := engine.GetRecord(v.ctx, v.pool, entity, sourceID)
 	if err != nil {
 		v.t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func (v *env) record(entity, sourceID string) bitrix.Record {
 }
 
 // phases runs phases of an entity and fails the test on the first error.
-func (v *env) phases(e *bitrix.Engine, entity string, phases ...string) {
+func (v *env) phases(e *engine.Engine, entity string, phases ...string) {
 	v.t.Helper()
 	for _, p := range phases {
 		if err := e.Phase(v.ctx, entity, p); err != nil {
@@ -139,7 +140,7 @@ func (v *env) phases(e *bitrix.Engine, entity string, phases ...string) {
 }
 
 // migrateUsers reads, imports and verifies the users.
-func (v *env) migrateUsers(e *bitrix.Engine) {
+func (v *env) migrateUsers(e *engine.Engine) {
 	v.t.Helper()
 	v.phases(e, bitrix.Users, "get", "set", "verify")
 }

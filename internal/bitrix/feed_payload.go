@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 )
 
 // What the target receives for the live feed (docs/target-import-api.md, "Live feed").
@@ -14,12 +16,12 @@ import (
 // postPayload is a post as the portal sent it, with its author and the users its title and
 // text mention as target ids, every UF_* field reduced to its value (the portal sends each as its
 // whole field description), its date in the original offset, and the comment counters left out.
-func postPayload(ent *Entity, r Record, rf *Refs) (json.RawMessage, error) {
-	fields, err := fieldsOf(r.Payload)
+func postPayload(ent *engine.Entity, r engine.Record, rf *engine.Refs) (json.RawMessage, error) {
+	fields, err := engine.FieldsOf(r.Payload)
 	if err != nil {
 		return nil, err
 	}
-	localDates(fields, r.Dates)
+	engine.LocalDates(fields, r.Dates)
 	for _, k := range ent.Volatile {
 		delete(fields, k)
 	}
@@ -28,19 +30,19 @@ func postPayload(ent *Entity, r Record, rf *Refs) (json.RawMessage, error) {
 			fields[k] = ufValue(v)
 		}
 	}
-	if err := translatePlain(ent, r, fields, rf); err != nil {
+	if err := engine.TranslatePlain(ent, r, fields, rf); err != nil {
 		return nil, err
 	}
-	if err := translateTextFields(fields, rf.of(Users), "TITLE", "DETAIL_TEXT"); err != nil {
+	if err := translateTextFields(fields, rf.Of(Users), "TITLE", "DETAIL_TEXT"); err != nil {
 		return nil, err
 	}
-	return mustJSON(fields), nil
+	return engine.MustJSON(fields), nil
 }
 
 // ufValue is the value of a custom field as log.blogpost.get sends it: an object describing the
 // field, its value under VALUE.
 func ufValue(raw json.RawMessage) json.RawMessage {
-	f, err := fieldsOf(raw)
+	f, err := engine.FieldsOf(raw)
 	if err != nil {
 		return raw
 	}
@@ -52,17 +54,17 @@ func ufValue(raw json.RawMessage) json.RawMessage {
 
 // recipientPayload is one proven recipient of a post: all employees, a workgroup or a user, the
 // post and the group or user as target ids.
-func recipientPayload(r Record, rf *Refs) (json.RawMessage, error) {
-	fields, err := fieldsOf(r.Payload)
+func recipientPayload(r engine.Record, rf *engine.Refs) (json.RawMessage, error) {
+	fields, err := engine.FieldsOf(r.Payload)
 	if err != nil {
 		return nil, err
 	}
 	post, ok := rf.Target(Feed, r.ParentSourceID)
 	if !ok {
-		return nil, &UnresolvedError{Field: "post_id", Entity: Feed, SourceID: r.ParentSourceID}
+		return nil, &engine.UnresolvedError{Field: "post_id", Entity: Feed, SourceID: r.ParentSourceID}
 	}
 	out := map[string]any{"post_id": post, "type": "", "group_id": nil, "user_id": nil}
-	code := text(fields, "code")
+	code := engine.Text(fields, "code")
 	switch {
 	case code == "UA":
 		out["type"] = "all_users"
@@ -70,7 +72,7 @@ func recipientPayload(r Record, rf *Refs) (json.RawMessage, error) {
 		g := audienceID(code, "SG")[0]
 		t, ok := rf.Target(Groups, g)
 		if !ok {
-			return nil, &UnresolvedError{Field: "group_id", Entity: Groups, SourceID: g}
+			return nil, &engine.UnresolvedError{Field: "group_id", Entity: Groups, SourceID: g}
 		}
 		out["type"], out["group_id"] = "group", t
 	case len(audienceID(code, "U")) == 1:
@@ -83,35 +85,35 @@ func recipientPayload(r Record, rf *Refs) (json.RawMessage, error) {
 	default:
 		return nil, fmt.Errorf("recipient code %q is not UA, SG<id> or U<id>", code)
 	}
-	return mustJSON(out), nil
+	return engine.MustJSON(out), nil
 }
 
 // commentPayload is a feed comment: its post and author as target ids, the users its BB-code text
 // mentions too, its date in the original offset, the ids of its attachments and their files'
 // metadata. One whose text the portal withheld never gets here (payloadFor refuses it).
-func commentPayload(r Record, rf *Refs) (json.RawMessage, error) {
-	fields, err := fieldsOf(r.Payload)
+func commentPayload(r engine.Record, rf *engine.Refs) (json.RawMessage, error) {
+	fields, err := engine.FieldsOf(r.Payload)
 	if err != nil {
 		return nil, err
 	}
 	post, ok := rf.Target(Feed, r.ParentSourceID)
 	if !ok {
-		return nil, &UnresolvedError{Field: "post_id", Entity: Feed, SourceID: r.ParentSourceID}
+		return nil, &engine.UnresolvedError{Field: "post_id", Entity: Feed, SourceID: r.ParentSourceID}
 	}
-	author := text(fields, "author_id")
-	authorID, ok := rf.of(Users)[author]
+	author := engine.Text(fields, "author_id")
+	authorID, ok := rf.Of(Users)[author]
 	if !ok {
 		return nil, &UnmappedUsersError{Field: "author_id", Users: []string{author}}
 	}
-	localDates(fields, r.Dates)
-	if err := translateTextFields(fields, rf.of(Users), "text"); err != nil {
+	engine.LocalDates(fields, r.Dates)
+	if err := translateTextFields(fields, rf.Of(Users), "text"); err != nil {
 		return nil, err
 	}
 	attach := fields["attach"]
-	if isEmptyValue(attach) {
+	if engine.IsEmptyValue(attach) {
 		attach = json.RawMessage("[]")
 	}
-	return mustJSON(map[string]any{
+	return engine.MustJSON(map[string]any{
 		"post_id":    post,
 		"author_id":  authorID,
 		"comment_id": fields["comment_id"],
@@ -125,7 +127,7 @@ func commentPayload(r Record, rf *Refs) (json.RawMessage, error) {
 // verifyFeed adds the feed's own figures to verify: the recipients proven by kind, the posts no
 // audience listing named (their audience is unknown: departments, or users the migration did not
 // read), and the comments whose text the portal withheld.
-func verifyFeed(ctx context.Context, e *Engine, _ *Entity, r *VerifyReport) error {
+func verifyFeed(ctx context.Context, e *engine.Engine, _ *engine.Entity, r *engine.VerifyReport) error {
 	if r.Details == nil {
 		r.Details = map[string]int64{}
 	}
@@ -141,7 +143,7 @@ FROM bitrix_records WHERE entity = $1 GROUP BY 1`, FeedRecipients)
 		return fmt.Errorf("verify feed recipients: %w", err)
 	}
 	err = e.Pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE payload ? $2), count(*) FILTER (WHERE NOT payload ? $2)
-FROM bitrix_records WHERE entity = $1`, FeedComments, unreachableKey).Scan(&n, new(int64))
+FROM bitrix_records WHERE entity = $1`, FeedComments, engine.UnreachableKey).Scan(&n, new(int64))
 	if err != nil {
 		return fmt.Errorf("verify feed comments: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/dbtest"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
@@ -27,12 +28,12 @@ func BenchmarkGetTasksSlowPortal(b *testing.B) {
 	tasks := envInt(b, "BITRIX_BENCH_TASKS", 100_000)
 	std := rest.DefaultRate()
 	cat := bitrix.Catalog()
-	var ents []*bitrix.Entity
+	var ents []*engine.Entity
 	for _, name := range []string{bitrix.Users, bitrix.Groups, bitrix.Tasks} {
 		ent, _ := cat.Entity(name)
 		ents = append(ents, ent)
 	}
-	reg, err := bitrix.NewRegistry(ents...)
+	reg, err := engine.NewRegistry(ents...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func BenchmarkGetTasksSlowPortal(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		e := &bitrix.Engine{Registry: reg, Pool: pool, Source: src, Log: benchLog(), Metrics: metrics.New(), Actor: "bench", Concurrency: 8}
+		e := &engine.Engine{Registry: reg, Pool: pool, Source: src, Log: benchLog(), Metrics: metrics.New(), Actor: "bench", Concurrency: 8}
 		visible := 0
 		for _, ti := range portal.TaskInfos() {
 			if !ti.Hidden {
@@ -132,7 +133,7 @@ func BenchmarkGetTaskComments(b *testing.B) {
 			b.Fatal(err)
 		}
 		src := &countingSource{Client: client, calls: map[string]int{}}
-		e := &bitrix.Engine{Registry: bitrix.Catalog(), Pool: pool, Source: src, Log: benchLog(), Metrics: metrics.New(), Actor: "bench", Concurrency: 8}
+		e := &engine.Engine{Registry: bitrix.Catalog(), Pool: pool, Source: src, Log: benchLog(), Metrics: metrics.New(), Actor: "bench", Concurrency: 8}
 		b.StartTimer()
 		start := time.Now()
 		st, err := e.Get(context.Background(), bitrix.Tasks)

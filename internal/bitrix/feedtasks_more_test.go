@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
 )
 
@@ -118,7 +119,7 @@ func TestTaskParentCycle(t *testing.T) {
 	v.phases(e, bitrix.Tasks, "fields-get", "fields-set", "get", "set")
 	for _, id := range []int{a, b} {
 		r := v.record(bitrix.Tasks, strconv.Itoa(id))
-		if r.Status != bitrix.ImportErr || !strings.Contains(r.LastError, "cycle") {
+		if r.Status != engine.ImportErr || !strings.Contains(r.LastError, "cycle") {
 			t.Errorf("task %d in a cycle of parents: %s %q", id, r.Status, r.LastError)
 		}
 	}
@@ -126,7 +127,7 @@ func TestTaskParentCycle(t *testing.T) {
 	v.portal.SetTaskField(a, "parentId", nil)
 	v.phases(e, bitrix.Tasks, "get", "set")
 	for _, id := range []int{a, b} {
-		if r := v.record(bitrix.Tasks, strconv.Itoa(id)); r.Status != bitrix.ImportOK {
+		if r := v.record(bitrix.Tasks, strconv.Itoa(id)); r.Status != engine.ImportOK {
 			t.Errorf("task %d after the fix: %s %q", id, r.Status, r.LastError)
 		}
 	}
@@ -208,10 +209,10 @@ func TestFeedAndTasksVerifyNamesEveryRecord(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			found := func(list []bitrix.RecordIssue, key string) bool {
-				return slices.ContainsFunc(list, func(i bitrix.RecordIssue) bool { return "source:"+i.Entity+":"+i.SourceID == key })
+			found := func(list []engine.RecordIssue, key string) bool {
+				return slices.ContainsFunc(list, func(i engine.RecordIssue) bool { return "source:"+i.Entity+":"+i.SourceID == key })
 			}
-			if !slices.ContainsFunc(rep.Differing, func(m bitrix.Mismatch) bool {
+			if !slices.ContainsFunc(rep.Differing, func(m engine.Mismatch) bool {
 				return "source:"+m.Entity+":"+m.SourceID == recs[0].Key && m.Field == field
 			}) {
 				t.Errorf("%s: verify does not name the corrupted %s field %s", ent, recs[0].Key, field)

@@ -8,11 +8,12 @@ import (
 	"testing"
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
 )
 
 // migrateBase runs users and groups to VERIFIED, as feed and tasks require.
-func (v *env) migrateBase(e *bitrix.Engine) {
+func (v *env) migrateBase(e *engine.Engine) {
 	v.t.Helper()
 	for _, ent := range []string{bitrix.Users, bitrix.Groups} {
 		if err := e.Run(v.ctx, ent); err != nil {
@@ -152,7 +153,7 @@ func TestTasksEndToEnd(t *testing.T) {
 	}
 	for _, id := range orphans {
 		r := v.record(bitrix.Tasks, id)
-		if r.Status != bitrix.ImportErr || !strings.Contains(r.LastError, "never read") {
+		if r.Status != engine.ImportErr || !strings.Contains(r.LastError, "never read") {
 			t.Errorf("task %s under a hidden parent: %s %q", id, r.Status, r.LastError)
 		}
 	}

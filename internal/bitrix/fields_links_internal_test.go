@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 )
 
 func TestCRMFieldValuesNameTheirRecords(t *testing.T) {
@@ -28,30 +30,30 @@ func TestCRMFieldValuesNameTheirRecords(t *testing.T) {
 	if got := (crmLinks{}).FieldEntity([]byte(`{"COMPANY": "N", "DYNAMIC_1038": "Y"}`)); got != Smart+":1038" {
 		t.Errorf("single smart process field: %q", got)
 	}
-	rf := &Refs{maps: map[string]idMap{Companies: {"12": "500"}, Smart: {"1038:3": "700"}, CRMTypes: {"1038": "26"}},
-		links: fieldLinks{FieldLinks: crmFieldLinks()}}
+	rf := &engine.Refs{Maps: map[string]engine.IDMap{Companies: {"12": "500"}, Smart: {"1038:3": "700"}, CRMTypes: {"1038": "26"}},
+		Links: engine.LinkedFields{FieldLinks: crmFieldLinks()}}
 	for value, want := range map[string]string{"CO_12": "CO_500", "T40e_3": "T1a_700", "CO_13": "CO_13"} {
-		if got, _ := rf.crmTarget(value, ""); got != want {
+		if got, _ := rf.CRMTarget(value, ""); got != want {
 			t.Errorf("crmTarget(%q) = %q, want %q", value, got, want)
 		}
 	}
 }
 
 func TestFieldNamesFollowThePortalsRules(t *testing.T) {
-	n := &FieldNaming{Prefix: "UF_CRM_", Max: 50}
+	n := &engine.FieldNaming{Prefix: "UF_CRM_", Max: 50}
 	for name, want := range map[string]string{
 		"UF_CRM_HELLO_WORLD": "UF_CRM_HELLO_WORLD",
 		"UF_CRM_hello-world": "UF_CRM_HELLO_WORLD",
 		"UF_MANAGER_NOTE":    "UF_CRM_MANAGER_NOTE",
 	} {
-		got, _, err := n.target(context.Background(), nil, name)
-		if err != nil || got.name != want {
-			t.Errorf("%s -> %q (%v), want %s", name, got.name, err, want)
+		got, _, err := n.Target(context.Background(), nil, name)
+		if err != nil || got.Name != want {
+			t.Errorf("%s -> %q (%v), want %s", name, got.Name, err, want)
 		}
 	}
 	long := "UF_CRM_" + strings.Repeat("X", 60)
-	got, renamed, _ := n.target(context.Background(), nil, long)
-	if !renamed || len(got.name) != 50 || !strings.HasPrefix(got.name, "UF_CRM_XXX") || !strings.Contains(got.why, "longer than 50") {
-		t.Errorf("%s -> %q (%s)", long, got.name, got.why)
+	got, renamed, _ := n.Target(context.Background(), nil, long)
+	if !renamed || len(got.Name) != 50 || !strings.HasPrefix(got.Name, "UF_CRM_XXX") || !strings.Contains(got.Why, "longer than 50") {
+		t.Errorf("%s -> %q (%s)", long, got.Name, got.Why)
 	}
 }

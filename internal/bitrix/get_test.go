@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
 )
@@ -78,7 +79,7 @@ func TestGetChainsIDPagesInBatches(t *testing.T) {
 // cancelOnCall stops a get during its nth request for pages, as a crash or a SIGTERM would: the
 // pages of that request are never stored.
 type cancelOnCall struct {
-	bitrix.Source
+	engine.Source
 	n      int
 	cancel context.CancelFunc
 	calls  int
@@ -184,17 +185,17 @@ func TestRegetLeavesUnchangedRecordsAndReopensChangedOnes(t *testing.T) {
 		t.Errorf("re-get = %+v, want a new pass with 1 changed and 119 unchanged", st)
 	}
 	r := v.record(bitrix.Users, changed)
-	if r.Status != bitrix.New || !strings.Contains(string(r.Payload), "Главный бухгалтер") {
+	if r.Status != engine.New || !strings.Contains(string(r.Payload), "Главный бухгалтер") {
 		t.Errorf("changed user: status %s, payload %s; want NEW with the new payload", r.Status, r.Payload)
 	}
-	hist, err := bitrix.Machine.History(v.ctx, v.pool, r.ID)
+	hist, err := engine.Machine.History(v.ctx, v.pool, r.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if last := hist[len(hist)-1]; last.From != bitrix.ImportOK || last.To != bitrix.New || last.Reason != "changed on the source" {
+	if last := hist[len(hist)-1]; last.From != engine.ImportOK || last.To != engine.New || last.Reason != "changed on the source" {
 		t.Errorf("last move of the changed user = %+v, want IMPORT_OK -> NEW, changed on the source", last)
 	}
-	if got := v.record(bitrix.Users, online); got.Status != bitrix.ImportOK || string(got.Payload) != string(untouched.Payload) {
+	if got := v.record(bitrix.Users, online); got.Status != engine.ImportOK || string(got.Payload) != string(untouched.Payload) {
 		t.Errorf("user with only presence changes: status %s, payload changed %v; want untouched", got.Status, string(got.Payload) != string(untouched.Payload))
 	}
 	if n := v.count(`SELECT count(*) FROM status_history WHERE machine = 'bitrix'`); n != historyBefore+1 {
@@ -289,7 +290,7 @@ func TestGetKeepsDatesAsReceivedWithUTCAndOffset(t *testing.T) {
 	}
 }
 
-func (v *env) inventory(entity string) bitrix.Inventory {
+func (v *env) inventory(entity string) engine.Inventory {
 	v.t.Helper()
 	rep, err := v.engine().Report(v.ctx)
 	if err != nil {
@@ -301,12 +302,12 @@ func (v *env) inventory(entity string) bitrix.Inventory {
 		}
 	}
 	v.t.Fatalf("no inventory for %s", entity)
-	return bitrix.Inventory{}
+	return engine.Inventory{}
 }
 
 // stopListing stops an offset get after a number of pages were stored, as a crash would.
 type stopListing struct {
-	bitrix.Source
+	engine.Source
 	pages  int
 	cancel context.CancelFunc
 }
@@ -330,8 +331,8 @@ func TestOffsetPagesResumeAtTheNextOffset(t *testing.T) {
 	t.Parallel()
 	const users = 730
 	v := newEnv(t, bitrixfake.Options{Users: users, Seed: 12})
-	reg, err := bitrix.NewRegistry(&bitrix.Entity{Name: "people", Batch: 50,
-		Lister: &bitrix.OffsetPages{List: rest.List{Method: "user.get", Params: map[string]any{"ADMIN_MODE": true, "sort": "ID", "order": "ASC"}}}})
+	reg, err := engine.NewRegistry(&engine.Entity{Name: "people", Batch: 50,
+		Lister: &engine.OffsetPages{List: rest.List{Method: "user.get", Params: map[string]any{"ADMIN_MODE": true, "sort": "ID", "order": "ASC"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +344,7 @@ func TestOffsetPagesResumeAtTheNextOffset(t *testing.T) {
 	if _, err := e.Get(ctx, "people"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted get = %v, want context.Canceled", err)
 	}
-	inventory := func() bitrix.Inventory {
+	inventory := func() engine.Inventory {
 		e := v.engine()
 		e.Registry = reg
 		rep, err := e.Report(v.ctx)

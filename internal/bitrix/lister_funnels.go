@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 )
 
@@ -21,14 +22,14 @@ type funnelWalker struct{}
 
 // funnelTypes are the types whose funnels are read: the built-in ones with funnels, then every
 // smart process type stored by crm_types.
-func funnelTypes(ctx context.Context, e *Engine) ([]int, error) {
+func funnelTypes(ctx context.Context, e *engine.Engine) ([]int, error) {
 	types := []int{crmCompany, crmContact, crmDeal}
 	smart, err := smartTypeIDs(ctx, e)
 	return append(types, smart...), err
 }
 
 // smartTypeIDs are the entityTypeIds of the smart process types crm_types read, ascending.
-func smartTypeIDs(ctx context.Context, e *Engine) ([]int, error) {
+func smartTypeIDs(ctx context.Context, e *engine.Engine) ([]int, error) {
 	rows, err := e.Pool.Query(ctx, `SELECT source_id::int FROM bitrix_records WHERE entity = $1 ORDER BY 1`, CRMTypes)
 	if err != nil {
 		return nil, fmt.Errorf("list smart process types: %w", err)
@@ -49,7 +50,7 @@ type funnel struct {
 
 // readFunnels lists the funnels of the types, one command each (and more for a type with more
 // than 50). A type the portal answers NOT_FOUND or ENTITY_TYPE_NOT_SUPPORTED for has no funnels.
-func (e *Engine) readFunnels(ctx context.Context, types []int) ([]funnel, *rest.Response, error) {
+func readFunnels(ctx context.Context, e *engine.Engine, types []int) ([]funnel, *rest.Response, error) {
 	var out []funnel
 	var first *rest.Response
 	cmds := make([]rest.Command, 0, len(types))
@@ -58,7 +59,7 @@ func (e *Engine) readFunnels(ctx context.Context, types []int) ([]funnel, *rest.
 	}
 	for len(cmds) > 0 {
 		var more []rest.Command
-		err := e.batchEach(ctx, cmds, func(key string, r *rest.Response) error {
+		err := e.BatchEach(ctx, cmds, func(key string, r *rest.Response) error {
 			et, start := parseCategoryKey(key)
 			if first == nil {
 				first = r
@@ -68,11 +69,11 @@ func (e *Engine) readFunnels(ctx context.Context, types []int) ([]funnel, *rest.
 				return fmt.Errorf("funnels of type %d: %w", et, err)
 			}
 			for _, row := range rows {
-				fields, err := fieldsOf(row)
+				fields, err := engine.FieldsOf(row)
 				if err != nil {
 					return fmt.Errorf("funnels of type %d: %w", et, err)
 				}
-				if text(fields, "id") == "" {
+				if engine.Text(fields, "id") == "" {
 					return fmt.Errorf("funnels of type %d: row without id: %.200s", et, row)
 				}
 				out = append(out, funnel{et, row, fields})
@@ -123,14 +124,14 @@ func stageEntityID(et int, category string) string {
 
 // readStages lists the stages of the funnels that have them, one command per funnel (paged past
 // 50), and returns them as children of their funnel's record.
-func (e *Engine) readStages(ctx context.Context, funnels []funnel, stages *Entity, zone *time.Location) ([]incoming, error) {
+func readStages(ctx context.Context, e *engine.Engine, funnels []funnel, stages *engine.Entity, zone *time.Location) ([]engine.Incoming, error) {
 	type ask struct {
 		parent, entityID string
 	}
 	var asks []ask
 	var cmds []rest.Command
 	for _, f := range funnels {
-		cat := text(f.fields, "id")
+		cat := engine.Text(f.fields, "id")
 		entityID := stageEntityID(f.entityTypeID, cat)
 		if entityID == "" {
 			continue
@@ -138,10 +139,10 @@ func (e *Engine) readStages(ctx context.Context, funnels []funnel, stages *Entit
 		cmds = append(cmds, stageCommand(len(asks), entityID, 0))
 		asks = append(asks, ask{strconv.Itoa(f.entityTypeID) + ":" + cat, entityID})
 	}
-	var out []incoming
+	var out []engine.Incoming
 	for len(cmds) > 0 {
 		var more []rest.Command
-		err := e.batchEach(ctx, cmds, func(key string, r *rest.Response) error {
+		err := e.BatchEach(ctx, cmds, func(key string, r *rest.Response) error {
 			var i, start int
 			_, _ = fmt.Sscanf(key, "s%d_%d", &i, &start)
 			a := asks[i]
@@ -150,15 +151,15 @@ func (e *Engine) readStages(ctx context.Context, funnels []funnel, stages *Entit
 				return fmt.Errorf("stages of %s: %w", a.entityID, err)
 			}
 			for _, row := range rows {
-				fields, err := fieldsOf(row)
+				fields, err := engine.FieldsOf(row)
 				if err != nil {
 					return fmt.Errorf("stages of %s: %w", a.entityID, err)
 				}
-				id := text(fields, "STATUS_ID")
+				id := engine.Text(fields, "STATUS_ID")
 				if id == "" {
 					return fmt.Errorf("stages of %s: row without STATUS_ID: %.200s", a.entityID, row)
 				}
-				in, err := newIncoming(stages, id, a.parent, row, fields, zone)
+				in, err := engine.NewIncoming(stages, id, a.parent, row, fields, zone)
 				if err != nil {
 					return err
 				}
@@ -186,52 +187,52 @@ func stageCommand(i int, entityID string, start int) rest.Command {
 		"filter": map[string]any{"ENTITY_ID": entityID}, "order": map[string]any{"SORT": "ASC"}, "start": start}}
 }
 
-func (funnelWalker) get(ctx context.Context, g *getRun) error {
-	e, ent := g.e, g.ent
-	stages := e.entity(CRMStages)
+func (funnelWalker) Get(ctx context.Context, g *engine.GetRun) error {
+	e, ent := g.Engine, g.Ent
+	stages := e.Entity(CRMStages)
 	types, err := funnelTypes(ctx, e)
 	if err != nil {
 		return err
 	}
-	funnels, first, err := e.readFunnels(ctx, types)
+	funnels, first, err := readFunnels(ctx, e, types)
 	if err != nil {
 		return err
 	}
 	zone := e.SourceZone
 	if zone == nil && first != nil {
-		if zone, err = e.zoneOf(first); err != nil {
+		if zone, err = e.ZoneOf(first); err != nil {
 			return err
 		}
 	}
 	if zone == nil {
 		zone = time.UTC // nothing was read: no date to read either
 	}
-	var cats []incoming
+	var cats []engine.Incoming
 	for _, f := range funnels {
-		in, err := newIncoming(ent, strconv.Itoa(f.entityTypeID)+":"+text(f.fields, "id"), "", f.row, f.fields, zone)
+		in, err := engine.NewIncoming(ent, strconv.Itoa(f.entityTypeID)+":"+engine.Text(f.fields, "id"), "", f.row, f.fields, zone)
 		if err != nil {
 			return err
 		}
 		cats = append(cats, in)
 	}
-	kids, err := e.readStages(ctx, funnels, stages, zone)
+	kids, err := readStages(ctx, e, funnels, stages, zone)
 	if err != nil {
 		return err
 	}
-	var st GetStats
+	var st engine.GetStats
 	err = pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
-		st = GetStats{}
+		st = engine.GetStats{}
 		for _, name := range []string{ent.Name, stages.Name} {
-			if _, err := loadInventory(ctx, tx, name); err != nil { // startPass moves an existing row
+			if _, err := engine.LoadInventory(ctx, tx, name); err != nil { // startPass moves an existing row
 				return err
 			}
-			inv, err := startPass(ctx, tx, name, 0)
+			inv, err := engine.StartPass(ctx, tx, name, 0)
 			if err != nil {
 				return err
 			}
-			g.st.Pass = inv.Pass
+			g.Stats.Pass = inv.Pass
 		}
-		if err := e.saveBatch(ctx, tx, []entityRecords{{ent, cats}, {stages, kids}}, &st); err != nil {
+		if err := e.SaveBatch(ctx, tx, []engine.EntityRecords{{Ent: ent, Recs: cats}, {Ent: stages, Recs: kids}}, &st); err != nil {
 			return err
 		}
 		for _, p := range []struct {
@@ -239,8 +240,8 @@ func (funnelWalker) get(ctx context.Context, g *getRun) error {
 			n    int
 		}{{ent.Name, len(cats)}, {stages.Name, len(kids)}} {
 			total := int64(p.n)
-			if err := logPage(ctx, tx, p.name, e.RunID, pageRecord{pass: g.st.Pass, cursor: "0", next: "0", count: p.n,
-				total: &total, last: true}); err != nil {
+			if err := engine.LogPage(ctx, tx, p.name, e.RunID, engine.PageRecord{Pass: g.Stats.Pass, Cursor: "0", Next: "0", Count: p.n,
+				Total: &total, Last: true}); err != nil {
 				return err
 			}
 		}
@@ -250,35 +251,35 @@ func (funnelWalker) get(ctx context.Context, g *getRun) error {
 		return err
 	}
 	for name, c := range st.Counts {
-		g.st.add(name, c.Rows, saved{c.Inserted, c.Changed, c.Unchanged})
+		g.Stats.Add(name, c.Rows, engine.Saved{Inserted: c.Inserted, Changed: c.Changed, Unchanged: c.Unchanged})
 	}
-	g.st.Pages, g.st.Complete = 1, true
+	g.Stats.Pages, g.Stats.Complete = 1, true
 	e.Log.Info("funnels and stages read", "types", len(types), "funnels", len(cats), "stages", len(kids))
 	return nil
 }
 
 // total counts the funnels the portal has now (one batch of crm.category.list).
-func (funnelWalker) total(ctx context.Context, e *Engine, _ *Entity) (int64, error) {
+func (funnelWalker) Total(ctx context.Context, e *engine.Engine, _ *engine.Entity) (int64, error) {
 	types, err := funnelTypes(ctx, e)
 	if err != nil {
 		return 0, err
 	}
-	funnels, _, err := e.readFunnels(ctx, types)
+	funnels, _, err := readFunnels(ctx, e, types)
 	return int64(len(funnels)), err
 }
 
-func (w funnelWalker) plan(ctx context.Context, e *Engine, ent *Entity) ([]EntityPlan, error) {
+func (w funnelWalker) Plan(ctx context.Context, e *engine.Engine, ent *engine.Entity) ([]engine.EntityPlan, error) {
 	types, err := funnelTypes(ctx, e)
 	if err != nil {
 		return nil, err
 	}
-	funnels, _, err := e.readFunnels(ctx, types)
+	funnels, _, err := readFunnels(ctx, e, types)
 	if err != nil {
 		return nil, err
 	}
 	staged := 0
 	for _, f := range funnels {
-		if stageEntityID(f.entityTypeID, text(f.fields, "id")) != "" {
+		if stageEntityID(f.entityTypeID, engine.Text(f.fields, "id")) != "" {
 			staged++
 		}
 	}
@@ -286,28 +287,28 @@ func (w funnelWalker) plan(ctx context.Context, e *Engine, ent *Entity) ([]Entit
 	if len(types) == 3 {
 		how += "; no smart process types read yet (run `ingest bitrix crm_types get` first)"
 	}
-	return []EntityPlan{
-		{Entity: ent.Name, Records: int64(len(funnels)), Calls: ceilDiv(int64(len(types)), rest.MaxBatch), How: how},
-		{Entity: CRMStages, Records: -1, Calls: ceilDiv(int64(staged), rest.MaxBatch),
+	return []engine.EntityPlan{
+		{Entity: ent.Name, Records: int64(len(funnels)), Calls: engine.CeilDiv(int64(len(types)), rest.MaxBatch), How: how},
+		{Entity: CRMStages, Records: -1, Calls: engine.CeilDiv(int64(staged), rest.MaxBatch),
 			How: "crm.status.list per funnel with stages, 50 funnels to a call; no count before they are read"},
 	}, nil
 }
 
 // verifyStages is crm_categories' own part of verify: the stages, read with their funnels,
 // compared with the target and listed when not imported.
-func verifyStages(ctx context.Context, e *Engine, _ *Entity, r *VerifyReport) error {
-	stages := e.entity(CRMStages)
+func verifyStages(ctx context.Context, e *engine.Engine, _ *engine.Entity, r *engine.VerifyReport) error {
+	stages := e.Entity(CRMStages)
 	types, err := funnelTypes(ctx, e)
 	if err != nil {
 		return err
 	}
-	funnels, _, err := e.readFunnels(ctx, types)
+	funnels, _, err := readFunnels(ctx, e, types)
 	if err != nil {
 		return err
 	}
-	kids, err := e.readStages(ctx, funnels, stages, time.UTC)
+	kids, err := readStages(ctx, e, funnels, stages, time.UTC)
 	if err != nil {
 		return err
 	}
-	return e.childCounts(ctx, stages, int64(len(kids)), r)
+	return e.ChildCounts(ctx, stages, int64(len(kids)), r)
 }

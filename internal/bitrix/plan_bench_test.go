@@ -11,6 +11,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/dbtest"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
@@ -35,7 +36,7 @@ func BenchmarkPlanVersusGet(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		e := &bitrix.Engine{Registry: bitrix.Catalog(), Pool: pool, Source: src, Log: quietLog(), Metrics: metrics.New(), Actor: "bench"}
+		e := &engine.Engine{Registry: bitrix.Catalog(), Pool: pool, Source: src, Log: quietLog(), Metrics: metrics.New(), Actor: "bench"}
 		b.StartTimer()
 		p, err := e.Plan(ctx, rest.DefaultRate())
 		if err != nil {
@@ -86,8 +87,8 @@ func BenchmarkPlanVersusGet(b *testing.B) {
 
 // byEntity sums a plan's lines per entity: a child read two ways (task comments: by a fetch per
 // old-card task and by the task chats' walk) has a line for each.
-func byEntity(p bitrix.Plan) map[string]bitrix.EntityPlan {
-	out := map[string]bitrix.EntityPlan{}
+func byEntity(p engine.Plan) map[string]engine.EntityPlan {
+	out := map[string]engine.EntityPlan{}
 	for _, ep := range p.Entities {
 		sum, seen := out[ep.Entity]
 		if !seen {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
 )
@@ -23,7 +24,7 @@ func TestPlanForetellsWhatGetDoes(t *testing.T) {
 	if got := v.portal.Stats().Requests - before; int64(p.PlanCalls) != int64(got) || got > 24 {
 		t.Errorf("the plan reports %d calls of its own, made %d; want a handful", p.PlanCalls, got)
 	}
-	plans := map[string]bitrix.EntityPlan{}
+	plans := map[string]engine.EntityPlan{}
 	for _, ep := range p.Entities {
 		plans[ep.Entity] = ep
 	}
@@ -79,7 +80,7 @@ func TestPlanForetellsFeedAndTasks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	feedCalls := func(p bitrix.Plan) int {
+	feedCalls := func(p engine.Plan) int {
 		n := 0
 		for _, ep := range p.Entities {
 			if ep.Entity == bitrix.FeedRecipients || ep.Entity == bitrix.FeedComments {
@@ -130,7 +131,7 @@ func TestPlanForetellsFeedAndTasks(t *testing.T) {
 	}
 }
 
-func mustEntity(t *testing.T, name string) *bitrix.Entity {
+func mustEntity(t *testing.T, name string) *engine.Entity {
 	t.Helper()
 	ent, ok := bitrix.Catalog().Entity(name)
 	if !ok {

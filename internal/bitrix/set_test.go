@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
 	"github.com/ingest-dev/ingest/internal/fakes/targetfake"
 	"github.com/ingest-dev/ingest/internal/importapi"
@@ -22,7 +23,7 @@ import (
 
 // recordingTarget notes every import call: its entity and keys, in order.
 type recordingTarget struct {
-	bitrix.Target
+	engine.Target
 	mu    sync.Mutex
 	calls []importCall
 }
@@ -144,15 +145,15 @@ func TestSetRetriesOnTheScheduleThenGivesUp(t *testing.T) {
 		wantMoves []status.Status
 	}{
 		{
-			name: "succeeds on the second retry", fail: 2 * 3, want: bitrix.ImportOK,
+			name: "succeeds on the second retry", fail: 2 * 3, want: engine.ImportOK,
 			// The first retry is due at once (0 s); the second 2 s later, plus jitter.
 			wantWaits: []time.Duration{2200 * time.Millisecond},
-			wantMoves: []status.Status{bitrix.ErrorRetry, bitrix.ErrorRetry, bitrix.ImportOK},
+			wantMoves: []status.Status{engine.ErrorRetry, engine.ErrorRetry, engine.ImportOK},
 		},
 		{
-			name: "gives up after three retries", fail: 100, want: bitrix.ImportErr,
+			name: "gives up after three retries", fail: 100, want: engine.ImportErr,
 			wantWaits: []time.Duration{2200 * time.Millisecond, 6600 * time.Millisecond},
-			wantMoves: []status.Status{bitrix.ErrorRetry, bitrix.ErrorRetry, bitrix.ErrorRetry, bitrix.ImportErr},
+			wantMoves: []status.Status{engine.ErrorRetry, engine.ErrorRetry, engine.ErrorRetry, engine.ImportErr},
 		},
 	}
 	for _, tt := range tests {
@@ -179,7 +180,7 @@ func TestSetRetriesOnTheScheduleThenGivesUp(t *testing.T) {
 				if r.Status != tt.want {
 					t.Errorf("user %d ends in %s, want %s", id, r.Status, tt.want)
 				}
-				hist, err := bitrix.Machine.History(v.ctx, v.pool, r.ID)
+				hist, err := engine.Machine.History(v.ctx, v.pool, r.ID)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -190,7 +191,7 @@ func TestSetRetriesOnTheScheduleThenGivesUp(t *testing.T) {
 				if !slices.Equal(moves, tt.wantMoves) {
 					t.Errorf("user %d moves %v, want %v", id, moves, tt.wantMoves)
 				}
-				if tt.want == bitrix.ImportErr && !strings.Contains(r.LastError, "gave up after 4 attempts: target: temporarily_unavailable") {
+				if tt.want == engine.ImportErr && !strings.Contains(r.LastError, "gave up after 4 attempts: target: temporarily_unavailable") {
 					t.Errorf("user %d reason %q", id, r.LastError)
 				}
 			}
@@ -198,7 +199,7 @@ func TestSetRetriesOnTheScheduleThenGivesUp(t *testing.T) {
 			if got := v.metric(`retry_attempts_total{entity=users}`); got != retries {
 				t.Errorf("retry_attempts_total = %v, want %v", got, retries)
 			}
-			if tt.want == bitrix.ImportErr && (st[bitrix.Users].Failed != 3 || v.metric(`records_import_err_total{entity=users}`) != 3) {
+			if tt.want == engine.ImportErr && (st[bitrix.Users].Failed != 3 || v.metric(`records_import_err_total{entity=users}`) != 3) {
 				t.Errorf("stats %+v, import_err metric %v, want 3 failed", st[bitrix.Users], v.metric(`records_import_err_total{entity=users}`))
 			}
 			if !strings.Contains(v.log.String(), `level=WARN msg="record not imported" entity=users source_id=1 status=ERROR_RETRY`) {
@@ -219,7 +220,7 @@ func TestSetPermanentErrorFailsOnlyThatRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := v.record(bitrix.Users, bad)
-	if r.Status != bitrix.ImportErr || r.Attempts != 1 || !strings.Contains(r.LastError, "rejected: e-mail already used") {
+	if r.Status != engine.ImportErr || r.Attempts != 1 || !strings.Contains(r.LastError, "rejected: e-mail already used") {
 		t.Errorf("rejected user: %s after %d attempts, reason %q; want IMPORT_ERR at once with the target's message", r.Status, r.Attempts, r.LastError)
 	}
 	if n := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'users' AND status = 'IMPORT_OK'`); n != 29 {
@@ -320,14 +321,14 @@ func TestSetNeverImportsHalfMappedRecords(t *testing.T) {
 
 	g := v.record(bitrix.Groups, first.SourceID)
 	want := fmt.Sprintf("OWNER_ID %s: user %s has no target id (not imported)", owner, owner)
-	if g.Status != bitrix.ImportErr || g.LastError != want {
+	if g.Status != engine.ImportErr || g.LastError != want {
 		t.Errorf("group with a deleted owner: %s %q, want IMPORT_ERR %q", g.Status, g.LastError, want)
 	}
 	if _, ok := v.target.Lookup(bitrix.Groups, g.IdempotencyKey()); ok {
 		t.Error("the group with an unresolvable owner reached the target")
 	}
 	m := v.record(bitrix.GroupMembers, second+":"+lostUser)
-	if m.Status != bitrix.ImportErr || !strings.Contains(m.LastError, "USER_ID "+lostUser) {
+	if m.Status != engine.ImportErr || !strings.Contains(m.LastError, "USER_ID "+lostUser) {
 		t.Errorf("membership with an unmapped user: %s %q", m.Status, m.LastError)
 	}
 	if _, ok := v.target.Lookup(bitrix.GroupMembers, m.IdempotencyKey()); ok {
@@ -345,7 +346,7 @@ func TestSetNeverImportsHalfMappedRecords(t *testing.T) {
 	if rep.Clean() || v.inventory(bitrix.Groups).Verified {
 		t.Fatal("groups verified with an unresolved owner")
 	}
-	var groups []bitrix.RecordIssue
+	var groups []engine.RecordIssue
 	for _, issue := range rep.UnresolvedRefs {
 		if issue.Entity == bitrix.Groups {
 			groups = append(groups, issue)
@@ -373,7 +374,7 @@ func TestGroupsSetRequiresVerifiedUsers(t *testing.T) {
 	for _, tt := range tests {
 		tt.prepare()
 		_, err := e.Set(v.ctx, bitrix.Groups)
-		if !errors.Is(err, bitrix.ErrPrerequisite) || !strings.Contains(err.Error(), "groups set refused: users must be imported and verified first") ||
+		if !errors.Is(err, engine.ErrPrerequisite) || !strings.Contains(err.Error(), "groups set refused: users must be imported and verified first") ||
 			!strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: groups set = %v, want a refusal saying %q", tt.name, err, tt.want)
 		}
@@ -397,7 +398,7 @@ func TestUnreadableDateFailsOnlyItsRecord(t *testing.T) {
 	v.phases(e, bitrix.Users, "get", "set")
 	r := v.record(bitrix.Users, strconv.Itoa(bad))
 	want := `date field PERSONAL_BIRTHDAY: cannot read "31/02/1990": not a date in any format Bitrix24 sends`
-	if r.Status != bitrix.ImportErr || r.LastError != want {
+	if r.Status != engine.ImportErr || r.LastError != want {
 		t.Errorf("user with a bad date: %s %q, want IMPORT_ERR %q", r.Status, r.LastError, want)
 	}
 	if n := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'users' AND status = 'IMPORT_OK'`); n != 39 {
@@ -414,7 +415,7 @@ func TestUnreadableDateFailsOnlyItsRecord(t *testing.T) {
 }
 
 // ownerOf returns the OWNER_ID of a stored group.
-func ownerOf(t *testing.T, g bitrix.Record) string {
+func ownerOf(t *testing.T, g engine.Record) string {
 	t.Helper()
 	var p struct{ OWNER_ID string }
 	if err := json.Unmarshal(g.Payload, &p); err != nil || p.OWNER_ID == "" {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/status"
 )
 
@@ -22,7 +23,7 @@ import (
 // portal's refusal.
 type taskChats struct{ rescan bool }
 
-func (t taskChats) walk(ctx context.Context, e *Engine, child *Entity, st *GetStats) error {
+func (t taskChats) Walk(ctx context.Context, e *engine.Engine, child *engine.Entity, st *engine.GetStats) error {
 	chats, err := taskChatsOf(ctx, e)
 	if err != nil {
 		return err
@@ -39,15 +40,15 @@ WHERE c.entity = $1 AND c.payload ? 'chat_id' GROUP BY 1`, child.Name, Tasks)
 		return fmt.Errorf("find the newest stored task chat messages: %w", err)
 	}
 	w := messagesWalk(slices.Collect(maps.Keys(chats)), func(chat int64) string { return chats[chat] }, newest, t.rescan,
-		func(ctx context.Context, tx pgx.Tx, chat int64, u *Unreachable, zone *time.Location) error {
+		func(ctx context.Context, tx pgx.Tx, chat int64, u *engine.Unreachable, zone *time.Location) error {
 			return lostTaskChat(ctx, e, tx, child, chats[chat], chat, u, zone)
 		})
-	_, _, err = w.run(ctx, e, child, st, e.TestLimit)
+	_, _, err = w.Run(ctx, e, child, st, e.TestLimit)
 	return err
 }
 
 // taskChatsOf maps the chat of every stored task that has one to the task.
-func taskChatsOf(ctx context.Context, e *Engine) (map[int64]string, error) {
+func taskChatsOf(ctx context.Context, e *engine.Engine) (map[int64]string, error) {
 	rows, err := e.Pool.Query(ctx, `SELECT source_id, payload->>'chatId' FROM bitrix_records
 WHERE entity = $1 AND coalesce(payload->>'chatId', '0') NOT IN ('', '0') ORDER BY id`, Tasks)
 	if err != nil {
@@ -71,30 +72,30 @@ WHERE entity = $1 AND coalesce(payload->>'chatId', '0') NOT IN ('', '0') ORDER B
 
 // lostTaskChat keeps a task chat the webhook's user may not read as one record of the task that
 // cannot be migrated, with the refusal.
-func lostTaskChat(ctx context.Context, e *Engine, tx pgx.Tx, child *Entity, task string, chat int64, u *Unreachable, zone *time.Location) error {
+func lostTaskChat(ctx context.Context, e *engine.Engine, tx pgx.Tx, child *engine.Entity, task string, chat int64, u *engine.Unreachable, zone *time.Location) error {
 	reason := fmt.Sprintf("out of reach: the comments of task %s are in chat %d, and %s refused it with %s (%s): "+
 		"the webhook's user is not one of the chat's participants", task, chat, u.Method, u.Code, u.Description)
-	payload := mustJSON(markUnreachable(map[string]json.RawMessage{"chat": mustJSON(chat)}, reason))
-	fields, _ := fieldsOf(payload)
-	in, err := newIncoming(child, task+":0", task, payload, fields, zone)
+	payload := engine.MustJSON(engine.MarkUnreachable(map[string]json.RawMessage{"chat": engine.MustJSON(chat)}, reason))
+	fields, _ := engine.FieldsOf(payload)
+	in, err := engine.NewIncoming(child, task+":0", task, payload, fields, zone)
 	if err != nil {
 		return err
 	}
 	e.Log.Warn("task chat not readable", "entity", child.Name, "task", task, "chat", chat, "reason", reason)
 	c := status.Change{Reason: "no longer readable", Actor: e.Actor, RunID: e.RunID}
-	if _, err := saveRecords(ctx, tx, child.Name, []incoming{in}, c); err != nil {
+	if _, err := engine.SaveRecords(ctx, tx, child.Name, []engine.Incoming{in}, c); err != nil {
 		return err
 	}
-	_, err = refuseUnreachable(ctx, tx, child.Name, []incoming{in}, status.Change{Actor: e.Actor, RunID: e.RunID})
+	_, err = engine.RefuseUnreachable(ctx, tx, child.Name, []engine.Incoming{in}, status.Change{Actor: e.Actor, RunID: e.RunID})
 	return err
 }
 
 // planCalls: one call per 50 chats at least, more for chats of more than 50 messages.
-func (taskChats) planCalls(ctx context.Context, e *Engine, _ *Entity, _ map[string]int64) (int64, int, string, error) {
+func (taskChats) PlanCalls(ctx context.Context, e *engine.Engine, _ *engine.Entity, _ map[string]int64) (int64, int, string, error) {
 	chats, err := taskChatsOf(ctx, e)
 	if err != nil {
 		return 0, 0, "", err
 	}
-	return -1, ceilDiv(int64(len(chats)), 50), fmt.Sprintf("new-card comments: im.dialog.messages.get for the %d task chats "+
+	return -1, engine.CeilDiv(int64(len(chats)), 50), fmt.Sprintf("new-card comments: im.dialog.messages.get for the %d task chats "+
 		"of the tasks read so far, 50 pages to a call; more for chats past 50 messages", len(chats)), nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 )
 
@@ -27,19 +28,19 @@ var taskDisplay = []string{"creator", "responsible", "accomplicesData", "auditor
 // sent without it, from tasks.task.get with select CHAT_ID (the documented way to learn a task's
 // chat, fixture tasks.task.get.chatid.json), 50 tasks to a call; a task it cannot read keeps
 // none and is taken for an old-card one.
-func completeTasks(ctx context.Context, e *Engine, rows []json.RawMessage) ([]json.RawMessage, error) {
+func completeTasks(ctx context.Context, e *engine.Engine, rows []json.RawMessage) ([]json.RawMessage, error) {
 	var cmds []rest.Command
 	at := map[string]int{}
 	fields := make([]map[string]json.RawMessage, len(rows))
 	for i, row := range rows {
-		f, err := fieldsOf(row)
+		f, err := engine.FieldsOf(row)
 		if err != nil {
 			return nil, err
 		}
 		fields[i] = f
 		if _, ok := f["groupId"]; !ok { // the group comes as [] or as an object with its id
-			if g, err := fieldsOf(f["group"]); err == nil && text(g, "id") != "" {
-				f["groupId"] = mustJSON(text(g, "id"))
+			if g, err := engine.FieldsOf(f["group"]); err == nil && engine.Text(g, "id") != "" {
+				f["groupId"] = engine.MustJSON(engine.Text(g, "id"))
 			}
 		}
 		for _, k := range taskDisplay {
@@ -48,12 +49,12 @@ func completeTasks(ctx context.Context, e *Engine, rows []json.RawMessage) ([]js
 		if _, ok := f["chatId"]; ok {
 			continue
 		}
-		id := text(f, "id")
+		id := engine.Text(f, "id")
 		at[id] = i
 		cmds = append(cmds, rest.Command{Key: "t" + id, Method: "tasks.task.get",
 			Params: map[string]any{"taskId": id, "select": []string{"ID", "CHAT_ID"}}})
 	}
-	err := e.batchEach(ctx, cmds, func(key string, r *rest.Response) error {
+	err := e.BatchEach(ctx, cmds, func(key string, r *rest.Response) error {
 		var res struct {
 			Task map[string]json.RawMessage `json:"task"`
 		}
@@ -72,7 +73,7 @@ func completeTasks(ctx context.Context, e *Engine, rows []json.RawMessage) ([]js
 	})
 	out := make([]json.RawMessage, len(rows))
 	for i, f := range fields {
-		out[i] = mustJSON(f)
+		out[i] = engine.MustJSON(f)
 	}
 	return out, err
 }
@@ -87,17 +88,17 @@ func taskPeople(f map[string]json.RawMessage) []string {
 // people, group and parent as target ids (none is null), tags as a list of titles, every date in
 // its original offset, custom fields under their field names (UF_CRM_TASK, not ufCrmTask) with
 // the values of fields the target cannot hold left out.
-func taskPayload(ent *Entity, r Record, rf *Refs) (json.RawMessage, error) {
-	fields, err := fieldsOf(r.Payload)
+func taskPayload(ent *engine.Entity, r engine.Record, rf *engine.Refs) (json.RawMessage, error) {
+	fields, err := engine.FieldsOf(r.Payload)
 	if err != nil {
 		return nil, err
 	}
-	localDates(fields, r.Dates)
+	engine.LocalDates(fields, r.Dates)
 	for _, k := range append(slices.Clone(ent.Volatile), "chatId") { // the source's chat means nothing there
 		delete(fields, k)
 	}
-	for _, k := range sortedKeys(fields) {
-		f, ok := rf.customField(k)
+	for _, k := range engine.SortedKeys(fields) {
+		f, ok := rf.CustomField(k)
 		if !ok {
 			continue
 		}
@@ -106,33 +107,33 @@ func taskPayload(ent *Entity, r Record, rf *Refs) (json.RawMessage, error) {
 		switch {
 		case f.System || f.OnTarget:
 			fields[f.Name] = v
-		case ent.Fields.creatable(f.Type):
+		case ent.Fields.CanCreate(f.Type):
 			return nil, fmt.Errorf("custom field %s is not on the target yet: run `ingest bitrix %s fields-set`", f.Name, ent.Name)
 		} // a type the target cannot create: left out, named by verify
 	}
-	if err := rf.enums.translate(fields); err != nil {
+	if err := rf.Enums.Translate(fields); err != nil {
 		return nil, err
 	}
-	if err := translatePlain(ent, r, fields, rf); err != nil {
+	if err := engine.TranslatePlain(ent, r, fields, rf); err != nil {
 		return nil, err
 	}
 	for _, ref := range ent.Refs { // the tasks contract: no group, no parent... is null
-		if ref.Optional && none(text(fields, ref.Field)) {
+		if ref.Optional && engine.None(engine.Text(fields, ref.Field)) {
 			fields[ref.Field] = json.RawMessage("null")
 		}
 	}
 	for _, role := range []string{"accomplices", "auditors"} {
-		mapped, missing := mapUsers(idList(fields[role]), rf.of(Users))
+		mapped, missing := mapUsers(idList(fields[role]), rf.Of(Users))
 		if len(missing) > 0 {
 			return nil, &UnmappedUsersError{Field: role, Users: missing}
 		}
-		fields[role] = mustJSON(mapped)
+		fields[role] = engine.MustJSON(mapped)
 	}
-	fields["tags"] = mustJSON(tagTitles(fields["tags"]))
-	if err := translateTextFields(fields, rf.of(Users), "title", "description"); err != nil {
+	fields["tags"] = engine.MustJSON(tagTitles(fields["tags"]))
+	if err := translateTextFields(fields, rf.Of(Users), "title", "description"); err != nil {
 		return nil, err
 	}
-	return mustJSON(fields), nil
+	return engine.MustJSON(fields), nil
 }
 
 // tagTitles reads a task's tags: an object keyed by tag id ({"35": {"id": 35, "title": "x"}}),
@@ -175,8 +176,8 @@ func cleanChecklistItem(f map[string]json.RawMessage) {
 	for _, m := range members {
 		kept = append(kept, keepFields(m, []string{"ID", "TYPE"}))
 	}
-	f["MEMBERS"] = mustJSON(kept)
-	f["ATTACHMENTS"] = mustJSON(attachments(f["ATTACHMENTS"]))
+	f["MEMBERS"] = engine.MustJSON(kept)
+	f["ATTACHMENTS"] = engine.MustJSON(attachments(f["ATTACHMENTS"]))
 }
 
 // attachments reads attachments keyed by id ({} or [] when none) as a list in id order, without
@@ -204,31 +205,31 @@ func checklistItems(f map[string]json.RawMessage) []map[string]json.RawMessage {
 func checklistPeople(f map[string]json.RawMessage) []string {
 	var out []string
 	for _, it := range checklistItems(f) {
-		out = append(out, text(it, "CREATED_BY"), text(it, "TOGGLED_BY"))
+		out = append(out, engine.Text(it, "CREATED_BY"), engine.Text(it, "TOGGLED_BY"))
 		var members []map[string]json.RawMessage
 		_ = json.Unmarshal(it["MEMBERS"], &members)
 		for _, m := range members {
-			out = append(out, text(m, "ID"))
+			out = append(out, engine.Text(m, "ID"))
 		}
 	}
-	return slices.DeleteFunc(out, none)
+	return slices.DeleteFunc(out, engine.None)
 }
 
 // checklistPayload is a task's checklist: its task as a target id and its items in id order, each
 // naming its parent item by the portal's item id (null for a checklist's root), people as target
 // ids.
-func checklistPayload(r Record, rf *Refs) (json.RawMessage, error) {
+func checklistPayload(r engine.Record, rf *engine.Refs) (json.RawMessage, error) {
 	task, ok := rf.Target(Tasks, r.ParentSourceID)
 	if !ok {
-		return nil, &UnresolvedError{Field: "task_id", Entity: Tasks, SourceID: r.ParentSourceID}
+		return nil, &engine.UnresolvedError{Field: "task_id", Entity: Tasks, SourceID: r.ParentSourceID}
 	}
-	fields, err := fieldsOf(r.Payload)
+	fields, err := engine.FieldsOf(r.Payload)
 	if err != nil {
 		return nil, err
 	}
-	users := rf.of(Users)
+	users := rf.Of(Users)
 	user := func(field, id string) (any, error) {
-		if none(id) {
+		if engine.None(id) {
 			return nil, nil
 		}
 		t, ok := users[id]
@@ -239,11 +240,11 @@ func checklistPayload(r Record, rf *Refs) (json.RawMessage, error) {
 	}
 	items := []map[string]any{}
 	for _, it := range checklistItems(fields) {
-		createdBy, err := user("CREATED_BY", text(it, "CREATED_BY"))
+		createdBy, err := user("CREATED_BY", engine.Text(it, "CREATED_BY"))
 		if err != nil {
 			return nil, err
 		}
-		toggledBy, err := user("TOGGLED_BY", text(it, "TOGGLED_BY"))
+		toggledBy, err := user("TOGGLED_BY", engine.Text(it, "TOGGLED_BY"))
 		if err != nil {
 			return nil, err
 		}
@@ -251,22 +252,22 @@ func checklistPayload(r Record, rf *Refs) (json.RawMessage, error) {
 		_ = json.Unmarshal(it["MEMBERS"], &members)
 		people := []map[string]any{}
 		for _, m := range members {
-			u, err := user("MEMBERS", text(m, "ID"))
+			u, err := user("MEMBERS", engine.Text(m, "ID"))
 			if err != nil {
 				return nil, err
 			}
-			people = append(people, map[string]any{"user_id": u, "type": text(m, "TYPE")})
+			people = append(people, map[string]any{"user_id": u, "type": engine.Text(m, "TYPE")})
 		}
 		var parent any
-		if p := text(it, "PARENT_ID"); !none(p) {
+		if p := engine.Text(it, "PARENT_ID"); !engine.None(p) {
 			parent = p
 		}
-		items = append(items, map[string]any{"id": text(it, "ID"), "parent_id": parent, "title": it["TITLE"],
-			"sort_index": text(it, "SORT_INDEX"), "is_complete": text(it, "IS_COMPLETE") == "Y",
-			"is_important": text(it, "IS_IMPORTANT") == "Y", "created_by": createdBy, "toggled_by": toggledBy,
+		items = append(items, map[string]any{"id": engine.Text(it, "ID"), "parent_id": parent, "title": it["TITLE"],
+			"sort_index": engine.Text(it, "SORT_INDEX"), "is_complete": engine.Text(it, "IS_COMPLETE") == "Y",
+			"is_important": engine.Text(it, "IS_IMPORTANT") == "Y", "created_by": createdBy, "toggled_by": toggledBy,
 			"toggled_date": it["TOGGLED_DATE"], "members": people, "attachments": it["ATTACHMENTS"]})
 	}
-	return mustJSON(map[string]any{"task_id": task, "items": items}), nil
+	return engine.MustJSON(map[string]any{"task_id": task, "items": items}), nil
 }
 
 // oldCommentFields are what an old-card comment keeps: not the author's name and e-mail (the user
@@ -279,13 +280,13 @@ func cleanTaskComment(f map[string]json.RawMessage) {
 			delete(f, k)
 		}
 	}
-	f["ATTACHED_OBJECTS"] = mustJSON(attachments(f["ATTACHED_OBJECTS"]))
+	f["ATTACHED_OBJECTS"] = engine.MustJSON(attachments(f["ATTACHED_OBJECTS"]))
 }
 
 // taskCommentUsers lists the users a comment names: its author, whom it mentions, who liked it.
 func taskCommentUsers(f map[string]json.RawMessage) []string {
 	if _, ok := f["POST_MESSAGE"]; ok {
-		return append([]string{text(f, "AUTHOR_ID")}, mentionsIn(f, "POST_MESSAGE")...)
+		return append([]string{engine.Text(f, "AUTHOR_ID")}, mentionsIn(f, "POST_MESSAGE")...)
 	}
 	return messageUsers(f)
 }
@@ -295,29 +296,29 @@ func taskCommentUsers(f map[string]json.RawMessage) []string {
 // chat; system messages have no author) or "old_card" (task.commentitem.getlist), its date in
 // the original offset, attachments as the portal lists them (ids, names, sizes), for chat
 // messages also their params (likes translated) and files' metadata.
-func taskCommentPayload(r Record, rf *Refs) (json.RawMessage, error) {
+func taskCommentPayload(r engine.Record, rf *engine.Refs) (json.RawMessage, error) {
 	task, ok := rf.Target(Tasks, r.ParentSourceID)
 	if !ok {
-		return nil, &UnresolvedError{Field: "task_id", Entity: Tasks, SourceID: r.ParentSourceID}
+		return nil, &engine.UnresolvedError{Field: "task_id", Entity: Tasks, SourceID: r.ParentSourceID}
 	}
-	fields, err := fieldsOf(r.Payload)
+	fields, err := engine.FieldsOf(r.Payload)
 	if err != nil {
 		return nil, err
 	}
-	localDates(fields, r.Dates)
+	engine.LocalDates(fields, r.Dates)
 	out := map[string]any{"task_id": task}
 	if _, legacy := fields["POST_MESSAGE"]; legacy {
-		author := text(fields, "AUTHOR_ID")
-		t, ok := rf.of(Users)[author]
+		author := engine.Text(fields, "AUTHOR_ID")
+		t, ok := rf.Of(Users)[author]
 		if !ok {
 			return nil, &UnmappedUsersError{Field: "AUTHOR_ID", Users: []string{author}}
 		}
-		if err := translateTextFields(fields, rf.of(Users), "POST_MESSAGE"); err != nil {
+		if err := translateTextFields(fields, rf.Of(Users), "POST_MESSAGE"); err != nil {
 			return nil, err
 		}
-		out["path"], out["source_id"], out["author_id"], out["system"] = "old_card", text(fields, "ID"), t, false
+		out["path"], out["source_id"], out["author_id"], out["system"] = "old_card", engine.Text(fields, "ID"), t, false
 		out["date"], out["text"], out["attachments"] = fields["POST_DATE"], fields["POST_MESSAGE"], fields["ATTACHED_OBJECTS"]
-		return mustJSON(out), nil
+		return engine.MustJSON(out), nil
 	}
 	var msg struct {
 		ChatID  json.RawMessage            `json:"chat_id"`
@@ -326,16 +327,16 @@ func taskCommentPayload(r Record, rf *Refs) (json.RawMessage, error) {
 		Replace json.RawMessage            `json:"replaces"`
 	}
 	_ = json.Unmarshal(r.Payload, &msg) // params is [] when empty: no params
-	author := text(fields, "author_id")
+	author := engine.Text(fields, "author_id")
 	var authorID any
-	if !none(author) {
-		t, ok := rf.of(Users)[author]
+	if !engine.None(author) {
+		t, ok := rf.Of(Users)[author]
 		if !ok {
 			return nil, &UnmappedUsersError{Field: "author_id", Users: []string{author}}
 		}
 		authorID = t
 	}
-	if err := translateTextFields(fields, rf.of(Users), "text"); err != nil {
+	if err := translateTextFields(fields, rf.Of(Users), "text"); err != nil {
 		return nil, err
 	}
 	params := msg.Params
@@ -343,25 +344,25 @@ func taskCommentPayload(r Record, rf *Refs) (json.RawMessage, error) {
 		params = map[string]json.RawMessage{}
 	}
 	if liked := likes(fields["params"]); len(liked) > 0 {
-		mapped, missing := mapUsers(liked, rf.of(Users))
+		mapped, missing := mapUsers(liked, rf.Of(Users))
 		if len(missing) > 0 {
 			return nil, &UnmappedUsersError{Field: "params.LIKE", Users: missing}
 		}
-		params["LIKE"] = mustJSON(mapped)
+		params["LIKE"] = engine.MustJSON(mapped)
 	}
 	files := msg.Files
 	if len(files) == 0 {
 		files = json.RawMessage("[]")
 	}
-	out["path"], out["source_id"], out["author_id"], out["system"] = "chat", text(fields, "id"), authorID, none(author)
+	out["path"], out["source_id"], out["author_id"], out["system"] = "chat", engine.Text(fields, "id"), authorID, engine.None(author)
 	out["date"], out["text"], out["params"], out["files"] = fields["date"], fields["text"], params, files
-	return mustJSON(out), nil
+	return engine.MustJSON(out), nil
 }
 
 // verifyTasks adds the tasks' own figures to verify: how many tasks hold their comments in a chat
 // and how many in the old card, the comments read by each path, the checklists, and the custom
 // fields whose values are not migrated because the target cannot create them.
-func verifyTasks(ctx context.Context, e *Engine, ent *Entity, r *VerifyReport) error {
+func verifyTasks(ctx context.Context, e *engine.Engine, ent *engine.Entity, r *engine.VerifyReport) error {
 	if r.Details == nil {
 		r.Details = map[string]int64{}
 	}
@@ -372,7 +373,7 @@ func verifyTasks(ctx context.Context, e *Engine, ent *Entity, r *VerifyReport) e
   count(*) FILTER (WHERE entity = $2 AND payload ? 'chat_id'),
   count(*) FILTER (WHERE entity = $2 AND payload ? 'POST_MESSAGE'),
   count(*) FILTER (WHERE entity = $3 AND NOT payload ? $4)
-FROM bitrix_records WHERE entity = ANY(ARRAY[$1, $2, $3])`, Tasks, TaskComments, TaskChecklists, unreachableKey).
+FROM bitrix_records WHERE entity = ANY(ARRAY[$1, $2, $3])`, Tasks, TaskComments, TaskChecklists, engine.UnreachableKey).
 		Scan(&chat, &old, &chatComments, &oldComments, &checklists)
 	if err != nil {
 		return fmt.Errorf("verify tasks: %w", err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
 )
 
@@ -82,7 +83,7 @@ func TestVerifyNamesEveryRecordTheTargetChanged(t *testing.T) {
 	}
 }
 
-func hasIssue(issues []bitrix.RecordIssue, entity, sourceID string) bool {
+func hasIssue(issues []engine.RecordIssue, entity, sourceID string) bool {
 	for _, i := range issues {
 		if i.Entity == entity && i.SourceID == sourceID {
 			return true

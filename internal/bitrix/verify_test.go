@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
 )
 
@@ -16,7 +17,7 @@ func TestVerifyCatchesWhatTheTargetLost(t *testing.T) {
 		name    string
 		entity  string
 		break_  func(v *env) (sourceID string)
-		check   func(t *testing.T, r bitrix.VerifyReport, sourceID string)
+		check   func(t *testing.T, r engine.VerifyReport, sourceID string)
 		problem string
 	}{
 		{
@@ -30,7 +31,7 @@ func TestVerifyCatchesWhatTheTargetLost(t *testing.T) {
 				}
 				return id
 			},
-			check: func(t *testing.T, r bitrix.VerifyReport, id string) {
+			check: func(t *testing.T, r engine.VerifyReport, id string) {
 				group, user, _ := strings.Cut(id, ":")
 				m, ok := r.Child(bitrix.GroupMembers)
 				if !ok || m.Missing != 1 || len(m.Short) != 1 || m.Short[0].Parent != group || m.Short[0].Missing[0] != user ||
@@ -49,7 +50,7 @@ func TestVerifyCatchesWhatTheTargetLost(t *testing.T) {
 				}
 				return id
 			},
-			check: func(t *testing.T, r bitrix.VerifyReport, id string) {
+			check: func(t *testing.T, r engine.VerifyReport, id string) {
 				if len(r.UnresolvedRefs) != 1 || r.UnresolvedRefs[0].SourceID != id ||
 					!strings.Contains(r.UnresolvedRefs[0].Reason, `owner on the target is "999999"`) {
 					t.Errorf("unresolved owners = %+v, want group %s", r.UnresolvedRefs, id)
@@ -66,7 +67,7 @@ func TestVerifyCatchesWhatTheTargetLost(t *testing.T) {
 				}
 				return id
 			},
-			check: func(t *testing.T, r bitrix.VerifyReport, id string) {
+			check: func(t *testing.T, r engine.VerifyReport, id string) {
 				if r.MismatchedRecords != 1 || len(r.Mismatches) != 1 || r.Mismatches[0].SourceID != id ||
 					r.Mismatches[0].Field != "LAST_NAME" || r.Mismatches[0].Got != `"Подменённый"` || r.Mismatches[0].TargetID == "" {
 					t.Errorf("mismatches = %+v, want LAST_NAME of user %s", r.Mismatches, id)
@@ -81,7 +82,7 @@ func TestVerifyCatchesWhatTheTargetLost(t *testing.T) {
 				v.target.Delete(bitrix.Users, "source:users:"+id)
 				return id
 			},
-			check: func(t *testing.T, r bitrix.VerifyReport, id string) {
+			check: func(t *testing.T, r engine.VerifyReport, id string) {
 				if r.TargetCount != 59 || r.Expected != 60 {
 					t.Errorf("counts: target %d, expected %d; want 59 and 60", r.TargetCount, r.Expected)
 				}
@@ -102,7 +103,7 @@ func TestVerifyCatchesWhatTheTargetLost(t *testing.T) {
 			}
 			id := tt.break_(v)
 			err := e.Phase(v.ctx, tt.entity, "verify")
-			if !errors.Is(err, bitrix.ErrNotVerified) || !strings.Contains(err.Error(), tt.problem) {
+			if !errors.Is(err, engine.ErrNotVerified) || !strings.Contains(err.Error(), tt.problem) {
 				t.Errorf("verify = %v, want ErrNotVerified saying %q", err, tt.problem)
 			}
 			inv := v.inventory(tt.entity)
@@ -130,7 +131,7 @@ func TestVerifyUnderTestLimitExpectsWhatWasRead(t *testing.T) {
 	// Groups within the limit pull in users beyond it: users need set and verify again first.
 	e.TestLimit = 2
 	v.phases(e, bitrix.Groups, "get")
-	if err := e.Phase(v.ctx, bitrix.Groups, "set"); !errors.Is(err, bitrix.ErrPrerequisite) {
+	if err := e.Phase(v.ctx, bitrix.Groups, "set"); !errors.Is(err, engine.ErrPrerequisite) {
 		t.Fatalf("groups set with pulled-in users not imported = %v, want a refusal", err)
 	}
 	v.phases(e, bitrix.Users, "set", "verify")

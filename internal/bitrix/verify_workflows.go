@@ -3,22 +3,24 @@ package bitrix
 import (
 	"context"
 	"fmt"
+
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 )
 
 // verifyWorkflows is the workflows' own part of verify: every value kept as the portal has it
 // because its mapping cannot be proved, by record. Templates: user_<id> references to users that
 // have no target id. Running workflows and tasks: CRM documents that have no target id (a lead,
 // a deleted deal) and documents outside the CRM (list elements), which no entity migrates.
-func verifyWorkflows(ctx context.Context, e *Engine, _ *Entity, r *VerifyReport) error {
+func verifyWorkflows(ctx context.Context, e *engine.Engine, _ *engine.Entity, r *engine.VerifyReport) error {
 	for _, name := range []string{Workflows, WorkflowInstances, WorkflowTasks} {
-		ent := e.entity(name)
-		err := e.eachImported(ctx, name, func(recs []Record) error {
-			rf, err := loadRefs(ctx, e.Pool, ent, recs)
+		ent := e.Entity(name)
+		err := e.EachImported(ctx, name, func(recs []engine.Record) error {
+			rf, err := engine.LoadRefs(ctx, e.Pool, ent, recs)
 			if err != nil {
 				return err
 			}
 			for _, rec := range recs {
-				fields, err := fieldsOf(rec.Payload)
+				fields, err := engine.FieldsOf(rec.Payload)
 				if err != nil {
 					return err
 				}
@@ -29,15 +31,15 @@ func verifyWorkflows(ctx context.Context, e *Engine, _ *Entity, r *VerifyReport)
 							reasons = append(reasons, fmt.Sprintf("user_%s in the template names a user that has no target id: kept as on the portal", id))
 						}
 					}
-				} else if doc := text(fields, "DOCUMENT_ID"); doc != "" {
+				} else if doc := engine.Text(fields, "DOCUMENT_ID"); doc != "" {
 					if _, ok := documentTarget(doc, rf); !ok {
-						reasons = append(reasons, fmt.Sprintf("document %s (%s) has no target record: kept as the portal names it", doc, text(fields, "ENTITY")))
+						reasons = append(reasons, fmt.Sprintf("document %s (%s) has no target record: kept as the portal names it", doc, engine.Text(fields, "ENTITY")))
 					}
 				}
 				for _, reason := range reasons {
 					r.UntranslatedCount++
-					if len(r.Untranslated) < maxListed {
-						r.Untranslated = append(r.Untranslated, RecordIssue{Entity: name, SourceID: rec.SourceID, Status: string(rec.Status), Reason: reason})
+					if len(r.Untranslated) < engine.MaxListed {
+						r.Untranslated = append(r.Untranslated, engine.RecordIssue{Entity: name, SourceID: rec.SourceID, Status: string(rec.Status), Reason: reason})
 					}
 				}
 			}

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/importapi"
 	"github.com/ingest-dev/ingest/internal/metrics"
@@ -48,7 +49,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	e := &bitrix.Engine{Registry: bitrix.Catalog(), Pool: pool, Source: source, Target: target, Log: log, Metrics: metrics.New(),
+	e := &engine.Engine{Registry: bitrix.Catalog(), Pool: pool, Source: source, Target: target, Log: log, Metrics: metrics.New(),
 		Actor: "crash test", RetryPolicy: retry.Policy{Delays: []time.Duration{0, 0, 0}}}
 	entities := bitrix.Catalog().CommandNames()
 	if list := os.Getenv("BITRIX_CRASH_ENTITIES"); list != "" {
@@ -60,7 +61,7 @@ func run(ctx context.Context) error {
 			err := e.Phase(ctx, entity, phase)
 			// A verify that finds problems (records that cannot be migrated) is an outcome the
 			// test compares, not a crash: the next entity goes on, as a person's next run would.
-			if err != nil && !errors.Is(err, bitrix.ErrNotVerified) {
+			if err != nil && !errors.Is(err, engine.ErrNotVerified) {
 				return fmt.Errorf("%s %s: %w", entity, phase, err)
 			}
 		}

@@ -1,0 +1,23 @@
+// Package engine migrates the entities of a Bitrix24 portal to a target system through
+// Postgres, in the single-pass model of seed 000: fields-get, fields-set, get, set, verify.
+//
+// The engine knows no entity. Entities are values (Entity) in a Registry that the program gives
+// it (internal/bitrix's Catalog for the Bitrix24 migration; there is no default); the phases are
+// generic code that loops over them. How an entity is read is one of the listers (IDScan, ID
+// ranges walked at once; OffsetPages; PerRecord; ChildFetch, a child read with every page of its
+// parent; KeyWalk, cursor-paged listings per key) or a Lister or Walker of the entity's own,
+// written against the exported interfaces; what cannot be described (a payload to translate,
+// checks only one entity has, how a family of entities names its records in custom fields) is a
+// hook of the entity. docs/adding-an-entity.md walks through adding one.
+//
+// get reads the source into bitrix_records with status NEW and keeps its place in the page log
+// and the inventory; set imports NEW and due ERROR_RETRY records through the target's import
+// API, translating references through bitrix_id_map; verify compares every imported record with
+// the target and sets the entity's VERIFIED flag when everything matches. Every phase can be
+// interrupted and rerun: get resumes from its ranges and page log, set resends records by their
+// idempotency key (the target returns the same id for a key it already has), and a record's
+// status changes only through Machine, whose retry schedule, parent/child and ordered picking
+// and revival by reason code are the shared state machine's (internal/status). Every walk, ID
+// range read and import round keeps up to Concurrency requests in flight through one worker
+// pool (pool.go).
+package engine

@@ -1,0 +1,179 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ingest-dev/ingest/internal/bitrix/rest"
+	"github.com/ingest-dev/ingest/internal/importapi"
+	"github.com/ingest-dev/ingest/internal/metrics"
+	"github.com/ingest-dev/ingest/internal/retry"
+)
+
+// Source is the Bitrix24 portal the migration reads from; *rest.Client implements it.
+type Source interface {
+	Call(ctx context.Context, method string, params any) (*rest.Response, error)
+	Batch(ctx context.Context, cmds []rest.Command, halt bool) (*rest.BatchResult, error)
+	ScanBounds(ctx context.Context, s rest.Scan, after string) (rest.Bounds, error)
+	ScanSegments(ctx context.Context, s rest.Scan, segs []rest.Segment) ([][]rest.Page, error)
+	ListByStart(ctx context.Context, l rest.List, start int, fn func(rest.Page) error) error
+}
+
+// Target is the system the migration imports into (docs/target-import-api.md);
+// *importapi.Client implements it over HTTP.
+type Target interface {
+	Import(ctx context.Context, entity string, items []importapi.Item) ([]importapi.Result, error)
+	Count(ctx context.Context, entity string) (int64, error)
+	GetByKeys(ctx context.Context, entity string, keys []string) ([]importapi.Record, []string, error)
+	List(ctx context.Context, entity, cursor string, limit int) ([]importapi.ListItem, string, error)
+	Fields(ctx context.Context, entity string) ([]importapi.Field, error)
+	AddFields(ctx context.Context, entity string, fields []importapi.Field) ([]importapi.FieldResult, error)
+}
+
+// Engine runs the phases of the migration. One Engine serves one run of one command; its phases
+// are not meant to run concurrently.
+type Engine struct {
+	// Registry holds the entities the engine migrates (Catalog() for the Bitrix24 migration).
+	Registry *Registry
+	Pool     *pgxpool.Pool
+	Source   Source
+	Target   Target
+	Log      *slog.Logger
+	// Metrics receives the seed 000 counters and phase durations.
+	Metrics *metrics.Metrics
+	// Actor and RunID identify the run in status_history and the page log.
+	Actor string
+	RunID int64
+	// TestLimit, when positive, limits get to the first TestLimit records of the entity (seed
+	// 000 test_limit); dependencies they need come along beyond it.
+	TestLimit int
+	// RetryPolicy is the schedule of retryable import failures; zero Delays means
+	// retry.Default() (0 s, 2 s, 6 s plus jitter). Its Sleep, if set, is how set waits for the
+	// next retry to come due.
+	RetryPolicy retry.Policy
+	// SourceZone is the portal's time zone, for dates it sends without an offset. Nil means the
+	// offset the portal shows in its answers' time.date_start, learned by one call at the
+	// start of get.
+	SourceZone *time.Location
+	// SampleSize is how many IMPORT_OK records verify compares field by field; 0 means 50.
+	SampleSize int
+	// Concurrency is how many requests a phase keeps in flight at once (BITRIX_CONCURRENCY):
+	// get's ID ranges and chat message reads, set's import calls. 0 means 8. Every request to
+	// the portal still waits for the shared rate limiter; concurrency only overlaps answer times.
+	Concurrency int
+	// Now is the clock for retry schedules; nil means time.Now.
+	Now func() time.Time
+
+	// meOnce guards me, the webhook's user id, and admin, whether it is an administrator, each
+	// learned once per engine (webhookUser, webhookAdmin).
+	MeOnce sync.Mutex
+	me     string
+	Admin  *bool
+}
+
+// registry returns the engine's entities. The engine knows no entity of its own: one built
+// without a Registry migrates none, and every phase says the entity is unknown.
+func (e *Engine) registry() *Registry {
+	if e.Registry == nil {
+		return &Registry{}
+	}
+	return e.Registry
+}
+
+// entity returns a registered entity the engine's own code names; a missing one is a bug.
+func (e *Engine) Entity(name string) *Entity {
+	ent, ok := e.registry().Entity(name)
+	if !ok {
+		panic("bitrix: entity " + name + " is not registered")
+	}
+	return ent
+}
+
+func (e *Engine) now() time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now()
+}
+
+func (e *Engine) retryPolicy() retry.Policy {
+	if e.RetryPolicy.Delays == nil {
+		p := retry.Default()
+		p.Sleep, p.Rand = e.RetryPolicy.Sleep, e.RetryPolicy.Rand
+		return p
+	}
+	return e.RetryPolicy
+}
+
+func (e *Engine) sleep(ctx context.Context, d time.Duration) error {
+	if p := e.retryPolicy(); p.Sleep != nil {
+		return p.Sleep(ctx, d)
+	}
+	return retry.Sleep(ctx, d)
+}
+
+// sourceZone returns the portal's time zone: SourceZone, or the fixed offset of the portal's
+// clock as its answers show it (PHP date('c') in the server's zone). The probe is the entity's
+// own list method for an ID that does not exist, without counting: the cheapest call the
+// webhook is sure to be allowed.
+func (e *Engine) sourceZone(ctx context.Context, entity string, scan rest.Scan) (*time.Location, error) {
+	if e.SourceZone != nil {
+		return e.SourceZone, nil
+	}
+	filterParam := scan.FilterParam
+	if filterParam == "" {
+		filterParam = "filter"
+	}
+	params := map[string]any{filterParam: map[string]any{scan.IDFilterField(): 0}, "start": -1}
+	for key, v := range scan.Params {
+		if key != "select" {
+			params[key] = v
+		}
+	}
+	resp, err := e.Source.Call(ctx, scan.Method, params)
+	if err != nil {
+		return nil, fmt.Errorf("get %s: learn the portal's time zone: %w", entity, err)
+	}
+	t, err := time.Parse(time.RFC3339, resp.Time.DateStart)
+	if err != nil {
+		return nil, fmt.Errorf("get %s: the portal's time.date_start %q is not ISO 8601; set the portal's time zone explicitly", entity, resp.Time.DateStart)
+	}
+	_, offset := t.Zone()
+	zone := time.FixedZone(offsetOf(t), offset)
+	e.Log.Info("portal time zone learned from its clock", "entity", entity, "offset", zone.String())
+	return zone, nil
+}
+
+// progress logs one line of a phase's progress: done out of total, rate and ETA.
+func (e *Engine) progress(phase, entity string, done int64, total *int64, thisRun int, start time.Time) {
+	took := e.now().Sub(start).Seconds()
+	attrs := []any{"entity", entity, "phase", phase, "done", done}
+	if total != nil {
+		attrs = append(attrs, "total", *total)
+	}
+	if took > 0 {
+		rate := float64(thisRun) / took
+		attrs = append(attrs, "rate_per_s", round1(rate))
+		if total != nil && rate > 0 && *total > done {
+			attrs = append(attrs, "eta_s", round1(float64(*total-done)/rate))
+		}
+	}
+	e.Log.Info("progress", attrs...)
+}
+
+func round1(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }
+
+// mustJSON encodes values that always encode (maps of strings and plain structs).
+func MustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("bitrix: encode %T: %v", v, err))
+	}
+	return b
+}

@@ -1,0 +1,371 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ingest-dev/ingest/internal/bitrix/rest"
+	"github.com/ingest-dev/ingest/internal/status"
+)
+
+// An IDScan pass is walked as many ID ranges at once (rest.ScanSegments): the IDs between the
+// first page and the highest ID are cut into ranges of about one batch of rows each, and every
+// request carries the next pages of as many ranges as fit in its 50 commands, so a request is
+// full however the ranges end, and Concurrency requests are in flight while earlier answers are
+// stored. Each range's place is in bitrix_get_ranges, moved in the transaction that stores its
+// rows, so an interrupted get resumes every range where it stopped.
+
+// rangeRows is how many rows a planned range should hold: 49 full pages, so that with the one
+// short page that ends it the range fits one batch.
+const rangeRows = (rest.MaxBatch - 1) * rest.PageSize
+
+// idRange is one range of a pass: the IDs after lo up to and including hi ("" for no end), read
+// up to cursor.
+type idRange struct {
+	lo, hi, cursor string
+	done           bool
+	busy           bool // its next pages are on the way or being stored
+}
+
+// rangeWalk is one get's walk over the open ranges of a pass.
+type rangeWalk struct {
+	g    *GetRun
+	scan *IDScan
+	zone *time.Location
+	pass int
+	// density is the estimated rows per unit of ID, for sizing requests and splitting ranges;
+	// 0 when IDs are not numbers (one range, read page by page).
+	density float64
+	// before counts the pass's rows stored before this get; total is the pass's row count as
+	// the portal reported it, if it did.
+	before int64
+	total  *int64
+
+	mu     sync.Mutex // ranges are taken and released by the pool, moved by the jobs
+	ranges []*idRange // ordered by lo
+	stored int64      // rows stored by this get (clipped to test_limit)
+	limit  bool       // test_limit reached
+}
+
+// newRanges plans a new pass from the listing's bounds: the IDs after the first page up to the
+// last one are cut into ranges of about rangeRows rows (the first range starting at the
+// beginning, so that it holds the first page), and one open range after the last ID catches
+// records created during the pass. Under test_limit, or when IDs are not numbers, the pass is
+// one open range read in order (density 0).
+func newRanges(b rest.Bounds, testLimit int) (ranges []*idRange, density float64) {
+	lo, errLo := strconv.ParseInt(b.First.Next, 10, 64)
+	hi, errHi := strconv.ParseInt(b.Last, 10, 64)
+	left := b.Total - len(b.First.Rows)
+	if testLimit > 0 || b.First.Last || errLo != nil || errHi != nil || hi <= lo || left <= 0 {
+		return []*idRange{{lo: "0", hi: "", cursor: "0"}}, 0
+	}
+	density = float64(left) / float64(hi-lo)
+	n := max(1, int(math.Ceil(float64(left)/rangeRows)))
+	start := "0"
+	for i := 1; i <= n; i++ {
+		end := strconv.FormatInt(lo+(hi-lo)*int64(i)/int64(n), 10)
+		ranges = append(ranges, &idRange{lo: start, hi: end, cursor: start})
+		start = end
+	}
+	ranges = append(ranges, &idRange{lo: start, hi: "", cursor: start})
+	return ranges, density
+}
+
+// densityOf estimates the rows per unit of ID of a resumed pass from the rows the portal
+// reported and the highest planned bound; 0 when the pass is one open range.
+func densityOf(ranges []*idRange, total *int64) float64 {
+	var top int64
+	for _, r := range ranges {
+		if h, err := strconv.ParseInt(r.hi, 10, 64); err == nil {
+			top = max(top, h)
+		}
+	}
+	if top == 0 || total == nil {
+		return 0
+	}
+	return float64(*total) / float64(top)
+}
+
+// estimate returns the rows a range is expected to still hold, -1 when unknown.
+func (w *rangeWalk) estimate(r *idRange) float64 {
+	c, errC := strconv.ParseInt(r.cursor, 10, 64)
+	h, errH := strconv.ParseInt(r.hi, 10, 64)
+	switch {
+	case w.density <= 0 || errC != nil:
+		return -1
+	case r.hi == "":
+		return 0 // past the last ID at the start of the pass: little or nothing
+	case errH != nil:
+		return -1
+	}
+	return float64(h-c) * w.density
+}
+
+// pagesFor is how many pages to ask for a range: its expected rows and one short page to see it
+// end, or a full batch when unknown; under test_limit no more than the limit leaves.
+func (w *rangeWalk) pagesFor(r *idRange) int {
+	n := rest.MaxBatch
+	if est := w.estimate(r); est >= 0 {
+		n = int(math.Ceil(est/rest.PageSize)) + 1
+	}
+	if lim := w.g.Engine.TestLimit; lim > 0 {
+		left := int64(lim) - w.before - w.stored
+		n = int(min(int64(n), (left+rest.PageSize-1)/rest.PageSize))
+	}
+	return min(max(n, 1), rest.MaxBatch)
+}
+
+// rangeJob is one request: segments of some ranges.
+type rangeJob struct {
+	rs   []*idRange
+	segs []rest.Segment
+}
+
+// take picks the next request: segments of free ranges, in ID order, as many as fit in one
+// batch, marking them busy. A range expected to hold more than two batches is split first, so idle
+// requests find work. It has none while every open range is busy, or when the pass is read (or
+// test_limit reached).
+func (w *rangeWalk) take(ctx context.Context) (rangeJob, bool, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.limit {
+		return rangeJob{}, false, nil
+	}
+	if err := w.split(ctx); err != nil {
+		return rangeJob{}, false, err
+	}
+	var job rangeJob
+	budget := rest.MaxBatch
+	for _, r := range w.ranges {
+		if r.done || r.busy || budget == 0 {
+			continue
+		}
+		// A range whose pages do not fit what is left waits for a request of its own
+		// rather than being read in two requests one after the other.
+		n := w.pagesFor(r)
+		if n > budget && len(job.rs) > 0 {
+			continue
+		}
+		n = min(n, budget)
+		budget -= n
+		r.busy = true
+		job.rs = append(job.rs, r)
+		job.segs = append(job.segs, rest.Segment{After: r.cursor, UpTo: r.hi, Pages: n})
+	}
+	return job, len(job.rs) > 0, nil
+}
+
+// split halves every free range expected to hold more than two batches of rows, recording the
+// new range in the same statement's transaction.
+func (w *rangeWalk) split(ctx context.Context) error {
+	for i := 0; i < len(w.ranges); i++ {
+		r := w.ranges[i]
+		if r.done || r.busy || w.estimate(r) <= 2*rangeRows {
+			continue
+		}
+		c, _ := strconv.ParseInt(r.cursor, 10, 64)
+		h, _ := strconv.ParseInt(r.hi, 10, 64)
+		mid := strconv.FormatInt(c+(h-c)/2, 10)
+		_, err := w.g.Engine.Pool.Exec(ctx, `WITH cut AS (UPDATE bitrix_get_ranges SET hi = $4
+WHERE entity = $1 AND pass = $2 AND lo = $3 RETURNING 1)
+INSERT INTO bitrix_get_ranges (entity, pass, lo, hi, cursor) SELECT $1, $2, $4, $5, $4 FROM cut`,
+			w.scan.scope(w.g.Ent), w.pass, r.lo, mid, r.hi)
+		if err != nil {
+			return fmt.Errorf("split ID range after %s of %s: %w", r.lo, w.scan.scope(w.g.Ent), err)
+		}
+		next := &idRange{lo: mid, hi: r.hi, cursor: mid}
+		r.hi = mid
+		w.ranges = slices.Insert(w.ranges, i+1, next)
+		i-- // the first half may still be too large
+	}
+	return nil
+}
+
+// release hands ranges back after their pages were stored (or the request failed).
+func (w *rangeWalk) release(job rangeJob) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, r := range job.rs {
+		r.busy = false
+	}
+}
+
+// run walks the open ranges with Concurrency requests in flight, storing each answer as it
+// comes, until every range is read.
+func (w *rangeWalk) run(ctx context.Context) error {
+	workers := w.g.Engine.concurrency()
+	if w.density <= 0 {
+		workers = 1 // one range, read in order
+	}
+	err := runPool(ctx, workers, w.take, func(ctx context.Context, job rangeJob) error {
+		began := time.Now()
+		pages, err := w.g.Engine.Source.ScanSegments(ctx, w.scan.Scan, job.segs)
+		fetched := time.Now()
+		if err == nil {
+			err = w.store(ctx, job.rs, pages)
+		}
+		w.g.Engine.Log.Debug("ID ranges read", "entity", w.g.Ent.Name, "ranges", len(job.rs),
+			"fetch_ms", fetched.Sub(began).Milliseconds(), "store_ms", time.Since(fetched).Milliseconds())
+		return err
+	}, w.release)
+	if errors.Is(err, ErrLimitReached) {
+		return nil
+	}
+	return err
+}
+
+// store keeps the pages read for some ranges in one transaction: their records, the records'
+// children, under test_limit the records they refer to that are not stored yet, a page log row
+// per page, the ranges' cursors and the inventory.
+func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Page) error {
+	e, ent := w.g.Engine, w.g.Ent
+	type moved struct {
+		r      *idRange
+		cursor string
+		done   bool
+		pages  []PageRecord
+		rows   int
+	}
+	var moves []moved
+	var recs []Incoming
+	limited := false
+	w.mu.Lock()
+	left := int64(math.MaxInt64)
+	if lim := e.TestLimit; lim > 0 {
+		left = int64(lim) - w.before - w.stored
+	}
+	w.mu.Unlock()
+	for i, r := range rs {
+		m := moved{r: r, cursor: r.cursor}
+		for _, p := range pages[i] {
+			rows, last := p.Rows, p.Last
+			if int64(len(rows)) >= left {
+				rows, last, limited = rows[:max(left, 0)], true, true
+			}
+			left -= int64(len(rows))
+			rows, err := w.scan.complete(ctx, e, rows)
+			if err != nil {
+				return err
+			}
+			got, gotIDs, err := decodeRowsAs(ent, w.scan.IDPrefix, w.scan.Fill, rows, w.zone)
+			if err != nil {
+				return err
+			}
+			next := p.Next
+			if len(gotIDs) > 0 {
+				next = gotIDs[len(gotIDs)-1]
+			}
+			recs = append(recs, got...)
+			m.pages = append(m.pages, PageRecord{Pass: w.pass, Cursor: p.Cursor, Next: next, Count: len(got)})
+			m.cursor, m.done, m.rows = next, last, m.rows+len(got)
+			if last {
+				break
+			}
+		}
+		moves = append(moves, m)
+	}
+	batch := []EntityRecords{{ent, recs}}
+	for _, child := range e.registry().Children(ent) {
+		if child.Fetch == nil {
+			continue
+		}
+		kids, err := child.Fetch.fetch(ctx, e, child, recs, w.zone)
+		if err != nil {
+			return err
+		}
+		batch = append(batch, EntityRecords{child, kids})
+	}
+	if e.TestLimit > 0 {
+		pulled, err := e.pullReferenced(ctx, batch, w.zone)
+		if err != nil {
+			return err
+		}
+		batch = append(batch, pulled...)
+	}
+	var st GetStats
+	err := pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
+		st = GetStats{}
+		if err := e.SaveBatch(ctx, tx, batch, &st); err != nil {
+			return err
+		}
+		var logged []PageRecord
+		for _, m := range moves {
+			logged = append(logged, m.pages...)
+			done := m.done || limited
+			if _, err := tx.Exec(ctx, `UPDATE bitrix_get_ranges SET cursor = $4, done = $5
+WHERE entity = $1 AND pass = $2 AND lo = $3`, w.scan.scope(ent), w.pass, m.r.lo, m.cursor, done); err != nil {
+				return fmt.Errorf("advance ID range after %s of %s: %w", m.r.lo, w.scan.scope(ent), err)
+			}
+		}
+		return logPages(ctx, tx, w.scan.scope(ent), e.RunID, w.pass, logged, w.total, limited)
+	})
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, m := range moves {
+		m.r.cursor, m.r.done = m.cursor, m.done || limited
+		w.g.Stats.Pages += len(m.pages)
+		w.stored += int64(m.rows)
+	}
+	for name, c := range st.Counts {
+		w.g.Stats.Add(name, c.Rows, Saved{c.Inserted, c.Changed, c.Unchanged})
+	}
+	open := slices.ContainsFunc(w.ranges, func(r *idRange) bool { return !r.done })
+	w.g.Stats.Complete = !open || limited
+	e.progress("get", ent.Name, w.before+w.stored, w.total, int(w.stored), w.g.Start)
+	if limited {
+		w.limit = true
+		return ErrLimitReached
+	}
+	return nil
+}
+
+// loadRanges returns the ranges of a pass in ID order; a pass begun before get walked ranges
+// (one cursor in the inventory) becomes one open range from that cursor.
+func loadRanges(ctx context.Context, db status.DB, entity string, inv Inventory) ([]*idRange, error) {
+	rows, err := db.Query(ctx, `SELECT lo, hi, cursor, done FROM bitrix_get_ranges WHERE entity = $1 AND pass = $2`, entity, inv.Pass)
+	if err != nil {
+		return nil, fmt.Errorf("load ID ranges of %s: %w", entity, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*idRange, error) {
+		r := &idRange{}
+		return r, row.Scan(&r.lo, &r.hi, &r.cursor, &r.done)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load ID ranges of %s: %w", entity, err)
+	}
+	if len(out) == 0 {
+		out = []*idRange{{lo: "0", hi: "", cursor: inv.Cursor}}
+		if err := saveRanges(ctx, db, entity, inv.Pass, out); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(out, func(a, b *idRange) int { return rest.CompareIDs(a.lo, b.lo) })
+	return out, nil
+}
+
+// saveRanges records a pass's planned ranges.
+func saveRanges(ctx context.Context, db status.DB, entity string, pass int, ranges []*idRange) error {
+	var los, his, cursors []string
+	var dones []bool
+	for _, r := range ranges {
+		los, his, cursors, dones = append(los, r.lo), append(his, r.hi), append(cursors, r.cursor), append(dones, r.done)
+	}
+	_, err := db.Exec(ctx, `INSERT INTO bitrix_get_ranges (entity, pass, lo, hi, cursor, done)
+SELECT $1, $2, lo, hi, c, d FROM unnest($3::text[], $4::text[], $5::text[], $6::bool[]) AS u(lo, hi, c, d)`,
+		entity, pass, los, his, cursors, dones)
+	if err != nil {
+		return fmt.Errorf("plan ID ranges of %s: %w", entity, err)
+	}
+	return nil
+}

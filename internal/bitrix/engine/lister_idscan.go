@@ -1,0 +1,375 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ingest-dev/ingest/internal/bitrix/rest"
+	"github.com/ingest-dev/ingest/internal/status"
+)
+
+// IDScan lists an entity by ID-keyed enumeration (research/bitrix.md §3): sorted by ID, filtered
+// to an ID range, start=-1 so the portal never counts, pages chained inside batch calls. The
+// pass is cut into ID ranges walked at once (idranges.go), each range's place kept in
+// bitrix_get_ranges, so an interrupted get resumes every range where it stopped.
+type IDScan struct {
+	Scan rest.Scan
+	// CountParams replace Scan.Params keys for the count call (a narrow select, say), which
+	// reads one page with counting on.
+	CountParams map[string]any
+	// Scope, when set, is the name the scan keeps its inventory, ID ranges and page log under,
+	// instead of the entity's: an entity read by several scans (one per smart process type)
+	// gives each its own. IDPrefix is then put before every row's id to make the record's
+	// portal id ("1038:" for an item 17 of the type 1038: "1038:17").
+	Scope, IDPrefix string
+	// Fill are fields added to every row that lacks them, before it is stored (a smart process
+	// item's entityTypeId, which the scan knows and the portal need not send).
+	Fill map[string]any
+	// SelectCustom adds to Scan.Params' select the names of the entity's custom fields that
+	// fields-get read, for methods that return a custom field only when it is named
+	// (tasks.task.list).
+	SelectCustom bool
+	// Complete, when set, prepares a page's rows before they are stored: fills in what the
+	// listing leaves out and only a per-record method gives (a task's chatId, when
+	// tasks.task.list does not return it), and drops what the listing adds only for display.
+	Complete func(ctx context.Context, e *Engine, rows []json.RawMessage) ([]json.RawMessage, error)
+}
+
+// scope is the name the scan's inventory, ranges and page log are kept under.
+func (s *IDScan) scope(ent *Entity) string {
+	if s.Scope != "" {
+		return s.Scope
+	}
+	return ent.Name
+}
+
+// prepared returns the scan with the select the entity needs now (SelectCustom).
+func (s *IDScan) prepared(ctx context.Context, e *Engine, ent *Entity) (*IDScan, error) {
+	if !s.SelectCustom {
+		return s, nil
+	}
+	names, err := storedFieldNames(ctx, e.Pool, ent.Name)
+	if err != nil || len(names) == 0 {
+		return s, err
+	}
+	c := *s
+	c.Scan.Params = maps.Clone(s.Scan.Params)
+	sel, _ := c.Scan.Params["select"].([]string)
+	sel = slices.Clone(sel)
+	for _, n := range names {
+		if !slices.Contains(sel, n) {
+			sel = append(sel, n)
+		}
+	}
+	c.Scan.Params["select"] = sel
+	return &c, nil
+}
+
+// storedFieldNames returns the names of the custom fields fields-get read for an entity.
+func storedFieldNames(ctx context.Context, db status.DB, entity string) ([]string, error) {
+	rows, err := db.Query(ctx, `SELECT field_name FROM bitrix_fields WHERE entity = $1 ORDER BY field_name`, entity)
+	if err != nil {
+		return nil, fmt.Errorf("custom fields of %s: %w", entity, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("custom fields of %s: %w", entity, err)
+	}
+	return out, nil
+}
+
+// complete runs Complete over rows, if the scan has one.
+func (s *IDScan) complete(ctx context.Context, e *Engine, rows []json.RawMessage) ([]json.RawMessage, error) {
+	if s.Complete == nil || len(rows) == 0 {
+		return rows, nil
+	}
+	return s.Complete(ctx, e, rows)
+}
+
+func (s *IDScan) Get(ctx context.Context, g *GetRun) error {
+	e, ent := g.Engine, g.Ent
+	s, err := s.prepared(ctx, e, ent)
+	if err != nil {
+		return err
+	}
+	zone, err := e.sourceZone(ctx, ent.Name, s.Scan)
+	if err != nil {
+		return err
+	}
+	scope := s.scope(ent)
+	inv, err := LoadInventory(ctx, e.Pool, scope)
+	if err != nil {
+		return err
+	}
+	w := &rangeWalk{g: g, scan: s, zone: zone}
+	g.Stats.Resumed = inv.Pass > 0 && !inv.Complete
+	var first *rest.Page
+	if g.Stats.Resumed {
+		if w.ranges, err = loadRanges(ctx, e.Pool, scope, inv); err != nil {
+			return err
+		}
+		w.density, w.total = densityOf(w.ranges, inv.SourceTotal), inv.SourceTotal
+		e.Log.Info("resuming an interrupted get where each ID range stopped", "entity", ent.Name, "pass", inv.Pass,
+			"ranges_open", countOpen(w.ranges), "rows_so_far", inv.PassRows)
+	} else {
+		b, err := e.Source.ScanBounds(ctx, s.Scan, "0")
+		if err != nil {
+			return err
+		}
+		w.ranges, w.density = newRanges(b, e.TestLimit)
+		if b.Total >= 0 {
+			t := int64(b.Total)
+			w.total = &t
+		}
+		err = pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
+			if inv, err = StartPass(ctx, tx, scope, e.TestLimit); err != nil {
+				return err
+			}
+			return saveRanges(ctx, tx, scope, inv.Pass, w.ranges)
+		})
+		if err != nil {
+			return err
+		}
+		first = &b.First
+		e.Log.Info("get started", "entity", ent.Name, "pass", inv.Pass, "test_limit", e.TestLimit, "total", b.Total,
+			"last_id", b.Last, "ranges", len(w.ranges))
+	}
+	w.pass, w.before = inv.Pass, inv.PassRows
+	g.Stats.Pass, g.Stats.Cursor = inv.Pass, inv.Cursor
+	if first != nil {
+		err := w.store(ctx, w.ranges[:1], [][]rest.Page{{*first}})
+		if err != nil {
+			if errors.Is(err, ErrLimitReached) {
+				return nil
+			}
+			return err
+		}
+	}
+	return w.run(ctx)
+}
+
+func countOpen(ranges []*idRange) int {
+	n := 0
+	for _, r := range ranges {
+		if !r.done {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *IDScan) Total(ctx context.Context, e *Engine, ent *Entity) (int64, error) {
+	params := map[string]any{"start": 0}
+	for key, v := range s.Scan.Params {
+		params[key] = v
+	}
+	for key, v := range s.CountParams {
+		params[key] = v
+	}
+	resp, err := e.Source.Call(ctx, s.Scan.Method, params)
+	if err != nil {
+		return 0, fmt.Errorf("count %s: %w", ent.Name, err)
+	}
+	if resp.Total == nil {
+		return 0, fmt.Errorf("count %s: %s reported no total", ent.Name, s.Scan.Method)
+	}
+	return int64(*resp.Total), nil
+}
+
+// byIDs reads the records with the given ids (a filter on @ID, 50 to a page, pages batched).
+func (s *IDScan) byIDs(ctx context.Context, e *Engine, ent *Entity, ids []string, zone *time.Location) ([]Incoming, error) {
+	s, err := s.prepared(ctx, e, ent)
+	if err != nil {
+		return nil, err
+	}
+	filterParam := s.Scan.FilterParam
+	if filterParam == "" {
+		filterParam = "filter"
+	}
+	var cmds []rest.Command
+	for chunk := range slices.Chunk(ids, rest.PageSize) {
+		params := map[string]any{}
+		for key, v := range s.Scan.Params {
+			params[key] = v
+		}
+		params[filterParam] = map[string]any{"@" + s.Scan.IDFilterField(): chunk}
+		cmds = append(cmds, rest.Command{Key: fmt.Sprintf("p%d", len(cmds)), Method: s.Scan.Method, Params: params})
+	}
+	var out []Incoming
+	err = e.BatchEach(ctx, cmds, func(_ string, r *rest.Response) error {
+		rows, err := r.Rows(s.Scan.RowsPath...)
+		if err != nil {
+			return err
+		}
+		if rows, err = s.complete(ctx, e, rows); err != nil {
+			return err
+		}
+		recs, _, err := decodeRows(ent, rows, zone)
+		out = append(out, recs...)
+		return err
+	}, func(_ string, err error) error { return err })
+	if err != nil {
+		return nil, fmt.Errorf("read %s by id: %w", ent.Name, err)
+	}
+	return out, nil
+}
+
+// idField is the row field holding a record's id: the entity's IDField, the ID scan's (tasks
+// send "id"), else "ID".
+func (e *Entity) idField() string {
+	if e.IDField != "" {
+		return e.IDField
+	}
+	if s, ok := e.Lister.(*IDScan); ok && s.Scan.IDField != "" {
+		return s.Scan.IDField
+	}
+	return "ID"
+}
+
+// entityRecords are records of one entity on their way into bitrix_records.
+type EntityRecords struct {
+	Ent  *Entity
+	Recs []Incoming
+}
+
+// saveBatch stores records of several entities read together, counts them in st and in the
+// records_extracted_total metric, and clears the VERIFIED flag of every entity whose records
+// were added or changed.
+func (e *Engine) SaveBatch(ctx context.Context, tx pgx.Tx, batch []EntityRecords, st *GetStats) error {
+	change := status.Change{Reason: "changed on the source", Actor: e.Actor, RunID: e.RunID}
+	for _, b := range batch {
+		sv, err := SaveRecords(ctx, tx, b.Ent.Name, b.Recs, change)
+		if err != nil {
+			return err
+		}
+		refused, err := RefuseUnreachable(ctx, tx, b.Ent.Name, b.Recs, status.Change{Actor: e.Actor, RunID: e.RunID})
+		if err != nil {
+			return err
+		}
+		st.Unreachable += refused
+		if sv.Inserted+sv.Changed > 0 {
+			if err := Unverify(ctx, tx, verifiedAs(e.registry(), b.Ent)); err != nil {
+				return err
+			}
+		}
+		st.Add(b.Ent.Name, len(b.Recs), sv)
+		if len(b.Recs) > 0 {
+			e.Metrics.RecordsExtracted.WithLabelValues(b.Ent.Name).Add(float64(len(b.Recs)))
+		}
+	}
+	return nil
+}
+
+// verifiedAs is the entity whose VERIFIED flag covers ent: its parent for a child.
+func verifiedAs(reg *Registry, ent *Entity) string {
+	for ent.Parent != "" {
+		ent, _ = reg.Entity(ent.Parent)
+	}
+	return ent.Name
+}
+
+// pullReferenced reads the records that the batch's records refer to and that are not stored
+// yet, from entities listed by an IDScan: seed 000 lets a limited get bring its dependencies in
+// beyond the limit (the owners and members of the first workgroups).
+func (e *Engine) pullReferenced(ctx context.Context, batch []EntityRecords, zone *time.Location) ([]EntityRecords, error) {
+	wanted := map[string][]string{}
+	var order []string
+	for _, b := range batch {
+		for _, ref := range b.Ent.Refs {
+			for _, r := range b.Recs {
+				fields, err := FieldsOf(r.payload)
+				if err != nil {
+					return nil, fmt.Errorf("%s %s: %w", b.Ent.Name, r.sourceID, err)
+				}
+				if wanted[ref.Entity] == nil {
+					order = append(order, ref.Entity)
+				}
+				wanted[ref.Entity] = append(wanted[ref.Entity], ref.ids(fields)...)
+			}
+		}
+	}
+	var out []EntityRecords
+	for _, name := range order {
+		target, _ := e.registry().Entity(name)
+		scan, ok := target.Lister.(*IDScan)
+		if !ok {
+			continue
+		}
+		ids := wanted[name]
+		slices.Sort(ids)
+		want, err := missing(ctx, e.Pool, name, slices.Compact(ids))
+		if err != nil || len(want) == 0 {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		recs, err := scan.byIDs(ctx, e, target, want, zone)
+		if err != nil {
+			return nil, err
+		}
+		e.Log.Info("records pulled in beyond test_limit", "entity", name, "referenced", len(want), "found", len(recs))
+		out = append(out, EntityRecords{target, recs})
+	}
+	return out, nil
+}
+
+// decodeRows prepares rows of a listing and returns their ids, in order.
+func decodeRows(ent *Entity, rows []json.RawMessage, zone *time.Location) ([]Incoming, []string, error) {
+	return decodeRowsAs(ent, "", nil, rows, zone)
+}
+
+// decodeRowsAs is decodeRows for rows whose records' portal ids are prefix + the row's id (the
+// ids returned are the rows' own, the listing's cursors), with the fields of fill added where a
+// row lacks them; the row's ParentKey, if the entity has one, names its parent.
+func decodeRowsAs(ent *Entity, prefix string, fill map[string]any, rows []json.RawMessage, zone *time.Location) ([]Incoming, []string, error) {
+	recs := make([]Incoming, 0, len(rows))
+	ids := make([]string, 0, len(rows))
+	idField := ent.idField()
+	for _, row := range rows {
+		fields, err := FieldsOf(row)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", ent.Name, err)
+		}
+		if filled := fillFields(fields, fill); filled {
+			row = MustJSON(fields)
+		}
+		id := Text(fields, idField)
+		if id == "" {
+			return nil, nil, fmt.Errorf("%s: row without %s: %.200s", ent.Name, idField, row)
+		}
+		parent := ""
+		switch {
+		case ent.ParentKey != "":
+			parent = Text(fields, ent.ParentKey)
+		case ent.SelfRef != "" && !None(Text(fields, ent.SelfRef)):
+			parent = Text(fields, ent.SelfRef) // kept where set's parents-first pick looks for it
+		}
+		in, err := NewIncoming(ent, prefix+id, parent, row, fields, zone)
+		if err != nil {
+			return nil, nil, err
+		}
+		recs = append(recs, in)
+		ids = append(ids, id)
+	}
+	return recs, ids, nil
+}
+
+// fillFields adds to fields those of fill it lacks, and reports whether it added any.
+func fillFields(fields map[string]json.RawMessage, fill map[string]any) bool {
+	added := false
+	for k, v := range fill {
+		if _, ok := fields[k]; !ok {
+			fields[k] = MustJSON(v)
+			added = true
+		}
+	}
+	return added
+}

@@ -1,0 +1,289 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ingest-dev/ingest/internal/bitrix/rest"
+)
+
+// PerRecord lists an entity whose method reads the rows of one record of another entity at a
+// time, for every record of that entity stored by its own get: crm.item.productrow.list requires
+// one deal (=ownerType, =ownerId) and takes no list of them. One command per record, 50 to a
+// batch, a record with a full page asked again for the next; Concurrency batches in flight,
+// stored in record order. The inventory's cursor is the bitrix_records id of the last record
+// whose rows are stored, so an interrupted get resumes after it.
+//
+// The cost is one command per record of Of: 2,000 requests for 100,000 deals, which is why such
+// an entity is a command of its own rather than a child read by its parent's get.
+type PerRecord struct {
+	// Of are the entities whose records are walked (in bitrix_records id order, which is one
+	// sequence for every entity).
+	Of []string
+	// Method reads one record's rows; Params builds its parameters from the record's entity and
+	// portal id.
+	Method string
+	Params func(entity, sourceID string) map[string]any
+	// RowsPath leads from the result to the rows.
+	RowsPath []string
+	// Gone recognises the answer for a record the portal no longer has: it has no rows.
+	Gone func(err error) bool
+}
+
+// owner is a record of Of whose rows are read.
+type owner struct {
+	id               int64
+	entity, sourceID string
+}
+
+func (p *PerRecord) Get(ctx context.Context, g *GetRun) error {
+	e, ent := g.Engine, g.Ent
+	inv, err := LoadInventory(ctx, e.Pool, ent.Name)
+	if err != nil {
+		return err
+	}
+	g.Stats.Resumed = inv.Pass > 0 && !inv.Complete
+	if !g.Stats.Resumed {
+		if inv, err = StartPass(ctx, e.Pool, ent.Name, e.TestLimit); err != nil {
+			return err
+		}
+	}
+	cursor, err := strconv.ParseInt(inv.Cursor, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%s: the inventory's cursor %q is not a record id", ent.Name, inv.Cursor)
+	}
+	g.Stats.Pass, g.Stats.Cursor = inv.Pass, inv.Cursor
+	w := &perRecordWalk{p: p, g: g, pass: inv.Pass, stored: inv.PassRows, zone: e.SourceZone}
+	e.Log.Info("get started", "entity", ent.Name, "of", strings.Join(p.Of, ","), "pass", inv.Pass, "resumed", g.Stats.Resumed, "after_record", cursor)
+	for {
+		owners, err := w.owners(ctx, cursor, rest.MaxBatch*e.concurrency())
+		if err != nil {
+			return err
+		}
+		if len(owners) == 0 {
+			break
+		}
+		if cursor, err = w.round(ctx, owners, cursor); err != nil {
+			return err
+		}
+		if w.limited {
+			return ErrLimitReached
+		}
+	}
+	return pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
+		g.Stats.Complete = true
+		return LogPage(ctx, tx, ent.Name, e.RunID, PageRecord{Pass: w.pass, Cursor: strconv.FormatInt(cursor, 10),
+			Next: strconv.FormatInt(cursor, 10), Last: true})
+	})
+}
+
+// perRecordWalk is one get of a PerRecord entity.
+type perRecordWalk struct {
+	p       *PerRecord
+	g       *GetRun
+	pass    int
+	stored  int64
+	limited bool
+
+	mu   sync.Mutex // guards zone, learned from the first answer of concurrent fetches
+	zone *time.Location
+}
+
+// zoneFrom returns the portal's zone, learning it from an answer the first time.
+func (w *perRecordWalk) zoneFrom(r *rest.Response) (*time.Location, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.zone == nil && r != nil {
+		zone, err := w.g.Engine.ZoneOf(r)
+		if err != nil {
+			return nil, err
+		}
+		w.zone = zone
+	}
+	if w.zone == nil {
+		return time.UTC, nil // no row was read, so no date either
+	}
+	return w.zone, nil
+}
+
+func (w *perRecordWalk) owners(ctx context.Context, after int64, n int) ([]owner, error) {
+	rows, err := w.g.Engine.Pool.Query(ctx, `SELECT id, entity, source_id FROM bitrix_records WHERE entity = ANY($1) AND id > $2
+ORDER BY id LIMIT $3`, w.p.Of, after, n)
+	if err != nil {
+		return nil, fmt.Errorf("list %v to read %s of: %w", w.p.Of, w.g.Ent.Name, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (owner, error) {
+		var o owner
+		return o, row.Scan(&o.id, &o.entity, &o.sourceID)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list %v to read %s of: %w", w.p.Of, w.g.Ent.Name, err)
+	}
+	return out, nil
+}
+
+// round reads the rows of the owners, 50 owners to a request and Concurrency requests in
+// flight, and stores each request's rows in owner order; it returns the new cursor.
+func (w *perRecordWalk) round(ctx context.Context, owners []owner, cursor int64) (int64, error) {
+	type job struct {
+		chunk      []owner
+		from       int64
+		wait, done chan struct{} // the job before has stored its rows; this one has
+	}
+	var jobs []job
+	prev := make(chan struct{})
+	close(prev)
+	for chunk := range slices.Chunk(owners, rest.MaxBatch) {
+		j := job{chunk: chunk, from: cursor, wait: prev, done: make(chan struct{})}
+		jobs, prev, cursor = append(jobs, j), j.done, chunk[len(chunk)-1].id
+	}
+	err := runPool(ctx, len(jobs), queueJobs(jobs), func(ctx context.Context, j job) error {
+		defer close(j.done)
+		rows, err := w.fetch(ctx, j.chunk)
+		if err != nil {
+			return err
+		}
+		select {
+		case <-j.wait:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if w.limited {
+			return nil
+		}
+		return w.store(ctx, rows, j.from, j.chunk[len(j.chunk)-1].id)
+	}, nil)
+	return cursor, err
+}
+
+// fetch reads every row of the owners: a command per owner, again from the next page for an
+// owner whose page was full.
+func (w *perRecordWalk) fetch(ctx context.Context, chunk []owner) ([]json.RawMessage, error) {
+	e, p := w.g.Engine, w.p
+	byOwner := make([][]json.RawMessage, len(chunk))
+	command := func(i, start int) rest.Command {
+		params := p.Params(chunk[i].entity, chunk[i].sourceID)
+		params["start"] = start
+		return rest.Command{Key: fmt.Sprintf("r%d_%d", i, start), Method: p.Method, Params: params}
+	}
+	cmds := make([]rest.Command, len(chunk))
+	for i := range chunk {
+		cmds[i] = command(i, 0)
+	}
+	for len(cmds) > 0 {
+		var more []rest.Command
+		err := e.BatchEach(ctx, cmds, func(key string, r *rest.Response) error {
+			var i, start int
+			_, _ = fmt.Sscanf(key, "r%d_%d", &i, &start)
+			if _, err := w.zoneFrom(r); err != nil {
+				return err
+			}
+			rows, err := r.Rows(p.RowsPath...)
+			if err != nil {
+				return fmt.Errorf("%s of %s %s: %w", w.g.Ent.Name, chunk[i].entity, chunk[i].sourceID, err)
+			}
+			byOwner[i] = append(byOwner[i], rows...)
+			if len(rows) == rest.PageSize {
+				next := start + rest.PageSize
+				if r.Next != nil && *r.Next > start {
+					next = *r.Next
+				}
+				more = append(more, command(i, next))
+			}
+			return nil
+		}, func(key string, err error) error {
+			var i int
+			_, _ = fmt.Sscanf(key, "r%d_", &i)
+			if p.Gone != nil && p.Gone(err) {
+				e.Log.Warn("record gone from the portal while its rows were read", "entity", w.g.Ent.Name,
+					"of", chunk[i].entity, "id", chunk[i].sourceID, "error", err)
+				return nil
+			}
+			return fmt.Errorf("%s of %s %s: %w", w.g.Ent.Name, chunk[i].entity, chunk[i].sourceID, err)
+		})
+		if err != nil {
+			return nil, err
+		}
+		cmds = more
+	}
+	var out []json.RawMessage
+	for _, rows := range byOwner {
+		out = append(out, rows...)
+	}
+	return out, nil
+}
+
+// store keeps the rows of a chunk of owners with its page log row and the inventory's cursor, in
+// one transaction.
+func (w *perRecordWalk) store(ctx context.Context, rows []json.RawMessage, from, to int64) error {
+	e, ent := w.g.Engine, w.g.Ent
+	if lim := int64(e.TestLimit); lim > 0 && w.stored+int64(len(rows)) >= lim {
+		rows, w.limited = rows[:max(lim-w.stored, 0)], true
+	}
+	zone, err := w.zoneFrom(nil)
+	if err != nil {
+		return err
+	}
+	recs, _, err := decodeRows(ent, rows, zone)
+	if err != nil {
+		return err
+	}
+	var st GetStats
+	err = pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
+		st = GetStats{}
+		if err := e.SaveBatch(ctx, tx, []EntityRecords{{ent, recs}}, &st); err != nil {
+			return err
+		}
+		return LogPage(ctx, tx, ent.Name, e.RunID, PageRecord{Pass: w.pass, Cursor: strconv.FormatInt(from, 10),
+			Next: strconv.FormatInt(to, 10), Count: len(recs), Last: w.limited})
+	})
+	if err != nil {
+		return err
+	}
+	for name, c := range st.Counts {
+		w.g.Stats.Add(name, c.Rows, Saved{c.Inserted, c.Changed, c.Unchanged})
+	}
+	w.stored += int64(len(recs))
+	w.g.Stats.Pages++
+	w.g.Stats.Complete = w.limited
+	e.progress("get", ent.Name, w.stored, nil, int(w.stored), w.g.Start)
+	return nil
+}
+
+// total: the portal cannot count the rows of all records at once (only one record's), so the
+// source count verify compares with is what get read.
+func (p *PerRecord) Total(ctx context.Context, e *Engine, ent *Entity) (int64, error) {
+	return StoredCount(ctx, e.Pool, ent.Name)
+}
+
+// plan: one command per record of Of (as many as its get read, or as the portal counted), 50
+// to a call; how many rows they hold is unknown until they are read.
+func (p *PerRecord) Plan(ctx context.Context, e *Engine, ent *Entity) ([]EntityPlan, error) {
+	var n int64
+	how := fmt.Sprintf("one %s per record of %s, 50 to a call; no count before they are read", p.Method, strings.Join(p.Of, ", "))
+	for _, of := range p.Of {
+		read, err := StoredCount(ctx, e.Pool, of)
+		if err != nil {
+			return nil, err
+		}
+		if read == 0 { // not read yet: as many as the portal counts
+			owner := e.Entity(of)
+			total, err := owner.Lister.Total(ctx, e, owner)
+			if err != nil {
+				return nil, err
+			}
+			read = total
+			how += fmt.Sprintf(" (%s not read yet: the portal's count)", of)
+		}
+		n += read
+	}
+	return []EntityPlan{{Entity: ent.Name, Records: -1, Calls: CeilDiv(n, rest.MaxBatch), How: how}}, nil
+}

@@ -1,0 +1,47 @@
+package engine
+
+import (
+	"github.com/ingest-dev/ingest/internal/retry"
+	"github.com/ingest-dev/ingest/internal/status"
+)
+
+// Record statuses, exactly as seed 000 names them.
+const (
+	// New: read from the source (or changed there since the last import), waiting for set.
+	New status.Status = "NEW"
+	// ImportOK: the target holds the record; its target id is in bitrix_id_map.
+	ImportOK status.Status = "IMPORT_OK"
+	// ImportErr: the import failed for good (a permanent error, an unresolvable reference, an
+	// unreadable date, or retries used up); left alone until a person moves it back to NEW.
+	ImportErr status.Status = "IMPORT_ERR"
+	// ErrorRetry: a retryable failure; set tries again when its next attempt is due.
+	ErrorRetry status.Status = "ERROR_RETRY"
+)
+
+// Machine is the record state machine of the Bitrix24 migration: one table for every entity,
+// scoped by its entity column.
+var Machine = &status.Machine{
+	Name:     "bitrix",
+	Table:    "bitrix_records",
+	Scope:    "entity",
+	Key:      "source_id",
+	Statuses: []status.Status{New, ImportOK, ImportErr, ErrorRetry},
+	Auto: []status.Transition{
+		{From: New, To: ImportOK}, {From: New, To: ErrorRetry}, {From: New, To: ImportErr},
+		{From: ErrorRetry, To: ImportOK}, {From: ErrorRetry, To: ErrorRetry}, {From: ErrorRetry, To: ImportErr},
+		// A re-get that finds the record changed on the source sends it through set again.
+		{From: ImportOK, To: New}, {From: ImportErr, To: New}, {From: ErrorRetry, To: New},
+	},
+	Manual: []status.Transition{
+		{From: ImportErr, To: New}, {From: ErrorRetry, To: New}, {From: ImportOK, To: New},
+	},
+	Attention: []status.Status{ImportErr, ErrorRetry},
+	// Seed 000: three retries after 0 s, 2 s and 6 s plus jitter, then IMPORT_ERR.
+	Retry: &status.Retry{Status: ErrorRetry, GiveUp: ImportErr, Policy: retry.Default()},
+	// A record that cannot be migrated (a chat with external guests) may be accepted by a person
+	// as a known exception: verify lists it apart and passes.
+	Acknowledgeable: []status.Status{ImportErr},
+	// A failure that may pass by itself when another record changes (a task's parent task
+	// becomes importable) carries a code that set revives it by.
+	ReasonCodes: true,
+}

@@ -1,0 +1,124 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/ingest-dev/ingest/internal/bitrix/rest"
+)
+
+// Plan is what get is expected to cost, entity by entity, so that a team can book its
+// migration window: records on the portal, the HTTP calls get will send for them, and the time
+// those take at the portal's rate.
+type Plan struct {
+	// Rate is the leaky bucket the times are computed for.
+	Rate string `json:"rate"`
+	// Entities are in migration order, each command entity followed by its children.
+	Entities []EntityPlan `json:"entities"`
+	// Calls and Seconds add up the entities'.
+	Calls   int     `json:"calls"`
+	Seconds float64 `json:"seconds"`
+	// PlanCalls is what asking cost: the calls the plan itself sent.
+	PlanCalls int `json:"plan_calls"`
+}
+
+// EntityPlan is the plan of one entity.
+type EntityPlan struct {
+	Entity string `json:"entity"`
+	// Records is how many the portal holds; -1 when it cannot say without reading them.
+	Records int64 `json:"records"`
+	// Calls is how many HTTP calls get will send for them.
+	Calls int `json:"calls"`
+	// Seconds is the least time those calls take at the rate: every one waits its turn at the
+	// drain rate (a bucket with room shortens it by up to its burst).
+	Seconds float64 `json:"seconds"`
+	// How says how the figures were obtained.
+	How string `json:"how"`
+}
+
+// Plan asks the portal how large each entity is, with one cheap call per entity (a count of a
+// one-row page), and per parent where children have no count of their own, and works out the
+// calls and time get will need at rate. Entities listed by a walker that has no count (chats)
+// are planned by reading their cheapest listing. It sends nothing to the target.
+func (e *Engine) Plan(ctx context.Context, rate rest.Rate) (Plan, error) {
+	before := e.Stats()
+	p := Plan{Rate: rate.String()}
+	planned := map[string]int64{} // records on the portal by entity, for the walks' keys
+	for _, ent := range e.registry().Commands() {
+		plans, err := ent.Lister.Plan(ctx, e, ent)
+		if err != nil {
+			return p, fmt.Errorf("plan %s: %w", ent.Name, err)
+		}
+		for _, child := range e.registry().Children(ent) {
+			switch {
+			case child.Lister != nil:
+				more, err := child.Lister.Plan(ctx, e, child)
+				if err != nil {
+					return p, fmt.Errorf("plan %s: %w", child.Name, err)
+				}
+				plans = append(plans, more...)
+			case child.Walk != nil:
+				records, calls, how, err := child.Walk.PlanCalls(ctx, e, child, planned)
+				if err != nil {
+					return p, fmt.Errorf("plan %s: %w", child.Name, err)
+				}
+				plans = append(plans, EntityPlan{Entity: child.Name, Records: records, Calls: calls, How: how})
+			}
+		}
+		for _, ep := range plans {
+			if ep.Records >= 0 {
+				planned[ep.Entity] += ep.Records
+			}
+			ep.Seconds = round1(float64(ep.Calls) / rate.PerSecond)
+			p.Calls += ep.Calls
+			p.Seconds += ep.Seconds
+			p.Entities = append(p.Entities, ep)
+		}
+	}
+	p.Seconds = round1(p.Seconds)
+	p.PlanCalls = int(e.Stats() - before)
+	return p, nil
+}
+
+// plan of an ID scan: the portal's count, then the calls of a get over that many rows (the
+// clock probe, the first page with the count and the highest ID, the ranges' pages 50 to a
+// request, one short page ending each range), and for children read per parent one command per
+// parent, 50 to a request.
+func (s *IDScan) Plan(ctx context.Context, e *Engine, ent *Entity) ([]EntityPlan, error) {
+	n, err := s.Total(ctx, e, ent)
+	if err != nil {
+		return nil, err
+	}
+	out := []EntityPlan{{Entity: ent.Name, Records: n, Calls: IDScanCalls(n),
+		How: s.Scan.Method + " count; get reads 2,500 rows per call in ID ranges"}}
+	for _, child := range e.registry().Children(ent) {
+		if child.Fetch == nil {
+			continue
+		}
+		out = append(out, EntityPlan{Entity: child.Name, Records: -1, Calls: CeilDiv(n, rest.MaxBatch),
+			How: fmt.Sprintf("one %s per record of %s, %d to a call; no count before they are read", child.Fetch.Method, ent.Name, rest.MaxBatch)})
+	}
+	return out, nil
+}
+
+// idScanCalls is how many calls an ID-scan get of n rows sends (see newRanges).
+func IDScanCalls(n int64) int {
+	if n <= rest.PageSize {
+		return 2
+	}
+	left := n - rest.PageSize
+	ranges := CeilDiv(left, rangeRows)
+	pages := CeilDiv(left, rest.PageSize) + ranges + 1
+	return 2 + CeilDiv(int64(pages), rest.MaxBatch)
+}
+
+func CeilDiv(n int64, d int) int { return int(math.Ceil(float64(n) / float64(d))) }
+
+// stats counts the requests sent to the portal so far, when the source can say.
+func (e *Engine) Stats() int64 {
+	if s, ok := e.Source.(interface{ Stats() rest.Stats }); ok {
+		return s.Stats().Requests
+	}
+	return 0
+}

@@ -1,0 +1,208 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Phases lists the phases of the single-pass model in the order Run runs them.
+var Phases = []string{"fields-get", "fields-set", "get", "set", "verify"}
+
+// Phase runs one phase of an entity by its command name ("fields-get", "get", ...).
+func (e *Engine) Phase(ctx context.Context, entity, phase string) error {
+	var err error
+	switch phase {
+	case "fields-get":
+		_, err = e.FieldsGet(ctx, entity)
+	case "fields-set":
+		_, err = e.FieldsSet(ctx, entity)
+	case "get":
+		_, err = e.Get(ctx, entity)
+	case "set":
+		_, err = e.Set(ctx, entity)
+	case "verify":
+		var r VerifyReport
+		r, err = e.Verify(ctx, entity)
+		if err == nil && !r.Clean() {
+			err = fmt.Errorf("%s: %w: %s", entity, ErrNotVerified, r.Summary())
+		}
+	default:
+		return fmt.Errorf("unknown bitrix phase %q (valid: fields-get, fields-set, get, set, verify, run)", phase)
+	}
+	return err
+}
+
+// Run runs every phase of the entity in order and stops at the first that fails; a verify that
+// finds problems is a failure (ErrNotVerified).
+func (e *Engine) Run(ctx context.Context, entity string) error {
+	if _, err := e.registry().Command(entity); err != nil {
+		return err
+	}
+	for _, phase := range Phases {
+		e.Log.Info("phase started", "entity", entity, "phase", phase)
+		if err := e.Phase(ctx, entity, phase); err != nil {
+			return fmt.Errorf("bitrix %s %s: %w", entity, phase, err)
+		}
+	}
+	return nil
+}
+
+// StatusReport is what `ingest bitrix status` shows.
+type StatusReport struct {
+	Entities []EntityStatus `json:"entities"`
+}
+
+// EntityStatus is one entity's state: its records by status, the commonest failure reasons,
+// its inventory (for users and groups) and last verify.
+type EntityStatus struct {
+	Entity   string           `json:"entity"`
+	ByStatus map[string]int64 `json:"by_status"`
+	// Reasons are the most common reasons of records in IMPORT_ERR and ERROR_RETRY.
+	Reasons []ReasonCount `json:"reasons,omitempty"`
+	// NotMigrated names every record in IMPORT_ERR or ERROR_RETRY by its portal id, grouped by
+	// status, reason and whether a person acknowledged it as a known exception.
+	NotMigrated []NotMigrated `json:"not_migrated,omitempty"`
+	// Inventory is nil for memberships, which are read and verified with their groups.
+	Inventory *Inventory `json:"inventory,omitempty"`
+	// Fields counts the custom fields read, and how many the target has.
+	Fields         int64 `json:"fields"`
+	FieldsOnTarget int64 `json:"fields_on_target"`
+}
+
+// NotMigrated is a group of records that share a status, a reason and an acknowledgement.
+type NotMigrated struct {
+	Status string `json:"status"`
+	Reason string `json:"reason"`
+	// Acknowledged is set for records a person accepted as known exceptions; AcknowledgedBy
+	// and AcknowledgedReason are theirs (of the first record, when several were accepted apart).
+	Acknowledged       bool     `json:"acknowledged"`
+	AcknowledgedBy     string   `json:"acknowledged_by,omitempty"`
+	AcknowledgedReason string   `json:"acknowledged_reason,omitempty"`
+	IDs                []string `json:"ids"`
+}
+
+// notMigrated lists every record of the entity in an attention status, grouped.
+func notMigrated(ctx context.Context, e *Engine, entity string) ([]NotMigrated, error) {
+	rows, err := e.Pool.Query(ctx, `SELECT status, coalesce(last_error, ''), acknowledged_at IS NOT NULL,
+coalesce(min(acknowledged_by), ''), coalesce(min(acknowledged_reason), ''), array_agg(source_id ORDER BY id)
+FROM bitrix_records WHERE entity = $1 AND status = ANY($2) GROUP BY 1, 2, 3 ORDER BY count(*) DESC, 2`,
+		entity, statusNames(Machine.Attention))
+	if err != nil {
+		return nil, fmt.Errorf("list %s not migrated: %w", entity, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[NotMigrated])
+	if err != nil {
+		return nil, fmt.Errorf("list %s not migrated: %w", entity, err)
+	}
+	return out, nil
+}
+
+// ReasonCount is how many records of one status share one reason.
+type ReasonCount struct {
+	Status string `json:"status"`
+	Reason string `json:"reason"`
+	N      int64  `json:"n"`
+}
+
+// Report returns the state of every entity.
+func (e *Engine) Report(ctx context.Context) (StatusReport, error) {
+	counts, err := Machine.Counts(ctx, e.Pool)
+	if err != nil {
+		return StatusReport{}, err
+	}
+	var out StatusReport
+	for _, ent := range e.registry().All() {
+		name := ent.Name
+		es := EntityStatus{Entity: name, ByStatus: map[string]int64{}}
+		for _, st := range Machine.Statuses {
+			es.ByStatus[string(st)] = 0
+		}
+		for _, c := range counts {
+			if c.Scope == name {
+				es.ByStatus[string(c.Status)] = c.N
+			}
+		}
+		if es.Reasons, err = topReasons(ctx, e, name); err != nil {
+			return out, err
+		}
+		if es.NotMigrated, err = notMigrated(ctx, e, name); err != nil {
+			return out, err
+		}
+		if ent.Fetch == nil { // a fetched child has no listing, pass or verify of its own
+			inv, err := LoadInventory(ctx, e.Pool, name)
+			if err != nil {
+				return out, err
+			}
+			es.Inventory = &inv
+		}
+		if err := e.Pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE on_target) FROM bitrix_fields WHERE entity = $1`,
+			name).Scan(&es.Fields, &es.FieldsOnTarget); err != nil {
+			return out, fmt.Errorf("count %s fields: %w", name, err)
+		}
+		out.Entities = append(out.Entities, es)
+	}
+	return out, nil
+}
+
+func topReasons(ctx context.Context, e *Engine, entity string) ([]ReasonCount, error) {
+	rows, err := e.Pool.Query(ctx, `SELECT status, coalesce(last_error, ''), count(*) FROM bitrix_records
+WHERE entity = $1 AND status = ANY($2) GROUP BY 1, 2 ORDER BY 3 DESC, 2 LIMIT 5`, entity, statusNames(Machine.Attention))
+	if err != nil {
+		return nil, fmt.Errorf("reasons of %s: %w", entity, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[ReasonCount])
+	if err != nil {
+		return nil, fmt.Errorf("reasons of %s: %w", entity, err)
+	}
+	return out, nil
+}
+
+// WriteText writes the report for people: per entity its counts by status, the commonest
+// failure reasons, the inventory and the last verify.
+func (r StatusReport) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, es := range r.Entities {
+		fmt.Fprintf(tw, "%s\n", es.Entity)
+		for _, st := range Machine.Statuses {
+			fmt.Fprintf(tw, "  %s\t%d\n", st, es.ByStatus[string(st)])
+		}
+		for _, rc := range es.Reasons {
+			fmt.Fprintf(tw, "  %s ×%d\t%s\n", rc.Status, rc.N, rc.Reason)
+		}
+		if inv := es.Inventory; inv != nil {
+			total := "unknown"
+			if inv.SourceTotal != nil {
+				total = strconv.FormatInt(*inv.SourceTotal, 10)
+			}
+			state := "complete"
+			if !inv.Complete {
+				state = "interrupted after id " + inv.Cursor
+			}
+			if inv.Pass == 0 {
+				state = "never run"
+			}
+			if inv.Limit != nil {
+				state += fmt.Sprintf(" (test_limit %d)", *inv.Limit)
+			}
+			fmt.Fprintf(tw, "  source\t%s rows; get pass %d %s, %d rows read\n", total, inv.Pass, state, inv.PassRows)
+			verified := "no"
+			if inv.Verified {
+				verified = "yes, at " + inv.VerifiedAt.UTC().Format(time.RFC3339)
+			}
+			fmt.Fprintf(tw, "  verified\t%s\n", verified)
+			if inv.LastVerify != nil {
+				fmt.Fprintf(tw, "  last verify\t%s: %s\n", inv.LastVerify.At.Format(time.RFC3339), inv.LastVerify.Summary())
+			}
+		}
+		if es.Fields > 0 {
+			fmt.Fprintf(tw, "  custom fields\t%d read, %d on the target\n", es.Fields, es.FieldsOnTarget)
+		}
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,133 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ingest-dev/ingest/internal/bitrix/rest"
+	"github.com/ingest-dev/ingest/internal/status"
+)
+
+// Some records can be read but not migrated: the portal withholds what they are made of (a feed
+// comment whose text it sends empty to an administrator's webhook, a task chat the webhook's user
+// is not in, a checklist it refuses). A lister keeps such a record anyway, so that nothing is
+// dropped silently, with the reason under unreachableKey in its payload. Storing it moves it from
+// NEW to IMPORT_ERR with that reason; set never imports it (payloadFor refuses it), and verify
+// lists it by its portal id with the reason, apart from the problems: it is a known limit of what
+// the REST API gives, not a failure of the migration.
+
+// unreachableKey is the payload field that holds why a record cannot be migrated.
+const UnreachableKey = "_unreachable"
+
+// unreachableReason returns why a record cannot be migrated, or "" when it can.
+func unreachableReason(payload json.RawMessage) string {
+	fields, err := FieldsOf(payload)
+	if err != nil {
+		return ""
+	}
+	return Text(fields, UnreachableKey)
+}
+
+// markUnreachable returns fields with the reason the record cannot be migrated.
+func MarkUnreachable(fields map[string]json.RawMessage, reason string) map[string]json.RawMessage {
+	fields[UnreachableKey] = MustJSON(reason)
+	return fields
+}
+
+// refuseUnreachable moves the records among recs that carry an unreachable reason from NEW to
+// IMPORT_ERR with it, in the transaction that stored them; it returns how many it moved.
+func RefuseUnreachable(ctx context.Context, tx pgx.Tx, entity string, recs []Incoming, c status.Change) (int, error) {
+	byReason := map[string][]string{}
+	for _, r := range recs {
+		if r.refused != "" {
+			byReason[r.refused] = append(byReason[r.refused], r.sourceID)
+		}
+	}
+	moved := 0
+	for _, reason := range SortedKeys(byReason) {
+		rows, err := tx.Query(ctx, `SELECT id FROM bitrix_records WHERE entity = $1 AND source_id = ANY($2) AND status = $3 ORDER BY id`,
+			entity, byReason[reason], string(New))
+		if err != nil {
+			return moved, fmt.Errorf("find unreachable %s: %w", entity, err)
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return moved, fmt.Errorf("find unreachable %s: %w", entity, err)
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		c.Reason = reason
+		done, err := Machine.MoveMany(ctx, tx, ids, New, ImportErr, c)
+		if err != nil {
+			return moved, err
+		}
+		moved += len(done)
+	}
+	return moved, nil
+}
+
+// listUnreachable adds the entity's records that cannot be migrated to the report, by portal id
+// with the reason (up to maxListed; the count is exact).
+func (e *Engine) listUnreachable(ctx context.Context, ent *Entity, r *VerifyReport) error {
+	rows, err := e.Pool.Query(ctx, `SELECT source_id, status, payload->>$2 FROM bitrix_records
+WHERE entity = $1 AND payload ? $2 ORDER BY id`, ent.Name, UnreachableKey)
+	if err != nil {
+		return fmt.Errorf("list unreachable %s: %w", ent.Name, err)
+	}
+	issues, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (RecordIssue, error) {
+		i := RecordIssue{Entity: ent.Name}
+		return i, row.Scan(&i.SourceID, &i.Status, &i.Reason)
+	})
+	if err != nil {
+		return fmt.Errorf("list unreachable %s: %w", ent.Name, err)
+	}
+	if len(issues) == 0 {
+		return nil
+	}
+	if r.UnreachableBy == nil {
+		r.UnreachableBy = map[string]int{}
+	}
+	r.UnreachableBy[ent.Name] += len(issues)
+	r.UnreachableCount += len(issues)
+	for _, i := range issues {
+		if len(r.Unreachable) < MaxListed {
+			r.Unreachable = append(r.Unreachable, i)
+		}
+	}
+	return nil
+}
+
+// Unreachable is the portal's refusal to show a record (a chat) to the webhook's user: the
+// method and the portal's error. HTTPStatus is 0 when the refusal came inside a batch, whose
+// answer is a 200 (the portal's own status for it is 403).
+type Unreachable struct {
+	Method      string `json:"method"`
+	HTTPStatus  int    `json:"http_status,omitempty"`
+	Code        string `json:"code"`
+	Description string `json:"description"`
+}
+
+// Reason says in words why the chat is out of reach, for IMPORT_ERR and the verify report.
+func (u *Unreachable) Reason() string {
+	return fmt.Sprintf("out of reach: %s refused with %s (%s): the webhook's user is not a participant "+
+		"and only participants may read a chat; it needs a token of one of its participants",
+		u.Method, u.Code, u.Description)
+}
+
+// unreachableFrom turns a refusal of the portal into an Unreachable, if it is one: ACCESS_ERROR
+// (403) is what the portal answers to everyone outside a chat.
+func UnreachableFrom(method string, err error) (*Unreachable, bool) {
+	if !rest.HasCode(err, "ACCESS_ERROR") {
+		return nil, false
+	}
+	u := &Unreachable{Method: method, Code: "ACCESS_ERROR"}
+	if api, ok := errors.AsType[*rest.APIError](err); ok {
+		u.HTTPStatus, u.Code, u.Description = api.HTTPStatus, api.Code, api.Description
+	}
+	return u, true
+}

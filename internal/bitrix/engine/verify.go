@@ -1,0 +1,422 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ingest-dev/ingest/internal/importapi"
+	"github.com/ingest-dev/ingest/internal/status"
+)
+
+// Verify compares the entity on the target with the source and the database: counts, records
+// left unimported (listed by id, acknowledged ones apart), for children their coverage per
+// parent, the resolution of every reference, the entity's own checks, every IMPORT_OK record
+// against the target's listing (verifyAll), and a random sample field by field besides. The
+// report is stored; the entity's VERIFIED flag is set only when it is clean. Mismatches are
+// counted in verify_sample_mismatch_total.
+func (e *Engine) Verify(ctx context.Context, entity string) (VerifyReport, error) {
+	ent, err := e.registry().Command(entity)
+	if err != nil {
+		return VerifyReport{}, err
+	}
+	defer e.Metrics.Phase(ent.Name, "verify")()
+	r := VerifyReport{Entity: ent.Name, At: e.now().UTC(), ByStatus: map[string]int64{}}
+	family := e.registry().Family(ent)
+	if err := e.listAcknowledged(ctx, family, &r); err != nil {
+		return r, err
+	}
+	if err := e.verifyCounts(ctx, ent, &r); err != nil {
+		return r, err
+	}
+	for _, m := range family {
+		if m.Fetch != nil || m.Walk != nil {
+			if err := e.verifyChildren(ctx, m, &r); err != nil {
+				return r, err
+			}
+		}
+		if err := e.listUnreachable(ctx, m, &r); err != nil {
+			return r, err
+		}
+		if err := e.verifyRefs(ctx, m, &r); err != nil {
+			return r, err
+		}
+	}
+	if err := e.verifyFamily(ctx, family, &r); err != nil {
+		return r, err
+	}
+	if ent.Verify != nil {
+		if err := ent.Verify(ctx, e, ent, &r); err != nil {
+			return r, err
+		}
+	}
+	for _, m := range family {
+		if err := e.verifyAll(ctx, m, &r); err != nil {
+			return r, err
+		}
+		if err := e.verifySample(ctx, m, &r); err != nil {
+			return r, err
+		}
+	}
+	if r.MismatchedRecords > 0 {
+		r.Problem("%d of %d sampled records differ from the target", r.MismatchedRecords, r.Sampled)
+	}
+	if err := saveVerify(ctx, e.Pool, ent.Name, r); err != nil {
+		return r, err
+	}
+	if r.Clean() {
+		e.Log.Info("verify clean: entity VERIFIED", "entity", ent.Name, "summary", r.Summary())
+	} else {
+		e.Log.Warn("verify found problems: entity not verified", "entity", ent.Name, "problems", r.Summary())
+	}
+	if r.UnreachableCount > 0 {
+		e.Log.Warn("records out of the webhook user's reach", "entity", ent.Name, "count", r.UnreachableCount)
+	}
+	return r, nil
+}
+
+// verifyCounts compares the portal's count, the target's count and the records' statuses.
+func (e *Engine) verifyCounts(ctx context.Context, k *Entity, r *VerifyReport) error {
+	total, err := k.Lister.Total(ctx, e, k)
+	if errors.Is(err, ErrNoTotal) {
+		return nil // the entity's own checks count it
+	}
+	if err != nil {
+		return fmt.Errorf("verify %s: source count: %w", k.Name, err)
+	}
+	r.SourceCount = total
+	if r.TargetCount, err = e.Target.Count(ctx, k.Name); err != nil {
+		return fmt.Errorf("verify %s: %w", k.Name, err)
+	}
+	counts, err := Machine.Counts(ctx, e.Pool)
+	if err != nil {
+		return err
+	}
+	var records int64
+	for _, c := range counts {
+		if c.Scope == k.Name {
+			r.ByStatus[string(c.Status)] = c.N
+			records += c.N
+		}
+	}
+	inv, err := LoadInventory(ctx, e.Pool, k.Name)
+	if err != nil {
+		return err
+	}
+	acked, err := CountExcused(ctx, e.Pool, k)
+	if err != nil {
+		return err
+	}
+	r.Expected = r.SourceCount - acked
+	if inv.Limit != nil {
+		r.TestLimit = inv.Limit
+		r.Expected = records - acked
+	}
+	if r.TargetCount != r.Expected {
+		r.Problem("target holds %d %s, expected %d", r.TargetCount, k.Name, r.Expected)
+	}
+	if inv.Limit == nil && records != r.SourceCount {
+		r.Problem("%d %s records read, the source has %d now (run get again)", records, k.Name, r.SourceCount)
+	}
+	if n := records - r.ByStatus[string(ImportOK)] - acked; n > 0 {
+		r.Problem("%d %s records are not IMPORT_OK", n, k.Name)
+		issues, err := NotImported(ctx, e.Pool, k)
+		if err != nil {
+			return err
+		}
+		r.NotImported = append(r.NotImported, issues...)
+	}
+	return nil
+}
+
+// notImported lists (up to 50) the entity's records that are not IMPORT_OK and not excused by
+// an acknowledgement.
+func NotImported(ctx context.Context, db status.DB, ent *Entity) ([]RecordIssue, error) {
+	entity := ent.Name
+	rows, err := db.Query(ctx, `SELECT source_id, status, coalesce(last_error, '') FROM bitrix_records r
+WHERE entity = $1 AND status <> $3 AND NOT `+excused("r", ent)+` ORDER BY id LIMIT $2`, entity, MaxListed, string(ImportOK))
+	if err != nil {
+		return nil, fmt.Errorf("list unimported %s: %w", entity, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (RecordIssue, error) {
+		i := RecordIssue{Entity: entity}
+		err := row.Scan(&i.SourceID, &i.Status, &i.Reason)
+		return i, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list unimported %s: %w", entity, err)
+	}
+	return out, nil
+}
+
+// verifyChildren checks that the target holds every child record read from the source, parent by
+// parent (seed 001 "Members coverage").
+func (e *Engine) verifyChildren(ctx context.Context, child *Entity, r *VerifyReport) error {
+	cov := ChildCounts{Entity: child.Name, Source: -1}
+	var err error
+	if cov.Target, err = e.Target.Count(ctx, child.Name); err != nil {
+		return fmt.Errorf("verify %s: %w", child.Name, err)
+	}
+	byParent := map[string]*ParentCounts{}
+	var order []string
+	for after := int64(0); ; {
+		rows, err := e.Pool.Query(ctx, `SELECT c.id, c.source_id, c.parent_source_id,
+    EXISTS (SELECT 1 FROM bitrix_records p WHERE p.entity = $3 AND p.source_id = c.parent_source_id AND p.status = $4)
+FROM bitrix_records c WHERE c.entity = $5 AND c.id > $1 AND NOT `+excused("c", child)+` AND NOT c.payload ? $6
+ORDER BY c.id LIMIT $2`, after, importapi.MaxItems, child.Parent, string(ImportOK), child.Name, UnreachableKey)
+		if err != nil {
+			return fmt.Errorf("verify %s: %w", child.Name, err)
+		}
+		type record struct {
+			id               int64
+			sourceID, parent string
+			parentImported   bool
+		}
+		recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (record, error) {
+			var m record
+			err := row.Scan(&m.id, &m.sourceID, &m.parent, &m.parentImported)
+			return m, err
+		})
+		if err != nil {
+			return fmt.Errorf("verify %s: %w", child.Name, err)
+		}
+		if len(recs) == 0 {
+			break
+		}
+		after = recs[len(recs)-1].id
+		keys := make([]string, len(recs))
+		for i, m := range recs {
+			keys[i] = idempotencyKey(child.Name, m.sourceID)
+		}
+		_, gone, err := e.Target.GetByKeys(ctx, child.Name, keys)
+		if err != nil {
+			return fmt.Errorf("verify %s: %w", child.Name, err)
+		}
+		for _, m := range recs {
+			g := byParent[m.parent]
+			if g == nil {
+				g = &ParentCounts{Parent: m.parent, Source: -1, ParentImported: m.parentImported}
+				byParent[m.parent] = g
+				order = append(order, m.parent)
+			}
+			g.Read++
+			cov.Read++
+			if slices.Contains(gone, idempotencyKey(child.Name, m.sourceID)) {
+				_, key, _ := strings.Cut(m.sourceID, ":")
+				g.Missing = append(g.Missing, key)
+				cov.Missing++
+				continue
+			}
+			g.Target++
+		}
+	}
+	parents := 0
+	for _, id := range order {
+		if g := byParent[id]; len(g.Missing) > 0 {
+			parents++
+			if len(cov.Short) < MaxListed {
+				cov.Short = append(cov.Short, *g)
+			}
+		}
+	}
+	if cov.Missing > 0 {
+		parent, _ := e.registry().Entity(child.Parent)
+		r.Problem("%d %s of %d %s are missing on the target", cov.Missing, child.noun(), parents, parent.noun())
+	}
+	if cov.Target != cov.Read {
+		r.Problem("target holds %d %s, %d were read from the source", cov.Target, child.Name, cov.Read)
+	}
+	r.Children = append(r.Children, cov)
+	return nil
+}
+
+// verifyRefs checks that every plain reference of the entity's records resolves: the referenced
+// record has a target id, and the target's copy of an imported record names exactly that id
+// (seed 001 "Owners"). References read by a Values function are the payload hook's to check.
+func (e *Engine) verifyRefs(ctx context.Context, ent *Entity, r *VerifyReport) error {
+	for _, ref := range ent.Refs {
+		if ref.Values != nil {
+			continue
+		}
+		if ref.Many || ref.DropGone { // an Optional one is a plain reference when it is set
+			if err := e.verifyLinks(ctx, ent, ref, r); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := e.verifyRef(ctx, ent, ref, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *Engine) verifyRef(ctx context.Context, ent *Entity, ref Ref, r *VerifyReport) error {
+	unresolved := 0
+	for after := int64(0); ; {
+		rows, err := e.Pool.Query(ctx, `SELECT x.id, x.source_id, x.status, coalesce(x.payload->>$3, ''), m.target_id
+FROM bitrix_records x LEFT JOIN bitrix_id_map m ON m.entity = $4 AND m.source_id = x.payload->>$3
+WHERE x.entity = $5 AND x.id > $1 AND NOT ($6 AND coalesce(x.payload->>$3, '') IN ('', '0')) AND NOT x.payload ? $7
+ORDER BY x.id LIMIT $2`, after, importapi.MaxItems, ref.Field, ref.Entity, ent.Name, ref.Optional, UnreachableKey)
+		if err != nil {
+			return fmt.Errorf("verify %s %s: %w", ent.Name, ref.Field, err)
+		}
+		type record struct {
+			id                      int64
+			sourceID, status, value string
+			target                  *string
+		}
+		recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (record, error) {
+			var g record
+			err := row.Scan(&g.id, &g.sourceID, &g.status, &g.value, &g.target)
+			return g, err
+		})
+		if err != nil {
+			return fmt.Errorf("verify %s %s: %w", ent.Name, ref.Field, err)
+		}
+		if len(recs) == 0 {
+			break
+		}
+		after = recs[len(recs)-1].id
+		var keys []string
+		for _, g := range recs {
+			if g.status == string(ImportOK) {
+				keys = append(keys, idempotencyKey(ent.Name, g.sourceID))
+			}
+		}
+		onTarget := map[string]string{}
+		if len(keys) > 0 {
+			items, _, err := e.Target.GetByKeys(ctx, ent.Name, keys)
+			if err != nil {
+				return fmt.Errorf("verify %s %s: %w", ent.Name, ref.Field, err)
+			}
+			for _, it := range items {
+				fields, err := FieldsOf(it.Payload)
+				if err != nil {
+					return fmt.Errorf("verify %s %s: target record %s: %w", ent.Name, ref.Field, it.Key, err)
+				}
+				onTarget[it.Key] = Text(fields, ref.Field)
+			}
+		}
+		for _, g := range recs {
+			issue := RecordIssue{Entity: ent.Name, SourceID: g.sourceID, Status: g.status}
+			got, imported := onTarget[idempotencyKey(ent.Name, g.sourceID)]
+			switch {
+			case g.target == nil:
+				issue.Reason = (&UnresolvedError{Field: ref.Field, Entity: ref.Entity, SourceID: g.value}).Error()
+			case imported && got != *g.target:
+				issue.Reason = fmt.Sprintf("%s on the target is %q, want %s (%s %s)", ref.name(), got, *g.target,
+					strings.TrimSuffix(ref.Entity, "s"), g.value)
+			default:
+				continue
+			}
+			unresolved++
+			if len(r.UnresolvedRefs) < MaxListed {
+				r.UnresolvedRefs = append(r.UnresolvedRefs, issue)
+			}
+		}
+	}
+	if unresolved > 0 {
+		r.Problem("%d %s have an unresolved %s", unresolved, ent.noun(), ref.name())
+	}
+	return nil
+}
+
+// verifySample compares a random sample of IMPORT_OK records with the target, field by field,
+// against what set would send for them now.
+func (e *Engine) verifySample(ctx context.Context, k *Entity, r *VerifyReport) error {
+	return e.compareSample(ctx, k, r, func(ctx context.Context, chunk []Record) (recordComparer, error) {
+		rf, err := LoadRefs(ctx, e.Pool, k, chunk)
+		if err != nil {
+			return nil, err
+		}
+		return func(rec Record, onTarget map[string]importapi.Record) ([]Mismatch, error) {
+			return compareRecord(k, rec, rf, onTarget)
+		}, nil
+	})
+}
+
+// recordComparer lists the differences between a sampled record and the target's copies.
+type recordComparer func(rec Record, onTarget map[string]importapi.Record) ([]Mismatch, error)
+
+// compareSample draws SampleSize random IMPORT_OK records of k, reads their copies from the
+// target a chunk at a time, and adds what the comparer from prepare (which loads what a chunk
+// refers to) finds to r: each mismatch listed (up to maxListed) and each mismatched record
+// counted in verify_sample_mismatch_total.
+func (e *Engine) compareSample(ctx context.Context, k *Entity, r *VerifyReport,
+	prepare func(ctx context.Context, chunk []Record) (recordComparer, error)) error {
+	size := e.SampleSize
+	if size <= 0 {
+		size = 50
+	}
+	rows, err := e.Pool.Query(ctx, `SELECT `+recordColumns+` FROM bitrix_records WHERE entity = $1 AND status = $3
+ORDER BY random() LIMIT $2`, k.Name, size, string(ImportOK))
+	if err != nil {
+		return fmt.Errorf("verify %s: sample: %w", k.Name, err)
+	}
+	recs, err := pgx.CollectRows(rows, scanRecord)
+	if err != nil {
+		return fmt.Errorf("verify %s: sample: %w", k.Name, err)
+	}
+	for chunk := range slices.Chunk(recs, importapi.MaxItems) {
+		compare, err := prepare(ctx, chunk)
+		if err != nil {
+			return err
+		}
+		keys := make([]string, len(chunk))
+		for i, rec := range chunk {
+			keys[i] = rec.IdempotencyKey()
+		}
+		items, _, err := e.Target.GetByKeys(ctx, k.Name, keys)
+		if err != nil {
+			return fmt.Errorf("verify %s: sample: %w", k.Name, err)
+		}
+		onTarget := map[string]importapi.Record{}
+		for _, it := range items {
+			onTarget[it.Key] = it
+		}
+		for _, rec := range chunk {
+			r.Sampled++
+			diffs, err := compare(rec, onTarget)
+			if err != nil {
+				return fmt.Errorf("verify %s %s: %w", k.Name, rec.SourceID, err)
+			}
+			for _, d := range diffs {
+				d.Entity, d.SourceID = k.Name, rec.SourceID
+				if len(r.Mismatches) < MaxListed {
+					r.Mismatches = append(r.Mismatches, d)
+				}
+			}
+			if len(diffs) > 0 {
+				r.MismatchedRecords++
+				if r.countMismatch(k.Name, rec.SourceID) {
+					e.Metrics.VerifyMismatch.WithLabelValues(k.Name).Inc()
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// compareRecord lists the differences between what set would send for a record now and the
+// target's copy of it.
+func compareRecord(k *Entity, rec Record, rf *Refs, onTarget map[string]importapi.Record) ([]Mismatch, error) {
+	want, err := payloadFor(k, rec, rf)
+	if err != nil {
+		// Imported, yet its references no longer resolve (an id map row is gone).
+		return []Mismatch{{Field: "*", Want: "a payload", Got: err.Error()}}, nil
+	}
+	tr, ok := onTarget[rec.IdempotencyKey()]
+	if !ok {
+		return []Mismatch{{Field: "*", Want: "the record", Got: "missing on the target"}}, nil
+	}
+	diffs, err := diffPayloads(want, tr.Payload)
+	for i := range diffs {
+		diffs[i].TargetID = tr.TargetID
+	}
+	return diffs, err
+}
