@@ -2,17 +2,13 @@ package bitrix
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
-	"github.com/ingest-dev/ingest/internal/status"
 )
 
 const (
@@ -32,11 +28,11 @@ const (
 type chatLister struct{ rescan bool }
 
 func (l chatLister) Get(ctx context.Context, g *engine.GetRun) error {
-	e, st := g.Engine, g.Stats
-	if _, err := engine.LoadInventory(ctx, e.Pool, Chats); err != nil { // creates the row startPass updates
+	e, st := g.Env, g.Stats
+	if _, err := e.Store().Inventory(ctx, Chats); err != nil { // creates the row startPass updates
 		return err
 	}
-	inv, err := engine.StartPass(ctx, e.Pool, Chats, e.TestLimit)
+	inv, err := e.Store().StartPass(ctx, Chats, e.TestLimit())
 	if err != nil {
 		return err
 	}
@@ -48,7 +44,7 @@ func (l chatLister) Get(ctx context.Context, g *engine.GetRun) error {
 		return err
 	}
 	c := st.Of(Chats)
-	e.Log.Info("chats found", "entity", Chats, "chats", c.Rows, "new", c.Inserted, "changed", c.Changed,
+	e.Log().Info("chats found", "entity", Chats, "chats", c.Rows, "new", c.Inserted, "changed", c.Changed,
 		"unreachable", st.Unreachable)
 	if err := walkMessages(ctx, e, l.rescan, st); err != nil {
 		return fmt.Errorf("messages: %w", err)
@@ -58,20 +54,20 @@ func (l chatLister) Get(ctx context.Context, g *engine.GetRun) error {
 }
 
 // total is not known to the portal: no method counts every chat (verifyChats counts them).
-func (chatLister) Total(context.Context, *engine.Engine, *engine.Entity) (int64, error) {
+func (chatLister) Total(context.Context, engine.Env, *engine.Entity) (int64, error) {
 	return 0, engine.ErrNoTotal
 }
 
 // plan of chats: no method counts chats or messages, so the plan reads what get reads first
 // (the recent list and the workgroups' chats, cheap: 200 chats a page) and asks every readable
 // chat for its message count (im.dialog.get, 50 chats to a call).
-func (chatLister) Plan(ctx context.Context, e *engine.Engine, ent *engine.Entity) ([]engine.EntityPlan, error) {
-	before := e.Stats()
+func (chatLister) Plan(ctx context.Context, e engine.Env, ent *engine.Entity) ([]engine.EntityPlan, error) {
+	before := e.Requests()
 	rows, _, err := findChats(ctx, e, 0)
 	if err != nil {
 		return nil, err
 	}
-	listing := e.Stats() - before
+	listing := e.Requests() - before
 	var readable []int64
 	for _, c := range rows {
 		if c.Unreachable == nil {
@@ -88,7 +84,7 @@ func (chatLister) Plan(ctx context.Context, e *engine.Engine, ent *engine.Entity
 		return nil, err
 	}
 	how := "im.recent.list and the workgroups' chats, read as get reads them, with participants"
-	groups, err := engine.StoredCount(ctx, e.Pool, Groups)
+	groups, err := e.Store().Count(ctx, Groups)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +147,7 @@ func (it recentItem) row() (chatRow, error) {
 // findChats lists the chats to read: the recent list's, de-duplicated, then the workgroups'
 // chats it does not have, each with its participants. It returns them in that order, and the
 // portal's time zone.
-func findChats(ctx context.Context, e *engine.Engine, pass int) ([]*chatRow, *time.Location, error) {
+func findChats(ctx context.Context, e engine.Env, pass int) ([]*chatRow, *time.Location, error) {
 	rows, zone, err := recentChats(ctx, e, pass)
 	if err != nil {
 		return nil, nil, err
@@ -165,7 +161,7 @@ func findChats(ctx context.Context, e *engine.Engine, pass int) ([]*chatRow, *ti
 		return nil, nil, err
 	}
 	rows = append(rows, more...)
-	if lim := e.TestLimit; lim > 0 && len(rows) > lim {
+	if lim := e.TestLimit(); lim > 0 && len(rows) > lim {
 		rows = rows[:lim]
 	}
 	if err := chatParticipants(ctx, e, rows); err != nil {
@@ -179,13 +175,13 @@ func findChats(ctx context.Context, e *engine.Engine, pass int) ([]*chatRow, *ti
 // LIMIT as the docs advise (next, OFFSET plus the items returned, re-reads records). Pages
 // overlap: a chat is kept once, where it first appears. Each page is logged in the chats
 // pass given; pass 0 logs nothing (verify's look at the list).
-func recentChats(ctx context.Context, e *engine.Engine, pass int) ([]*chatRow, *time.Location, error) {
+func recentChats(ctx context.Context, e engine.Env, pass int) ([]*chatRow, *time.Location, error) {
 	params := func(offset int) map[string]any { return map[string]any{"OFFSET": offset, "LIMIT": recentLimit} }
-	resp, err := e.Source.Call(ctx, "im.recent.list", params(0))
+	resp, err := e.Source().Call(ctx, "im.recent.list", params(0))
 	if err != nil {
 		return nil, nil, err
 	}
-	zone, err := e.ZoneOf(resp)
+	zone, err := e.Zone(resp)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -213,8 +209,8 @@ func recentChats(ctx context.Context, e *engine.Engine, pass int) ([]*chatRow, *
 		if pass == 0 {
 			return page.HasMore, nil
 		}
-		err := pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
-			return engine.LogPage(ctx, tx, Chats, e.RunID, engine.PageRecord{Pass: pass, Cursor: "recent OFFSET=" + strconv.Itoa(offset),
+		err := e.Store().Tx(ctx, func(tx engine.Store) error {
+			return tx.LogPage(ctx, Chats, e.RunID(), engine.PageRecord{Pass: pass, Cursor: "recent OFFSET=" + strconv.Itoa(offset),
 				Next: next, Count: len(page.Items)})
 		})
 		return page.HasMore, err
@@ -245,17 +241,13 @@ func recentChats(ctx context.Context, e *engine.Engine, pass int) ([]*chatRow, *
 // which answers for any group, member or not) that are not among the known ones, and asks for
 // each one's card: a chat the webhook's user is not in is refused (ACCESS_ERROR) and comes back
 // marked unreachable.
-func workgroupChats(ctx context.Context, e *engine.Engine, known map[int64]bool) ([]*chatRow, error) {
-	rows, err := e.Pool.Query(ctx, `SELECT source_id FROM bitrix_records WHERE entity = 'groups' ORDER BY id`)
-	if err != nil {
-		return nil, fmt.Errorf("list workgroups: %w", err)
-	}
-	groups, err := pgx.CollectRows(rows, pgx.RowTo[string])
+func workgroupChats(ctx context.Context, e engine.Env, known map[int64]bool) ([]*chatRow, error) {
+	groups, err := e.Store().SourceIDs(ctx, Groups)
 	if err != nil {
 		return nil, fmt.Errorf("list workgroups: %w", err)
 	}
 	if len(groups) == 0 {
-		e.Log.Info("no workgroups read yet: only the recent list's chats are read", "entity", Chats)
+		e.Log().Info("no workgroups read yet: only the recent list's chats are read", "entity", Chats)
 		return nil, nil
 	}
 	cmds := make([]rest.Command, len(groups))
@@ -327,7 +319,7 @@ func workgroupChats(ctx context.Context, e *engine.Engine, known map[int64]bool)
 // chatParticipants reads the participants of the readable chats, 50 chats per batch.
 // im.chat.user.list answers an empty list, not an error, to someone who may not see them: for a
 // chat that is readable that, or a refusal, leaves the participants unavailable.
-func chatParticipants(ctx context.Context, e *engine.Engine, rows []*chatRow) error {
+func chatParticipants(ctx context.Context, e engine.Env, rows []*chatRow) error {
 	byID := map[int64]*chatRow{}
 	var cmds []rest.Command
 	for _, r := range rows {
@@ -373,7 +365,7 @@ func chatParticipants(ctx context.Context, e *engine.Engine, rows []*chatRow) er
 
 // saveChats stores the chats found, 500 per transaction. Unreachable ones go to IMPORT_ERR with
 // the reason; a chat that was unreachable and no longer is changes, and so is back in NEW.
-func saveChats(ctx context.Context, e *engine.Engine, rows []*chatRow, zone *time.Location, st *engine.GetStats) error {
+func saveChats(ctx context.Context, e engine.Env, rows []*chatRow, zone *time.Location, st *engine.GetStats) error {
 	for chunk := range slices.Chunk(rows, 500) {
 		recs := make([]engine.Incoming, len(chunk))
 		reasons := map[string][]string{} // reason -> source ids
@@ -392,8 +384,8 @@ func saveChats(ctx context.Context, e *engine.Engine, rows []*chatRow, zone *tim
 				reasons[r.Unreachable.Reason()] = append(reasons[r.Unreachable.Reason()], id)
 			}
 		}
-		err := pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
-			got, err := engine.SaveRecords(ctx, tx, Chats, recs, status.Change{Reason: "changed on the source", Actor: e.Actor, RunID: e.RunID})
+		err := e.Store().Tx(ctx, func(tx engine.Store) error {
+			got, err := tx.SaveRecords(ctx, Chats, recs, e.Change("changed on the source"))
 			if err != nil {
 				return err
 			}
@@ -404,46 +396,30 @@ func saveChats(ctx context.Context, e *engine.Engine, rows []*chatRow, zone *tim
 				}
 			}
 			if got.Inserted+got.Changed > 0 {
-				return engine.Unverify(ctx, tx, Chats)
+				return tx.Unverify(ctx, Chats)
 			}
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		e.Metrics.RecordsExtracted.WithLabelValues(Chats).Add(float64(len(chunk)))
+		e.CountExtracted(Chats, len(chunk))
 	}
-	return engine.FinishPass(ctx, e.Pool, Chats, int64(len(rows)))
+	return e.Store().FinishPass(ctx, Chats, int64(len(rows)))
 }
 
 // refuse moves the chats that are NEW among the given ones to IMPORT_ERR with the reason: they
 // cannot be read, so they cannot be imported, and verify lists them.
-func refuse(ctx context.Context, e *engine.Engine, tx pgx.Tx, sourceIDs []string, reason string) error {
-	rows, err := tx.Query(ctx, `SELECT id FROM bitrix_records WHERE entity = $2 AND source_id = ANY($1) AND status = $3 ORDER BY id`,
-		sourceIDs, Chats, string(engine.New))
-	if err != nil {
-		return fmt.Errorf("find unreachable chats: %w", err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return fmt.Errorf("find unreachable chats: %w", err)
-	}
-	if len(ids) == 0 {
-		return nil
-	}
-	_, err = engine.Machine.MoveMany(ctx, tx, ids, engine.New, engine.ImportErr, status.Change{Reason: reason, Actor: e.Actor, RunID: e.RunID})
+func refuse(ctx context.Context, e engine.Env, tx engine.Store, sourceIDs []string, reason string) error {
+	_, err := tx.RefuseNew(ctx, Chats, sourceIDs, e.Change(reason))
 	return err
 }
 
 // storedChats returns the chats stored, readable or not, in id order of their records.
-func storedChats(ctx context.Context, db status.DB) ([]chatRow, error) {
-	rows, err := db.Query(ctx, `SELECT payload FROM bitrix_records WHERE entity = 'chats' ORDER BY id`)
+func storedChats(ctx context.Context, st engine.Store) ([]chatRow, error) {
+	payloads, err := st.Payloads(ctx, Chats)
 	if err != nil {
-		return nil, fmt.Errorf("load chats: %w", err)
-	}
-	payloads, err := pgx.CollectRows(rows, pgx.RowTo[json.RawMessage])
-	if err != nil {
-		return nil, fmt.Errorf("load chats: %w", err)
+		return nil, err
 	}
 	out := make([]chatRow, len(payloads))
 	for i, p := range payloads {

@@ -9,11 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
-	"github.com/ingest-dev/ingest/internal/status"
 )
 
 const (
@@ -68,7 +65,7 @@ func chatOfKey(key string) int64 {
 // a chat walking back: page k+1 asks for the messages older than page k's 50th through a $result
 // reference (FIRST_ID's order is undocumented, so topping up is not chained).
 func messagesWalk(chats []int64, parentOf func(chat int64) string, newest map[int64]int64, rescan bool,
-	lost func(ctx context.Context, tx pgx.Tx, chat int64, u *engine.Unreachable, zone *time.Location) error) *engine.KeyWalk {
+	lost func(ctx context.Context, tx engine.Store, chat int64, u *engine.Unreachable, zone *time.Location) error) *engine.KeyWalk {
 	chats = slices.Sorted(slices.Values(chats))
 	keys := make([]string, len(chats))
 	for i, c := range chats {
@@ -86,7 +83,7 @@ func messagesWalk(chats []int64, parentOf func(chat int64) string, newest map[in
 	}
 	return &engine.KeyWalk{
 		Method: "im.dialog.messages.get",
-		Keys:   func(context.Context, *engine.Engine) ([]string, error) { return keys, nil },
+		Keys:   func(context.Context, engine.Env) ([]string, error) { return keys, nil },
 		Params: func(key, cursor string) any { return params(key, cursor) },
 		From: func(key, last string) string {
 			switch {
@@ -124,7 +121,7 @@ func messagesWalk(chats []int64, parentOf func(chat int64) string, newest map[in
 			}
 			return rows, c.text(), len(ids) < messagesLimit, nil
 		},
-		Lost: func(ctx context.Context, tx pgx.Tx, key string, u *engine.Unreachable, zone *time.Location) error {
+		Lost: func(ctx context.Context, tx engine.Store, key string, u *engine.Unreachable, zone *time.Location) error {
 			return lost(ctx, tx, chatOfKey(key), u, zone)
 		},
 		// Only an edit changes a message the portal sends again.
@@ -135,8 +132,8 @@ func messagesWalk(chats []int64, parentOf func(chat int64) string, newest map[in
 
 // walkMessages reads the messages of every readable chat stored, resuming an interrupted pass
 // chat by chat from the page log; rescan reads every history whole again.
-func walkMessages(ctx context.Context, e *engine.Engine, rescan bool, st *engine.GetStats) error {
-	chats, err := storedChats(ctx, e.Pool)
+func walkMessages(ctx context.Context, e engine.Env, rescan bool, st *engine.GetStats) error {
+	chats, err := storedChats(ctx, e.Store())
 	if err != nil {
 		return err
 	}
@@ -146,22 +143,14 @@ func walkMessages(ctx context.Context, e *engine.Engine, rescan bool, st *engine
 			readable = append(readable, ch.ID)
 		}
 	}
-	newest := map[int64]int64{}
-	rows, err := e.Pool.Query(ctx, `SELECT parent_source_id::bigint, max(split_part(source_id, ':', 2)::bigint)
-FROM bitrix_records WHERE entity = 'chat_messages' GROUP BY 1`)
-	if err != nil {
-		return fmt.Errorf("find the newest stored messages: %w", err)
-	}
-	var chat, id int64
-	_, err = pgx.ForEachRow(rows, []any{&chat, &id}, func() error {
-		newest[chat] = id
-		return nil
+	newest, err := newestMessages(ctx, e.Store(), ChatMessages, "", func(chat string) (int64, error) {
+		return strconv.ParseInt(chat, 10, 64)
 	})
 	if err != nil {
-		return fmt.Errorf("find the newest stored messages: %w", err)
+		return err
 	}
 	w := messagesWalk(readable, func(chat int64) string { return strconv.FormatInt(chat, 10) }, newest, rescan,
-		func(ctx context.Context, tx pgx.Tx, chat int64, u *engine.Unreachable, zone *time.Location) error {
+		func(ctx context.Context, tx engine.Store, chat int64, u *engine.Unreachable, zone *time.Location) error {
 			return markUnreachable(ctx, e, tx, chat, u, zone)
 		})
 	// test_limit limits the chats, whose messages are all read.
@@ -244,9 +233,9 @@ func fileIDs(params json.RawMessage) []string {
 
 // markUnreachable records that a chat can no longer be read: its payload gets the refusal, so
 // it changes (back to NEW), and it moves on to IMPORT_ERR with the reason.
-func markUnreachable(ctx context.Context, e *engine.Engine, tx pgx.Tx, chat int64, u *engine.Unreachable, zone *time.Location) error {
+func markUnreachable(ctx context.Context, e engine.Env, tx engine.Store, chat int64, u *engine.Unreachable, zone *time.Location) error {
 	id := strconv.FormatInt(chat, 10)
-	rec, err := engine.GetRecord(ctx, tx, Chats, id)
+	rec, err := tx.Record(ctx, Chats, id)
 	if err != nil {
 		return err
 	}
@@ -264,9 +253,28 @@ func markUnreachable(ctx context.Context, e *engine.Engine, tx pgx.Tx, chat int6
 	if err != nil {
 		return err
 	}
-	e.Log.Warn("chat no longer readable", "entity", Chats, "source_id", id, "reason", u.Reason())
-	if _, err := engine.SaveRecords(ctx, tx, Chats, []engine.Incoming{in}, status.Change{Reason: "no longer readable", Actor: e.Actor, RunID: e.RunID}); err != nil {
+	e.Log().Warn("chat no longer readable", "entity", Chats, "source_id", id, "reason", u.Reason())
+	if _, err := tx.SaveRecords(ctx, Chats, []engine.Incoming{in}, e.Change("no longer readable")); err != nil {
 		return err
 	}
 	return refuse(ctx, e, tx, []string{id}, u.Reason())
+}
+
+// newestMessages returns the newest message stored of every chat, by chat id: the messages of
+// child (whose payload has field, when not empty), their parent's source id turned into the
+// chat's id by chatOf.
+func newestMessages(ctx context.Context, st engine.Store, child, field string, chatOf func(parent string) (int64, error)) (map[int64]int64, error) {
+	byParent, err := st.NewestBySeq(ctx, child, field)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]int64, len(byParent))
+	for parent, seq := range byParent {
+		chat, err := chatOf(parent)
+		if err != nil {
+			return nil, fmt.Errorf("%s of %s: %w", child, parent, err)
+		}
+		out[chat] = seq
+	}
+	return out, nil
 }

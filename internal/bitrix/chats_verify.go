@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 )
@@ -18,10 +16,10 @@ import (
 // shows that were never read, the mapping of every participant, and the chats out of reach,
 // listed with the reason. The engine adds the records not imported and the sample of chats and
 // messages compared field by field (text included).
-func verifyChats(ctx context.Context, e *engine.Engine, _ *engine.Entity, r *engine.VerifyReport) error {
+func verifyChats(ctx context.Context, e engine.Env, _ *engine.Entity, r *engine.VerifyReport) error {
 	m := &engine.ChildCounts{Entity: ChatMessages, ByStatus: map[string]int64{}, Summary: "messages"}
 	p := &engine.RefCoverage{Entity: Chats, Field: "participants", Refers: Users}
-	chats, err := storedChats(ctx, e.Pool)
+	chats, err := storedChats(ctx, e.Store())
 	if err != nil {
 		return err
 	}
@@ -42,7 +40,7 @@ func verifyChats(ctx context.Context, e *engine.Engine, _ *engine.Entity, r *eng
 // verifyChatCounts compares the readable chats read with the target, lists the unreachable
 // ones, and reads the recent list again to find chats get never read; m gets the messages'
 // statuses.
-func verifyChatCounts(ctx context.Context, e *engine.Engine, chats []chatRow, r *engine.VerifyReport, m *engine.ChildCounts) error {
+func verifyChatCounts(ctx context.Context, e engine.Env, chats []chatRow, r *engine.VerifyReport, m *engine.ChildCounts) error {
 	read := map[int64]bool{}
 	for _, c := range chats {
 		read[c.ID] = true
@@ -56,12 +54,12 @@ func verifyChatCounts(ctx context.Context, e *engine.Engine, chats []chatRow, r 
 				Status: string(engine.ImportErr), Reason: c.Unreachable.Reason()})
 		}
 	}
-	acked, err := engine.CountExcused(ctx, e.Pool, e.Entity(Chats))
+	acked, err := e.Store().CountExcused(ctx, e.Entity(Chats))
 	if err != nil {
 		return err
 	}
 	r.Expected = r.SourceCount - acked
-	inv, err := engine.LoadInventory(ctx, e.Pool, Chats)
+	inv, err := e.Store().Inventory(ctx, Chats)
 	if err != nil {
 		return err
 	}
@@ -81,13 +79,13 @@ func verifyChatCounts(ctx context.Context, e *engine.Engine, chats []chatRow, r 
 			r.Problem("%d chats of the recent list were never read (run get again): %s", len(unread), clipList(unread))
 		}
 	}
-	if r.TargetCount, err = e.Target.Count(ctx, Chats); err != nil {
+	if r.TargetCount, err = e.Target().Count(ctx, Chats); err != nil {
 		return fmt.Errorf("verify chats: %w", err)
 	}
 	if r.TargetCount != r.Expected {
 		r.Problem("target holds %d chats, expected %d", r.TargetCount, r.Expected)
 	}
-	counts, err := engine.Machine.Counts(ctx, e.Pool)
+	counts, err := e.Store().StatusCounts(ctx)
 	if err != nil {
 		return err
 	}
@@ -102,22 +100,14 @@ func verifyChatCounts(ctx context.Context, e *engine.Engine, chats []chatRow, r 
 	}
 	// Messages of an acknowledged chat (or acknowledged themselves) are not expected on the
 	// target.
-	excusedMessages, err := engine.CountExcused(ctx, e.Pool, e.Entity(ChatMessages))
+	excusedMessages, err := e.Store().CountExcused(ctx, e.Entity(ChatMessages))
 	if err != nil {
 		return err
 	}
 	m.Excused = excusedMessages
-	rows, err := e.Pool.Query(ctx, `SELECT source_id, status, coalesce(last_error, '') FROM bitrix_records
-WHERE entity = $1 AND status <> $2 AND payload->'unreachable' IS NULL AND acknowledged_at IS NULL ORDER BY id`, Chats, string(engine.ImportOK))
+	issues, err := e.Store().Unimported(ctx, Chats, "unreachable")
 	if err != nil {
-		return fmt.Errorf("list unimported chats: %w", err)
-	}
-	issues, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (engine.RecordIssue, error) {
-		i := engine.RecordIssue{Entity: Chats}
-		return i, row.Scan(&i.SourceID, &i.Status, &i.Reason)
-	})
-	if err != nil {
-		return fmt.Errorf("list unimported chats: %w", err)
+		return err
 	}
 	if len(issues) > 0 {
 		r.Problem("%d readable chats are not IMPORT_OK", len(issues))
@@ -129,7 +119,7 @@ WHERE entity = $1 AND status <> $2 AND payload->'unreachable' IS NULL AND acknow
 // messageCounts asks the portal how many messages each chat holds (im.dialog.get
 // message_count, 50 chats to a call, Concurrency calls at once) and hands each count to fn, one
 // at a time; a chat the webhook's user can no longer read goes to gone instead.
-func messageCounts(ctx context.Context, e *engine.Engine, chats []int64, fn func(chat string, count int64), gone func(chat string, u *engine.Unreachable)) error {
+func messageCounts(ctx context.Context, e engine.Env, chats []int64, fn func(chat string, count int64), gone func(chat string, u *engine.Unreachable)) error {
 	cmds := make([]rest.Command, len(chats))
 	for i, id := range chats {
 		s := strconv.FormatInt(id, 10)
@@ -155,16 +145,10 @@ func messageCounts(ctx context.Context, e *engine.Engine, chats []int64, fn func
 
 // verifyMessageCounts compares the messages stored with the portal's count of every readable
 // chat (im.dialog.get message_count, 50 chats per batch) and with the target.
-func verifyMessageCounts(ctx context.Context, e *engine.Engine, chats []chatRow, r *engine.VerifyReport, m *engine.ChildCounts) error {
-	stored := map[string]int64{}
-	rows, err := e.Pool.Query(ctx, `SELECT parent_source_id, count(*) FROM bitrix_records WHERE entity = 'chat_messages' GROUP BY 1`)
+func verifyMessageCounts(ctx context.Context, e engine.Env, chats []chatRow, r *engine.VerifyReport, m *engine.ChildCounts) error {
+	stored, err := e.Store().CountByParent(ctx, ChatMessages)
 	if err != nil {
-		return fmt.Errorf("count messages per chat: %w", err)
-	}
-	var chat string
-	var n int64
-	if _, err := pgx.ForEachRow(rows, []any{&chat, &n}, func() error { stored[chat] = n; return nil }); err != nil {
-		return fmt.Errorf("count messages per chat: %w", err)
+		return err
 	}
 	var readable []int64
 	for _, c := range chats {
@@ -191,7 +175,7 @@ func verifyMessageCounts(ctx context.Context, e *engine.Engine, chats []chatRow,
 	if behind > 0 {
 		r.Problem("%d chats have more messages on the portal than were read (run get again)", behind)
 	}
-	if m.Target, err = e.Target.Count(ctx, ChatMessages); err != nil {
+	if m.Target, err = e.Target().Count(ctx, ChatMessages); err != nil {
 		return fmt.Errorf("verify chat messages: %w", err)
 	}
 	if m.Target != m.Read-m.Excused {
@@ -199,7 +183,7 @@ func verifyMessageCounts(ctx context.Context, e *engine.Engine, chats []chatRow,
 	}
 	if n := m.Read - m.ByStatus[string(engine.ImportOK)] - m.Excused; n > 0 {
 		r.Problem("%d chat messages are not IMPORT_OK", n)
-		if m.NotImported, err = engine.NotImported(ctx, e.Pool, e.Entity(ChatMessages)); err != nil {
+		if m.NotImported, err = e.Store().NotImported(ctx, e.Entity(ChatMessages)); err != nil {
 			return err
 		}
 	}
@@ -207,25 +191,12 @@ func verifyMessageCounts(ctx context.Context, e *engine.Engine, chats []chatRow,
 }
 
 // verifyParticipants checks that every participant of every readable chat has a target id.
-func verifyParticipants(ctx context.Context, e *engine.Engine, r *engine.VerifyReport, p *engine.RefCoverage) error {
-	err := e.Pool.QueryRow(ctx, `SELECT count(*), count(u.source_id) FROM bitrix_records c
-CROSS JOIN jsonb_array_elements_text(c.payload->'participants') AS pid
-LEFT JOIN bitrix_id_map u ON u.entity = 'users' AND u.source_id = pid
-WHERE c.entity = 'chats' AND c.payload->'unreachable' IS NULL AND c.acknowledged_at IS NULL`).Scan(&p.Total, &p.Mapped)
+func verifyParticipants(ctx context.Context, e engine.Env, r *engine.VerifyReport, p *engine.RefCoverage) error {
+	c, err := e.Store().ListCoverage(ctx, Chats, "participants", Users, "unreachable")
 	if err != nil {
 		return fmt.Errorf("verify participants: %w", err)
 	}
-	rows, err := e.Pool.Query(ctx, `SELECT c.source_id, array_agg(pid ORDER BY pid::bigint) FROM bitrix_records c
-CROSS JOIN jsonb_array_elements_text(c.payload->'participants') AS pid
-WHERE c.entity = 'chats' AND c.payload->'unreachable' IS NULL AND c.acknowledged_at IS NULL
-  AND NOT EXISTS (SELECT 1 FROM bitrix_id_map u WHERE u.entity = 'users' AND u.source_id = pid)
-GROUP BY c.id, c.source_id ORDER BY c.id LIMIT $1`, engine.MaxListed)
-	if err != nil {
-		return fmt.Errorf("verify participants: %w", err)
-	}
-	if p.Unmapped, err = pgx.CollectRows(rows, pgx.RowToStructByPos[engine.UnmappedRefs]); err != nil {
-		return fmt.Errorf("verify participants: %w", err)
-	}
+	p.Total, p.Mapped, p.Unmapped = c.Total, c.Mapped, c.Unmapped
 	if n := p.Total - p.Mapped; n > 0 {
 		r.Problem("%d of %d chat participants have no target id (users not imported)", n, p.Total)
 	}

@@ -100,59 +100,37 @@ func feedCommentsEntity() *engine.Entity {
 // commentAuthors are the users whose comments to read: every user read, when the webhook's user
 // is an administrator (user.admin); otherwise only itself, since the portal then ignores USER_ID
 // and would answer its own comments for everyone's.
-func commentAuthors(ctx context.Context, e *engine.Engine) ([]string, error) {
-	if !webhookAdmin(ctx, e) {
+func commentAuthors(ctx context.Context, e engine.Env) ([]string, error) {
+	if !e.WebhookAdmin(ctx, FeedComments) {
 		me, err := e.WebhookUser(ctx)
 		if err != nil {
 			return nil, err
 		}
-		e.Log.Warn("the webhook's user is not an administrator: only its own feed comments can be read", "entity", FeedComments)
+		e.Log().Warn("the webhook's user is not an administrator: only its own feed comments can be read", "entity", FeedComments)
 		return []string{me}, nil
 	}
-	return engine.StoredIDs(ctx, e.Pool, Users)
+	return e.Store().SourceIDs(ctx, Users)
 }
 
 // planCommentAuthors is how many authors commentAuthors will give once the users are read.
-func planCommentAuthors(ctx context.Context, e *engine.Engine, planned map[string]int64) (int64, error) {
-	if !webhookAdmin(ctx, e) {
+func planCommentAuthors(ctx context.Context, e engine.Env, planned map[string]int64) (int64, error) {
+	if !e.WebhookAdmin(ctx, FeedComments) {
 		return 1, nil
 	}
 	return planned[Users], nil
 }
 
-// webhookAdmin reports whether the webhook's user is an administrator (user.admin), asked once
-// per engine. A portal that does not answer is taken to have given the administrator's webhook
-// the docs ask for, with a warning.
-func webhookAdmin(ctx context.Context, e *engine.Engine) bool {
-	e.MeOnce.Lock()
-	defer e.MeOnce.Unlock()
-	if e.Admin != nil {
-		return *e.Admin
-	}
-	resp, err := e.Source.Call(ctx, "user.admin", nil)
-	admin := true
-	if err == nil {
-		err = resp.Decode(&admin)
-	}
-	if err != nil {
-		e.Log.Warn("user.admin did not answer; the webhook's user is taken for an administrator", "entity", FeedComments, "error", err)
-		admin = true
-	}
-	e.Admin = &admin
-	return admin
-}
-
 // planAudiences is how many audiences there will be once users and groups are read.
-func planAudiences(_ context.Context, _ *engine.Engine, planned map[string]int64) (int64, error) {
+func planAudiences(_ context.Context, _ engine.Env, planned map[string]int64) (int64, error) {
 	return 1 + planned[Groups] + planned[Users], nil
 }
 
 // audiences are the recipient codes whose posts prove an audience: all employees, every
 // workgroup and every user read.
-func audiences(ctx context.Context, e *engine.Engine) ([]string, error) {
+func audiences(ctx context.Context, e engine.Env) ([]string, error) {
 	out := []string{"UA"}
 	for _, a := range []struct{ entity, prefix string }{{Groups, "SG"}, {Users, "U"}} {
-		ids, err := engine.StoredIDs(ctx, e.Pool, a.entity)
+		ids, err := e.Store().SourceIDs(ctx, a.entity)
 		if err != nil {
 			return nil, err
 		}

@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ingest-dev/ingest/internal/bitrix/engine"
-	"github.com/ingest-dev/ingest/internal/status"
 )
 
 // Smart is the entity of every smart process's items (seed 000 stage 4.7). The types are
@@ -104,15 +103,12 @@ var smartFieldName = regexp.MustCompile(`^UF_CRM_(\d+)_(.+)$`)
 
 // smartFieldSplit names a smart process's field on the target: its code after the type's
 // prefix, and the prefix of the same type on the target, UF_CRM_<the type's target id>_.
-func smartFieldSplit(ctx context.Context, db status.DB, name string) (code, prefix string, err error) {
+func smartFieldSplit(ctx context.Context, st engine.Store, name string) (code, prefix string, err error) {
 	m := smartFieldName.FindStringSubmatch(name)
 	if m == nil {
 		return "", "", fmt.Errorf("%s is not named UF_CRM_<type id>_<code>", name)
 	}
-	var target string
-	err = db.QueryRow(ctx, `SELECT m.target_id FROM bitrix_records r
-JOIN bitrix_id_map m ON m.entity = r.entity AND m.source_id = r.source_id
-WHERE r.entity = $1 AND r.payload->>'id' = $2`, CRMTypes, m[1]).Scan(&target)
+	target, err := st.TargetIDByField(ctx, CRMTypes, "id", m[1])
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", "", fmt.Errorf("its smart process type (id %s) is not imported: run `ingest bitrix crm_types run` first", m[1])
 	}

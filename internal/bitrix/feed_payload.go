@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 )
 
@@ -127,34 +125,30 @@ func commentPayload(r engine.Record, rf *engine.Refs) (json.RawMessage, error) {
 // verifyFeed adds the feed's own figures to verify: the recipients proven by kind, the posts no
 // audience listing named (their audience is unknown: departments, or users the migration did not
 // read), and the comments whose text the portal withheld.
-func verifyFeed(ctx context.Context, e *engine.Engine, _ *engine.Entity, r *engine.VerifyReport) error {
+func verifyFeed(ctx context.Context, e engine.Env, _ *engine.Entity, r *engine.VerifyReport) error {
 	if r.Details == nil {
 		r.Details = map[string]int64{}
 	}
-	rows, err := e.Pool.Query(ctx, `SELECT CASE WHEN payload->>'code' = 'UA' THEN 'recipients_all_users'
-WHEN payload->>'code' LIKE 'SG%' THEN 'recipients_groups' ELSE 'recipients_users' END, count(*)
-FROM bitrix_records WHERE entity = $1 GROUP BY 1`, FeedRecipients)
+	codes, err := e.Store().FieldValues(ctx, FeedRecipients, "code")
 	if err != nil {
 		return fmt.Errorf("verify feed recipients: %w", err)
 	}
-	var kind string
-	var n int64
-	if _, err := pgx.ForEachRow(rows, []any{&kind, &n}, func() error { r.Details[kind] = n; return nil }); err != nil {
-		return fmt.Errorf("verify feed recipients: %w", err)
+	for _, c := range codes {
+		switch {
+		case c.Value == "UA":
+			r.Details["recipients_all_users"]++
+		case strings.HasPrefix(c.Value, "SG"):
+			r.Details["recipients_groups"]++
+		default:
+			r.Details["recipients_users"]++
+		}
 	}
-	err = e.Pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE payload ? $2), count(*) FILTER (WHERE NOT payload ? $2)
-FROM bitrix_records WHERE entity = $1`, FeedComments, engine.UnreachableKey).Scan(&n, new(int64))
+	n, _, err := e.Store().CountWithField(ctx, FeedComments, engine.UnreachableKey)
 	if err != nil {
 		return fmt.Errorf("verify feed comments: %w", err)
 	}
 	r.Details["comments_not_migratable"] = n
-	rows, err = e.Pool.Query(ctx, `SELECT p.source_id FROM bitrix_records p WHERE p.entity = $1
-AND NOT EXISTS (SELECT 1 FROM bitrix_records c WHERE c.entity = $2 AND c.parent_source_id = p.source_id) ORDER BY p.id`,
-		Feed, FeedRecipients)
-	if err != nil {
-		return fmt.Errorf("verify feed audience: %w", err)
-	}
-	unknown, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	unknown, err := e.Store().Childless(ctx, Feed, FeedRecipients)
 	if err != nil {
 		return fmt.Errorf("verify feed audience: %w", err)
 	}

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 )
@@ -22,19 +20,15 @@ type funnelWalker struct{}
 
 // funnelTypes are the types whose funnels are read: the built-in ones with funnels, then every
 // smart process type stored by crm_types.
-func funnelTypes(ctx context.Context, e *engine.Engine) ([]int, error) {
+func funnelTypes(ctx context.Context, e engine.Env) ([]int, error) {
 	types := []int{crmCompany, crmContact, crmDeal}
 	smart, err := smartTypeIDs(ctx, e)
 	return append(types, smart...), err
 }
 
 // smartTypeIDs are the entityTypeIds of the smart process types crm_types read, ascending.
-func smartTypeIDs(ctx context.Context, e *engine.Engine) ([]int, error) {
-	rows, err := e.Pool.Query(ctx, `SELECT source_id::int FROM bitrix_records WHERE entity = $1 ORDER BY 1`, CRMTypes)
-	if err != nil {
-		return nil, fmt.Errorf("list smart process types: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[int])
+func smartTypeIDs(ctx context.Context, e engine.Env) ([]int, error) {
+	out, err := e.Store().IntIDs(ctx, CRMTypes)
 	if err != nil {
 		return nil, fmt.Errorf("list smart process types: %w", err)
 	}
@@ -50,7 +44,7 @@ type funnel struct {
 
 // readFunnels lists the funnels of the types, one command each (and more for a type with more
 // than 50). A type the portal answers NOT_FOUND or ENTITY_TYPE_NOT_SUPPORTED for has no funnels.
-func readFunnels(ctx context.Context, e *engine.Engine, types []int) ([]funnel, *rest.Response, error) {
+func readFunnels(ctx context.Context, e engine.Env, types []int) ([]funnel, *rest.Response, error) {
 	var out []funnel
 	var first *rest.Response
 	cmds := make([]rest.Command, 0, len(types))
@@ -85,7 +79,7 @@ func readFunnels(ctx context.Context, e *engine.Engine, types []int) ([]funnel, 
 		}, func(key string, err error) error {
 			et, _ := parseCategoryKey(key)
 			if rest.HasCode(err, "NOT_FOUND") || rest.HasCode(err, "ENTITY_TYPE_NOT_SUPPORTED") {
-				e.Log.Warn("the portal has no funnels for this CRM type", "entity_type_id", et, "error", err)
+				e.Log().Warn("the portal has no funnels for this CRM type", "entity_type_id", et, "error", err)
 				return nil
 			}
 			return fmt.Errorf("funnels of type %d: %w", et, err)
@@ -124,7 +118,7 @@ func stageEntityID(et int, category string) string {
 
 // readStages lists the stages of the funnels that have them, one command per funnel (paged past
 // 50), and returns them as children of their funnel's record.
-func readStages(ctx context.Context, e *engine.Engine, funnels []funnel, stages *engine.Entity, zone *time.Location) ([]engine.Incoming, error) {
+func readStages(ctx context.Context, e engine.Env, funnels []funnel, stages *engine.Entity, zone *time.Location) ([]engine.Incoming, error) {
 	type ask struct {
 		parent, entityID string
 	}
@@ -188,7 +182,7 @@ func stageCommand(i int, entityID string, start int) rest.Command {
 }
 
 func (funnelWalker) Get(ctx context.Context, g *engine.GetRun) error {
-	e, ent := g.Engine, g.Ent
+	e, ent := g.Env, g.Ent
 	stages := e.Entity(CRMStages)
 	types, err := funnelTypes(ctx, e)
 	if err != nil {
@@ -198,11 +192,9 @@ func (funnelWalker) Get(ctx context.Context, g *engine.GetRun) error {
 	if err != nil {
 		return err
 	}
-	zone := e.SourceZone
-	if zone == nil && first != nil {
-		if zone, err = e.ZoneOf(first); err != nil {
-			return err
-		}
+	zone, err := e.Zone(first)
+	if err != nil {
+		return err
 	}
 	if zone == nil {
 		zone = time.UTC // nothing was read: no date to read either
@@ -220,13 +212,13 @@ func (funnelWalker) Get(ctx context.Context, g *engine.GetRun) error {
 		return err
 	}
 	var st engine.GetStats
-	err = pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
+	err = e.Store().Tx(ctx, func(tx engine.Store) error {
 		st = engine.GetStats{}
 		for _, name := range []string{ent.Name, stages.Name} {
-			if _, err := engine.LoadInventory(ctx, tx, name); err != nil { // startPass moves an existing row
+			if _, err := tx.Inventory(ctx, name); err != nil { // startPass moves an existing row
 				return err
 			}
-			inv, err := engine.StartPass(ctx, tx, name, 0)
+			inv, err := tx.StartPass(ctx, name, 0)
 			if err != nil {
 				return err
 			}
@@ -240,7 +232,7 @@ func (funnelWalker) Get(ctx context.Context, g *engine.GetRun) error {
 			n    int
 		}{{ent.Name, len(cats)}, {stages.Name, len(kids)}} {
 			total := int64(p.n)
-			if err := engine.LogPage(ctx, tx, p.name, e.RunID, engine.PageRecord{Pass: g.Stats.Pass, Cursor: "0", Next: "0", Count: p.n,
+			if err := tx.LogPage(ctx, p.name, e.RunID(), engine.PageRecord{Pass: g.Stats.Pass, Cursor: "0", Next: "0", Count: p.n,
 				Total: &total, Last: true}); err != nil {
 				return err
 			}
@@ -254,12 +246,12 @@ func (funnelWalker) Get(ctx context.Context, g *engine.GetRun) error {
 		g.Stats.Add(name, c.Rows, engine.Saved{Inserted: c.Inserted, Changed: c.Changed, Unchanged: c.Unchanged})
 	}
 	g.Stats.Pages, g.Stats.Complete = 1, true
-	e.Log.Info("funnels and stages read", "types", len(types), "funnels", len(cats), "stages", len(kids))
+	e.Log().Info("funnels and stages read", "types", len(types), "funnels", len(cats), "stages", len(kids))
 	return nil
 }
 
 // total counts the funnels the portal has now (one batch of crm.category.list).
-func (funnelWalker) Total(ctx context.Context, e *engine.Engine, _ *engine.Entity) (int64, error) {
+func (funnelWalker) Total(ctx context.Context, e engine.Env, _ *engine.Entity) (int64, error) {
 	types, err := funnelTypes(ctx, e)
 	if err != nil {
 		return 0, err
@@ -268,7 +260,7 @@ func (funnelWalker) Total(ctx context.Context, e *engine.Engine, _ *engine.Entit
 	return int64(len(funnels)), err
 }
 
-func (w funnelWalker) Plan(ctx context.Context, e *engine.Engine, ent *engine.Entity) ([]engine.EntityPlan, error) {
+func (w funnelWalker) Plan(ctx context.Context, e engine.Env, ent *engine.Entity) ([]engine.EntityPlan, error) {
 	types, err := funnelTypes(ctx, e)
 	if err != nil {
 		return nil, err
@@ -296,7 +288,7 @@ func (w funnelWalker) Plan(ctx context.Context, e *engine.Engine, ent *engine.En
 
 // verifyStages is crm_categories' own part of verify: the stages, read with their funnels,
 // compared with the target and listed when not imported.
-func verifyStages(ctx context.Context, e *engine.Engine, _ *engine.Entity, r *engine.VerifyReport) error {
+func verifyStages(ctx context.Context, e engine.Env, _ *engine.Entity, r *engine.VerifyReport) error {
 	stages := e.Entity(CRMStages)
 	types, err := funnelTypes(ctx, e)
 	if err != nil {

@@ -24,12 +24,12 @@ func smartScan(et int) *engine.IDScan {
 }
 
 func (smartItems) Get(ctx context.Context, g *engine.GetRun) error {
-	e, ent := g.Engine, g.Ent
+	e, ent := g.Env, g.Ent
 	types, err := smartTypeIDs(ctx, e)
 	if err != nil {
 		return err
 	}
-	inv, err := engine.LoadInventory(ctx, e.Pool, ent.Name)
+	inv, err := e.Store().Inventory(ctx, ent.Name)
 	if err != nil {
 		return err
 	}
@@ -37,7 +37,7 @@ func (smartItems) Get(ctx context.Context, g *engine.GetRun) error {
 	after := 0
 	if g.Stats.Resumed {
 		after, _ = strconv.Atoi(inv.Cursor)
-	} else if inv, err = engine.StartPass(ctx, e.Pool, ent.Name, e.TestLimit); err != nil {
+	} else if inv, err = e.Store().StartPass(ctx, ent.Name, e.TestLimit()); err != nil {
 		return err
 	}
 	g.Stats.Pass, g.Stats.Cursor = inv.Pass, inv.Cursor
@@ -49,34 +49,30 @@ func (smartItems) Get(ctx context.Context, g *engine.GetRun) error {
 			continue
 		}
 		st := engine.GetStats{Counts: g.Stats.Counts}
-		err := s.Get(ctx, &engine.GetRun{Engine: e, Ent: ent, Stats: &st, Start: g.Start})
+		err := s.Get(ctx, &engine.GetRun{Env: e, Ent: ent, Stats: &st, Start: g.Start})
 		switch {
 		case rest.HasCode(err, "NOT_FOUND"):
 			// Deleted since crm_types read it: its items went with it.
-			e.Log.Warn("smart process type gone from the portal: it has no items to read; run `ingest bitrix crm_types run` again",
+			e.Log().Warn("smart process type gone from the portal: it has no items to read; run `ingest bitrix crm_types run` again",
 				"entity_type_id", et, "error", err)
 		case err != nil && !errors.Is(err, engine.ErrLimitReached):
 			return fmt.Errorf("smart process %d: %w", et, err)
 		}
 		g.Stats.Pages += st.Pages
-		if _, err := e.Pool.Exec(ctx, `UPDATE bitrix_inventory SET get_cursor = $2,
-pass_rows = (SELECT coalesce(sum(pass_rows), 0) FROM bitrix_inventory WHERE entity = ANY($3)),
-source_total = (SELECT sum(source_total) FROM bitrix_inventory WHERE entity = ANY($3)), updated_at = now()
-WHERE entity = $1`, ent.Name, strconv.Itoa(et), scopes); err != nil {
-			return fmt.Errorf("advance get of %s past type %d: %w", ent.Name, et, err)
+		if err := e.Store().RollUp(ctx, ent.Name, strconv.Itoa(et), scopes); err != nil {
+			return fmt.Errorf("smart process %d: %w", et, err)
 		}
 	}
-	if _, err := e.Pool.Exec(ctx, `UPDATE bitrix_inventory SET get_complete = true, get_finished_at = now(),
-source_total = coalesce(source_total, 0), updated_at = now() WHERE entity = $1`, ent.Name); err != nil {
-		return fmt.Errorf("finish get of %s: %w", ent.Name, err)
+	if err := e.Store().FinishRollUp(ctx, ent.Name); err != nil {
+		return err
 	}
 	g.Stats.Complete = true
-	e.Log.Info("smart process items read", "types", len(types))
+	e.Log().Info("smart process items read", "types", len(types))
 	return nil
 }
 
 // counts asks the portal how many items each type holds, in one batch (a one-row count each).
-func (smartItems) counts(ctx context.Context, e *engine.Engine) (map[int]int64, error) {
+func (smartItems) counts(ctx context.Context, e engine.Env) (map[int]int64, error) {
 	types, err := smartTypeIDs(ctx, e)
 	if err != nil {
 		return nil, err
@@ -103,7 +99,7 @@ func (smartItems) counts(ctx context.Context, e *engine.Engine) (map[int]int64, 
 	return out, err
 }
 
-func (s smartItems) Total(ctx context.Context, e *engine.Engine, _ *engine.Entity) (int64, error) {
+func (s smartItems) Total(ctx context.Context, e engine.Env, _ *engine.Entity) (int64, error) {
 	counts, err := s.counts(ctx, e)
 	var n int64
 	for _, c := range counts {
@@ -112,7 +108,7 @@ func (s smartItems) Total(ctx context.Context, e *engine.Engine, _ *engine.Entit
 	return n, err
 }
 
-func (s smartItems) Plan(ctx context.Context, e *engine.Engine, ent *engine.Entity) ([]engine.EntityPlan, error) {
+func (s smartItems) Plan(ctx context.Context, e engine.Env, ent *engine.Entity) ([]engine.EntityPlan, error) {
 	counts, err := s.counts(ctx, e)
 	if err != nil {
 		return nil, err

@@ -9,10 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/ingest-dev/ingest/internal/bitrix/engine"
-	"github.com/ingest-dev/ingest/internal/status"
 )
 
 // taskChats is the Walker of the comments of new-card tasks: they are the messages of the task's
@@ -23,56 +20,53 @@ import (
 // portal's refusal.
 type taskChats struct{ rescan bool }
 
-func (t taskChats) Walk(ctx context.Context, e *engine.Engine, child *engine.Entity, st *engine.GetStats) error {
+func (t taskChats) Walk(ctx context.Context, e engine.Env, child *engine.Entity, st *engine.GetStats) error {
 	chats, err := taskChatsOf(ctx, e)
 	if err != nil {
 		return err
 	}
-	newest := map[int64]int64{}
-	rows, err := e.Pool.Query(ctx, `SELECT (t.payload->>'chatId')::bigint, max(split_part(c.source_id, ':', 2)::bigint)
-FROM bitrix_records c JOIN bitrix_records t ON t.entity = $2 AND t.source_id = c.parent_source_id
-WHERE c.entity = $1 AND c.payload ? 'chat_id' GROUP BY 1`, child.Name, Tasks)
-	if err != nil {
-		return fmt.Errorf("find the newest stored task chat messages: %w", err)
+	chatOf := make(map[string]int64, len(chats))
+	for chat, task := range chats {
+		chatOf[task] = chat
 	}
-	var chat, id int64
-	if _, err := pgx.ForEachRow(rows, []any{&chat, &id}, func() error { newest[chat] = id; return nil }); err != nil {
-		return fmt.Errorf("find the newest stored task chat messages: %w", err)
+	// Only the comments read from a chat (chat_id) count: the old card's have ids of their own.
+	newest, err := newestMessages(ctx, e.Store(), child.Name, "chat_id", func(task string) (int64, error) {
+		return chatOf[task], nil
+	})
+	if err != nil {
+		return err
 	}
 	w := messagesWalk(slices.Collect(maps.Keys(chats)), func(chat int64) string { return chats[chat] }, newest, t.rescan,
-		func(ctx context.Context, tx pgx.Tx, chat int64, u *engine.Unreachable, zone *time.Location) error {
+		func(ctx context.Context, tx engine.Store, chat int64, u *engine.Unreachable, zone *time.Location) error {
 			return lostTaskChat(ctx, e, tx, child, chats[chat], chat, u, zone)
 		})
-	_, _, err = w.Run(ctx, e, child, st, e.TestLimit)
+	_, _, err = w.Run(ctx, e, child, st, e.TestLimit())
 	return err
 }
 
 // taskChatsOf maps the chat of every stored task that has one to the task.
-func taskChatsOf(ctx context.Context, e *engine.Engine) (map[int64]string, error) {
-	rows, err := e.Pool.Query(ctx, `SELECT source_id, payload->>'chatId' FROM bitrix_records
-WHERE entity = $1 AND coalesce(payload->>'chatId', '0') NOT IN ('', '0') ORDER BY id`, Tasks)
+func taskChatsOf(ctx context.Context, e engine.Env) (map[int64]string, error) {
+	values, err := e.Store().FieldValues(ctx, Tasks, "chatId")
 	if err != nil {
 		return nil, fmt.Errorf("list task chats: %w", err)
 	}
 	out := map[int64]string{}
-	var task, chat string
-	_, err = pgx.ForEachRow(rows, []any{&task, &chat}, func() error {
-		id, err := strconv.ParseInt(chat, 10, 64)
-		if err != nil {
-			return fmt.Errorf("task %s: chatId %q is not a number", task, chat)
+	for _, v := range values {
+		if engine.None(v.Value) {
+			continue
 		}
-		out[id] = task
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list task chats: %w", err)
+		id, err := strconv.ParseInt(v.Value, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("list task chats: task %s: chatId %q is not a number", v.SourceID, v.Value)
+		}
+		out[id] = v.SourceID
 	}
 	return out, nil
 }
 
 // lostTaskChat keeps a task chat the webhook's user may not read as one record of the task that
 // cannot be migrated, with the refusal.
-func lostTaskChat(ctx context.Context, e *engine.Engine, tx pgx.Tx, child *engine.Entity, task string, chat int64, u *engine.Unreachable, zone *time.Location) error {
+func lostTaskChat(ctx context.Context, e engine.Env, tx engine.Store, child *engine.Entity, task string, chat int64, u *engine.Unreachable, zone *time.Location) error {
 	reason := fmt.Sprintf("out of reach: the comments of task %s are in chat %d, and %s refused it with %s (%s): "+
 		"the webhook's user is not one of the chat's participants", task, chat, u.Method, u.Code, u.Description)
 	payload := engine.MustJSON(engine.MarkUnreachable(map[string]json.RawMessage{"chat": engine.MustJSON(chat)}, reason))
@@ -81,17 +75,17 @@ func lostTaskChat(ctx context.Context, e *engine.Engine, tx pgx.Tx, child *engin
 	if err != nil {
 		return err
 	}
-	e.Log.Warn("task chat not readable", "entity", child.Name, "task", task, "chat", chat, "reason", reason)
-	c := status.Change{Reason: "no longer readable", Actor: e.Actor, RunID: e.RunID}
-	if _, err := engine.SaveRecords(ctx, tx, child.Name, []engine.Incoming{in}, c); err != nil {
+	e.Log().Warn("task chat not readable", "entity", child.Name, "task", task, "chat", chat, "reason", reason)
+	c := e.Change("no longer readable")
+	if _, err := tx.SaveRecords(ctx, child.Name, []engine.Incoming{in}, c); err != nil {
 		return err
 	}
-	_, err = engine.RefuseUnreachable(ctx, tx, child.Name, []engine.Incoming{in}, status.Change{Actor: e.Actor, RunID: e.RunID})
+	_, err = tx.RefuseUnreachable(ctx, child.Name, []engine.Incoming{in}, e.Change(""))
 	return err
 }
 
 // planCalls: one call per 50 chats at least, more for chats of more than 50 messages.
-func (taskChats) PlanCalls(ctx context.Context, e *engine.Engine, _ *engine.Entity, _ map[string]int64) (int64, int, string, error) {
+func (taskChats) PlanCalls(ctx context.Context, e engine.Env, _ *engine.Entity, _ map[string]int64) (int64, int, string, error) {
 	chats, err := taskChatsOf(ctx, e)
 	if err != nil {
 		return 0, 0, "", err

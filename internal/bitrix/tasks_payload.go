@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 )
@@ -28,7 +26,7 @@ var taskDisplay = []string{"creator", "responsible", "accomplicesData", "auditor
 // sent without it, from tasks.task.get with select CHAT_ID (the documented way to learn a task's
 // chat, fixture tasks.task.get.chatid.json), 50 tasks to a call; a task it cannot read keeps
 // none and is taken for an old-card one.
-func completeTasks(ctx context.Context, e *engine.Engine, rows []json.RawMessage) ([]json.RawMessage, error) {
+func completeTasks(ctx context.Context, e engine.Env, rows []json.RawMessage) ([]json.RawMessage, error) {
 	var cmds []rest.Command
 	at := map[string]int{}
 	fields := make([]map[string]json.RawMessage, len(rows))
@@ -68,7 +66,7 @@ func completeTasks(ctx context.Context, e *engine.Engine, rows []json.RawMessage
 		fields[at[key[1:]]]["chatId"] = chat
 		return nil
 	}, func(key string, err error) error {
-		e.Log.Warn("task's chat unknown: tasks.task.get refused; its comments are read from the old card", "task", key[1:], "error", err)
+		e.Log().Warn("task's chat unknown: tasks.task.get refused; its comments are read from the old card", "task", key[1:], "error", err)
 		return nil
 	})
 	out := make([]json.RawMessage, len(rows))
@@ -362,31 +360,38 @@ func taskCommentPayload(r engine.Record, rf *engine.Refs) (json.RawMessage, erro
 // verifyTasks adds the tasks' own figures to verify: how many tasks hold their comments in a chat
 // and how many in the old card, the comments read by each path, the checklists, and the custom
 // fields whose values are not migrated because the target cannot create them.
-func verifyTasks(ctx context.Context, e *engine.Engine, ent *engine.Entity, r *engine.VerifyReport) error {
+func verifyTasks(ctx context.Context, e engine.Env, ent *engine.Entity, r *engine.VerifyReport) error {
 	if r.Details == nil {
 		r.Details = map[string]int64{}
 	}
-	var chat, old, chatComments, oldComments, checklists int64
-	err := e.Pool.QueryRow(ctx, `SELECT
-  count(*) FILTER (WHERE entity = $1 AND coalesce(payload->>'chatId', '0') NOT IN ('', '0')),
-  count(*) FILTER (WHERE entity = $1 AND coalesce(payload->>'chatId', '0') IN ('', '0')),
-  count(*) FILTER (WHERE entity = $2 AND payload ? 'chat_id'),
-  count(*) FILTER (WHERE entity = $2 AND payload ? 'POST_MESSAGE'),
-  count(*) FILTER (WHERE entity = $3 AND NOT payload ? $4)
-FROM bitrix_records WHERE entity = ANY(ARRAY[$1, $2, $3])`, Tasks, TaskComments, TaskChecklists, engine.UnreachableKey).
-		Scan(&chat, &old, &chatComments, &oldComments, &checklists)
+	var chat, old int64
+	chats, err := e.Store().FieldValues(ctx, Tasks, "chatId")
+	if err != nil {
+		return fmt.Errorf("verify tasks: %w", err)
+	}
+	for _, c := range chats {
+		if engine.None(c.Value) {
+			old++
+		} else {
+			chat++
+		}
+	}
+	chatComments, _, err := e.Store().CountWithField(ctx, TaskComments, "chat_id")
+	if err != nil {
+		return fmt.Errorf("verify tasks: %w", err)
+	}
+	oldComments, _, err := e.Store().CountWithField(ctx, TaskComments, "POST_MESSAGE")
+	if err != nil {
+		return fmt.Errorf("verify tasks: %w", err)
+	}
+	_, checklists, err := e.Store().CountWithField(ctx, TaskChecklists, engine.UnreachableKey)
 	if err != nil {
 		return fmt.Errorf("verify tasks: %w", err)
 	}
 	r.Details["tasks_chat_card"], r.Details["tasks_old_card"] = chat, old
 	r.Details["comments_chat_path"], r.Details["comments_old_card_path"] = chatComments, oldComments
 	r.Details["checklists"] = checklists
-	rows, err := e.Pool.Query(ctx, `SELECT field_name || ' (' || coalesce(payload->>'USER_TYPE_ID', '?') || ')' FROM bitrix_fields
-WHERE entity = $1 AND NOT on_target ORDER BY field_name`, ent.Name)
-	if err != nil {
-		return fmt.Errorf("verify tasks: %w", err)
-	}
-	missing, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	missing, err := e.Store().FieldsNotOnTarget(ctx, ent.Name)
 	if err != nil {
 		return fmt.Errorf("verify tasks: %w", err)
 	}

@@ -11,11 +11,11 @@ import (
 // because its mapping cannot be proved, by record. Templates: user_<id> references to users that
 // have no target id. Running workflows and tasks: CRM documents that have no target id (a lead,
 // a deleted deal) and documents outside the CRM (list elements), which no entity migrates.
-func verifyWorkflows(ctx context.Context, e *engine.Engine, _ *engine.Entity, r *engine.VerifyReport) error {
+func verifyWorkflows(ctx context.Context, e engine.Env, _ *engine.Entity, r *engine.VerifyReport) error {
 	for _, name := range []string{Workflows, WorkflowInstances, WorkflowTasks} {
 		ent := e.Entity(name)
-		err := e.EachImported(ctx, name, func(recs []engine.Record) error {
-			rf, err := engine.LoadRefs(ctx, e.Pool, ent, recs)
+		err := e.Store().EachImported(ctx, name, func(recs []engine.Record) error {
+			rf, err := e.Store().Refs(ctx, ent, recs)
 			if err != nil {
 				return err
 			}

@@ -23,7 +23,7 @@ func excused(a string, ent *Entity) string {
 }
 
 // countExcused counts the entity's records that are excused.
-func CountExcused(ctx context.Context, db status.DB, ent *Entity) (int64, error) {
+func countExcused(ctx context.Context, db status.DB, ent *Entity) (int64, error) {
 	var n int64
 	err := db.QueryRow(ctx, `SELECT count(*) FROM bitrix_records r WHERE r.entity = $1 AND `+excused("r", ent), ent.Name).Scan(&n)
 	if err != nil {

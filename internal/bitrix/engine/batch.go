@@ -15,7 +15,7 @@ const maxCommandRetries = 11
 // batchEach runs one read command per key in as few batches as possible and hands each answer
 // to fn. Commands refused for the operating-time limit are sent again once the client's pause
 // is over; any other command failure goes to onErr, which decides whether it stops everything.
-func (e *Engine) BatchEach(ctx context.Context, cmds []rest.Command, fn func(key string, r *rest.Response) error, onErr func(key string, err error) error) error {
+func (e *Engine) batchEach(ctx context.Context, cmds []rest.Command, fn func(key string, r *rest.Response) error, onErr func(key string, err error) error) error {
 	for len(cmds) > 0 {
 		chunk := cmds[:min(len(cmds), rest.MaxBatch)]
 		cmds = cmds[len(chunk):]
@@ -63,7 +63,7 @@ func (e *Engine) concurrency() int {
 // rest.MaxBatch of which up to Concurrency are in flight at once: the rate limiter still spaces
 // the requests, but the portal's time to answer one batch overlaps with the others'. fn and
 // onErr are called one at a time; the first error stops the rest.
-func (e *Engine) BatchEachConcurrently(ctx context.Context, cmds []rest.Command, fn func(key string, r *rest.Response) error, onErr func(key string, err error) error) error {
+func (e *Engine) batchEachConcurrently(ctx context.Context, cmds []rest.Command, fn func(key string, r *rest.Response) error, onErr func(key string, err error) error) error {
 	var mu sync.Mutex // serialises fn and onErr
 	lockedFn := func(key string, r *rest.Response) error {
 		mu.Lock()
@@ -77,6 +77,6 @@ func (e *Engine) BatchEachConcurrently(ctx context.Context, cmds []rest.Command,
 	}
 	chunks := slices.Collect(slices.Chunk(cmds, rest.MaxBatch))
 	return runPool(ctx, e.concurrency(), queueJobs(chunks), func(ctx context.Context, chunk []rest.Command) error {
-		return e.BatchEach(ctx, chunk, lockedFn, lockedOnErr)
+		return e.batchEach(ctx, chunk, lockedFn, lockedOnErr)
 	}, nil)
 }

@@ -163,7 +163,7 @@ func dateError(dates map[string]Date, names []string) string {
 
 // zoneOf returns the portal's time zone: SourceZone, or the offset of the portal's clock in an
 // answer (im dates always carry their offset; the zone only matters for those that would not).
-func (e *Engine) ZoneOf(resp *rest.Response) (*time.Location, error) {
+func (e *Engine) zoneOf(resp *rest.Response) (*time.Location, error) {
 	if e.SourceZone != nil {
 		return e.SourceZone, nil
 	}

@@ -72,9 +72,9 @@ type Engine struct {
 
 	// meOnce guards me, the webhook's user id, and admin, whether it is an administrator, each
 	// learned once per engine (webhookUser, webhookAdmin).
-	MeOnce sync.Mutex
+	meOnce sync.Mutex
 	me     string
-	Admin  *bool
+	admin  *bool
 }
 
 // registry returns the engine's entities. The engine knows no entity of its own: one built

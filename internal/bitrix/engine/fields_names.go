@@ -28,7 +28,7 @@ type FieldNaming struct {
 	// Split, when set, splits a portal's name into its code and the prefix the target gives it,
 	// which may depend on the id map (a smart process's UF_CRM_<type id>_ becomes
 	// UF_CRM_<the type's target id>_). Nil means: the code is what follows Prefix (or "UF_").
-	Split func(ctx context.Context, db status.DB, name string) (code, targetPrefix string, err error)
+	Split func(ctx context.Context, st Store, name string) (code, targetPrefix string, err error)
 }
 
 // fieldName is a field's name on the target and why it differs from the portal's.
@@ -42,7 +42,7 @@ func (n *FieldNaming) Target(ctx context.Context, db status.DB, name string) (fi
 	var err error
 	switch upper := strings.ToUpper(name); {
 	case n.Split != nil:
-		if code, prefix, err = n.Split(ctx, db, name); err != nil {
+		if code, prefix, err = n.Split(ctx, Store{db: db}, name); err != nil {
 			return fieldName{}, false, err
 		}
 	case strings.HasPrefix(upper, n.Prefix):

@@ -77,7 +77,7 @@ func (e *Engine) Get(ctx context.Context, entity string) (GetStats, error) {
 	}
 	defer e.Metrics.Phase(ent.Name, "get")()
 	st := GetStats{Counts: map[string]*GetCounts{}}
-	err = ent.Lister.Get(ctx, &GetRun{Engine: e, Ent: ent, Stats: &st, Start: e.now()})
+	err = ent.Lister.Get(ctx, &GetRun{Env: e.env(), Ent: ent, Stats: &st, Start: e.now()})
 	if errors.Is(err, ErrLimitReached) {
 		err = nil
 	}
@@ -110,16 +110,16 @@ type Lister interface {
 	Get(ctx context.Context, g *GetRun) error
 	// total asks the portal how many records the entity has, as cheaply as it can (verify's
 	// source count).
-	Total(ctx context.Context, e *Engine, ent *Entity) (int64, error)
+	Total(ctx context.Context, env Env, ent *Entity) (int64, error)
 	// plan says how many records get will read for the entity and its children and how many
 	// calls that takes, asking the portal as little as it can.
-	Plan(ctx context.Context, e *Engine, ent *Entity) ([]EntityPlan, error)
+	Plan(ctx context.Context, env Env, ent *Entity) ([]EntityPlan, error)
 }
 
 // getRun is one Get call: the entity, its counters and where it started.
 type GetRun struct {
-	Engine *Engine
-	Ent    *Entity
-	Stats  *GetStats
-	Start  time.Time
+	Env   Env
+	Ent   *Entity
+	Stats *GetStats
+	Start time.Time
 }

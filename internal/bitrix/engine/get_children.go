@@ -15,7 +15,7 @@ func (e *Engine) getListedChildren(ctx context.Context, ent *Entity, st *GetStat
 			continue
 		}
 		cst := GetStats{Counts: st.Counts}
-		err := child.Lister.Get(ctx, &GetRun{Engine: e, Ent: child, Stats: &cst, Start: e.now()})
+		err := child.Lister.Get(ctx, &GetRun{Env: e.env(), Ent: child, Stats: &cst, Start: e.now()})
 		if errors.Is(err, ErrLimitReached) {
 			err = nil
 		}

@@ -116,7 +116,7 @@ func (w *rangeWalk) pagesFor(r *idRange) int {
 	if est := w.estimate(r); est >= 0 {
 		n = int(math.Ceil(est/rest.PageSize)) + 1
 	}
-	if lim := w.g.Engine.TestLimit; lim > 0 {
+	if lim := w.g.Env.e.TestLimit; lim > 0 {
 		left := int64(lim) - w.before - w.stored
 		n = int(min(int64(n), (left+rest.PageSize-1)/rest.PageSize))
 	}
@@ -174,7 +174,7 @@ func (w *rangeWalk) split(ctx context.Context) error {
 		c, _ := strconv.ParseInt(r.cursor, 10, 64)
 		h, _ := strconv.ParseInt(r.hi, 10, 64)
 		mid := strconv.FormatInt(c+(h-c)/2, 10)
-		_, err := w.g.Engine.Pool.Exec(ctx, `WITH cut AS (UPDATE bitrix_get_ranges SET hi = $4
+		_, err := w.g.Env.e.Pool.Exec(ctx, `WITH cut AS (UPDATE bitrix_get_ranges SET hi = $4
 WHERE entity = $1 AND pass = $2 AND lo = $3 RETURNING 1)
 INSERT INTO bitrix_get_ranges (entity, pass, lo, hi, cursor) SELECT $1, $2, $4, $5, $4 FROM cut`,
 			w.scan.scope(w.g.Ent), w.pass, r.lo, mid, r.hi)
@@ -201,18 +201,18 @@ func (w *rangeWalk) release(job rangeJob) {
 // run walks the open ranges with Concurrency requests in flight, storing each answer as it
 // comes, until every range is read.
 func (w *rangeWalk) run(ctx context.Context) error {
-	workers := w.g.Engine.concurrency()
+	workers := w.g.Env.e.concurrency()
 	if w.density <= 0 {
 		workers = 1 // one range, read in order
 	}
 	err := runPool(ctx, workers, w.take, func(ctx context.Context, job rangeJob) error {
 		began := time.Now()
-		pages, err := w.g.Engine.Source.ScanSegments(ctx, w.scan.Scan, job.segs)
+		pages, err := w.g.Env.e.Source.ScanSegments(ctx, w.scan.Scan, job.segs)
 		fetched := time.Now()
 		if err == nil {
 			err = w.store(ctx, job.rs, pages)
 		}
-		w.g.Engine.Log.Debug("ID ranges read", "entity", w.g.Ent.Name, "ranges", len(job.rs),
+		w.g.Env.e.Log.Debug("ID ranges read", "entity", w.g.Ent.Name, "ranges", len(job.rs),
 			"fetch_ms", fetched.Sub(began).Milliseconds(), "store_ms", time.Since(fetched).Milliseconds())
 		return err
 	}, w.release)
@@ -226,7 +226,7 @@ func (w *rangeWalk) run(ctx context.Context) error {
 // children, under test_limit the records they refer to that are not stored yet, a page log row
 // per page, the ranges' cursors and the inventory.
 func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Page) error {
-	e, ent := w.g.Engine, w.g.Ent
+	e, ent := w.g.Env.e, w.g.Ent
 	type moved struct {
 		r      *idRange
 		cursor string
@@ -293,7 +293,7 @@ func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Pag
 	var st GetStats
 	err := pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
 		st = GetStats{}
-		if err := e.SaveBatch(ctx, tx, batch, &st); err != nil {
+		if err := e.saveBatch(ctx, tx, batch, &st); err != nil {
 			return err
 		}
 		var logged []PageRecord

@@ -24,7 +24,7 @@ type outcome struct {
 // importRecords sends one batch to the target and records each record's outcome. It fails only when the run must stop: the database, or a
 // request the target refused as a whole for a reason retrying cannot fix (a wrong token).
 func (s *setter) importRecords(ctx context.Context, ent *Entity, recs []Record) error {
-	rf, err := LoadRefs(ctx, s.e.Pool, ent, recs)
+	rf, err := loadRefs(ctx, s.e.Pool, ent, recs)
 	if err != nil {
 		return err
 	}

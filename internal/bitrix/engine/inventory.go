@@ -41,7 +41,7 @@ const inventoryColumns = `entity, source_total, pass, pass_rows, get_cursor, get
 get_started_at, get_finished_at, verified, verified_at, verify_report`
 
 // loadInventory returns the entity's inventory row, creating it on first use.
-func LoadInventory(ctx context.Context, db status.DB, entity string) (Inventory, error) {
+func loadInventory(ctx context.Context, db status.DB, entity string) (Inventory, error) {
 	if _, err := db.Exec(ctx, `INSERT INTO bitrix_inventory (entity) VALUES ($1) ON CONFLICT DO NOTHING`, entity); err != nil {
 		return Inventory{}, fmt.Errorf("inventory of %s: %w", entity, err)
 	}
@@ -72,7 +72,7 @@ func scanInventory(row pgx.CollectableRow) (Inventory, error) {
 }
 
 // startPass begins a new full pass of get from the first ID.
-func StartPass(ctx context.Context, db status.DB, entity string, limit int) (Inventory, error) {
+func startPass(ctx context.Context, db status.DB, entity string, limit int) (Inventory, error) {
 	var lim *int
 	if limit > 0 {
 		lim = &limit
@@ -83,7 +83,7 @@ updated_at = now() WHERE entity = $1`, entity, lim)
 	if err != nil {
 		return Inventory{}, fmt.Errorf("start get pass of %s: %w", entity, err)
 	}
-	return LoadInventory(ctx, db, entity)
+	return loadInventory(ctx, db, entity)
 }
 
 // pageRecord is one page of a get, as logged in bitrix_page_log.
@@ -99,7 +99,7 @@ type PageRecord struct {
 
 // logPage records one page of a listing walked by one cursor (the chats' recent list, a chat's
 // messages) and moves the inventory's cursor past it, in the transaction that stores the page.
-func LogPage(ctx context.Context, tx pgx.Tx, entity string, runID int64, p PageRecord) error {
+func logPage(ctx context.Context, tx pgx.Tx, entity string, runID int64, p PageRecord) error {
 	_, err := tx.Exec(ctx, `INSERT INTO bitrix_page_log (entity, pass, cursor, next_cursor, count, total, run_id)
 VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, 0))`, entity, p.Pass, p.Cursor, p.Next, p.Count, p.Total, runID)
 	if err != nil {
@@ -147,7 +147,7 @@ WHERE entity = $1`, entity, pass, rows, total, limited)
 }
 
 // unverify clears an entity's VERIFIED flag: its records changed since the last verify.
-func Unverify(ctx context.Context, db status.DB, entity string) error {
+func unverify(ctx context.Context, db status.DB, entity string) error {
 	_, err := db.Exec(ctx, `UPDATE bitrix_inventory SET verified = false, updated_at = now()
 WHERE entity = $1 AND verified`, entity)
 	if err != nil {
@@ -162,7 +162,7 @@ func saveVerify(ctx context.Context, db status.DB, entity string, r VerifyReport
 	if err != nil {
 		return fmt.Errorf("encode verify report of %s: %w", entity, err)
 	}
-	if _, err := LoadInventory(ctx, db, entity); err != nil {
+	if _, err := loadInventory(ctx, db, entity); err != nil {
 		return err
 	}
 	_, err = db.Exec(ctx, `UPDATE bitrix_inventory SET verify_report = $2, verify_at = now(), verified = $3,

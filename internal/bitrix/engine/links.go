@@ -131,7 +131,7 @@ func (rf *Refs) loadLinkState(ctx context.Context, db status.DB, ent *Entity, wa
 // knownIDs returns which of the ids the entity's records include, and whether its get pass is
 // complete over the whole portal.
 func knownIDs(ctx context.Context, db status.DB, entity string, ids []string) (map[string]bool, bool, error) {
-	inv, err := LoadInventory(ctx, db, entity)
+	inv, err := loadInventory(ctx, db, entity)
 	if err != nil {
 		return nil, false, err
 	}

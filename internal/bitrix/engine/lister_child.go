@@ -65,7 +65,7 @@ func (f *ChildFetch) fetch(ctx context.Context, e *Engine, child *Entity, parent
 		cmds = append(cmds, rest.Command{Key: "p" + p.sourceID, Method: f.Method, Params: params})
 	}
 	var out []Incoming
-	err := e.BatchEach(ctx, cmds, func(key string, r *rest.Response) error {
+	err := e.batchEach(ctx, cmds, func(key string, r *rest.Response) error {
 		parent := strings.TrimPrefix(key, "p")
 		rows, err := r.Rows()
 		if err != nil {

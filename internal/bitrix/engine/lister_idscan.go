@@ -39,7 +39,7 @@ type IDScan struct {
 	// Complete, when set, prepares a page's rows before they are stored: fills in what the
 	// listing leaves out and only a per-record method gives (a task's chatId, when
 	// tasks.task.list does not return it), and drops what the listing adds only for display.
-	Complete func(ctx context.Context, e *Engine, rows []json.RawMessage) ([]json.RawMessage, error)
+	Complete func(ctx context.Context, env Env, rows []json.RawMessage) ([]json.RawMessage, error)
 }
 
 // scope is the name the scan's inventory, ranges and page log are kept under.
@@ -90,11 +90,11 @@ func (s *IDScan) complete(ctx context.Context, e *Engine, rows []json.RawMessage
 	if s.Complete == nil || len(rows) == 0 {
 		return rows, nil
 	}
-	return s.Complete(ctx, e, rows)
+	return s.Complete(ctx, e.env(), rows)
 }
 
 func (s *IDScan) Get(ctx context.Context, g *GetRun) error {
-	e, ent := g.Engine, g.Ent
+	e, ent := g.Env.e, g.Ent
 	s, err := s.prepared(ctx, e, ent)
 	if err != nil {
 		return err
@@ -104,7 +104,7 @@ func (s *IDScan) Get(ctx context.Context, g *GetRun) error {
 		return err
 	}
 	scope := s.scope(ent)
-	inv, err := LoadInventory(ctx, e.Pool, scope)
+	inv, err := loadInventory(ctx, e.Pool, scope)
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func (s *IDScan) Get(ctx context.Context, g *GetRun) error {
 			w.total = &t
 		}
 		err = pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
-			if inv, err = StartPass(ctx, tx, scope, e.TestLimit); err != nil {
+			if inv, err = startPass(ctx, tx, scope, e.TestLimit); err != nil {
 				return err
 			}
 			return saveRanges(ctx, tx, scope, inv.Pass, w.ranges)
@@ -165,7 +165,8 @@ func countOpen(ranges []*idRange) int {
 	return n
 }
 
-func (s *IDScan) Total(ctx context.Context, e *Engine, ent *Entity) (int64, error) {
+func (s *IDScan) Total(ctx context.Context, env Env, ent *Entity) (int64, error) {
+	e := env.e
 	params := map[string]any{"start": 0}
 	for key, v := range s.Scan.Params {
 		params[key] = v
@@ -203,7 +204,7 @@ func (s *IDScan) byIDs(ctx context.Context, e *Engine, ent *Entity, ids []string
 		cmds = append(cmds, rest.Command{Key: fmt.Sprintf("p%d", len(cmds)), Method: s.Scan.Method, Params: params})
 	}
 	var out []Incoming
-	err = e.BatchEach(ctx, cmds, func(_ string, r *rest.Response) error {
+	err = e.batchEach(ctx, cmds, func(_ string, r *rest.Response) error {
 		rows, err := r.Rows(s.Scan.RowsPath...)
 		if err != nil {
 			return err
@@ -242,20 +243,20 @@ type EntityRecords struct {
 // saveBatch stores records of several entities read together, counts them in st and in the
 // records_extracted_total metric, and clears the VERIFIED flag of every entity whose records
 // were added or changed.
-func (e *Engine) SaveBatch(ctx context.Context, tx pgx.Tx, batch []EntityRecords, st *GetStats) error {
+func (e *Engine) saveBatch(ctx context.Context, tx pgx.Tx, batch []EntityRecords, st *GetStats) error {
 	change := status.Change{Reason: "changed on the source", Actor: e.Actor, RunID: e.RunID}
 	for _, b := range batch {
-		sv, err := SaveRecords(ctx, tx, b.Ent.Name, b.Recs, change)
+		sv, err := saveRecords(ctx, tx, b.Ent.Name, b.Recs, change)
 		if err != nil {
 			return err
 		}
-		refused, err := RefuseUnreachable(ctx, tx, b.Ent.Name, b.Recs, status.Change{Actor: e.Actor, RunID: e.RunID})
+		refused, err := refuseUnreachable(ctx, tx, b.Ent.Name, b.Recs, status.Change{Actor: e.Actor, RunID: e.RunID})
 		if err != nil {
 			return err
 		}
 		st.Unreachable += refused
 		if sv.Inserted+sv.Changed > 0 {
-			if err := Unverify(ctx, tx, verifiedAs(e.registry(), b.Ent)); err != nil {
+			if err := unverify(ctx, tx, verifiedAs(e.registry(), b.Ent)); err != nil {
 				return err
 			}
 		}

@@ -24,14 +24,14 @@ type OffsetPages struct {
 }
 
 func (o *OffsetPages) Get(ctx context.Context, g *GetRun) error {
-	e, ent := g.Engine, g.Ent
-	inv, err := LoadInventory(ctx, e.Pool, ent.Name)
+	e, ent := g.Env.e, g.Ent
+	inv, err := loadInventory(ctx, e.Pool, ent.Name)
 	if err != nil {
 		return err
 	}
 	g.Stats.Resumed = inv.Pass > 0 && !inv.Complete
 	if !g.Stats.Resumed {
-		if inv, err = StartPass(ctx, e.Pool, ent.Name, e.TestLimit); err != nil {
+		if inv, err = startPass(ctx, e.Pool, ent.Name, e.TestLimit); err != nil {
 			return err
 		}
 		inv.Cursor = "0"
@@ -48,7 +48,7 @@ func (o *OffsetPages) Get(ctx context.Context, g *GetRun) error {
 	if err != nil {
 		return fmt.Errorf("list %s from %d: %w", o.List.Method, start, err)
 	}
-	zone, err := e.ZoneOf(resp)
+	zone, err := e.zoneOf(resp)
 	if err != nil {
 		return fmt.Errorf("get %s: %w", ent.Name, err)
 	}
@@ -77,7 +77,8 @@ func (o *OffsetPages) Get(ctx context.Context, g *GetRun) error {
 
 func (o *OffsetPages) params(start int) map[string]any { return o.List.PageParams(start) }
 
-func (o *OffsetPages) Total(ctx context.Context, e *Engine, ent *Entity) (int64, error) {
+func (o *OffsetPages) Total(ctx context.Context, env Env, ent *Entity) (int64, error) {
+	e := env.e
 	resp, err := e.Source.Call(ctx, o.List.Method, o.params(0))
 	if err != nil {
 		return 0, fmt.Errorf("count %s: %w", ent.Name, err)
@@ -89,8 +90,9 @@ func (o *OffsetPages) Total(ctx context.Context, e *Engine, ent *Entity) (int64,
 }
 
 // plan: the count, then one call for the first page and the rest 50 pages to a call.
-func (o *OffsetPages) Plan(ctx context.Context, e *Engine, ent *Entity) ([]EntityPlan, error) {
-	n, err := o.Total(ctx, e, ent)
+func (o *OffsetPages) Plan(ctx context.Context, env Env, ent *Entity) ([]EntityPlan, error) {
+	e := env.e
+	n, err := o.Total(ctx, e.env(), ent)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +117,7 @@ type offsetPages struct {
 }
 
 func (p *offsetPages) store(ctx context.Context, rows []json.RawMessage, from, next int, last bool) error {
-	e, ent := p.g.Engine, p.g.Ent
+	e, ent := p.g.Env.e, p.g.Ent
 	limited := false
 	if lim := int64(e.TestLimit); lim > 0 && p.before+p.stored+int64(len(rows)) >= lim {
 		rows, last, limited = rows[:max(lim-p.before-p.stored, 0)], true, true
@@ -128,10 +130,10 @@ func (p *offsetPages) store(ctx context.Context, rows []json.RawMessage, from, n
 	var st GetStats
 	err = pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
 		st = GetStats{}
-		if err := e.SaveBatch(ctx, tx, batch, &st); err != nil {
+		if err := e.saveBatch(ctx, tx, batch, &st); err != nil {
 			return err
 		}
-		return LogPage(ctx, tx, ent.Name, e.RunID, PageRecord{Pass: p.pass, Cursor: strconv.Itoa(from),
+		return logPage(ctx, tx, ent.Name, e.RunID, PageRecord{Pass: p.pass, Cursor: strconv.Itoa(from),
 			Next: strconv.Itoa(next), Count: len(recs), Total: p.total, Last: last})
 	})
 	if err != nil {

@@ -45,14 +45,14 @@ type owner struct {
 }
 
 func (p *PerRecord) Get(ctx context.Context, g *GetRun) error {
-	e, ent := g.Engine, g.Ent
-	inv, err := LoadInventory(ctx, e.Pool, ent.Name)
+	e, ent := g.Env.e, g.Ent
+	inv, err := loadInventory(ctx, e.Pool, ent.Name)
 	if err != nil {
 		return err
 	}
 	g.Stats.Resumed = inv.Pass > 0 && !inv.Complete
 	if !g.Stats.Resumed {
-		if inv, err = StartPass(ctx, e.Pool, ent.Name, e.TestLimit); err != nil {
+		if inv, err = startPass(ctx, e.Pool, ent.Name, e.TestLimit); err != nil {
 			return err
 		}
 	}
@@ -80,7 +80,7 @@ func (p *PerRecord) Get(ctx context.Context, g *GetRun) error {
 	}
 	return pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
 		g.Stats.Complete = true
-		return LogPage(ctx, tx, ent.Name, e.RunID, PageRecord{Pass: w.pass, Cursor: strconv.FormatInt(cursor, 10),
+		return logPage(ctx, tx, ent.Name, e.RunID, PageRecord{Pass: w.pass, Cursor: strconv.FormatInt(cursor, 10),
 			Next: strconv.FormatInt(cursor, 10), Last: true})
 	})
 }
@@ -102,7 +102,7 @@ func (w *perRecordWalk) zoneFrom(r *rest.Response) (*time.Location, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.zone == nil && r != nil {
-		zone, err := w.g.Engine.ZoneOf(r)
+		zone, err := w.g.Env.e.zoneOf(r)
 		if err != nil {
 			return nil, err
 		}
@@ -115,7 +115,7 @@ func (w *perRecordWalk) zoneFrom(r *rest.Response) (*time.Location, error) {
 }
 
 func (w *perRecordWalk) owners(ctx context.Context, after int64, n int) ([]owner, error) {
-	rows, err := w.g.Engine.Pool.Query(ctx, `SELECT id, entity, source_id FROM bitrix_records WHERE entity = ANY($1) AND id > $2
+	rows, err := w.g.Env.e.Pool.Query(ctx, `SELECT id, entity, source_id FROM bitrix_records WHERE entity = ANY($1) AND id > $2
 ORDER BY id LIMIT $3`, w.p.Of, after, n)
 	if err != nil {
 		return nil, fmt.Errorf("list %v to read %s of: %w", w.p.Of, w.g.Ent.Name, err)
@@ -167,7 +167,7 @@ func (w *perRecordWalk) round(ctx context.Context, owners []owner, cursor int64)
 // fetch reads every row of the owners: a command per owner, again from the next page for an
 // owner whose page was full.
 func (w *perRecordWalk) fetch(ctx context.Context, chunk []owner) ([]json.RawMessage, error) {
-	e, p := w.g.Engine, w.p
+	e, p := w.g.Env.e, w.p
 	byOwner := make([][]json.RawMessage, len(chunk))
 	command := func(i, start int) rest.Command {
 		params := p.Params(chunk[i].entity, chunk[i].sourceID)
@@ -180,7 +180,7 @@ func (w *perRecordWalk) fetch(ctx context.Context, chunk []owner) ([]json.RawMes
 	}
 	for len(cmds) > 0 {
 		var more []rest.Command
-		err := e.BatchEach(ctx, cmds, func(key string, r *rest.Response) error {
+		err := e.batchEach(ctx, cmds, func(key string, r *rest.Response) error {
 			var i, start int
 			_, _ = fmt.Sscanf(key, "r%d_%d", &i, &start)
 			if _, err := w.zoneFrom(r); err != nil {
@@ -224,7 +224,7 @@ func (w *perRecordWalk) fetch(ctx context.Context, chunk []owner) ([]json.RawMes
 // store keeps the rows of a chunk of owners with its page log row and the inventory's cursor, in
 // one transaction.
 func (w *perRecordWalk) store(ctx context.Context, rows []json.RawMessage, from, to int64) error {
-	e, ent := w.g.Engine, w.g.Ent
+	e, ent := w.g.Env.e, w.g.Ent
 	if lim := int64(e.TestLimit); lim > 0 && w.stored+int64(len(rows)) >= lim {
 		rows, w.limited = rows[:max(lim-w.stored, 0)], true
 	}
@@ -239,10 +239,10 @@ func (w *perRecordWalk) store(ctx context.Context, rows []json.RawMessage, from,
 	var st GetStats
 	err = pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
 		st = GetStats{}
-		if err := e.SaveBatch(ctx, tx, []EntityRecords{{ent, recs}}, &st); err != nil {
+		if err := e.saveBatch(ctx, tx, []EntityRecords{{ent, recs}}, &st); err != nil {
 			return err
 		}
-		return LogPage(ctx, tx, ent.Name, e.RunID, PageRecord{Pass: w.pass, Cursor: strconv.FormatInt(from, 10),
+		return logPage(ctx, tx, ent.Name, e.RunID, PageRecord{Pass: w.pass, Cursor: strconv.FormatInt(from, 10),
 			Next: strconv.FormatInt(to, 10), Count: len(recs), Last: w.limited})
 	})
 	if err != nil {
@@ -260,23 +260,25 @@ func (w *perRecordWalk) store(ctx context.Context, rows []json.RawMessage, from,
 
 // total: the portal cannot count the rows of all records at once (only one record's), so the
 // source count verify compares with is what get read.
-func (p *PerRecord) Total(ctx context.Context, e *Engine, ent *Entity) (int64, error) {
-	return StoredCount(ctx, e.Pool, ent.Name)
+func (p *PerRecord) Total(ctx context.Context, env Env, ent *Entity) (int64, error) {
+	e := env.e
+	return storedCount(ctx, e.Pool, ent.Name)
 }
 
 // plan: one command per record of Of (as many as its get read, or as the portal counted), 50
 // to a call; how many rows they hold is unknown until they are read.
-func (p *PerRecord) Plan(ctx context.Context, e *Engine, ent *Entity) ([]EntityPlan, error) {
+func (p *PerRecord) Plan(ctx context.Context, env Env, ent *Entity) ([]EntityPlan, error) {
+	e := env.e
 	var n int64
 	how := fmt.Sprintf("one %s per record of %s, 50 to a call; no count before they are read", p.Method, strings.Join(p.Of, ", "))
 	for _, of := range p.Of {
-		read, err := StoredCount(ctx, e.Pool, of)
+		read, err := storedCount(ctx, e.Pool, of)
 		if err != nil {
 			return nil, err
 		}
 		if read == 0 { // not read yet: as many as the portal counts
 			owner := e.Entity(of)
-			total, err := owner.Lister.Total(ctx, e, owner)
+			total, err := owner.Lister.Total(ctx, e.env(), owner)
 			if err != nil {
 				return nil, err
 			}

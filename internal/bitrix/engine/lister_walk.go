@@ -22,11 +22,11 @@ import (
 // inventory row and its place in the page log, so a get interrupted while walking lists the
 // parent again and resumes the walk where it stopped.
 type Walker interface {
-	Walk(ctx context.Context, e *Engine, child *Entity, st *GetStats) error
+	Walk(ctx context.Context, env Env, child *Entity, st *GetStats) error
 	// planCalls says how many calls the walk will send at least, for `ingest bitrix plan`;
 	// records is -1 when the portal cannot say without the walk. planned holds the records the
 	// plan found so far on the portal, by entity (the entities planned before this one).
-	PlanCalls(ctx context.Context, e *Engine, child *Entity, planned map[string]int64) (records int64, calls int, how string, err error)
+	PlanCalls(ctx context.Context, env Env, child *Entity, planned map[string]int64) (records int64, calls int, how string, err error)
 }
 
 // KeyWalk is a Walker for listings that exist only per key and page behind a cursor: the feed
@@ -40,7 +40,7 @@ type KeyWalk struct {
 	// Method is called once per page of a key.
 	Method string
 	// Keys lists the keys to walk, in order (every user read, for comments by author).
-	Keys func(ctx context.Context, e *Engine) ([]string, error)
+	Keys func(ctx context.Context, env Env) ([]string, error)
 	// Params are the method's parameters for the page of key after cursor ("" for the first).
 	Params func(key, cursor string) any
 	// Page turns one answer into records and says where the key's walk goes on from, or that
@@ -52,7 +52,7 @@ type KeyWalk struct {
 	// from the records the plan found on the portal (planned, by entity), so that a plan made
 	// before the entities the keys come from are read still counts them. The plan takes the
 	// larger of it and the keys read so far.
-	PlanKeys func(ctx context.Context, e *Engine, planned map[string]int64) (int64, error)
+	PlanKeys func(ctx context.Context, env Env, planned map[string]int64) (int64, error)
 
 	// The options below serve walks that outlive a pass (chat histories): without them a key
 	// starts every pass at "" and reads one page per batch.
@@ -73,7 +73,7 @@ type KeyWalk struct {
 	// Lost, when set, records in the batch's transaction a key whose first page the portal
 	// refused (ACCESS_ERROR, see Unreachable): its walk ends there. Without it such a refusal
 	// fails the walk.
-	Lost func(ctx context.Context, tx pgx.Tx, key string, u *Unreachable, zone *time.Location) error
+	Lost func(ctx context.Context, tx Store, key string, u *Unreachable, zone *time.Location) error
 	// Reason is the status history's reason for a record that changed ("changed on the source"
 	// when empty).
 	Reason string
@@ -123,8 +123,9 @@ func parseKeyCursor(s string) keyCursor {
 	return keyCursor{key: key, at: at}
 }
 
-func (w *KeyWalk) Walk(ctx context.Context, e *Engine, child *Entity, st *GetStats) error {
-	if _, _, err := w.Run(ctx, e, child, st, e.TestLimit); err != nil {
+func (w *KeyWalk) Walk(ctx context.Context, env Env, child *Entity, st *GetStats) error {
+	e := env.e
+	if _, _, err := w.Run(ctx, e.env(), child, st, e.TestLimit); err != nil {
 		return err
 	}
 	return nil
@@ -133,24 +134,25 @@ func (w *KeyWalk) Walk(ctx context.Context, e *Engine, child *Entity, st *GetSta
 // run walks every key for child in the current pass (a new one unless the last was cut short),
 // its inventory row started with test_limit limit, and ends the pass. It returns the pass and
 // whether it resumed one.
-func (w *KeyWalk) Run(ctx context.Context, e *Engine, child *Entity, st *GetStats, limit int) (pass int, resumed bool, err error) {
+func (w *KeyWalk) Run(ctx context.Context, env Env, child *Entity, st *GetStats, limit int) (pass int, resumed bool, err error) {
+	e := env.e
 	var me string
 	if !w.NoMe {
-		if me, err = e.WebhookUser(ctx); err != nil {
+		if me, err = e.webhookUser(ctx); err != nil {
 			return 0, false, fmt.Errorf("walk %s: %w", child.Name, err)
 		}
 	}
-	inv, err := LoadInventory(ctx, e.Pool, child.Name)
+	inv, err := loadInventory(ctx, e.Pool, child.Name)
 	if err != nil {
 		return 0, false, err
 	}
 	resumed = inv.Pass > 0 && !inv.Complete
 	if !resumed {
-		if inv, err = StartPass(ctx, e.Pool, child.Name, limit); err != nil {
+		if inv, err = startPass(ctx, e.Pool, child.Name, limit); err != nil {
 			return 0, false, err
 		}
 	}
-	keys, err := w.Keys(ctx, e)
+	keys, err := w.Keys(ctx, e.env())
 	if err != nil {
 		return 0, false, fmt.Errorf("walk %s: list the keys: %w", child.Name, err)
 	}
@@ -301,7 +303,7 @@ func (k *keyWalker) readJob(ctx context.Context, job []keyJob) error {
 		}
 		rows, pages = append(rows, got...), append(pages, logged...)
 	}
-	zone, err := k.e.ZoneOf(&rest.Response{Time: br.Time})
+	zone, err := k.e.zoneOf(&rest.Response{Time: br.Time})
 	if err != nil {
 		return err
 	}
@@ -314,24 +316,24 @@ func (k *keyWalker) readJob(ctx context.Context, job []keyJob) error {
 	err = pgx.BeginFunc(ctx, k.e.Pool, func(tx pgx.Tx) error {
 		var err error
 		c := status.Change{Reason: cmp.Or(k.w.Reason, "changed on the source"), Actor: k.e.Actor, RunID: k.e.RunID}
-		if got, err = SaveRecords(ctx, tx, k.child.Name, recs, c); err != nil {
+		if got, err = saveRecords(ctx, tx, k.child.Name, recs, c); err != nil {
 			return err
 		}
-		if refused, err = RefuseUnreachable(ctx, tx, k.child.Name, recs, status.Change{Actor: k.e.Actor, RunID: k.e.RunID}); err != nil {
+		if refused, err = refuseUnreachable(ctx, tx, k.child.Name, recs, status.Change{Actor: k.e.Actor, RunID: k.e.RunID}); err != nil {
 			return err
 		}
 		for _, p := range pages {
-			if err := LogPage(ctx, tx, k.child.Name, k.e.RunID, p); err != nil {
+			if err := logPage(ctx, tx, k.child.Name, k.e.RunID, p); err != nil {
 				return err
 			}
 		}
 		for _, l := range lost {
-			if err := k.w.Lost(ctx, tx, l.key, l.u, zone); err != nil {
+			if err := k.w.Lost(ctx, Store{db: tx, tx: tx}, l.key, l.u, zone); err != nil {
 				return err
 			}
 		}
 		if got.Inserted+got.Changed > 0 || len(lost) > 0 {
-			return Unverify(ctx, tx, verifiedAs(k.e.registry(), k.child))
+			return unverify(ctx, tx, verifiedAs(k.e.registry(), k.child))
 		}
 		return nil
 	})
@@ -431,15 +433,16 @@ func (k *keyWalker) incoming(ctx context.Context, rows []WalkRow, zone *time.Loc
 }
 
 // planCalls: at least one call per 50 keys (keys with more than a page cost more).
-func (w *KeyWalk) PlanCalls(ctx context.Context, e *Engine, child *Entity, planned map[string]int64) (int64, int, string, error) {
-	keys, err := w.Keys(ctx, e)
+func (w *KeyWalk) PlanCalls(ctx context.Context, env Env, child *Entity, planned map[string]int64) (int64, int, string, error) {
+	e := env.e
+	keys, err := w.Keys(ctx, e.env())
 	if err != nil {
 		return 0, 0, "", err
 	}
 	n := int64(len(keys))
 	how := fmt.Sprintf("%s: %d keys from the records read so far, 50 to a call; more for keys past one page", w.How, n)
 	if w.PlanKeys != nil {
-		estimate, err := w.PlanKeys(ctx, e, planned)
+		estimate, err := w.PlanKeys(ctx, e.env(), planned)
 		if err != nil {
 			return 0, 0, "", err
 		}
@@ -458,36 +461,15 @@ func (e *Engine) walkChildren(ctx context.Context, ent *Entity, st *GetStats) er
 		if child.Walk == nil {
 			continue
 		}
-		if err := child.Walk.Walk(ctx, e, child, st); err != nil {
+		if err := child.Walk.Walk(ctx, e.env(), child, st); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// webhookUser returns the id of the webhook's user (user.current), asked once per engine.
-func (e *Engine) WebhookUser(ctx context.Context) (string, error) {
-	e.MeOnce.Lock()
-	defer e.MeOnce.Unlock()
-	if e.me != "" {
-		return e.me, nil
-	}
-	resp, err := e.Source.Call(ctx, "user.current", nil)
-	if err != nil {
-		return "", fmt.Errorf("learn the webhook's user: %w", err)
-	}
-	var u struct {
-		ID rest.ID `json:"ID"`
-	}
-	if err := resp.Decode(&u); err != nil || u.ID == "" {
-		return "", fmt.Errorf("learn the webhook's user: user.current answered %.100s", resp.Result)
-	}
-	e.me = u.ID.String()
-	return e.me, nil
-}
-
 // storedIDs returns the source ids of an entity's records, in record order.
-func StoredIDs(ctx context.Context, db status.DB, entity string) ([]string, error) {
+func storedIDs(ctx context.Context, db status.DB, entity string) ([]string, error) {
 	rows, err := db.Query(ctx, `SELECT source_id FROM bitrix_records WHERE entity = $1 ORDER BY id`, entity)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", entity, err)

@@ -42,24 +42,24 @@ type EntityPlan struct {
 // calls and time get will need at rate. Entities listed by a walker that has no count (chats)
 // are planned by reading their cheapest listing. It sends nothing to the target.
 func (e *Engine) Plan(ctx context.Context, rate rest.Rate) (Plan, error) {
-	before := e.Stats()
+	before := e.stats()
 	p := Plan{Rate: rate.String()}
 	planned := map[string]int64{} // records on the portal by entity, for the walks' keys
 	for _, ent := range e.registry().Commands() {
-		plans, err := ent.Lister.Plan(ctx, e, ent)
+		plans, err := ent.Lister.Plan(ctx, e.env(), ent)
 		if err != nil {
 			return p, fmt.Errorf("plan %s: %w", ent.Name, err)
 		}
 		for _, child := range e.registry().Children(ent) {
 			switch {
 			case child.Lister != nil:
-				more, err := child.Lister.Plan(ctx, e, child)
+				more, err := child.Lister.Plan(ctx, e.env(), child)
 				if err != nil {
 					return p, fmt.Errorf("plan %s: %w", child.Name, err)
 				}
 				plans = append(plans, more...)
 			case child.Walk != nil:
-				records, calls, how, err := child.Walk.PlanCalls(ctx, e, child, planned)
+				records, calls, how, err := child.Walk.PlanCalls(ctx, e.env(), child, planned)
 				if err != nil {
 					return p, fmt.Errorf("plan %s: %w", child.Name, err)
 				}
@@ -77,7 +77,7 @@ func (e *Engine) Plan(ctx context.Context, rate rest.Rate) (Plan, error) {
 		}
 	}
 	p.Seconds = round1(p.Seconds)
-	p.PlanCalls = int(e.Stats() - before)
+	p.PlanCalls = int(e.stats() - before)
 	return p, nil
 }
 
@@ -85,8 +85,9 @@ func (e *Engine) Plan(ctx context.Context, rate rest.Rate) (Plan, error) {
 // clock probe, the first page with the count and the highest ID, the ranges' pages 50 to a
 // request, one short page ending each range), and for children read per parent one command per
 // parent, 50 to a request.
-func (s *IDScan) Plan(ctx context.Context, e *Engine, ent *Entity) ([]EntityPlan, error) {
-	n, err := s.Total(ctx, e, ent)
+func (s *IDScan) Plan(ctx context.Context, env Env, ent *Entity) ([]EntityPlan, error) {
+	e := env.e
+	n, err := s.Total(ctx, e.env(), ent)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +117,7 @@ func IDScanCalls(n int64) int {
 func CeilDiv(n int64, d int) int { return int(math.Ceil(float64(n) / float64(d))) }
 
 // stats counts the requests sent to the portal so far, when the source can say.
-func (e *Engine) Stats() int64 {
+func (e *Engine) stats() int64 {
 	if s, ok := e.Source.(interface{ Stats() rest.Stats }); ok {
 		return s.Stats().Requests
 	}

@@ -76,7 +76,7 @@ type Entity struct {
 	Payload func(r Record, refs *Refs) (json.RawMessage, error)
 	// Verify, when set, adds checks of the entity's own to verify (after counts, children and
 	// references, before the field-by-field comparison).
-	Verify func(ctx context.Context, e *Engine, ent *Entity, r *VerifyReport) error
+	Verify func(ctx context.Context, env Env, ent *Entity, r *VerifyReport) error
 
 	// IDField is the row field holding the record's portal id when it is not "ID"
 	// (crm.item.list's "id"); empty means "ID".

@@ -135,7 +135,7 @@ func (e *Engine) Report(ctx context.Context) (StatusReport, error) {
 			return out, err
 		}
 		if ent.Fetch == nil { // a fetched child has no listing, pass or verify of its own
-			inv, err := LoadInventory(ctx, e.Pool, name)
+			inv, err := loadInventory(ctx, e.Pool, name)
 			if err != nil {
 				return out, err
 			}

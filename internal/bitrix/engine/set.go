@@ -170,7 +170,7 @@ func statusNames(ss []status.Status) []string {
 
 // requireVerified refuses a phase of entity until needs is verified.
 func (e *Engine) requireVerified(ctx context.Context, entity, phase, needs string) error {
-	inv, err := LoadInventory(ctx, e.Pool, needs)
+	inv, err := loadInventory(ctx, e.Pool, needs)
 	if err != nil {
 		return err
 	}

@@ -64,7 +64,7 @@ type Saved struct {
 // one is inserted as NEW; one whose checksum differs gets the new payload and goes back to NEW
 // through the state machine, so its history shows why; an unchanged one keeps its payload and
 // status and only records that it was seen.
-func SaveRecords(ctx context.Context, tx pgx.Tx, entity string, recs []Incoming, c status.Change) (Saved, error) {
+func saveRecords(ctx context.Context, tx pgx.Tx, entity string, recs []Incoming, c status.Change) (Saved, error) {
 	var out Saved
 	if len(recs) == 0 {
 		return out, nil
@@ -306,15 +306,15 @@ WHERE r.id = $1`, r.ID).Scan(&d.FetchedAt, &d.UpdatedAt, &d.TargetID, &d.Importe
 // finishWalk marks a walked entity's pass complete: the portal counts none of its records, so
 // the source total is what the walk stored.
 func finishWalk(ctx context.Context, db status.DB, entity string) error {
-	stored, err := StoredCount(ctx, db, entity)
+	stored, err := storedCount(ctx, db, entity)
 	if err != nil {
 		return err
 	}
-	return FinishPass(ctx, db, entity, stored)
+	return finishPass(ctx, db, entity, stored)
 }
 
 // storedCount is how many records of an entity are stored.
-func StoredCount(ctx context.Context, db status.DB, entity string) (int64, error) {
+func storedCount(ctx context.Context, db status.DB, entity string) (int64, error) {
 	var n int64
 	if err := db.QueryRow(ctx, `SELECT count(*) FROM bitrix_records WHERE entity = $1`, entity).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count %s: %w", entity, err)
@@ -323,7 +323,7 @@ func StoredCount(ctx context.Context, db status.DB, entity string) (int64, error
 }
 
 // finishPass marks an entity's get pass complete with the number of rows the source had.
-func FinishPass(ctx context.Context, db status.DB, entity string, total int64) error {
+func finishPass(ctx context.Context, db status.DB, entity string, total int64) error {
 	_, err := db.Exec(ctx, `UPDATE bitrix_inventory SET get_complete = true, get_finished_at = now(),
 source_total = $2, updated_at = now() WHERE entity = $1`, entity, total)
 	if err != nil {

@@ -49,7 +49,7 @@ func BenchmarkStoreUsers(b *testing.B) {
 			for j := range recs {
 				recs[j].sourceID = recs[j].sourceID + ":" + string(rune('a'+i%26)) + time.Now().Format("150405.000000")
 			}
-			_, err := SaveRecords(ctx, tx, ent.Name, recs, status.Change{})
+			_, err := saveRecords(ctx, tx, ent.Name, recs, status.Change{})
 			return err
 		})
 		if err != nil {

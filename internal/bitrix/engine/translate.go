@@ -103,7 +103,7 @@ func (r *Refs) Of(entity string) IDMap { return r.Maps[entity] }
 
 // loadRefs reads the id map entries the records refer to: every Ref of the entity, and the
 // parent of a child.
-func LoadRefs(ctx context.Context, db status.DB, ent *Entity, recs []Record) (*Refs, error) {
+func loadRefs(ctx context.Context, db status.DB, ent *Entity, recs []Record) (*Refs, error) {
 	wanted := map[string][]string{}
 	for _, r := range recs {
 		if ent.Parent != "" {

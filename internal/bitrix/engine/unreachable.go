@@ -40,7 +40,7 @@ func MarkUnreachable(fields map[string]json.RawMessage, reason string) map[strin
 
 // refuseUnreachable moves the records among recs that carry an unreachable reason from NEW to
 // IMPORT_ERR with it, in the transaction that stored them; it returns how many it moved.
-func RefuseUnreachable(ctx context.Context, tx pgx.Tx, entity string, recs []Incoming, c status.Change) (int, error) {
+func refuseUnreachable(ctx context.Context, tx pgx.Tx, entity string, recs []Incoming, c status.Change) (int, error) {
 	byReason := map[string][]string{}
 	for _, r := range recs {
 		if r.refused != "" {

@@ -50,7 +50,7 @@ func (e *Engine) Verify(ctx context.Context, entity string) (VerifyReport, error
 		return r, err
 	}
 	if ent.Verify != nil {
-		if err := ent.Verify(ctx, e, ent, &r); err != nil {
+		if err := ent.Verify(ctx, e.env(), ent, &r); err != nil {
 			return r, err
 		}
 	}
@@ -81,7 +81,7 @@ func (e *Engine) Verify(ctx context.Context, entity string) (VerifyReport, error
 
 // verifyCounts compares the portal's count, the target's count and the records' statuses.
 func (e *Engine) verifyCounts(ctx context.Context, k *Entity, r *VerifyReport) error {
-	total, err := k.Lister.Total(ctx, e, k)
+	total, err := k.Lister.Total(ctx, e.env(), k)
 	if errors.Is(err, ErrNoTotal) {
 		return nil // the entity's own checks count it
 	}
@@ -103,11 +103,11 @@ func (e *Engine) verifyCounts(ctx context.Context, k *Entity, r *VerifyReport) e
 			records += c.N
 		}
 	}
-	inv, err := LoadInventory(ctx, e.Pool, k.Name)
+	inv, err := loadInventory(ctx, e.Pool, k.Name)
 	if err != nil {
 		return err
 	}
-	acked, err := CountExcused(ctx, e.Pool, k)
+	acked, err := countExcused(ctx, e.Pool, k)
 	if err != nil {
 		return err
 	}
@@ -124,7 +124,7 @@ func (e *Engine) verifyCounts(ctx context.Context, k *Entity, r *VerifyReport) e
 	}
 	if n := records - r.ByStatus[string(ImportOK)] - acked; n > 0 {
 		r.Problem("%d %s records are not IMPORT_OK", n, k.Name)
-		issues, err := NotImported(ctx, e.Pool, k)
+		issues, err := notImported(ctx, e.Pool, k)
 		if err != nil {
 			return err
 		}
@@ -135,7 +135,7 @@ func (e *Engine) verifyCounts(ctx context.Context, k *Entity, r *VerifyReport) e
 
 // notImported lists (up to 50) the entity's records that are not IMPORT_OK and not excused by
 // an acknowledgement.
-func NotImported(ctx context.Context, db status.DB, ent *Entity) ([]RecordIssue, error) {
+func notImported(ctx context.Context, db status.DB, ent *Entity) ([]RecordIssue, error) {
 	entity := ent.Name
 	rows, err := db.Query(ctx, `SELECT source_id, status, coalesce(last_error, '') FROM bitrix_records r
 WHERE entity = $1 AND status <> $3 AND NOT `+excused("r", ent)+` ORDER BY id LIMIT $2`, entity, MaxListed, string(ImportOK))
@@ -330,7 +330,7 @@ ORDER BY x.id LIMIT $2`, after, importapi.MaxItems, ref.Field, ref.Entity, ent.N
 // against what set would send for them now.
 func (e *Engine) verifySample(ctx context.Context, k *Entity, r *VerifyReport) error {
 	return e.compareSample(ctx, k, r, func(ctx context.Context, chunk []Record) (recordComparer, error) {
-		rf, err := LoadRefs(ctx, e.Pool, k, chunk)
+		rf, err := loadRefs(ctx, e.Pool, k, chunk)
 		if err != nil {
 			return nil, err
 		}

@@ -39,8 +39,8 @@ func (e *Engine) verifyAll(ctx context.Context, ent *Entity, r *VerifyReport) er
 	}
 	var suspects []Record
 	var wants = map[string][]byte{}
-	err := e.EachImported(ctx, ent.Name, func(recs []Record) error {
-		rf, err := LoadRefs(ctx, e.Pool, ent, recs)
+	err := e.store().EachImported(ctx, ent.Name, func(recs []Record) error {
+		rf, err := loadRefs(ctx, e.Pool, ent, recs)
 		if err != nil {
 			return err
 		}

@@ -80,19 +80,19 @@ func (e *Engine) verifyFamily(ctx context.Context, family []*Entity, r *VerifyRe
 // verifyListedChild compares a child entity read by a listing of its own with the portal and
 // the target, and lists its records that are not imported, acknowledged ones apart.
 func (e *Engine) verifyListedChild(ctx context.Context, child *Entity, r *VerifyReport) error {
-	total, err := child.Lister.Total(ctx, e, child)
+	total, err := child.Lister.Total(ctx, e.env(), child)
 	switch {
 	case errors.Is(err, ErrNoTotal):
 		total = -1
 	case err != nil:
 		return fmt.Errorf("verify %s: source count: %w", child.Name, err)
 	}
-	return e.ChildCounts(ctx, child, total, r)
+	return e.childCounts(ctx, child, total, r)
 }
 
 // childCounts compares a child entity with the portal's count (source, -1 for none) and the
 // target, and lists its records that are not imported, acknowledged ones apart.
-func (e *Engine) ChildCounts(ctx context.Context, child *Entity, source int64, r *VerifyReport) error {
+func (e *Engine) childCounts(ctx context.Context, child *Entity, source int64, r *VerifyReport) error {
 	c := ChildCounts{Entity: child.Name, Source: source, ByStatus: map[string]int64{}}
 	var err error
 	if c.Target, err = e.Target.Count(ctx, child.Name); err != nil {
@@ -111,7 +111,7 @@ func (e *Engine) ChildCounts(ctx context.Context, child *Entity, source int64, r
 	}); err != nil {
 		return fmt.Errorf("verify %s: %w", child.Name, err)
 	}
-	acked, err := CountExcused(ctx, e.Pool, child)
+	acked, err := countExcused(ctx, e.Pool, child)
 	if err != nil {
 		return err
 	}
@@ -143,7 +143,7 @@ FROM bitrix_records c WHERE c.entity = $1 AND c.status <> $4 AND NOT `+excused("
 	// Records a get read in an earlier pass and the portal no longer lists (a workflow that
 	// completed since) stay: they are history. The portal's count now is compared with what the
 	// last pass read.
-	inv, err := LoadInventory(ctx, e.Pool, child.Name)
+	inv, err := loadInventory(ctx, e.Pool, child.Name)
 	if err != nil {
 		return err
 	}

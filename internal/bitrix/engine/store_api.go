@@ -1,0 +1,150 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ingest-dev/ingest/internal/status"
+)
+
+// Store is the migration's state in Postgres (bitrix_records, bitrix_id_map, the inventory and
+// the page log) as an entity's code may use it: an entity's lister, walk or hook asks the store,
+// it writes no SQL of its own. A Store is the pool, or one transaction (Tx).
+type Store struct {
+	db status.DB
+	tx pgx.Tx // the transaction, within Tx
+}
+
+// store is the engine's Store over its pool.
+func (e *Engine) store() Store { return Store{db: e.Pool} }
+
+// errNoTx is the error of a write that must share a transaction, asked outside Tx.
+var errNoTx = errors.New("bitrix store: this write needs a transaction (Store.Tx)")
+
+func (s Store) inTx() (pgx.Tx, error) {
+	if s.tx == nil {
+		return nil, errNoTx
+	}
+	return s.tx, nil
+}
+
+// Tx runs fn in one transaction: everything fn stores through tx is committed together, or not
+// at all when fn fails.
+func (s Store) Tx(ctx context.Context, fn func(tx Store) error) error {
+	b, ok := s.db.(interface {
+		Begin(ctx context.Context) (pgx.Tx, error)
+	})
+	if !ok {
+		return fmt.Errorf("bitrix store: %T cannot begin a transaction", s.db)
+	}
+	return pgx.BeginFunc(ctx, b, func(tx pgx.Tx) error { return fn(Store{db: tx, tx: tx}) })
+}
+
+// Inventory returns the entity's inventory row, creating it when there is none.
+func (s Store) Inventory(ctx context.Context, entity string) (Inventory, error) {
+	return loadInventory(ctx, s.db, entity)
+}
+
+// StartPass starts a new get pass of the entity, unless one is under way, and returns its row;
+// limit is the run's test_limit.
+func (s Store) StartPass(ctx context.Context, entity string, limit int) (Inventory, error) {
+	return startPass(ctx, s.db, entity, limit)
+}
+
+// FinishPass marks the entity's get pass complete with the number of rows the source had.
+func (s Store) FinishPass(ctx context.Context, entity string, total int64) error {
+	return finishPass(ctx, s.db, entity, total)
+}
+
+// LogPage records one page read in the page log, in the transaction that stored its records.
+func (s Store) LogPage(ctx context.Context, entity string, runID int64, p PageRecord) error {
+	tx, err := s.inTx()
+	if err != nil {
+		return err
+	}
+	return logPage(ctx, tx, entity, runID, p)
+}
+
+// SaveRecords stores records of one entity read from the source, in the transaction: new ones
+// as NEW, changed ones back to NEW with the change's reason, unchanged ones left alone.
+func (s Store) SaveRecords(ctx context.Context, entity string, recs []Incoming, c status.Change) (Saved, error) {
+	tx, err := s.inTx()
+	if err != nil {
+		return Saved{}, err
+	}
+	return saveRecords(ctx, tx, entity, recs, c)
+}
+
+// Count is how many records of the entity are stored.
+func (s Store) Count(ctx context.Context, entity string) (int64, error) {
+	return storedCount(ctx, s.db, entity)
+}
+
+// SourceIDs returns the source ids of the entity's records, in record order.
+func (s Store) SourceIDs(ctx context.Context, entity string) ([]string, error) {
+	return storedIDs(ctx, s.db, entity)
+}
+
+// CountExcused is how many records of the entity verify excuses (acknowledged, or out of reach).
+func (s Store) CountExcused(ctx context.Context, ent *Entity) (int64, error) {
+	return countExcused(ctx, s.db, ent)
+}
+
+// NotImported lists the entity's records that are not IMPORT_OK and not excused, up to
+// MaxListed, in record order.
+func (s Store) NotImported(ctx context.Context, ent *Entity) ([]RecordIssue, error) {
+	return notImported(ctx, s.db, ent)
+}
+
+// StatusCounts counts the records of every entity by status.
+func (s Store) StatusCounts(ctx context.Context) ([]status.Count, error) {
+	return Machine.Counts(ctx, s.db)
+}
+
+// Refs loads what translating the records' references needs: the target ids of every record
+// they name.
+func (s Store) Refs(ctx context.Context, ent *Entity, recs []Record) (*Refs, error) {
+	return loadRefs(ctx, s.db, ent, recs)
+}
+
+// Unverify clears the entity's VERIFIED flag (and its parents'): records of it changed.
+func (s Store) Unverify(ctx context.Context, entity string) error {
+	return unverify(ctx, s.db, entity)
+}
+
+// RefuseNew moves the entity's NEW records among the source ids to IMPORT_ERR with the change's
+// reason: they can be read but not migrated. It returns how many it moved.
+func (s Store) RefuseNew(ctx context.Context, entity string, sourceIDs []string, c status.Change) (int, error) {
+	rows, err := s.db.Query(ctx, `SELECT id FROM bitrix_records WHERE entity = $2 AND source_id = ANY($1) AND status = $3 ORDER BY id`,
+		sourceIDs, entity, string(New))
+	if err != nil {
+		return 0, fmt.Errorf("find the %s to refuse: %w", entity, err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return 0, fmt.Errorf("find the %s to refuse: %w", entity, err)
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	moved, err := Machine.MoveMany(ctx, s.db, ids, New, ImportErr, c)
+	return len(moved), err
+}
+
+// Record returns the entity's record of that source id.
+func (s Store) Record(ctx context.Context, entity, sourceID string) (Record, error) {
+	return GetRecord(ctx, s.db, entity, sourceID)
+}
+
+// RefuseUnreachable moves the records among recs that carry an unreachable reason from NEW to
+// IMPORT_ERR with it, in the transaction that stored them; it returns how many it moved.
+func (s Store) RefuseUnreachable(ctx context.Context, entity string, recs []Incoming, c status.Change) (int, error) {
+	tx, err := s.inTx()
+	if err != nil {
+		return 0, err
+	}
+	return refuseUnreachable(ctx, tx, entity, recs, c)
+}
