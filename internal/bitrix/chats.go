@@ -54,3 +54,11 @@ func decodeChatRow(payload json.RawMessage) (chatRow, error) {
 	}
 	return row, nil
 }
+
+// refusal says in words why a chat is out of reach, for IMPORT_ERR and the verify report: the
+// portal answers ACCESS_ERROR to everyone outside a chat.
+func refusal(u *engine.Unreachable) string {
+	return fmt.Sprintf("out of reach: %s refused with %s (%s): the webhook's user is not a participant "+
+		"and only participants may read a chat; it needs a token of one of its participants",
+		u.Method, u.Code, u.Description)
+}

@@ -381,7 +381,7 @@ func saveChats(ctx context.Context, e engine.Env, rows []*chatRow, zone *time.Lo
 			}
 			if r.Unreachable != nil {
 				st.Unreachable++
-				reasons[r.Unreachable.Reason()] = append(reasons[r.Unreachable.Reason()], id)
+				reasons[refusal(r.Unreachable)] = append(reasons[refusal(r.Unreachable)], id)
 			}
 		}
 		err := e.Store().Tx(ctx, func(tx engine.Store) error {

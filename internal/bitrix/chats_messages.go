@@ -253,11 +253,11 @@ func markUnreachable(ctx context.Context, e engine.Env, tx engine.Store, chat in
 	if err != nil {
 		return err
 	}
-	e.Log().Warn("chat no longer readable", "entity", Chats, "source_id", id, "reason", u.Reason())
+	e.Log().Warn("chat no longer readable", "entity", Chats, "source_id", id, "reason", refusal(u))
 	if _, err := tx.SaveRecords(ctx, Chats, []engine.Incoming{in}, e.Change("no longer readable")); err != nil {
 		return err
 	}
-	return refuse(ctx, e, tx, []string{id}, u.Reason())
+	return refuse(ctx, e, tx, []string{id}, refusal(u))
 }
 
 // newestMessages returns the newest message stored of every chat, by chat id: the messages of

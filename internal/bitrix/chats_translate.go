@@ -100,7 +100,7 @@ func chatPayload(r engine.Record, rf *engine.Refs) (json.RawMessage, error) {
 	}
 	switch {
 	case row.Unreachable != nil:
-		return nil, errors.New(row.Unreachable.Reason())
+		return nil, errors.New(refusal(row.Unreachable))
 	case row.ParticipantsUnavailable != "":
 		return nil, fmt.Errorf("participants unknown: %s", row.ParticipantsUnavailable)
 	}

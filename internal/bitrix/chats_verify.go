@@ -51,7 +51,7 @@ func verifyChatCounts(ctx context.Context, e engine.Env, chats []chatRow, r *eng
 		r.UnreachableCount++
 		if len(r.Unreachable) < engine.MaxListed {
 			r.Unreachable = append(r.Unreachable, engine.RecordIssue{Entity: Chats, SourceID: strconv.FormatInt(c.ID, 10),
-				Status: string(engine.ImportErr), Reason: c.Unreachable.Reason()})
+				Status: string(engine.ImportErr), Reason: refusal(c.Unreachable)})
 		}
 	}
 	acked, err := e.Store().CountExcused(ctx, e.Entity(Chats))

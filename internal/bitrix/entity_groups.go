@@ -1,6 +1,9 @@
 package bitrix
 
 import (
+	"errors"
+	"strings"
+
 	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 )
@@ -35,10 +38,18 @@ func groupMembersEntity() *engine.Entity {
 		Noun:   "memberships",
 		Parent: Groups,
 		// sonet_group.user.get returns every active member of one group at once (no paging).
-		Fetch:       &engine.ChildFetch{Method: "sonet_group.user.get", ParentParam: "ID", KeyField: "USER_ID", ParentGone: engine.IsGroupGone},
+		Fetch:       &engine.ChildFetch{Method: "sonet_group.user.get", ParentParam: "ID", KeyField: "USER_ID", ParentGone: isGroupGone},
 		ParentField: "GROUP_ID",
 		Refs:        []engine.Ref{{Field: "USER_ID", Entity: Users}},
 		Batch:       100,
 		NoFields:    noGroupFields,
 	}
+}
+
+// isGroupGone recognises sonet_group.user.get's answer for a group that does not exist (400 with
+// an empty code: research/bitrix.md §5.2).
+func isGroupGone(err error) bool {
+	apiErr, ok := errors.AsType[*rest.APIError](err)
+	return ok && (strings.Contains(apiErr.Description, "group not found") ||
+		strings.Contains(apiErr.Description, "Wrong socialnetwork group ID"))
 }

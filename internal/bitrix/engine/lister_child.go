@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -135,12 +134,4 @@ func (f *ChildFetch) records(child *Entity, parent string, rows []json.RawMessag
 	fields, _ := FieldsOf(payload)
 	in, err := NewIncoming(child, parent, parent, payload, fields, zone)
 	return append(out, in), err
-}
-
-// isGroupGone recognises sonet_group.user.get's answer for a group that does not exist (400 with
-// an empty code: research/bitrix.md §5.2).
-func IsGroupGone(err error) bool {
-	apiErr, ok := errors.AsType[*rest.APIError](err)
-	return ok && (strings.Contains(apiErr.Description, "group not found") ||
-		strings.Contains(apiErr.Description, "Wrong socialnetwork group ID"))
 }

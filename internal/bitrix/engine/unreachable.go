@@ -102,9 +102,9 @@ WHERE entity = $1 AND payload ? $2 ORDER BY id`, ent.Name, UnreachableKey)
 	return nil
 }
 
-// Unreachable is the portal's refusal to show a record (a chat) to the webhook's user: the
-// method and the portal's error. HTTPStatus is 0 when the refusal came inside a batch, whose
-// answer is a 200 (the portal's own status for it is 403).
+// Unreachable is the portal's refusal to show a record to the webhook's user: the method and
+// the portal's error. HTTPStatus is 0 when the refusal came inside a batch, whose answer is a 200
+// (the portal's own status for it is 403). The entity that meets it says in words what it means.
 type Unreachable struct {
 	Method      string `json:"method"`
 	HTTPStatus  int    `json:"http_status,omitempty"`
@@ -112,15 +112,8 @@ type Unreachable struct {
 	Description string `json:"description"`
 }
 
-// Reason says in words why the chat is out of reach, for IMPORT_ERR and the verify report.
-func (u *Unreachable) Reason() string {
-	return fmt.Sprintf("out of reach: %s refused with %s (%s): the webhook's user is not a participant "+
-		"and only participants may read a chat; it needs a token of one of its participants",
-		u.Method, u.Code, u.Description)
-}
-
-// unreachableFrom turns a refusal of the portal into an Unreachable, if it is one: ACCESS_ERROR
-// (403) is what the portal answers to everyone outside a chat.
+// UnreachableFrom turns a refusal of the portal into an Unreachable, if it is one: ACCESS_ERROR
+// (403), what the portal answers to a webhook's user that may not see a record.
 func UnreachableFrom(method string, err error) (*Unreachable, bool) {
 	if !rest.HasCode(err, "ACCESS_ERROR") {
 		return nil, false
