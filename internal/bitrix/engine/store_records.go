@@ -58,15 +58,22 @@ FROM bitrix_records WHERE entity = $1`, entity, field).Scan(&with, &without)
 
 // CountByParent counts a child entity's records by their parent's source id.
 func (s Store) CountByParent(ctx context.Context, child string) (map[string]int64, error) {
-	rows, err := s.db.Query(ctx, `SELECT parent_source_id, count(*) FROM bitrix_records WHERE entity = $1 GROUP BY 1`, child)
+	return s.byParent(ctx, "count "+child+" per parent",
+		`SELECT parent_source_id, count(*) FROM bitrix_records WHERE entity = $1 GROUP BY 1`, child)
+}
+
+// byParent runs a query of one figure per parent (its source id, the figure) into a map; what
+// names the query in its error.
+func (s Store) byParent(ctx context.Context, what, sql string, args ...any) (map[string]int64, error) {
+	rows, err := s.db.Query(ctx, sql, args...)
 	if err != nil {
-		return nil, fmt.Errorf("count %s per parent: %w", child, err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	out := map[string]int64{}
 	var parent string
 	var n int64
 	if _, err := pgx.ForEachRow(rows, []any{&parent, &n}, func() error { out[parent] = n; return nil }); err != nil {
-		return nil, fmt.Errorf("count %s per parent: %w", child, err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return out, nil
 }
@@ -75,18 +82,8 @@ func (s Store) CountByParent(ctx context.Context, child string) (map[string]int6
 // source ids are "<key>:<sequence>" (a walk's records numbered within their key, as messages
 // within a chat); field, when not empty, keeps only the records whose payload has it.
 func (s Store) NewestBySeq(ctx context.Context, child, field string) (map[string]int64, error) {
-	rows, err := s.db.Query(ctx, `SELECT parent_source_id, max(split_part(source_id, ':', 2)::bigint)
+	return s.byParent(ctx, "find the newest stored "+child, `SELECT parent_source_id, max(split_part(source_id, ':', 2)::bigint)
 FROM bitrix_records WHERE entity = $1 AND ($2 = '' OR payload ? $2) GROUP BY 1`, child, field)
-	if err != nil {
-		return nil, fmt.Errorf("find the newest stored %s: %w", child, err)
-	}
-	out := map[string]int64{}
-	var parent string
-	var seq int64
-	if _, err := pgx.ForEachRow(rows, []any{&parent, &seq}, func() error { out[parent] = seq; return nil }); err != nil {
-		return nil, fmt.Errorf("find the newest stored %s: %w", child, err)
-	}
-	return out, nil
 }
 
 // Childless returns the source ids of the parent entity's records that have no record of the
