@@ -30,9 +30,8 @@ type Date struct {
 var ErrDate = errors.New("not a date")
 
 // Layouts Bitrix24 uses. REST answers carry ISO 8601 with an offset (PHP date('c')); some fields
-// of user.get arrive in the portal's display formats without an offset (research/bitrix.md §5:
-// TIMESTAMP_X "24.08.2023 13:19:39", LAST_ACTIVITY_DATE "2024-08-29 10:30:11"); date fields may
-// be bare dates.
+// arrive in the portal's display formats without an offset (research/bitrix.md §5:
+// "24.08.2023 13:19:39", "2024-08-29 10:30:11"); date fields may be bare dates.
 var (
 	offsetLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05-0700", "2006-01-02T15:04:05-07"}
 	localLayouts  = []string{"2006-01-02 15:04:05", "02.01.2006 15:04:05", "2006-01-02T15:04:05",

@@ -10,24 +10,25 @@ import (
 	"github.com/ingest-dev/ingest/internal/status"
 )
 
-// Custom fields of two types hold references, not values: employee (a user id) and crm (records
-// of the CRM family, in the family's own notation). For entities whose CustomFields have Links,
-// set translates them through the id map like any reference. An employee value without a target
-// id fails the record. A crm value may name a record migrated later (a company's field naming a
-// deal) or not at all (a lead): it is sent as the portal has it, and verify lists it among the
-// values kept untranslated. The engine knows neither the entities these name nor how a crm value
-// names one: FieldLinks and its LinkRules, given by the entities, say.
+// Custom fields of two of the portal's field types hold references, not values: employee (one
+// id) and crm (records of a family of entities, in the family's own notation). For entities
+// whose CustomFields have Links, set translates them through the id map like any reference. An
+// employee value without a target id fails the record. A crm value may name a record migrated
+// later or not at all: it is sent as the portal has it, and verify lists it among the values kept
+// untranslated. The engine knows neither the entities these name nor how a crm value names one:
+// FieldLinks and its LinkRules, given by the entities, say. (employee and crm are the portal's
+// names of the two field types, not entities.)
 
 // FieldLinks says what the reference custom fields of an entity name (CustomFields.Links).
 type FieldLinks struct {
-	// Employee is the entity whose records employee fields name by id (users).
+	// Employee is the entity whose records employee fields name by id.
 	Employee string
 	// CRM reads and writes the values of crm fields; nil leaves them as they are.
 	CRM LinkRules
 }
 
-// LinkRules are how a family of entities writes links to its records in crm field values (the
-// CRM's "CO_12", "T40e_3", or a bare id where a field allows one type only).
+// LinkRules are how a family of entities writes links to its records in crm field values (a
+// prefix naming the entity and the id, or a bare id where a field allows one type only).
 type LinkRules interface {
 	// FieldEntity is the entity whose records a field's bare ids name, from the field's
 	// SETTINGS; "" when the field allows several types and its values name theirs.
@@ -35,7 +36,7 @@ type LinkRules interface {
 	// Value reads one value of a field whose bare ids name single: the entity and source id it
 	// names; ok is false for a value that names nothing migrated.
 	Value(v, single string) (entity, id string, ok bool)
-	// Maps lists the entities whose whole id map Rewrite may look up (smart process types).
+	// Maps lists the entities whose whole id map Rewrite may look up (dictionaries of few records).
 	Maps() []string
 	// Rewrite writes value v, which names entity's record id, as naming its target id t, in v's
 	// notation; target looks up other id maps. ok is false when it cannot.
@@ -226,7 +227,7 @@ func (e *Engine) untranslatedFieldLinks(ctx context.Context, ent *Entity, r *Ver
 	})
 }
 
-// loadAllIDs returns the whole id map of an entity with few records (smart process types).
+// loadAllIDs returns the whole id map of an entity with few records (a dictionary).
 func loadAllIDs(ctx context.Context, db status.DB, entity string) (IDMap, error) {
 	rows, err := db.Query(ctx, `SELECT source_id, target_id FROM bitrix_id_map WHERE entity = $1`, entity)
 	if err != nil {

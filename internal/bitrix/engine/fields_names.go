@@ -14,20 +14,20 @@ import (
 )
 
 // FieldNaming is how the target names an entity's custom fields, by the portal's own rules
-// (research/bitrix.md §5.7 crm.*.userfield.add): a fixed prefix, at most Max characters in all,
+// (research/bitrix.md §5.7): a fixed prefix, at most Max characters in all,
 // only A-Z, 0-9 and _. A portal's field names already follow them; a name changes when the prefix
-// does (a smart process's fields carry its type id, which differs on the target) or when a rule
+// does (it may carry an id that differs on the target) or when a rule
 // is not met. The rename is a pure function of the portal's name and the id map, so fields-set,
 // set and verify compute it alike and nothing needs to be stored; fields-set logs every rename
 // and verify's report lists them.
 type FieldNaming struct {
-	// Prefix is what the portal puts before every field's own code ("UF_CRM_").
+	// Prefix is what the portal puts before every field's own code ("UF_" and more).
 	Prefix string
 	// Max is the longest name, prefix included (50 on Bitrix24).
 	Max int
 	// Split, when set, splits a portal's name into its code and the prefix the target gives it,
-	// which may depend on the id map (a smart process's UF_CRM_<type id>_ becomes
-	// UF_CRM_<the type's target id>_). Nil means: the code is what follows Prefix (or "UF_").
+	// which may depend on the id map (a prefix that holds a source id becomes one that holds
+	// its target id). Nil means: the code is what follows Prefix (or "UF_").
 	Split func(ctx context.Context, st Store, name string) (code, targetPrefix string, err error)
 }
 

@@ -16,7 +16,7 @@ type GetStats struct {
 	// Pass is the pass the get worked on; Cursor is where it started.
 	Pass   int
 	Cursor string
-	// Pages counts the pages read from the entity's listing (for chats: message pages).
+	// Pages counts the pages read from the entity's listing (and its walks').
 	Pages int
 	// Complete is set when the pass reached its end (or test_limit).
 	Complete bool
@@ -102,9 +102,10 @@ func (e *Engine) Get(ctx context.Context, entity string) (GetStats, error) {
 	return st, nil
 }
 
-// Lister reads a top-level entity (and the children it brings) from the portal. The listers
-// are IDScan (an ID-chained scan 50 pages to a batch) and the chats' lister; each keeps its place
-// in the page log and the inventory so an interrupted get resumes.
+// Lister reads a top-level entity (and the children it brings) from the portal. The engine's
+// listers are IDScan (an ID-chained scan 50 pages to a batch), OffsetPages and PerRecord; an
+// entity may bring its own. Each keeps its place in the page log and the inventory (through
+// Env.Store) so an interrupted get resumes.
 type Lister interface {
 	// get reads the entity for one Get call.
 	Get(ctx context.Context, g *GetRun) error

@@ -7,7 +7,7 @@ import (
 )
 
 // getListedChildren reads, after their parent, the children of ent that have a listing of their
-// own (running workflows and workflow tasks after the templates). Each keeps its own inventory
+// own (a child listed by a method of its own, after its parents). Each keeps its own inventory
 // and page log, so an interrupted get resumes each where it stopped; their counts join the get's.
 func (e *Engine) getListedChildren(ctx context.Context, ent *Entity, st *GetStats) error {
 	for _, child := range e.registry().Children(ent) {

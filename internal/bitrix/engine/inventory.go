@@ -97,8 +97,8 @@ type PageRecord struct {
 	Last bool
 }
 
-// logPage records one page of a listing walked by one cursor (the chats' recent list, a chat's
-// messages) and moves the inventory's cursor past it, in the transaction that stores the page.
+// logPage records one page of a listing walked by one cursor (a list without ids, a key's
+// walk) and moves the inventory's cursor past it, in the transaction that stores the page.
 func logPage(ctx context.Context, tx pgx.Tx, entity string, runID int64, p PageRecord) error {
 	_, err := tx.Exec(ctx, `INSERT INTO bitrix_page_log (entity, pass, cursor, next_cursor, count, total, run_id)
 VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, 0))`, entity, p.Pass, p.Cursor, p.Next, p.Count, p.Total, runID)

@@ -15,9 +15,8 @@ import (
 )
 
 // Links are references that a plain Ref (one field, one id, always set) does not describe: a
-// list of ids (a deal's contacts: many to many), a reference that may be empty (a contact
-// without a company), and a reference to a record the portal no longer has (a deal whose
-// company was deleted). payloadFor translates them through the id map like any reference; an
+// list of ids (many to many), a reference that may be empty (0, "" or null), and a reference to
+// a record the portal no longer has (deleted since). payloadFor translates them through the id map like any reference; an
 // id without a target id fails the record, unless its entity's complete get never saw it and
 // the Ref says DropGone: then the link alone is dropped and verify lists it.
 

@@ -13,23 +13,22 @@ import (
 
 // ChildFetch reads a child entity for each page of its parents with one call per parent, all of
 // a page's calls in one batch: for methods that return every child of one parent at once, with
-// no paging (sonet_group.user.get, task.checklistitem.getlist, task.commentitem.getlist). The
+// no paging (a list of members, of items, of comments of one record). The
 // children are stored with the page of parents, in its transaction.
 type ChildFetch struct {
 	// Method is called once per parent with ParentParam set to the parent's id.
 	Method      string
 	ParentParam string
 	// Params, when set, builds the call's parameters for a parent instead (methods with
-	// positional parameters take a list: task.commentitem.getlist [TASKID, ORDER]).
+	// positional parameters take a list: [ID, ORDER]).
 	Params func(parentID string) any
-	// When, when set, says which parents the method is called for (the tasks without a chat:
-	// their comments are in the old card); nil means every parent.
+	// When, when set, says which parents the method is called for (those whose children are
+	// not read another way); nil means every parent.
 	When func(parent map[string]json.RawMessage) bool
 	// KeyField is the row field that, with the parent's id, identifies a child: its source id
 	// is "<parent id>:<key>".
 	KeyField string
-	// Whole makes one record of all of a parent's rows (a task's checklist, whose items refer to
-	// each other): source id the parent's id, payload {"items": [...]}; a parent without rows
+	// Whole makes one record of all of a parent's rows (items that refer to each other): source id the parent's id, payload {"items": [...]}; a parent without rows
 	// has none.
 	Whole bool
 	// Clean, when set, drops what must not be stored from a row: URLs that carry a per-request

@@ -25,20 +25,19 @@ type IDScan struct {
 	// reads one page with counting on.
 	CountParams map[string]any
 	// Scope, when set, is the name the scan keeps its inventory, ID ranges and page log under,
-	// instead of the entity's: an entity read by several scans (one per smart process type)
+	// instead of the entity's: an entity read by several scans (one per type of its records)
 	// gives each its own. IDPrefix is then put before every row's id to make the record's
 	// portal id ("1038:" for an item 17 of the type 1038: "1038:17").
 	Scope, IDPrefix string
-	// Fill are fields added to every row that lacks them, before it is stored (a smart process
-	// item's entityTypeId, which the scan knows and the portal need not send).
+	// Fill are fields added to every row that lacks them, before it is stored (the type the scan
+	// reads, which the portal need not send).
 	Fill map[string]any
 	// SelectCustom adds to Scan.Params' select the names of the entity's custom fields that
-	// fields-get read, for methods that return a custom field only when it is named
-	// (tasks.task.list).
+	// fields-get read, for methods that return a custom field only when it is named.
 	SelectCustom bool
 	// Complete, when set, prepares a page's rows before they are stored: fills in what the
-	// listing leaves out and only a per-record method gives (a task's chatId, when
-	// tasks.task.list does not return it), and drops what the listing adds only for display.
+	// listing leaves out and only a per-record method gives, and drops what the listing adds
+	// only for display.
 	Complete func(ctx context.Context, env Env, rows []json.RawMessage) ([]json.RawMessage, error)
 }
 
@@ -222,8 +221,8 @@ func (s *IDScan) byIDs(ctx context.Context, e *Engine, ent *Entity, ids []string
 	return out, nil
 }
 
-// idField is the row field holding a record's id: the entity's IDField, the ID scan's (tasks
-// send "id"), else "ID".
+// idField is the row field holding a record's id: the entity's IDField, the ID scan's (some
+// methods send "id"), else "ID".
 func (e *Entity) idField() string {
 	if e.IDField != "" {
 		return e.IDField
@@ -278,7 +277,7 @@ func verifiedAs(reg *Registry, ent *Entity) string {
 
 // pullReferenced reads the records that the batch's records refer to and that are not stored
 // yet, from entities listed by an IDScan: seed 000 lets a limited get bring its dependencies in
-// beyond the limit (the owners and members of the first workgroups).
+// beyond the limit (the records the first ones refer to).
 func (e *Engine) pullReferenced(ctx context.Context, batch []EntityRecords, zone *time.Location) ([]EntityRecords, error) {
 	wanted := map[string][]string{}
 	var order []string

@@ -13,7 +13,7 @@ import (
 )
 
 // OffsetPages lists an entity by offset (start=0, 50, 100...; up to 50 pages to a batch), for
-// methods that cannot be filtered by an ID range (bizproc.workflow.instances, log.blogpost.get).
+// methods that cannot be filtered by an ID range.
 // The inventory's cursor is the offset of the next page, so an interrupted get resumes there.
 // Give List.Params an order by ID ascending: records created during the pass then land at the
 // end instead of shifting the pages. A record deleted before the cursor during a pass still

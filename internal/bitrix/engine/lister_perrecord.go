@@ -16,13 +16,13 @@ import (
 )
 
 // PerRecord lists an entity whose method reads the rows of one record of another entity at a
-// time, for every record of that entity stored by its own get: crm.item.productrow.list requires
-// one deal (=ownerType, =ownerId) and takes no list of them. One command per record, 50 to a
+// time, for every record of that entity stored by its own get, for methods that require one
+// owner and take no list of them. One command per record, 50 to a
 // batch, a record with a full page asked again for the next; Concurrency batches in flight,
 // stored in record order. The inventory's cursor is the bitrix_records id of the last record
 // whose rows are stored, so an interrupted get resumes after it.
 //
-// The cost is one command per record of Of: 2,000 requests for 100,000 deals, which is why such
+// The cost is one command per record of Of: 2,000 requests for 100,000 owners, which is why such
 // an entity is a command of its own rather than a child read by its parent's get.
 type PerRecord struct {
 	// Of are the entities whose records are walked (in bitrix_records id order, which is one

@@ -29,17 +29,16 @@ type Walker interface {
 	PlanCalls(ctx context.Context, env Env, child *Entity, planned map[string]int64) (records int64, calls int, how string, err error)
 }
 
-// KeyWalk is a Walker for listings that exist only per key and page behind a cursor: the feed
-// comments of one author (log.blogcomment.user.get, USER_ID and FIRST_ID), the posts addressed
-// to one audience (log.blogpost.get, LOG_RIGHTS and start), the messages of one chat
-// (im.dialog.messages.get, LAST_ID). Every key is walked from its start to its first short page;
+// KeyWalk is a Walker for listings that exist only per key and page behind a cursor: what one
+// author wrote (by FIRST_ID), what was addressed to one audience (by start), the history of one
+// conversation (by LAST_ID). Every key is walked from its start to its first short page;
 // a batch carries the next page of up to 50 keys (or, with Chain, several pages of a key when
 // few keys are left), Concurrency batches in flight; each batch's records are stored with a page
 // log row per page ("<key> <cursor>" to "<key> <next>" or "<key> done") in one transaction.
 type KeyWalk struct {
 	// Method is called once per page of a key.
 	Method string
-	// Keys lists the keys to walk, in order (every user read, for comments by author).
+	// Keys lists the keys to walk, in order (every record read of the entity keys come from).
 	Keys func(ctx context.Context, env Env) ([]string, error)
 	// Params are the method's parameters for the page of key after cursor ("" for the first).
 	Params func(key, cursor string) any
@@ -54,7 +53,7 @@ type KeyWalk struct {
 	// larger of it and the keys read so far.
 	PlanKeys func(ctx context.Context, env Env, planned map[string]int64) (int64, error)
 
-	// The options below serve walks that outlive a pass (chat histories): without them a key
+	// The options below serve walks that outlive a pass (histories): without them a key
 	// starts every pass at "" and reads one page per batch.
 
 	// From, when set, says where a key the pass has not logged yet starts: last is where its
@@ -482,7 +481,7 @@ func storedIDs(ctx context.Context, db status.DB, entity string) ([]string, erro
 }
 
 // uniqueIncoming drops repeated records, keeping the last: an answer longer than its limit (the
-// portal adds unread messages to a chat's page) can make chained pages overlap.
+// portal adds unread rows to a page) can make chained pages overlap.
 func uniqueIncoming(recs []Incoming) []Incoming {
 	at := map[string]int{}
 	out := recs[:0]

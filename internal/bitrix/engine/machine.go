@@ -38,10 +38,10 @@ var Machine = &status.Machine{
 	Attention: []status.Status{ImportErr, ErrorRetry},
 	// Seed 000: three retries after 0 s, 2 s and 6 s plus jitter, then IMPORT_ERR.
 	Retry: &status.Retry{Status: ErrorRetry, GiveUp: ImportErr, Policy: retry.Default()},
-	// A record that cannot be migrated (a chat with external guests) may be accepted by a person
+	// A record that cannot be migrated (the portal withholds it) may be accepted by a person
 	// as a known exception: verify lists it apart and passes.
 	Acknowledgeable: []status.Status{ImportErr},
-	// A failure that may pass by itself when another record changes (a task's parent task
+	// A failure that may pass by itself when another record changes (a parent of the same entity
 	// becomes importable) carries a code that set revives it by.
 	ReasonCodes: true,
 }

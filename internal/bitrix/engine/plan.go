@@ -39,7 +39,7 @@ type EntityPlan struct {
 
 // Plan asks the portal how large each entity is, with one cheap call per entity (a count of a
 // one-row page), and per parent where children have no count of their own, and works out the
-// calls and time get will need at rate. Entities listed by a walker that has no count (chats)
+// calls and time get will need at rate. Entities listed by a lister that has no count
 // are planned by reading their cheapest listing. It sends nothing to the target.
 func (e *Engine) Plan(ctx context.Context, rate rest.Rate) (Plan, error) {
 	before := e.stats()

@@ -22,33 +22,33 @@ type Entity struct {
 	// Noun is what people call the records in reports ("memberships"); empty means Name.
 	Noun string
 	// Requires lists the entities that must be imported and VERIFIED before this one's set
-	// (the users every workgroup owner refers to).
+	// (the entity its records' owners are records of).
 	Requires []string
-	// Lister reads a top-level entity from the portal (an ID-chained scan, the chats' lister). A
+	// Lister reads a top-level entity from the portal (an ID-chained scan, a lister of its own). A
 	// child may have one too: it is then read by a listing of its own right after its parent's,
 	// in the parent's get (see ParentKey).
 	Lister Lister
-	// Fetch reads a child entity with every page of its parent (a workgroup's members), when the
-	// parent's lister does not read it itself (the chats' lister walks their messages).
+	// Fetch reads a child entity with every page of its parent (the members of each parent),
+	// when the parent's lister does not read it itself.
 	Fetch *ChildFetch
 	// Walk reads a child entity once its parent's listing is complete, by walking one cursor-paged
-	// listing per key (the comments of each author, the posts addressed to each audience, the
-	// messages of each task's chat), each key's place kept in the page log so an interrupted get
-	// resumes it (lister_walk.go). A child may have both Fetch and Walk (task comments: old-card
-	// ones per page of tasks, chat-based ones walked afterwards).
+	// listing per key (what each author wrote, what was addressed to each audience, the history
+	// of each conversation), each key's place kept in the page log so an interrupted get resumes
+	// it (lister_walk.go). A child may have both Fetch and Walk (some of its records read with
+	// each page of parents, others walked afterwards).
 	Walk Walker
-	// Parent, for a child entity, names the entity it belongs to (memberships belong to
-	// workgroups, messages to chats): children are read with their parent, imported only once
+	// Parent, for a child entity, names the entity it belongs to (memberships belong to what
+	// they are memberships of): children are read with their parent, imported only once
 	// their parent is IMPORT_OK, and verified with it. A child has no command of its own.
 	Parent string
 	// ParentField is the payload field that receives the parent's target id on import
-	// ("GROUP_ID"); empty when the payload hook writes it.
+	// ("PARENT_ID"); empty when the payload hook writes it.
 	ParentField string
 	// Refs are the record's references to other entities, translated through the id map on
 	// import: a reference without a target id fails the record with that reason.
 	Refs []Ref
-	// SelfRef, for an entity whose records refer to records of the same entity (a task's
-	// parentId, a department's PARENT, a CRM item's parent), names the payload field holding that
+	// SelfRef, for an entity whose records refer to records of the same entity (a record's
+	// parent record, a department's PARENT), names the payload field holding that
 	// reference; it must also be an Optional Ref to the entity itself. get keeps the referenced
 	// id in parent_source_id, and set imports parents first: a record goes only once the record
 	// it names is IMPORT_OK (or it names none), so its reference is never lost. A record whose
@@ -58,12 +58,12 @@ type Entity struct {
 	// Dates are the fields holding dates: each is kept as received, in UTC and with its offset.
 	Dates []string
 	// Volatile fields change without the record changing (presence, last activity): stored but
-	// left out of the checksum, so a new get does not send every active user again.
+	// left out of the checksum, so a new get does not send every active record again.
 	Volatile []string
 	// Batch is how many records one import.<entity>.batch call carries.
 	Batch int
 	// Order, for a child entity whose records must reach the target in order within their
-	// parent (a chat's messages), is the SQL expression over bitrix_records that sorts them: set
+	// parent (the messages of a conversation), is the SQL expression over bitrix_records that sorts them: set
 	// then sends them parent by parent, one batch after another. Empty means any order, with
 	// batches sent concurrently.
 	Order string
@@ -79,18 +79,18 @@ type Entity struct {
 	Verify func(ctx context.Context, env Env, ent *Entity, r *VerifyReport) error
 
 	// IDField is the row field holding the record's portal id when it is not "ID"
-	// (crm.item.list's "id"); empty means "ID".
+	// ("id" for some methods); empty means "ID".
 	IDField string
 	// ParentKey, for a child entity with a Lister of its own (read by a listing of its own right
-	// after its parent's, in the parent's get: running workflows after their templates), is the
+	// after its parent's, in the parent's get: running instances after their templates), is the
 	// row field that names the parent's portal id.
 	ParentKey string
 	// Finish, when set, adjusts the payload set builds for a record after the engine translated
-	// its dates, enumerations, references and custom-field names (CRM money as decimal strings,
+	// its dates, enumerations, references and custom-field names (money as decimal strings,
 	// a reference whose entity depends on another field). Not used with Payload.
 	Finish func(fields map[string]json.RawMessage, r Record, rf *Refs) error
-	// NotMigrated names what the entity's migration leaves behind by design (CRM activities, the
-	// running state of workflows), so that verify's report and the README say so: nothing is
+	// NotMigrated names what the entity's migration leaves behind by design (what the target has
+	// no place for, a running state), so that verify's report and the README say so: nothing is
 	// silently absent.
 	NotMigrated []string
 }
@@ -101,20 +101,20 @@ type Ref struct {
 	Field string
 	// Name is what people call the reference in reports ("owner"); empty means Field.
 	Name string
-	// Entity is the entity it refers to ("users").
+	// Entity is the entity it refers to.
 	Entity string
-	// Values reads the referenced ids when they are not one plain field (a list of participants,
-	// [USER=..] mentions in a text); nil means the field's value as one id. A Values ref is
+	// Values reads the referenced ids when they are not one plain field (a list of ids in an
+	// object, mentions in a text); nil means the field's value as one id. A Values ref is
 	// only loaded for the payload hook, which translates it.
 	Values func(fields map[string]json.RawMessage) []string
-	// Many: the field holds a list of ids (a deal's contactIds, many to many), each translated;
+	// Many: the field holds a list of ids (many to many), each translated;
 	// the list keeps its order (links.go).
 	Many bool
 	// Optional: an empty value (absent, null, "", "0", 0, []) is no reference and is sent as it
 	// is, instead of failing the record.
 	Optional bool
 	// DropGone: a reference to a record the portal no longer has (never read by a complete get
-	// of Entity: a deal's deleted company) is dropped, sent as null or left out of the list,
+	// of Entity: deleted since) is dropped, sent as null or left out of the list,
 	// instead of failing the record; verify lists every dropped link by record.
 	DropGone bool
 }
@@ -170,12 +170,12 @@ type CustomFields struct {
 	// Links, when set, says the values of the entity's custom fields of type employee and crm
 	// are references, translated through the id map (fields_links.go); nil sends them as they are.
 	Links *FieldLinks
-	// System names fields the method always lists that every portal has (a task's UF_CRM_TASK,
-	// UF_MAIL_MESSAGE, UF_TASK_WEBDAV_FILES): fields-set never creates them, their values are
+	// System names fields the method always lists that every portal has (UF_MAIL_MESSAGE and
+	// the like): fields-set never creates them, their values are
 	// sent as they are.
 	System []string
 	// Creatable, when set, lists the only field types the target can create for the entity
-	// (tasks: string, double, datetime, boolean); fields of other types are not created, and
+	// (string, double, datetime, boolean for some); fields of other types are not created, and
 	// their values are left out of what set sends, both named in fields-set's log and verify.
 	Creatable []string
 }

@@ -30,10 +30,10 @@ type VerifyReport struct {
 	ByStatus map[string]int64 `json:"by_status"`
 	// NotImported lists records not in IMPORT_OK, with the reason (up to 50).
 	NotImported []RecordIssue `json:"not_imported,omitempty"`
-	// UnresolvedRefs lists records with a reference (a group's owner) that has no target id, or
+	// UnresolvedRefs lists records with a reference (an owner) that has no target id, or
 	// that the target's copy names differently from the id map (up to 50).
 	UnresolvedRefs []RecordIssue `json:"unresolved_refs,omitempty"`
-	// References counts, for references that a record holds in a list (a chat's participants),
+	// References counts, for references that a record holds in a list (the participants of one),
 	// how many have a target id, and lists the records with some that do not.
 	References []RefCoverage `json:"references,omitempty"`
 	// Unreachable lists the records the webhook's user cannot read, with the portal's refusal
@@ -42,8 +42,8 @@ type VerifyReport struct {
 	// verified.
 	Unreachable      []RecordIssue `json:"unreachable,omitempty"`
 	UnreachableCount int           `json:"unreachable_count,omitempty"`
-	// UnreachableBy counts them by entity, where the family has several (feed comments, task
-	// chats); chats count theirs in UnreachableCount alone.
+	// UnreachableBy counts them by entity, where the family has several; a family of one entity
+	// counts them in UnreachableCount alone.
 	UnreachableBy map[string]int `json:"unreachable_by,omitempty"`
 	// Checked counts the IMPORT_OK records compared, every one of them, with the target's
 	// listing by content hash (import.<entity>.list); Missing, Extra and Differing name what that
@@ -69,24 +69,23 @@ type VerifyReport struct {
 	Acknowledged        []RecordIssue `json:"acknowledged,omitempty"`
 	AcknowledgedCount   int64         `json:"acknowledged_count,omitempty"`
 	AcknowledgedWaiting int64         `json:"acknowledged_waiting,omitempty"`
-	// Details are figures of the entity's own (task comments by path, posts without a proven
-	// audience), and Notes what it says about them in words; neither is a problem.
+	// Details are figures of the entity's own (records by the path they were read by, records
+	// without a proven audience), and Notes what it says about them in words; neither is a problem.
 	Details map[string]int64 `json:"details,omitempty"`
 	Notes   []string         `json:"notes,omitempty"`
 	// Problems says in words what keeps the entity from being verified; none means clean.
 	Problems []string `json:"problems"`
 
-	// Children compares, for each child entity (a group's members, a chat's messages, running
-	// workflows...), the portal's count, the records read and the target's count, and lists the
+	// Children compares, for each child entity (members, messages, running instances...), the portal's count, the records read and the target's count, and lists the
 	// records not imported and the parents whose children fall short (verify_family.go).
 	Children []ChildCounts `json:"children,omitempty"`
 	// DroppedLinks lists references to records the portal no longer has, which set dropped
-	// instead of failing the record (a deal's deleted company; up to 50, DroppedLinksCount
+	// instead of failing the record (a record deleted since; up to 50, DroppedLinksCount
 	// counts them all). They do not keep the entity from being verified.
 	DroppedLinks      []RecordIssue `json:"dropped_links,omitempty"`
 	DroppedLinksCount int           `json:"dropped_links_count,omitempty"`
 	// Untranslated lists values sent as the portal has them because no mapping can be proved (a
-	// workflow template's reference to a user that was not migrated; up to 50,
+	// template's reference to a record that was not migrated; up to 50,
 	// UntranslatedCount counts them all). They do not keep the entity from being verified.
 	Untranslated      []RecordIssue `json:"untranslated,omitempty"`
 	UntranslatedCount int           `json:"untranslated_count,omitempty"`
@@ -94,7 +93,7 @@ type VerifyReport struct {
 	// why (its naming rules: prefix, length, characters).
 	RenamedFields []string `json:"renamed_fields,omitempty"`
 	// NotMigrated names what the entity's migration leaves behind by design (activities, the
-	// running state of workflows): not a problem, but never silently absent.
+	// running state): not a problem, but never silently absent.
 	NotMigrated []string `json:"not_migrated,omitempty"`
 
 	// counted holds the records already counted in verify_sample_mismatch_total ("entity:id"),
@@ -128,7 +127,7 @@ type RecordIssue struct {
 	AcknowledgedReason string `json:"acknowledged_reason,omitempty"`
 }
 
-// RefCoverage counts the values of one list reference (a chat's participants, users) over the
+// RefCoverage counts the values of one list reference (the participants of a record) over the
 // records that hold it, how many have a target id, and lists the records with values that do
 // not (up to 50).
 type RefCoverage struct {

@@ -59,7 +59,7 @@ type StatusReport struct {
 }
 
 // EntityStatus is one entity's state: its records by status, the commonest failure reasons,
-// its inventory (for users and groups) and last verify.
+// its inventory (for top-level entities) and last verify.
 type EntityStatus struct {
 	Entity   string           `json:"entity"`
 	ByStatus map[string]int64 `json:"by_status"`
@@ -68,7 +68,7 @@ type EntityStatus struct {
 	// NotMigrated names every record in IMPORT_ERR or ERROR_RETRY by its portal id, grouped by
 	// status, reason and whether a person acknowledged it as a known exception.
 	NotMigrated []NotMigrated `json:"not_migrated,omitempty"`
-	// Inventory is nil for memberships, which are read and verified with their groups.
+	// Inventory is nil for children, which are read and verified with their parents.
 	Inventory *Inventory `json:"inventory,omitempty"`
 	// Fields counts the custom fields read, and how many the target has.
 	Fields         int64 `json:"fields"`

@@ -11,9 +11,9 @@ import (
 	"github.com/ingest-dev/ingest/internal/status"
 )
 
-// A self-reference (Entity.SelfRef: a task's parent task) cannot be translated like a reference
+// A self-reference (Entity.SelfRef: a record's parent record) cannot be translated like a reference
 // to another entity: within one set, a child may come before its parent (IDs say nothing about
-// which was created first once tasks are moved), and a child sent first would fail as
+// which was created first once records are moved), and a child sent first would fail as
 // unresolved or, worse, go without its link. get therefore keeps the referenced id in
 // parent_source_id, and set picks a record only once that record is IMPORT_OK (or when it names
 // none): parents first, level by level, within the same run. What is left when nothing more can

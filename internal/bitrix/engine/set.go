@@ -33,7 +33,7 @@ func (s SetStats) of(entity string) *SetCounts {
 
 // PrerequisiteError is returned when a phase may not start yet (seed 001 "Prerequisites").
 type PrerequisiteError struct {
-	Phase, Entity string // what was refused: "set", "groups"
+	Phase, Entity string // what was refused: "set" of an entity
 	Needs         string // the entity that must be ready first
 	Reason        string
 }

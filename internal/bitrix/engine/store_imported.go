@@ -10,7 +10,7 @@ import (
 // eachImported pages through the IMPORT_OK records of entity in id order, verifyChunk at a
 // time, and calls fn with each page. The scan is by keyset (each page starts after the last id
 // of the one before), so a page costs the same however large the table, and records imported
-// meanwhile are not read twice. Verify's whole-target comparison, its workflow and CRM-link
+// meanwhile are not read twice. Verify's whole-target comparison, the entities' own checks and the field-link
 // checks all read the imported records this way.
 func (s Store) EachImported(ctx context.Context, entity string, fn func(recs []Record) error) error {
 	for after := int64(0); ; {

@@ -80,7 +80,7 @@ func (s Store) byParent(ctx context.Context, what, sql string, args ...any) (map
 
 // NewestBySeq returns, per parent, the highest sequence among a child entity's records whose
 // source ids are "<key>:<sequence>" (a walk's records numbered within their key, as messages
-// within a chat); field, when not empty, keeps only the records whose payload has it.
+// within a conversation); field, when not empty, keeps only the records whose payload has it.
 func (s Store) NewestBySeq(ctx context.Context, child, field string) (map[string]int64, error) {
 	return s.byParent(ctx, "find the newest stored "+child, `SELECT parent_source_id, max(split_part(source_id, ':', 2)::bigint)
 FROM bitrix_records WHERE entity = $1 AND ($2 = '' OR payload ? $2) GROUP BY 1`, child, field)
@@ -122,7 +122,7 @@ WHERE entity = $1 AND status <> $2 AND payload->$3 IS NULL AND acknowledged_at I
 }
 
 // ListCoverage checks the references an entity's records hold as a list of ids in a payload
-// field (a chat's participants): how many there are and how many have a target id of the entity
+// field (the participants of a record): how many there are and how many have a target id of the entity
 // they name (to), with the records holding unmapped ones (up to MaxListed, their ids in numeric
 // order). Acknowledged records and those whose payload has the field skip are left out.
 func (s Store) ListCoverage(ctx context.Context, entity, field, to, skip string) (RefCoverage, error) {

@@ -62,7 +62,7 @@ type customField struct {
 }
 
 // customKey normalises a custom field's name the way the portal's methods spell it differently
-// (tasks.task.list sends UF_CRM_TASK as ufCrmTask): upper case, without underscores.
+// (some methods send UF_ABC_DEF as ufAbcDef): upper case, without underscores.
 func customKey(name string) string { return strings.ToUpper(strings.ReplaceAll(name, "_", "")) }
 
 // customField returns the custom field a payload key names, if it names one.

@@ -12,9 +12,8 @@ import (
 	"github.com/ingest-dev/ingest/internal/status"
 )
 
-// Some records can be read but not migrated: the portal withholds what they are made of (a feed
-// comment whose text it sends empty to an administrator's webhook, a task chat the webhook's user
-// is not in, a checklist it refuses). A lister keeps such a record anyway, so that nothing is
+// Some records can be read but not migrated: the portal withholds what they are made of (a text it
+// sends empty, a conversation the webhook's user is not in, a list of items it refuses). A lister keeps such a record anyway, so that nothing is
 // dropped silently, with the reason under unreachableKey in its payload. Storing it moves it from
 // NEW to IMPORT_ERR with that reason; set never imports it (payloadFor refuses it), and verify
 // lists it by its portal id with the reason, apart from the problems: it is a known limit of what

@@ -27,10 +27,10 @@ type ChildCounts struct {
 	// Missing counts the records read that the target does not hold, looked up one by one.
 	Missing int64 `json:"missing,omitempty"`
 	// Short lists the parents whose children fall short (up to 50): fewer read than the portal
-	// counts for the parent (a chat's message_count), or fewer on the target than read.
+	// counts for the parent (a count the portal gives per parent), or fewer on the target than read.
 	Short []ParentCounts `json:"short,omitempty"`
 	// summary, when set, names the children in the one-line summary of a clean report, with
-	// their target and read counts (the chats' messages).
+	// their target and read counts (children counted per parent).
 	Summary string
 }
 
@@ -140,7 +140,7 @@ FROM bitrix_records c WHERE c.entity = $1 AND c.status <> $4 AND NOT `+excused("
 	if c.Target != c.Read-acked {
 		r.Problem("target holds %d %s, expected %d", c.Target, child.Name, c.Read-acked)
 	}
-	// Records a get read in an earlier pass and the portal no longer lists (a workflow that
+	// Records a get read in an earlier pass and the portal no longer lists (a running instance that
 	// completed since) stay: they are history. The portal's count now is compared with what the
 	// last pass read.
 	inv, err := loadInventory(ctx, e.Pool, child.Name)
