@@ -226,20 +226,3 @@ func (e *Engine) untranslatedFieldLinks(ctx context.Context, ent *Entity, r *Ver
 		return nil
 	})
 }
-
-// loadAllIDs returns the whole id map of an entity with few records (a dictionary).
-func loadAllIDs(ctx context.Context, db status.DB, entity string) (IDMap, error) {
-	rows, err := db.Query(ctx, `SELECT source_id, target_id FROM bitrix_id_map WHERE entity = $1`, entity)
-	if err != nil {
-		return nil, fmt.Errorf("load %s id map: %w", entity, err)
-	}
-	out := IDMap{}
-	var sid, tid string
-	if _, err := pgx.ForEachRow(rows, []any{&sid, &tid}, func() error {
-		out[sid] = tid
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("load %s id map: %w", entity, err)
-	}
-	return out, nil
-}

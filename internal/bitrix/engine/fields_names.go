@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/ingest-dev/ingest/internal/status"
 )
 
@@ -88,31 +86,6 @@ func (n *FieldNaming) Target(ctx context.Context, db status.DB, name string) (fi
 // differ from the portal's, by the portal's name.
 func (e *Engine) fieldNames(ctx context.Context, k *Entity) (map[string]fieldName, error) {
 	return fieldNamesOf(ctx, e.Pool, k)
-}
-
-func fieldNamesOf(ctx context.Context, db status.DB, k *Entity) (map[string]fieldName, error) {
-	out := map[string]fieldName{}
-	if k.Fields == nil || k.Fields.Naming == nil {
-		return out, nil
-	}
-	rows, err := db.Query(ctx, `SELECT field_name FROM bitrix_fields WHERE entity = $1 ORDER BY field_name`, k.Name)
-	if err != nil {
-		return nil, fmt.Errorf("custom fields of %s: %w", k.Name, err)
-	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("custom fields of %s: %w", k.Name, err)
-	}
-	for _, name := range names {
-		n, renamed, err := k.Fields.Naming.Target(ctx, db, name)
-		if err != nil {
-			return nil, fmt.Errorf("custom field %s of %s: %w", name, k.Name, err)
-		}
-		if renamed {
-			out[name] = n
-		}
-	}
-	return out, nil
 }
 
 // loadRenames returns the portal's name -> the target's name of the entity's renamed fields.

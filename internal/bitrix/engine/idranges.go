@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
-	"github.com/ingest-dev/ingest/internal/status"
 )
 
 // An IDScan pass is walked as many ID ranges at once (rest.ScanSegments): the IDs between the
@@ -326,46 +325,6 @@ WHERE entity = $1 AND pass = $2 AND lo = $3`, w.scan.scope(ent), w.pass, m.r.lo,
 	if limited {
 		w.limit = true
 		return ErrLimitReached
-	}
-	return nil
-}
-
-// loadRanges returns the ranges of a pass in ID order; a pass begun before get walked ranges
-// (one cursor in the inventory) becomes one open range from that cursor.
-func loadRanges(ctx context.Context, db status.DB, entity string, inv Inventory) ([]*idRange, error) {
-	rows, err := db.Query(ctx, `SELECT lo, hi, cursor, done FROM bitrix_get_ranges WHERE entity = $1 AND pass = $2`, entity, inv.Pass)
-	if err != nil {
-		return nil, fmt.Errorf("load ID ranges of %s: %w", entity, err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*idRange, error) {
-		r := &idRange{}
-		return r, row.Scan(&r.lo, &r.hi, &r.cursor, &r.done)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("load ID ranges of %s: %w", entity, err)
-	}
-	if len(out) == 0 {
-		out = []*idRange{{lo: "0", hi: "", cursor: inv.Cursor}}
-		if err := saveRanges(ctx, db, entity, inv.Pass, out); err != nil {
-			return nil, err
-		}
-	}
-	slices.SortFunc(out, func(a, b *idRange) int { return rest.CompareIDs(a.lo, b.lo) })
-	return out, nil
-}
-
-// saveRanges records a pass's planned ranges.
-func saveRanges(ctx context.Context, db status.DB, entity string, pass int, ranges []*idRange) error {
-	var los, his, cursors []string
-	var dones []bool
-	for _, r := range ranges {
-		los, his, cursors, dones = append(los, r.lo), append(his, r.hi), append(cursors, r.cursor), append(dones, r.done)
-	}
-	_, err := db.Exec(ctx, `INSERT INTO bitrix_get_ranges (entity, pass, lo, hi, cursor, done)
-SELECT $1, $2, lo, hi, c, d FROM unnest($3::text[], $4::text[], $5::text[], $6::bool[]) AS u(lo, hi, c, d)`,
-		entity, pass, los, his, cursors, dones)
-	if err != nil {
-		return fmt.Errorf("plan ID ranges of %s: %w", entity, err)
 	}
 	return nil
 }

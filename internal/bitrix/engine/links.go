@@ -127,30 +127,6 @@ func (rf *Refs) loadLinkState(ctx context.Context, db status.DB, ent *Entity, wa
 	return nil
 }
 
-// knownIDs returns which of the ids the entity's records include, and whether its get pass is
-// complete over the whole portal.
-func knownIDs(ctx context.Context, db status.DB, entity string, ids []string) (map[string]bool, bool, error) {
-	inv, err := loadInventory(ctx, db, entity)
-	if err != nil {
-		return nil, false, err
-	}
-	known := map[string]bool{}
-	if len(ids) > 0 {
-		rows, err := db.Query(ctx, `SELECT source_id FROM bitrix_records WHERE entity = $1 AND source_id = ANY($2)`, entity, ids)
-		if err != nil {
-			return nil, false, fmt.Errorf("look up %s: %w", entity, err)
-		}
-		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return nil, false, fmt.Errorf("look up %s: %w", entity, err)
-		}
-		for _, id := range got {
-			known[id] = true
-		}
-	}
-	return known, inv.Pass > 0 && inv.Complete && inv.Limit == nil, nil
-}
-
 // verifyLinks checks every record's link field: each id has a target id, or was dropped because
 // the portal no longer has the record (listed apart, not a problem). References of records not
 // imported are their own reason of failure, listed with them; those are skipped here.

@@ -71,19 +71,6 @@ func (s *IDScan) prepared(ctx context.Context, e *Engine, ent *Entity) (*IDScan,
 	return &c, nil
 }
 
-// storedFieldNames returns the names of the custom fields fields-get read for an entity.
-func storedFieldNames(ctx context.Context, db status.DB, entity string) ([]string, error) {
-	rows, err := db.Query(ctx, `SELECT field_name FROM bitrix_fields WHERE entity = $1 ORDER BY field_name`, entity)
-	if err != nil {
-		return nil, fmt.Errorf("custom fields of %s: %w", entity, err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("custom fields of %s: %w", entity, err)
-	}
-	return out, nil
-}
-
 // complete runs Complete over rows, if the scan has one.
 func (s *IDScan) complete(ctx context.Context, e *Engine, rows []json.RawMessage) ([]json.RawMessage, error) {
 	if s.Complete == nil || len(rows) == 0 {

@@ -467,19 +467,6 @@ func (e *Engine) walkChildren(ctx context.Context, ent *Entity, st *GetStats) er
 	return nil
 }
 
-// storedIDs returns the source ids of an entity's records, in record order.
-func storedIDs(ctx context.Context, db status.DB, entity string) ([]string, error) {
-	rows, err := db.Query(ctx, `SELECT source_id FROM bitrix_records WHERE entity = $1 ORDER BY id`, entity)
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", entity, err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", entity, err)
-	}
-	return out, nil
-}
-
 // uniqueIncoming drops repeated records, keeping the last: an answer longer than its limit (the
 // portal adds unread rows to a page) can make chained pages overlap.
 func uniqueIncoming(recs []Incoming) []Incoming {

@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ingest-dev/ingest/internal/importapi"
-	"github.com/ingest-dev/ingest/internal/status"
 )
 
 // Enumeration custom fields hold the portal's option ids (UF_USR_LEVEL: "43" or [26, 27]). The
@@ -88,39 +87,6 @@ DO UPDATE SET target_option_id = EXCLUDED.target_option_id, value = EXCLUDED.val
 type enumFields struct {
 	options  map[string]map[string]string // field -> source option id -> target option id
 	notReady map[string]bool
-}
-
-func loadEnumFields(ctx context.Context, db status.DB, ent *Entity) (enumFields, error) {
-	out := enumFields{options: map[string]map[string]string{}, notReady: map[string]bool{}}
-	if ent.Fields == nil {
-		return out, nil
-	}
-	rows, err := db.Query(ctx, `SELECT f.field_name, f.on_target, o.source_option_id, o.target_option_id
-FROM bitrix_fields f LEFT JOIN bitrix_field_options o ON o.entity = f.entity AND o.field_name = f.field_name
-WHERE f.entity = $1 AND f.payload->>'USER_TYPE_ID' = 'enumeration'`, ent.Name)
-	if err != nil {
-		return out, fmt.Errorf("load %s enumeration options: %w", ent.Name, err)
-	}
-	var name string
-	var onTarget bool
-	var src, tgt *string
-	_, err = pgx.ForEachRow(rows, []any{&name, &onTarget, &src, &tgt}, func() error {
-		if !onTarget {
-			out.notReady[name] = true
-			return nil
-		}
-		if out.options[name] == nil {
-			out.options[name] = map[string]string{}
-		}
-		if src != nil {
-			out.options[name][*src] = *tgt
-		}
-		return nil
-	})
-	if err != nil {
-		return out, fmt.Errorf("load %s enumeration options: %w", ent.Name, err)
-	}
-	return out, nil
 }
 
 // translate rewrites the enumeration values in fields as target option ids, keeping the shape

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"text/tabwriter"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // Phases lists the phases of the single-pass model in the order Run runs them.
@@ -87,22 +85,6 @@ type NotMigrated struct {
 	IDs                []string `json:"ids"`
 }
 
-// notMigrated lists every record of the entity in an attention status, grouped.
-func notMigrated(ctx context.Context, e *Engine, entity string) ([]NotMigrated, error) {
-	rows, err := e.Pool.Query(ctx, `SELECT status, coalesce(last_error, ''), acknowledged_at IS NOT NULL,
-coalesce(min(acknowledged_by), ''), coalesce(min(acknowledged_reason), ''), array_agg(source_id ORDER BY id)
-FROM bitrix_records WHERE entity = $1 AND status = ANY($2) GROUP BY 1, 2, 3 ORDER BY count(*) DESC, 2`,
-		entity, statusNames(Machine.Attention))
-	if err != nil {
-		return nil, fmt.Errorf("list %s not migrated: %w", entity, err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[NotMigrated])
-	if err != nil {
-		return nil, fmt.Errorf("list %s not migrated: %w", entity, err)
-	}
-	return out, nil
-}
-
 // ReasonCount is how many records of one status share one reason.
 type ReasonCount struct {
 	Status string `json:"status"`
@@ -141,24 +123,10 @@ func (e *Engine) Report(ctx context.Context) (StatusReport, error) {
 			}
 			es.Inventory = &inv
 		}
-		if err := e.Pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE on_target) FROM bitrix_fields WHERE entity = $1`,
-			name).Scan(&es.Fields, &es.FieldsOnTarget); err != nil {
-			return out, fmt.Errorf("count %s fields: %w", name, err)
+		if es.Fields, es.FieldsOnTarget, err = countFields(ctx, e.Pool, name); err != nil {
+			return out, err
 		}
 		out.Entities = append(out.Entities, es)
-	}
-	return out, nil
-}
-
-func topReasons(ctx context.Context, e *Engine, entity string) ([]ReasonCount, error) {
-	rows, err := e.Pool.Query(ctx, `SELECT status, coalesce(last_error, ''), count(*) FROM bitrix_records
-WHERE entity = $1 AND status = ANY($2) GROUP BY 1, 2 ORDER BY 3 DESC, 2 LIMIT 5`, entity, statusNames(Machine.Attention))
-	if err != nil {
-		return nil, fmt.Errorf("reasons of %s: %w", entity, err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[ReasonCount])
-	if err != nil {
-		return nil, fmt.Errorf("reasons of %s: %w", entity, err)
 	}
 	return out, nil
 }

@@ -331,3 +331,49 @@ source_total = $2, updated_at = now() WHERE entity = $1`, entity, total)
 	}
 	return nil
 }
+
+// storedIDs returns the source ids of an entity's records, in record order.
+func storedIDs(ctx context.Context, db status.DB, entity string) ([]string, error) {
+	rows, err := db.Query(ctx, `SELECT source_id FROM bitrix_records WHERE entity = $1 ORDER BY id`, entity)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", entity, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", entity, err)
+	}
+	return out, nil
+}
+
+// refuseUnreachable moves the records among recs that carry an unreachable reason from NEW to
+// IMPORT_ERR with it, in the transaction that stored them; it returns how many it moved.
+func refuseUnreachable(ctx context.Context, tx pgx.Tx, entity string, recs []Incoming, c status.Change) (int, error) {
+	byReason := map[string][]string{}
+	for _, r := range recs {
+		if r.refused != "" {
+			byReason[r.refused] = append(byReason[r.refused], r.sourceID)
+		}
+	}
+	moved := 0
+	for _, reason := range SortedKeys(byReason) {
+		rows, err := tx.Query(ctx, `SELECT id FROM bitrix_records WHERE entity = $1 AND source_id = ANY($2) AND status = $3 ORDER BY id`,
+			entity, byReason[reason], string(New))
+		if err != nil {
+			return moved, fmt.Errorf("find unreachable %s: %w", entity, err)
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return moved, fmt.Errorf("find unreachable %s: %w", entity, err)
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		c.Reason = reason
+		done, err := Machine.MoveMany(ctx, tx, ids, New, ImportErr, c)
+		if err != nil {
+			return moved, err
+		}
+		moved += len(done)
+	}
+	return moved, nil
+}

@@ -8,34 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/ingest-dev/ingest/internal/status"
 )
 
 // idMap holds target ids of one entity by source id.
 type IDMap map[string]string
-
-// loadIDMap returns the target ids of those of the source ids that were imported.
-func loadIDMap(ctx context.Context, db status.DB, entity string, sourceIDs []string) (IDMap, error) {
-	out := IDMap{}
-	if len(sourceIDs) == 0 {
-		return out, nil
-	}
-	rows, err := db.Query(ctx, `SELECT source_id, target_id FROM bitrix_id_map WHERE entity = $1 AND source_id = ANY($2)`, entity, sourceIDs)
-	if err != nil {
-		return nil, fmt.Errorf("load %s id map: %w", entity, err)
-	}
-	var sid, tid string
-	_, err = pgx.ForEachRow(rows, []any{&sid, &tid}, func() error {
-		out[sid] = tid
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("load %s id map: %w", entity, err)
-	}
-	return out, nil
-}
 
 // Refs holds the target ids a batch of records refers to, by entity and source id.
 type Refs struct {
@@ -69,28 +46,6 @@ func customKey(name string) string { return strings.ToUpper(strings.ReplaceAll(n
 func (r *Refs) CustomField(key string) (customField, bool) {
 	f, ok := r.custom[customKey(key)]
 	return f, ok
-}
-
-// loadCustomFields reads the entity's custom fields fields-get stored.
-func loadCustomFields(ctx context.Context, db status.DB, ent *Entity) (map[string]customField, error) {
-	out := map[string]customField{}
-	if ent.Fields == nil {
-		return out, nil
-	}
-	rows, err := db.Query(ctx, `SELECT field_name, coalesce(payload->>'USER_TYPE_ID', ''), on_target FROM bitrix_fields WHERE entity = $1`, ent.Name)
-	if err != nil {
-		return nil, fmt.Errorf("load %s custom fields: %w", ent.Name, err)
-	}
-	var f customField
-	_, err = pgx.ForEachRow(rows, []any{&f.Name, &f.Type, &f.OnTarget}, func() error {
-		f.System = ent.Fields.system(f.Name)
-		out[customKey(f.Name)] = f
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("load %s custom fields: %w", ent.Name, err)
-	}
-	return out, nil
 }
 
 // Target returns the target id of a record of entity, if it was imported.

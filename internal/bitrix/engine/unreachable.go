@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
-	"github.com/ingest-dev/ingest/internal/status"
 )
 
 // Some records can be read but not migrated: the portal withholds what they are made of (a text it
@@ -35,39 +34,6 @@ func unreachableReason(payload json.RawMessage) string {
 func MarkUnreachable(fields map[string]json.RawMessage, reason string) map[string]json.RawMessage {
 	fields[UnreachableKey] = MustJSON(reason)
 	return fields
-}
-
-// refuseUnreachable moves the records among recs that carry an unreachable reason from NEW to
-// IMPORT_ERR with it, in the transaction that stored them; it returns how many it moved.
-func refuseUnreachable(ctx context.Context, tx pgx.Tx, entity string, recs []Incoming, c status.Change) (int, error) {
-	byReason := map[string][]string{}
-	for _, r := range recs {
-		if r.refused != "" {
-			byReason[r.refused] = append(byReason[r.refused], r.sourceID)
-		}
-	}
-	moved := 0
-	for _, reason := range SortedKeys(byReason) {
-		rows, err := tx.Query(ctx, `SELECT id FROM bitrix_records WHERE entity = $1 AND source_id = ANY($2) AND status = $3 ORDER BY id`,
-			entity, byReason[reason], string(New))
-		if err != nil {
-			return moved, fmt.Errorf("find unreachable %s: %w", entity, err)
-		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err != nil {
-			return moved, fmt.Errorf("find unreachable %s: %w", entity, err)
-		}
-		if len(ids) == 0 {
-			continue
-		}
-		c.Reason = reason
-		done, err := Machine.MoveMany(ctx, tx, ids, New, ImportErr, c)
-		if err != nil {
-			return moved, err
-		}
-		moved += len(done)
-	}
-	return moved, nil
 }
 
 // listUnreachable adds the entity's records that cannot be migrated to the report, by portal id

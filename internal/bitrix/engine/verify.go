@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ingest-dev/ingest/internal/importapi"
-	"github.com/ingest-dev/ingest/internal/status"
 )
 
 // Verify compares the entity on the target with the source and the database: counts, records
@@ -131,26 +130,6 @@ func (e *Engine) verifyCounts(ctx context.Context, k *Entity, r *VerifyReport) e
 		r.NotImported = append(r.NotImported, issues...)
 	}
 	return nil
-}
-
-// notImported lists (up to 50) the entity's records that are not IMPORT_OK and not excused by
-// an acknowledgement.
-func notImported(ctx context.Context, db status.DB, ent *Entity) ([]RecordIssue, error) {
-	entity := ent.Name
-	rows, err := db.Query(ctx, `SELECT source_id, status, coalesce(last_error, '') FROM bitrix_records r
-WHERE entity = $1 AND status <> $3 AND NOT `+excused("r", ent)+` ORDER BY id LIMIT $2`, entity, MaxListed, string(ImportOK))
-	if err != nil {
-		return nil, fmt.Errorf("list unimported %s: %w", entity, err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (RecordIssue, error) {
-		i := RecordIssue{Entity: entity}
-		err := row.Scan(&i.SourceID, &i.Status, &i.Reason)
-		return i, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list unimported %s: %w", entity, err)
-	}
-	return out, nil
 }
 
 // verifyChildren checks that the target holds every child record read from the source, parent by

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // ChildCounts is verify's account of one child entity: what the portal counts now, what get
@@ -98,17 +96,7 @@ func (e *Engine) childCounts(ctx context.Context, child *Entity, source int64, r
 	if c.Target, err = e.Target.Count(ctx, child.Name); err != nil {
 		return fmt.Errorf("verify %s: %w", child.Name, err)
 	}
-	rows, err := e.Pool.Query(ctx, `SELECT status, count(*) FROM bitrix_records WHERE entity = $1 GROUP BY 1`, child.Name)
-	if err != nil {
-		return fmt.Errorf("verify %s: %w", child.Name, err)
-	}
-	var st string
-	var n int64
-	if _, err := pgx.ForEachRow(rows, []any{&st, &n}, func() error {
-		c.ByStatus[st] = n
-		c.Read += n
-		return nil
-	}); err != nil {
+	if c.ByStatus, c.Read, err = countByStatus(ctx, e.Pool, child.Name); err != nil {
 		return fmt.Errorf("verify %s: %w", child.Name, err)
 	}
 	acked, err := countExcused(ctx, e.Pool, child)
@@ -116,22 +104,13 @@ func (e *Engine) childCounts(ctx context.Context, child *Entity, source int64, r
 		return err
 	}
 	parent := e.Entity(child.Parent)
-	rows, err = e.Pool.Query(ctx, `SELECT c.source_id, c.status, coalesce(c.last_error, ''), coalesce(c.parent_source_id, ''),
-    EXISTS (SELECT 1 FROM bitrix_records p WHERE p.entity = $3 AND p.source_id = c.parent_source_id AND p.status = $4)
-FROM bitrix_records c WHERE c.entity = $1 AND c.status <> $4 AND NOT `+excused("c", child)+` ORDER BY c.id LIMIT $2`,
-		child.Name, MaxListed, parent.Name, string(ImportOK))
-	if err != nil {
-		return fmt.Errorf("verify %s: %w", child.Name, err)
-	}
-	var sid, status, reason, parentID string
-	var parentOK bool
-	if _, err := pgx.ForEachRow(rows, []any{&sid, &status, &reason, &parentID, &parentOK}, func() error {
+	err = eachChildNotImported(ctx, e.Pool, child, parent, func(sid, status, reason, parentID string, parentOK bool) {
 		if status == string(New) && !parentOK {
 			reason = fmt.Sprintf("waits for its %s %s, which is not imported", parent.noun(), parentID)
 		}
 		c.NotImported = append(c.NotImported, RecordIssue{Entity: child.Name, SourceID: sid, Status: status, Reason: reason})
-		return nil
-	}); err != nil {
+	})
+	if err != nil {
 		return fmt.Errorf("verify %s: %w", child.Name, err)
 	}
 	if n := c.Read - c.ByStatus[string(ImportOK)] - acked; n > 0 {
@@ -148,9 +127,8 @@ FROM bitrix_records c WHERE c.entity = $1 AND c.status <> $4 AND NOT `+excused("
 		return err
 	}
 	if c.Source >= 0 && inv.Limit == nil && inv.StartedAt != nil {
-		var lastPass int64
-		if err := e.Pool.QueryRow(ctx, `SELECT count(*) FROM bitrix_records WHERE entity = $1 AND fetched_at >= $2`,
-			child.Name, *inv.StartedAt).Scan(&lastPass); err != nil {
+		lastPass, err := countFetchedSince(ctx, e.Pool, child.Name, *inv.StartedAt)
+		if err != nil {
 			return fmt.Errorf("verify %s: %w", child.Name, err)
 		}
 		if lastPass != c.Source {

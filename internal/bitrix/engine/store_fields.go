@@ -1,0 +1,104 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ingest-dev/ingest/internal/status"
+	"github.com/jackc/pgx/v5"
+)
+
+// The store's queries of the custom fields read by fields-get (bitrix_fields, bitrix_field_options).
+
+func fieldNamesOf(ctx context.Context, db status.DB, k *Entity) (map[string]fieldName, error) {
+	out := map[string]fieldName{}
+	if k.Fields == nil || k.Fields.Naming == nil {
+		return out, nil
+	}
+	rows, err := db.Query(ctx, `SELECT field_name FROM bitrix_fields WHERE entity = $1 ORDER BY field_name`, k.Name)
+	if err != nil {
+		return nil, fmt.Errorf("custom fields of %s: %w", k.Name, err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("custom fields of %s: %w", k.Name, err)
+	}
+	for _, name := range names {
+		n, renamed, err := k.Fields.Naming.Target(ctx, db, name)
+		if err != nil {
+			return nil, fmt.Errorf("custom field %s of %s: %w", name, k.Name, err)
+		}
+		if renamed {
+			out[name] = n
+		}
+	}
+	return out, nil
+}
+
+// storedFieldNames returns the names of the custom fields fields-get read for an entity.
+func storedFieldNames(ctx context.Context, db status.DB, entity string) ([]string, error) {
+	rows, err := db.Query(ctx, `SELECT field_name FROM bitrix_fields WHERE entity = $1 ORDER BY field_name`, entity)
+	if err != nil {
+		return nil, fmt.Errorf("custom fields of %s: %w", entity, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("custom fields of %s: %w", entity, err)
+	}
+	return out, nil
+}
+
+func loadEnumFields(ctx context.Context, db status.DB, ent *Entity) (enumFields, error) {
+	out := enumFields{options: map[string]map[string]string{}, notReady: map[string]bool{}}
+	if ent.Fields == nil {
+		return out, nil
+	}
+	rows, err := db.Query(ctx, `SELECT f.field_name, f.on_target, o.source_option_id, o.target_option_id
+FROM bitrix_fields f LEFT JOIN bitrix_field_options o ON o.entity = f.entity AND o.field_name = f.field_name
+WHERE f.entity = $1 AND f.payload->>'USER_TYPE_ID' = 'enumeration'`, ent.Name)
+	if err != nil {
+		return out, fmt.Errorf("load %s enumeration options: %w", ent.Name, err)
+	}
+	var name string
+	var onTarget bool
+	var src, tgt *string
+	_, err = pgx.ForEachRow(rows, []any{&name, &onTarget, &src, &tgt}, func() error {
+		if !onTarget {
+			out.notReady[name] = true
+			return nil
+		}
+		if out.options[name] == nil {
+			out.options[name] = map[string]string{}
+		}
+		if src != nil {
+			out.options[name][*src] = *tgt
+		}
+		return nil
+	})
+	if err != nil {
+		return out, fmt.Errorf("load %s enumeration options: %w", ent.Name, err)
+	}
+	return out, nil
+}
+
+// loadCustomFields reads the entity's custom fields fields-get stored.
+func loadCustomFields(ctx context.Context, db status.DB, ent *Entity) (map[string]customField, error) {
+	out := map[string]customField{}
+	if ent.Fields == nil {
+		return out, nil
+	}
+	rows, err := db.Query(ctx, `SELECT field_name, coalesce(payload->>'USER_TYPE_ID', ''), on_target FROM bitrix_fields WHERE entity = $1`, ent.Name)
+	if err != nil {
+		return nil, fmt.Errorf("load %s custom fields: %w", ent.Name, err)
+	}
+	var f customField
+	_, err = pgx.ForEachRow(rows, []any{&f.Name, &f.Type, &f.OnTarget}, func() error {
+		f.System = ent.Fields.system(f.Name)
+		out[customKey(f.Name)] = f
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load %s custom fields: %w", ent.Name, err)
+	}
+	return out, nil
+}
