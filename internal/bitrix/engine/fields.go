@@ -61,9 +61,7 @@ func (e *Engine) FieldsGet(ctx context.Context, entity string) (FieldStats, erro
 		if err != nil {
 			return FieldStats{}, err
 		}
-		b.Queue(`INSERT INTO bitrix_fields (entity, field_name, payload, checksum) VALUES ($1, $2, $3, $4)
-ON CONFLICT (entity, field_name) DO UPDATE SET payload = EXCLUDED.payload, checksum = EXCLUDED.checksum, fetched_at = now()`,
-			k.Name, name, string(row), sum)
+		queueField(b, k.Name, name, row, sum)
 	}
 	if err := e.Pool.SendBatch(ctx, b).Close(); err != nil {
 		return FieldStats{}, fmt.Errorf("fields-get %s: store: %w", k.Name, err)
@@ -86,15 +84,9 @@ func (e *Engine) FieldsSet(ctx context.Context, entity string) (FieldStats, erro
 	}
 	defer e.Metrics.Phase(k.Name, "fields-set")()
 	var st FieldStats
-	rows, err := e.Pool.Query(ctx, `SELECT field_name, payload FROM bitrix_fields WHERE entity = $1 AND NOT on_target ORDER BY field_name`, k.Name)
-	if err != nil {
-		return st, fmt.Errorf("fields-set %s: %w", k.Name, err)
-	}
 	var want []importapi.Field
 	var sources, system []string
-	var name string
-	var payload []byte
-	_, err = pgx.ForEachRow(rows, []any{&name, &payload}, func() error {
+	err = eachFieldNotOnTarget(ctx, e.Pool, k.Name, func(name string, payload []byte) error {
 		f, err := targetField(payload)
 		if err != nil {
 			return fmt.Errorf("field %s: %w", name, err)
@@ -115,8 +107,7 @@ func (e *Engine) FieldsSet(ctx context.Context, entity string) (FieldStats, erro
 		return st, fmt.Errorf("fields-set %s: %w", k.Name, err)
 	}
 	if len(system) > 0 {
-		if _, err := e.Pool.Exec(ctx, `UPDATE bitrix_fields SET on_target = true WHERE entity = $1 AND field_name = ANY($2)`,
-			k.Name, system); err != nil {
+		if err := markFieldsOnTarget(ctx, e.Pool, k.Name, system); err != nil {
 			return st, fmt.Errorf("fields-set %s: %w", k.Name, err)
 		}
 		st.Existing += len(system)
@@ -170,9 +161,7 @@ func (e *Engine) createFields(ctx context.Context, k *Entity, want []importapi.F
 			continue
 		}
 		created := res.Status == "created"
-		_, err := e.Pool.Exec(ctx, `UPDATE bitrix_fields SET on_target = true,
-created_at = CASE WHEN $3 THEN now() ELSE created_at END WHERE entity = $1 AND field_name = $2`, k.Name, sources[i], created)
-		if err != nil {
+		if err := markFieldCreated(ctx, e.Pool, k.Name, sources[i], created); err != nil {
 			return fmt.Errorf("fields-set %s: %w", k.Name, err)
 		}
 		if created {

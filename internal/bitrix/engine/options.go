@@ -28,11 +28,6 @@ func (e *Engine) mapOptions(ctx context.Context, ent *Entity, renames map[string
 	for _, f := range onTarget {
 		byName[strings.ToUpper(f.Name)] = f
 	}
-	rows, err := e.Pool.Query(ctx, `SELECT field_name, payload FROM bitrix_fields WHERE entity = $1
-AND payload->>'USER_TYPE_ID' = 'enumeration' ORDER BY field_name`, ent.Name)
-	if err != nil {
-		return nil, fmt.Errorf("fields-set %s: %w", ent.Name, err)
-	}
 	type list struct {
 		List []struct {
 			ID    json.RawMessage `json:"ID"`
@@ -42,9 +37,7 @@ AND payload->>'USER_TYPE_ID' = 'enumeration' ORDER BY field_name`, ent.Name)
 	}
 	var unmatched []string
 	b := &pgx.Batch{}
-	var name string
-	var payload []byte
-	_, err = pgx.ForEachRow(rows, []any{&name, &payload}, func() error {
+	err = eachEnumField(ctx, e.Pool, ent.Name, func(name string, payload []byte) error {
 		var l list
 		if err := json.Unmarshal(payload, &l); err != nil {
 			return fmt.Errorf("field %s: %w", name, err)
@@ -66,9 +59,7 @@ AND payload->>'USER_TYPE_ID' = 'enumeration' ORDER BY field_name`, ent.Name)
 				unmatched = append(unmatched, fmt.Sprintf("%s: %q (%s)", name, o.Value, id))
 				continue
 			}
-			b.Queue(`INSERT INTO bitrix_field_options (entity, field_name, source_option_id, target_option_id, value)
-VALUES ($1, $2, $3, $4, $5) ON CONFLICT (entity, field_name, source_option_id)
-DO UPDATE SET target_option_id = EXCLUDED.target_option_id, value = EXCLUDED.value`, ent.Name, name, id, match, o.Value)
+			queueOption(b, ent.Name, name, id, match, o.Value)
 		}
 		return nil
 	})

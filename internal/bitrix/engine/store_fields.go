@@ -102,3 +102,56 @@ func loadCustomFields(ctx context.Context, db status.DB, ent *Entity) (map[strin
 	}
 	return out, nil
 }
+
+// queueField queues in b the upsert of one custom field read by fields-get.
+func queueField(b *pgx.Batch, entity, name string, row []byte, sum string) {
+	b.Queue(`INSERT INTO bitrix_fields (entity, field_name, payload, checksum) VALUES ($1, $2, $3, $4)
+ON CONFLICT (entity, field_name) DO UPDATE SET payload = EXCLUDED.payload, checksum = EXCLUDED.checksum, fetched_at = now()`,
+		entity, name, string(row), sum)
+}
+
+// eachFieldNotOnTarget hands fn, by name, every custom field of the entity that fields-get read
+// and the target does not have yet.
+func eachFieldNotOnTarget(ctx context.Context, db status.DB, entity string, fn func(name string, payload []byte) error) error {
+	return eachField(ctx, db, `SELECT field_name, payload FROM bitrix_fields WHERE entity = $1 AND NOT on_target ORDER BY field_name`,
+		entity, fn)
+}
+
+// eachField runs a query of the entity's fields (name, payload) and hands fn each row.
+func eachField(ctx context.Context, db status.DB, sql, entity string, fn func(name string, payload []byte) error) error {
+	rows, err := db.Query(ctx, sql, entity)
+	if err != nil {
+		return err
+	}
+	var name string
+	var payload []byte
+	_, err = pgx.ForEachRow(rows, []any{&name, &payload}, func() error { return fn(name, payload) })
+	return err
+}
+
+// markFieldsOnTarget records that the target has the entity's fields (every portal's system
+// fields).
+func markFieldsOnTarget(ctx context.Context, db status.DB, entity string, names []string) error {
+	_, err := db.Exec(ctx, `UPDATE bitrix_fields SET on_target = true WHERE entity = $1 AND field_name = ANY($2)`, entity, names)
+	return err
+}
+
+// markFieldCreated records that the target has the entity's field, and when fields-set created it.
+func markFieldCreated(ctx context.Context, db status.DB, entity, name string, created bool) error {
+	_, err := db.Exec(ctx, `UPDATE bitrix_fields SET on_target = true,
+created_at = CASE WHEN $3 THEN now() ELSE created_at END WHERE entity = $1 AND field_name = $2`, entity, name, created)
+	return err
+}
+
+// eachEnumField hands fn, by name, every enumeration field of the entity that fields-get read.
+func eachEnumField(ctx context.Context, db status.DB, entity string, fn func(name string, payload []byte) error) error {
+	return eachField(ctx, db, `SELECT field_name, payload FROM bitrix_fields WHERE entity = $1
+AND payload->>'USER_TYPE_ID' = 'enumeration' ORDER BY field_name`, entity, fn)
+}
+
+// queueOption queues in b the mapping of one option of an enumeration field to the target's.
+func queueOption(b *pgx.Batch, entity, field, sourceID, targetID, value string) {
+	b.Queue(`INSERT INTO bitrix_field_options (entity, field_name, source_option_id, target_option_id, value)
+VALUES ($1, $2, $3, $4, $5) ON CONFLICT (entity, field_name, source_option_id)
+DO UPDATE SET target_option_id = EXCLUDED.target_option_id, value = EXCLUDED.value`, entity, field, sourceID, targetID, value)
+}
