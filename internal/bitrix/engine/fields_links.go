@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/ingest-dev/ingest/internal/status"
 )
 
@@ -58,22 +56,14 @@ func (rf *Refs) loadFieldLinks(ctx context.Context, db status.DB, ent *Entity, r
 	if ent.Fields == nil || ent.Fields.Links == nil {
 		return nil
 	}
-	rows, err := db.Query(ctx, `SELECT field_name, payload->>'USER_TYPE_ID', coalesce(payload->'SETTINGS', 'null')
-FROM bitrix_fields WHERE entity = $1 AND payload->>'USER_TYPE_ID' IN ('employee', 'crm') ORDER BY field_name`, ent.Name)
-	if err != nil {
-		return fmt.Errorf("custom fields of %s: %w", ent.Name, err)
-	}
 	rf.Links = LinkedFields{FieldLinks: ent.Fields.Links, crm: map[string]string{}}
-	var name, typ string
-	var settings []byte
-	_, err = pgx.ForEachRow(rows, []any{&name, &typ, &settings}, func() error {
+	err := eachLinkField(ctx, db, ent.Name, func(name, typ string, settings []byte) {
 		switch {
 		case typ == "employee":
 			rf.Links.employee = append(rf.Links.employee, name)
 		case rf.Links.CRM != nil:
 			rf.Links.crm[name] = rf.Links.CRM.FieldEntity(settings)
 		}
-		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("custom fields of %s: %w", ent.Name, err)

@@ -155,3 +155,17 @@ func queueOption(b *pgx.Batch, entity, field, sourceID, targetID, value string) 
 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (entity, field_name, source_option_id)
 DO UPDATE SET target_option_id = EXCLUDED.target_option_id, value = EXCLUDED.value`, entity, field, sourceID, targetID, value)
 }
+
+// eachLinkField hands fn, by name, the entity's custom fields of the two reference types
+// (employee and crm), with their type and SETTINGS.
+func eachLinkField(ctx context.Context, db status.DB, entity string, fn func(name, typ string, settings []byte)) error {
+	rows, err := db.Query(ctx, `SELECT field_name, payload->>'USER_TYPE_ID', coalesce(payload->'SETTINGS', 'null')
+FROM bitrix_fields WHERE entity = $1 AND payload->>'USER_TYPE_ID' IN ('employee', 'crm') ORDER BY field_name`, entity)
+	if err != nil {
+		return err
+	}
+	var name, typ string
+	var settings []byte
+	_, err = pgx.ForEachRow(rows, []any{&name, &typ, &settings}, func() error { fn(name, typ, settings); return nil })
+	return err
+}

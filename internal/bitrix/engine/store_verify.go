@@ -119,3 +119,17 @@ func countWaitingForAcknowledged(ctx context.Context, db status.DB, child *Entit
 		excused("r", child), child.Name).Scan(&n)
 	return n, err
 }
+
+// unreachableOf lists the entity's records that cannot be migrated, with the reason, in record
+// order.
+func unreachableOf(ctx context.Context, db status.DB, entity string) ([]RecordIssue, error) {
+	rows, err := db.Query(ctx, `SELECT source_id, status, payload->>$2 FROM bitrix_records
+WHERE entity = $1 AND payload ? $2 ORDER BY id`, entity, UnreachableKey)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (RecordIssue, error) {
+		i := RecordIssue{Entity: entity}
+		return i, row.Scan(&i.SourceID, &i.Status, &i.Reason)
+	})
+}

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 )
 
@@ -39,15 +37,7 @@ func MarkUnreachable(fields map[string]json.RawMessage, reason string) map[strin
 // listUnreachable adds the entity's records that cannot be migrated to the report, by portal id
 // with the reason (up to maxListed; the count is exact).
 func (e *Engine) listUnreachable(ctx context.Context, ent *Entity, r *VerifyReport) error {
-	rows, err := e.Pool.Query(ctx, `SELECT source_id, status, payload->>$2 FROM bitrix_records
-WHERE entity = $1 AND payload ? $2 ORDER BY id`, ent.Name, UnreachableKey)
-	if err != nil {
-		return fmt.Errorf("list unreachable %s: %w", ent.Name, err)
-	}
-	issues, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (RecordIssue, error) {
-		i := RecordIssue{Entity: ent.Name}
-		return i, row.Scan(&i.SourceID, &i.Status, &i.Reason)
-	})
+	issues, err := unreachableOf(ctx, e.Pool, ent.Name)
 	if err != nil {
 		return fmt.Errorf("list unreachable %s: %w", ent.Name, err)
 	}
