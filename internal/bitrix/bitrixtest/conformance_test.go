@@ -15,9 +15,14 @@ var cases = map[string]bitrixtest.Case{
 	// 5,000 users: get walks two planned ID ranges and the open one after the last ID at once,
 	// so kills land between ranges stored and ranges on their way; each rerun resumes every
 	// range where it stopped.
-	bitrix.Users:         {Portal: bitrixfake.Options{Users: 5_000, Seed: 54}, GetKills: 4},
-	bitrix.Groups:        {Portal: bitrixfake.Options{Users: 40, Groups: 16, Seed: 51}},
-	bitrix.Chats:         {Portal: bitrixfake.Options{Users: 40, Groups: 4, Chats: 24, MessagesPerChat: 25, Seed: 55}},
+	bitrix.Users:  {Portal: bitrixfake.Options{Users: 5_000, Seed: 54}, GetKills: 4},
+	bitrix.Groups: {Portal: bitrixfake.Options{Users: 40, Groups: 16, Seed: 51}},
+	bitrix.Chats: {Portal: bitrixfake.Options{Users: 40, Groups: 4, Chats: 24, OpenLines: 1, MessagesPerChat: 25, Seed: 55},
+		// The Open Channel conversation's guest is no portal user: the chat and its messages
+		// cannot be migrated, and verify says so until a person acknowledges it (README).
+		Problems: []string{"target holds 25 chats, expected 26", "1 readable chats are not IMPORT_OK",
+			"target holds 625 chat messages, 650 were read", "25 chat messages are not IMPORT_OK",
+			"1 of 132 chat participants have no target id"}},
 	bitrix.Feed:          {Portal: bitrixfake.Options{Users: 30, Groups: 4, Posts: 60, PostComments: 3, Seed: 52}},
 	bitrix.Tasks:         {Portal: bitrixfake.Options{Users: 30, Groups: 4, Tasks: 120, TaskComments: 3, Seed: 56}},
 	bitrix.CRMTypes:      {Portal: bitrixfake.Options{Users: 20, SmartItems: 10, Seed: 57}},
