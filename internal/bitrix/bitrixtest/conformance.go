@@ -42,20 +42,27 @@ type Harness struct {
 }
 
 // New builds the crash child (once, for every case the Harness runs; the binary lives in t's
-// temporary directory, so t must outlive them: the parent of parallel subtests does).
+// temporary directory, so t must outlive them: the parent of parallel subtests does). It skips
+// t under -short or without a test database server, before building.
 func New(t testing.TB) *Harness {
 	t.Helper()
+	skip(t)
 	return &Harness{bin: crashtest.Build(t, childPath)}
 }
 
 // Conformance runs one case with a Harness of its own: for a test of a single entity.
 func Conformance(t *testing.T, c Case) {
 	t.Helper()
+	New(t).Conformance(t, c)
+}
+
+// skip skips the test under -short or without a test database server.
+func skip(t testing.TB) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("kills child processes for a while")
 	}
-	dbtest.URL(t) // skips without a database, before the build
-	New(t).Conformance(t, c)
+	dbtest.ServerURL(t)
 }
 
 // Conformance migrates the case's entity without interruption, then again into a fresh database
@@ -64,10 +71,7 @@ func Conformance(t *testing.T, c Case) {
 // prerequisites run first in both, as plain runs.
 func (h *Harness) Conformance(t *testing.T, c Case) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("kills child processes for a while")
-	}
-	dbtest.URL(t)
+	skip(t)
 	p, err := planOf(c.Entity)
 	if err != nil {
 		t.Fatal(err)

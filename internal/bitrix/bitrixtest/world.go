@@ -57,15 +57,11 @@ func (w *world) rows(t *testing.T, q string, args ...any) []string {
 	if err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
-	var out []string
-	for rows.Next() {
-		vals, err := rows.Values()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, strings.TrimSuffix(fmt.Sprintln(vals...), "\n"))
-	}
-	if err := rows.Err(); err != nil {
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (string, error) {
+		vals, err := row.Values()
+		return strings.TrimSuffix(fmt.Sprintln(vals...), "\n"), err
+	})
+	if err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
 	return out
