@@ -34,6 +34,11 @@ type Options struct {
 	Latency time.Duration
 	// Now stamps updated_at; nil means time.Now.
 	Now func() time.Time
+	// StableIDs derives a new record's target id from its key instead of counting: the same
+	// key gets the same id whichever order records arrive in, so that two targets filled by
+	// runs that sent batches in different orders (one killed and rerun, one not) can be
+	// compared byte for byte, references included. The API promises neither.
+	StableIDs bool
 }
 
 // Fault is a failure the server can be told to serve.
