@@ -1,6 +1,6 @@
 // Package importapi is the client of the target system's import API, the contract in
-// docs/target-import-api.md: idempotent batch import by key and checksum, counts, reads by key,
-// and custom fields. It knows nothing of where records come from.
+// docs/target-import-api.md: idempotent batch import by key and checksum, deletion by key, counts,
+// reads by key, and custom fields. It knows nothing of where records come from.
 package importapi
 
 import (
@@ -239,6 +239,59 @@ func (t *Client) Import(ctx context.Context, entity string, items []Item) ([]Res
 		if r.Error == nil && r.TargetID == "" {
 			return nil, &Error{Method: method, HTTPStatus: http.StatusOK,
 				Message: fmt.Sprintf("result for %q has neither target_id nor error", r.Key)}
+		}
+	}
+	return out.Results, nil
+}
+
+// DeleteResult is the target's answer for one key of import.<entity>.delete: a status, or an
+// error classified as an item's in Import.
+type DeleteResult struct {
+	Key string `json:"key"`
+	// Status is StatusDeleted or StatusNotFound; both mean the target no longer holds the key.
+	Status string `json:"status,omitempty"`
+	// Children is how many records the target removed with a deleted one (docs/target-import-api.md:
+	// the records it owned).
+	Children int        `json:"children,omitempty"`
+	Error    *ItemError `json:"error,omitempty"`
+}
+
+// The statuses of a deleted key.
+const (
+	StatusDeleted  = "deleted"
+	StatusNotFound = "not_found"
+)
+
+// Delete asks import.<entity>.delete to remove the records held under up to MaxItems keys, with
+// the records they own, and returns one result per key, in the keys' order. Deleting what the
+// target does not hold is not an error (StatusNotFound), so a lost answer is safe to repeat.
+func (t *Client) Delete(ctx context.Context, entity string, keys []string) ([]DeleteResult, error) {
+	method := "import." + entity + ".delete"
+	if len(keys) == 0 || len(keys) > MaxItems {
+		return nil, fmt.Errorf("target %s: %d keys, want 1 to %d", method, len(keys), MaxItems)
+	}
+	var out struct {
+		Results []DeleteResult `json:"results"`
+	}
+	if err := t.call(ctx, method, map[string]any{"keys": keys}, &out); err != nil {
+		return nil, err
+	}
+	malformed := func(format string, args ...any) error {
+		return &Error{Method: method, HTTPStatus: http.StatusOK, Message: fmt.Sprintf(format, args...)}
+	}
+	if len(out.Results) != len(keys) {
+		return nil, malformed("%d results for %d keys", len(out.Results), len(keys))
+	}
+	for i, r := range out.Results {
+		switch {
+		case r.Key != keys[i]:
+			return nil, malformed("result %d is for key %q, want %q", i, r.Key, keys[i])
+		case r.Error != nil && r.Error.Code == "":
+			return nil, malformed("result for %q has an error without a code", r.Key)
+		case r.Error == nil && r.Status != StatusDeleted && r.Status != StatusNotFound:
+			return nil, malformed("result for %q has status %q and no error", r.Key, r.Status)
+		case r.Children < 0:
+			return nil, malformed("result for %q has %d children", r.Key, r.Children)
 		}
 	}
 	return out.Results, nil
