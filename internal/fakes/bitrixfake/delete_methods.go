@@ -115,13 +115,9 @@ func crmParams(params map[string]any) (entityTypeID, id int) {
 // contactCompanyItems is crm.contact.company.items.get: the contact's companies in the portal's
 // order (SORT), {COMPANY_ID, SORT, ROLE_ID, IS_PRIMARY} with integers, [] for none.
 func (p *Portal) contactCompanyItems(params map[string]any) answer {
-	v, _ := param(params, "id")
-	id := intval(v)
-	switch {
-	case id <= 0:
-		return fail(http.StatusBadRequest, "", "The parameter 'ownerEntityID' is invalid or not defined.")
-	case indexOf(p.contacts, id) < 0:
-		return fail(http.StatusBadRequest, "", "Not found")
+	id, refusal := bindingOwner(params, p.contacts)
+	if refusal != nil {
+		return *refusal
 	}
 	_, links := p.contact(id, true)
 	rows := []object{}
@@ -135,13 +131,9 @@ func (p *Portal) contactCompanyItems(params map[string]any) answer {
 // {CONTACT_ID, SORT, ROLE_ID, IS_PRIMARY} by contact id, IS_PRIMARY when the company is the
 // contact's primary one.
 func (p *Portal) companyContactItems(params map[string]any) answer {
-	v, _ := param(params, "id")
-	id := intval(v)
-	switch {
-	case id <= 0:
-		return fail(http.StatusBadRequest, "", "The parameter 'ownerEntityID' is invalid or not defined.")
-	case indexOf(p.companies, id) < 0:
-		return fail(http.StatusBadRequest, "", "Not found")
+	id, refusal := bindingOwner(params, p.companies)
+	if refusal != nil {
+		return *refusal
 	}
 	rows := []object{}
 	for _, c := range p.contacts {
@@ -153,6 +145,23 @@ func (p *Portal) companyContactItems(params map[string]any) answer {
 		}
 	}
 	return answer{result: rows, cost: p.opts.CallCost + time.Duration(len(p.contacts))*p.opts.CountCost}
+}
+
+// bindingOwner reads the id of the record whose links crm.*.items.get asks for, refusing one that
+// is not among the live ids.
+func bindingOwner(params map[string]any, live []int) (int, *answer) {
+	v, _ := param(params, "id")
+	id := intval(v)
+	var refusal answer
+	switch {
+	case id <= 0:
+		refusal = fail(http.StatusBadRequest, "", "The parameter 'ownerEntityID' is invalid or not defined.")
+	case indexOf(live, id) < 0:
+		refusal = fail(http.StatusBadRequest, "", "Not found")
+	default:
+		return id, nil
+	}
+	return 0, &refusal
 }
 
 // taskDelete is tasks.task.delete: {"task": true}; a task the webhook's user cannot see, or that

@@ -2,6 +2,7 @@ package bitrixfake
 
 import (
 	"fmt"
+	"net/http/httptest"
 	"reflect"
 	"slices"
 	"strconv"
@@ -25,6 +26,31 @@ func total(t *testing.T, out map[string]any) int {
 	return int(n)
 }
 
+// deletion is one delete through a REST method: its answer, the refusal of the same delete sent
+// again, and the list whose total it lowers by one.
+type deletion struct {
+	method, body         string
+	result               any
+	code, description    string
+	listMethod, listBody string
+}
+
+func (d deletion) run(t *testing.T, srv *httptest.Server, p *Portal) {
+	t.Helper()
+	_, out := call(t, srv, p, d.listMethod, d.listBody)
+	listed := total(t, out)
+	status, out := call(t, srv, p, d.method, d.body)
+	if status != 200 || !reflect.DeepEqual(out["result"], d.result) {
+		t.Fatalf("%s: %d %v, want %v", d.method, status, out, d.result)
+	}
+	status, out = call(t, srv, p, d.method, d.body)
+	expectError(t, status, out, 400, d.code, d.description)
+	_, out = call(t, srv, p, d.listMethod, d.listBody)
+	if got := total(t, out); got != listed-1 {
+		t.Errorf("%s after %s: total %d, want %d", d.listMethod, d.method, got, listed-1)
+	}
+}
+
 func TestDeletedDealLeavesListsGetsAndChildren(t *testing.T) {
 	p, srv := start(t, Options{Users: 20, Seed: 3, Companies: 20, Contacts: 20, Deals: 40})
 	deals := p.DealIDs()
@@ -41,29 +67,18 @@ func TestDeletedDealLeavesListsGetsAndChildren(t *testing.T) {
 	other := deals[0]
 	otherBefore := p.DealRow(other)
 	crmBefore, commentsBefore := p.CRM(), p.CommentCount()
-	_, out := call(t, srv, p, "crm.item.list", `{"entityTypeId": 2, "start": 0}`)
-	listed := total(t, out)
 	comments := fmt.Sprintf(`{"filter": {"ENTITY_ID": %d, "ENTITY_TYPE": "deal"}}`, deal)
 	if _, out := call(t, srv, p, "crm.timeline.comment.list", comments); total(t, out) == 0 {
 		t.Fatalf("deal %d has no comments to lose", deal)
 	}
 
-	status, out := call(t, srv, p, "crm.item.delete", fmt.Sprintf(`{"entityTypeId": 2, "id": %d}`, deal))
-	if status != 200 || !reflect.DeepEqual(out["result"], []any{}) {
-		t.Fatalf("crm.item.delete: %d %v", status, out)
-	}
-	status, out = call(t, srv, p, "crm.item.delete", fmt.Sprintf(`{"entityTypeId": 2, "id": %d}`, deal))
-	expectError(t, status, out, 400, "NOT_FOUND", "Item not found")
-
-	_, out = call(t, srv, p, "crm.item.list", `{"entityTypeId": 2, "start": 0}`)
-	if got := total(t, out); got != listed-1 {
-		t.Errorf("deals listed after the delete: %d, want %d", got, listed-1)
-	}
-	_, out = call(t, srv, p, "crm.item.list", fmt.Sprintf(`{"entityTypeId": 2, "filter": {"=id": %d}}`, deal))
+	deletion{method: "crm.item.delete", body: fmt.Sprintf(`{"entityTypeId": 2, "id": %d}`, deal), result: []any{},
+		code: "NOT_FOUND", description: "Item not found", listMethod: "crm.item.list", listBody: `{"entityTypeId": 2, "start": 0}`}.run(t, srv, p)
+	_, out := call(t, srv, p, "crm.item.list", fmt.Sprintf(`{"entityTypeId": 2, "filter": {"=id": %d}}`, deal))
 	if items := out["result"].(map[string]any)["items"].([]any); len(items) != 0 {
 		t.Errorf("the deleted deal is still listed: %v", items)
 	}
-	status, out = call(t, srv, p, "crm.item.get", fmt.Sprintf(`{"entityTypeId": 2, "id": %d}`, deal))
+	status, out := call(t, srv, p, "crm.item.get", fmt.Sprintf(`{"entityTypeId": 2, "id": %d}`, deal))
 	expectError(t, status, out, 400, "NOT_FOUND", "Element not found")
 	status, out = call(t, srv, p, "crm.item.get", fmt.Sprintf(`{"entityTypeId": 2, "id": %d}`, other))
 	if item, _ := out["result"].(map[string]any)["item"].(map[string]any); status != 200 || item["id"] != float64(other) {
@@ -167,21 +182,9 @@ func TestDeletedTaskTakesItsChildrenAndLiftsItsSubtasks(t *testing.T) {
 	if parent.ID == 0 {
 		t.Fatal("no visible task with a checklist and a visible subtask")
 	}
-	_, out := call(t, srv, p, "tasks.task.list", `{"start": 0}`)
-	listed := total(t, out)
-
-	status, out := call(t, srv, p, "tasks.task.delete", fmt.Sprintf(`{"taskId": %d}`, parent.ID))
-	if status != 200 || !reflect.DeepEqual(out["result"], map[string]any{"task": true}) {
-		t.Fatalf("tasks.task.delete: %d %v", status, out)
-	}
-	status, out = call(t, srv, p, "tasks.task.delete", fmt.Sprintf(`{"taskId": %d}`, parent.ID))
-	expectError(t, status, out, 400, "1048582", "No access to delete the task")
-
-	_, out = call(t, srv, p, "tasks.task.list", `{"start": 0}`)
-	if got := total(t, out); got != listed-1 {
-		t.Errorf("tasks listed after the delete: %d, want %d", got, listed-1)
-	}
-	status, out = call(t, srv, p, "tasks.task.get", fmt.Sprintf(`{"taskId": %d}`, parent.ID))
+	deletion{method: "tasks.task.delete", body: fmt.Sprintf(`{"taskId": %d}`, parent.ID), result: map[string]any{"task": true},
+		code: "1048582", description: "No access to delete the task", listMethod: "tasks.task.list", listBody: `{"start": 0}`}.run(t, srv, p)
+	status, out := call(t, srv, p, "tasks.task.get", fmt.Sprintf(`{"taskId": %d}`, parent.ID))
 	expectError(t, status, out, 400, "ERROR_CORE", "TASKS_ERROR_EXCEPTION_#8; Action failed; 8/TE/ACTION_FAILED_TO_BE_PROCESSED<br>")
 	status, _ = call(t, srv, p, "task.checklistitem.getlist", fmt.Sprintf(`{"TASKID": %d}`, parent.ID))
 	if status != 400 {
@@ -212,22 +215,10 @@ func TestDeletedPostTakesItsComments(t *testing.T) {
 	if post.ID == 0 {
 		t.Fatal("no visible post with comments")
 	}
-	_, out := call(t, srv, p, "log.blogpost.get", `{"start": 0}`)
-	listed := total(t, out)
-	author := post.CommentAuthors[0]
-	byAuthor := fmt.Sprintf(`{"USER_ID": %d, "LIMIT": 1000}`, author)
-
-	status, out := call(t, srv, p, "log.blogpost.delete", fmt.Sprintf(`{"POST_ID": %d}`, post.ID))
-	if status != 200 || out["result"] != true {
-		t.Fatalf("log.blogpost.delete: %d %v", status, out)
-	}
-	status, out = call(t, srv, p, "log.blogpost.delete", fmt.Sprintf(`{"POST_ID": %d}`, post.ID))
-	expectError(t, status, out, 400, "", "No post found")
-	_, out = call(t, srv, p, "log.blogpost.get", `{"start": 0}`)
-	if got := total(t, out); got != listed-1 {
-		t.Errorf("posts listed after the delete: %d, want %d", got, listed-1)
-	}
-	_, out = call(t, srv, p, "log.blogpost.get", fmt.Sprintf(`{"POST_ID": %d}`, post.ID))
+	byAuthor := fmt.Sprintf(`{"USER_ID": %d, "LIMIT": 1000}`, post.CommentAuthors[0])
+	deletion{method: "log.blogpost.delete", body: fmt.Sprintf(`{"POST_ID": %d}`, post.ID), result: true,
+		code: "", description: "No post found", listMethod: "log.blogpost.get", listBody: `{"start": 0}`}.run(t, srv, p)
+	_, out := call(t, srv, p, "log.blogpost.get", fmt.Sprintf(`{"POST_ID": %d}`, post.ID))
 	if rows := out["result"].([]any); len(rows) != 0 {
 		t.Errorf("the deleted post by POST_ID: %v", rows)
 	}
@@ -246,7 +237,7 @@ func TestDeletedPostTakesItsComments(t *testing.T) {
 			break
 		}
 	}
-	status, out = call(t, srv, p, "log.blogcomment.delete", fmt.Sprintf(`{"COMMENT_ID": %d}`, victim))
+	status, out := call(t, srv, p, "log.blogcomment.delete", fmt.Sprintf(`{"COMMENT_ID": %d}`, victim))
 	if status != 200 || out["result"] != true {
 		t.Fatalf("log.blogcomment.delete: %d %v", status, out)
 	}

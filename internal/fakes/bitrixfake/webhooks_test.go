@@ -40,7 +40,7 @@ func TestAuthorWebhookReadsTheAuthorsCommentTexts(t *testing.T) {
 	}
 	adminAsk := fmt.Sprintf(`{"USER_ID": %d, "LIMIT": 1000}`, author)
 	_, out := call(t, srv, p, "log.blogcomment.user.get", adminAsk)
-	adminIDs, empty, full := texts(out)
+	adminIDs, _, full := texts(out)
 	if len(adminIDs) != counts[author] || full != 0 {
 		t.Fatalf("the admin's webhook: %d comments, %d with text; want %d, all withheld", len(adminIDs), full, counts[author])
 	}
