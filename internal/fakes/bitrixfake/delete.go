@@ -13,7 +13,8 @@ import (
 //     the access error it gives for any task the user cannot read), crm.timeline.comment.list
 //     for the record's comments answers "Not found";
 //   - its children vanish: a deal's product rows and timeline comments, a contact's or company's
-//     comments, a task's checklist, comments and chat, a post's comments;
+//     comments, a task's checklist, comments and chat, a post's comments; a deleted comment leaves
+//     its task's comment list or chat, or its author's list of feed comments;
 //   - a deleted task's subtasks move up to its parent (or to none), as the server's CTasks::Delete
 //     does (UPDATE b_tasks SET PARENT_ID = <the deleted task's parent> WHERE PARENT_ID = <id>);
 //   - other records that name a deleted CRM record keep naming it (a deal its company, a contact
@@ -30,6 +31,7 @@ const (
 	DeleteTasks        = "tasks"
 	DeleteFeed         = "feed"          // a post, by its id
 	DeleteFeedComments = "feed_comments" // a post's comment, by its blog comment id
+	DeleteTaskComments = "task_comments" // a task's comment: an old-card comment id or a task chat message id
 )
 
 // Delete deletes a record of the portal as a person with the right to would; it fails if the
@@ -51,6 +53,8 @@ func (p *Portal) Delete(entity string, id int) error {
 		ok = p.deletePost(id)
 	case DeleteFeedComments:
 		ok = p.deletePostComment(id)
+	case DeleteTaskComments:
+		ok = p.deleteTaskComment(id)
 	default:
 		return fmt.Errorf("bitrixfake: cannot delete %s", entity)
 	}
@@ -91,6 +95,25 @@ func (p *Portal) deleteTask(id int) bool {
 			other.parent = t.parent
 		}
 	}
+	return true
+}
+
+// deleteTaskComment removes one comment of a task: an old-card comment (id task*64+k) or a message
+// of a new-card task's chat (taskMessageBase + task*64 + k), whichever the task has.
+func (p *Portal) deleteTaskComment(id int) bool {
+	chat := id >= taskMessageBase
+	if chat {
+		id -= taskMessageBase
+	}
+	t, ok := p.tasks.byID[id/64]
+	k := id % 64
+	if !ok || t.chat != chat || k >= t.comments || t.gone[k] {
+		return false
+	}
+	if t.gone == nil {
+		t.gone = map[int]bool{}
+	}
+	t.gone[k] = true
 	return true
 }
 

@@ -25,6 +25,7 @@ func (p *Portal) initDeleteMethods() {
 		p.handlers[name] = p.crmGuard(h)
 	}
 	p.handlers["tasks.task.delete"] = p.taskDelete
+	p.handlers["task.commentitem.delete"] = p.commentItemDelete
 	p.handlers["log.blogpost.delete"] = p.blogPostDelete
 	p.handlers["log.blogcomment.delete"] = p.blogCommentDelete
 }
@@ -179,6 +180,27 @@ func (p *Portal) taskDelete(params map[string]any) answer {
 	}
 	p.deleteTask(intval(v))
 	return answer{result: object{{"task", true}}, cost: p.opts.CallCost}
+}
+
+// commentItemDelete is task.commentitem.delete: [TASKID, ITEMID], positional or named, an
+// old-card comment of a task the webhook's user sees; every refusal is the docs' #4.
+func (p *Portal) commentItemDelete(params map[string]any) answer {
+	t, refusal, ok := p.taskOf(params, true)
+	if !ok {
+		return refusal
+	}
+	item, has := params["1"]
+	if !has {
+		item, has = param(params, "ITEMID")
+	}
+	if !has {
+		return fail(http.StatusBadRequest, "ERROR_CORE", "TASKS_ERROR_EXCEPTION_#256; Param #1 (itemId) expected by method "+
+			"ctaskcommentitem::delete(), but not given.; 256/TE/WRONG_ARGUMENTS")
+	}
+	if id := intval(item); id/64 != t.id || !p.deleteTaskComment(id) {
+		return fail(http.StatusBadRequest, "ERROR_CORE", "TASKS_ERROR_EXCEPTION_#4; Action is not allowed; 4/TE/ACTION_NOT_ALLOWED.<br>")
+	}
+	return answer{result: true, cost: p.opts.CallCost}
 }
 
 // blogPostDelete is log.blogpost.delete: POST_ID, a post the caller sees.

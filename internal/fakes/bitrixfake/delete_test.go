@@ -318,3 +318,50 @@ func TestContactsHaveSeveralCompaniesOnlyItemsGetLists(t *testing.T) {
 	status, out := call(t, srv, p, "crm.contact.company.items.get", `{"id": 0}`)
 	expectError(t, status, out, 400, "", "The parameter 'ownerEntityID' is invalid or not defined.")
 }
+
+func TestDeletedTaskCommentsLeaveTheCardAndTheChat(t *testing.T) {
+	p, srv := start(t, Options{Users: 20, Seed: 6, Tasks: 60})
+	var card, chat TaskInfo
+	for _, ti := range p.TaskInfos() {
+		switch {
+		case ti.Hidden || ti.Comments < 2:
+		case !ti.Chat && card.ID == 0:
+			card = ti
+		case ti.Chat && !ti.ChatRefused && chat.ID == 0:
+			chat = ti
+		}
+	}
+	if card.ID == 0 || chat.ID == 0 {
+		t.Fatal("no old-card task and no readable task chat with two comments")
+	}
+	list := fmt.Sprintf(`{"0": %d}`, card.ID)
+	_, out := call(t, srv, p, "task.commentitem.getlist", list)
+	first := out["result"].([]any)[0].(map[string]any)["ID"].(string)
+	remove := fmt.Sprintf(`{"TASKID": %d, "ITEMID": %s}`, card.ID, first)
+	if status, out := call(t, srv, p, "task.commentitem.delete", remove); status != 200 || out["result"] != true {
+		t.Fatalf("task.commentitem.delete: %d %v", status, out)
+	}
+	status, out := call(t, srv, p, "task.commentitem.delete", remove)
+	expectError(t, status, out, 400, "ERROR_CORE", "TASKS_ERROR_EXCEPTION_#4; Action is not allowed; 4/TE/ACTION_NOT_ALLOWED.<br>")
+	_, out = call(t, srv, p, "task.commentitem.getlist", list)
+	if rows := out["result"].([]any); len(rows) != card.Comments-1 || slices.ContainsFunc(rows, func(r any) bool { return r.(map[string]any)["ID"] == first }) {
+		t.Errorf("old-card comments after deleting %s: %d rows, want %d without it", first, len(rows), card.Comments-1)
+	}
+
+	dialog := fmt.Sprintf(`{"DIALOG_ID": "chat%d", "LIMIT": 50}`, taskChatBase+chat.ID)
+	_, out = call(t, srv, p, "im.dialog.messages.get", dialog)
+	message := int(out["result"].(map[string]any)["messages"].([]any)[0].(map[string]any)["id"].(float64))
+	if err := p.Delete(DeleteTaskComments, message); err != nil || p.Delete(DeleteTaskComments, message) == nil {
+		t.Fatalf("Delete of message %d: %v; a second delete must fail", message, err)
+	}
+	_, out = call(t, srv, p, "im.dialog.messages.get", dialog)
+	messages := out["result"].(map[string]any)["messages"].([]any)
+	if len(messages) != chat.Comments-1 || slices.ContainsFunc(messages, func(m any) bool { return m.(map[string]any)["id"] == float64(message) }) {
+		t.Errorf("task chat after deleting message %d: %d messages, want %d without it", message, len(messages), chat.Comments-1)
+	}
+	for _, ti := range p.TaskInfos() {
+		if (ti.ID == card.ID || ti.ID == chat.ID) && ti.Comments != map[int]int{card.ID: card.Comments, chat.ID: chat.Comments}[ti.ID]-1 {
+			t.Errorf("TaskInfos: task %d has %d comments, want one fewer", ti.ID, ti.Comments)
+		}
+	}
+}
