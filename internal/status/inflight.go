@@ -141,3 +141,23 @@ func (m *Machine) FailUnfinished(ctx context.Context, db DB, p UnfinishedParams,
 	}
 	return res, nil
 }
+
+// DiedDuring returns the ids among ids whose last failure was an attempt that never finished
+// (code AttemptUnfinished), in id order: a pipeline that works records in batches sends each of
+// them alone, so that a record that kills the process again is the only one it is counted
+// against, not its batch-mates. It needs ReasonCodes (without, it returns none).
+func (m *Machine) DiedDuring(ctx context.Context, db DB, ids []int64) ([]int64, error) {
+	if !m.InFlight || !m.ReasonCodes || len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := db.Query(ctx, fmt.Sprintf(`SELECT id FROM %s WHERE id = ANY($1) AND reason_code = $2 ORDER BY id`, m.table()),
+		ids, AttemptUnfinished)
+	if err != nil {
+		return nil, fmt.Errorf("attempts that died at %s %v: %w", m.Name, ids, err)
+	}
+	died, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("attempts that died at %s %v: %w", m.Name, ids, err)
+	}
+	return died, nil
+}

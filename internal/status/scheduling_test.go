@@ -241,6 +241,9 @@ func TestFailUnfinished(t *testing.T) {
 	if got := b.text(t, `SELECT status || '|' || (attempt_started_at IS NOT NULL) FROM coded WHERE id = 3`); got != "done|true" {
 		t.Errorf("record 3 (not in a picked status): %s", got)
 	}
+	if died, err := coded.DiedDuring(b.ctx, b.pool, []int64{1, 2, 3}); err != nil || join(died) != "1" {
+		t.Errorf("died during = %v, %v; want 1", died, err)
+	}
 	if got, err := coded.FailUnfinished(b.ctx, b.pool, status.UnfinishedParams{Statuses: picked}, c); err != nil || len(got) != 0 {
 		t.Errorf("nothing left unfinished: %+v, %v", got, err)
 	}
