@@ -137,29 +137,19 @@ func (e *Extraction) Run(ctx context.Context) (ExtractStats, error) {
 }
 
 // recoverUnfinished records every attempt that an earlier run started and never finished as a
-// failed attempt: its process died on the page (killed, out of memory, node lost). Counting
-// them is what lets a page that kills the process every time be given up on, rather than block
-// every later run.
+// failed attempt (status.Machine.FailUnfinished): its process died on the page (killed, out of
+// memory, node lost). Counting them is what lets a page that kills the process every time be
+// given up on, rather than block every later run.
 func (e *Extraction) recoverUnfinished(ctx context.Context, st *ExtractStats) error {
-	unfinished, err := Machine.UnfinishedAttempts(ctx, e.Pool, []status.Status{Pending, Failed})
+	unfinished, err := Machine.FailUnfinished(ctx, e.Pool, status.UnfinishedParams{Statuses: []status.Status{Pending, Failed}, Now: e.now()},
+		status.Change{Actor: e.Actor, RunID: e.RunID})
 	if err != nil {
 		return err
 	}
 	for _, u := range unfinished {
-		cause := fmt.Sprintf("attempt started %s never finished (its process died: killed or out of memory)",
-			u.StartedAt.UTC().Format(time.RFC3339))
-		if u.RunID != 0 {
-			cause = fmt.Sprintf("attempt started %s by run %d never finished (its process died: killed or out of memory)",
-				u.StartedAt.UTC().Format(time.RFC3339), u.RunID)
-		}
-		e.Log.Warn("attempt of an earlier run never finished", "publication_id", u.ID, "started_at", u.StartedAt, "run_id", u.RunID)
-		out, err := e.recordFailure(ctx, u.ID, u.Status, cause, true, st)
-		if err != nil {
-			return err
-		}
-		if out.Moved {
-			st.Unfinished++
-		}
+		e.Log.Warn("attempt of an earlier run never finished", "publication_id", u.ID, "started_at", u.StartedAt, "run_id", u.RunID, "status", u.To)
+		e.counted(u.Outcome, st)
+		st.Unfinished++
 	}
 	return nil
 }
@@ -230,12 +220,9 @@ func (e *Extraction) one(ctx context.Context, p Publication, st *ExtractStats) e
 }
 
 // abandonAttempt clears the attempt of a run that is stopping (SIGINT, SIGTERM) before recording
-// an outcome: a stop is not the page's fault. It needs a context that is not cancelled; if it
-// fails, the next run counts the attempt, which only costs the publication one retry.
+// an outcome: a stop is not the page's fault.
 func (e *Extraction) abandonAttempt(ctx context.Context, id int64, log *slog.Logger) {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := Machine.EndAttempt(cctx, e.Pool, id); err != nil {
+	if err := Machine.AbandonAttempts(ctx, e.Pool, []int64{id}); err != nil {
 		log.Warn("attempt left open after the stop; the next run counts it", "error", err)
 	}
 }
@@ -270,6 +257,12 @@ func (e *Extraction) recordFailure(ctx context.Context, id int64, from status.St
 	if err != nil || !out.Moved {
 		return out, err
 	}
+	e.counted(out, st)
+	return out, nil
+}
+
+// counted counts a failed attempt in the run's stats and metrics.
+func (e *Extraction) counted(out status.Outcome, st *ExtractStats) {
 	e.Metrics.Processed.WithLabelValues(entity, string(out.To)).Inc()
 	if out.To == Broken {
 		st.Broken++
@@ -277,7 +270,6 @@ func (e *Extraction) recordFailure(ctx context.Context, id int64, from status.St
 	} else {
 		st.Failed++
 	}
-	return out, nil
 }
 
 func (e *Extraction) now() time.Time {

@@ -31,8 +31,11 @@
 // sent (a chat's messages); a machine with ReasonCodes stores a failure's code (Failure.Code)
 // beside its wording, and Revive sends back the records that failed with a code once its cause
 // passed (a parent that can be imported now), never matching the wording of a message; a machine
-// with InFlight records each attempt as it starts (StartAttempt), so the next run finds the
-// attempts whose process died (UnfinishedAttempts) and counts them.
+// with InFlight records each attempt as it starts (StartAttempt, Attempt around the work, or
+// StartAttempts for a batch sent as one), so that every pipeline's next run, as it starts,
+// counts the attempts whose process died as failed attempts through the retry schedule
+// (FailUnfinished, one statement; code AttemptUnfinished), and a batch pipeline sends the
+// records whose last attempt died alone (DiedDuring).
 //
 // Commands take a Postgres session advisory lock (Lock) so the same command never runs twice at
 // once.

@@ -2,8 +2,8 @@ package status
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -75,26 +75,67 @@ type Outcome struct {
 // crash never leaves a record waiting without a schedule, and two failures of the same record
 // racing each other count both.
 func (m *Machine) Fail(ctx context.Context, db DB, id int64, from Status, f Failure, c Change) (Outcome, error) {
+	if err := m.checkFail(from, f, c); err != nil {
+		return Outcome{}, err
+	}
+	out, err := m.fail(ctx, db, failSelection{where: "id = $%d AND status = $%d", cause: "$%d::text", args: []any{id, string(from), f.Cause}}, f, c)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("fail %s %d: %w", m.Name, id, err)
+	}
+	if len(out) == 0 {
+		return Outcome{}, nil
+	}
+	return out[0].Outcome, nil
+}
+
+// checkFail refuses a failure the machine cannot record from status from: which of Retry.Status
+// and Retry.GiveUp it becomes depends on the retries used, read by the statement, so both must be
+// allowed when both may happen.
+func (m *Machine) checkFail(from Status, f Failure, c Change) error {
 	if m.Retry == nil {
-		return Outcome{}, fmt.Errorf("%s: Fail needs a machine with a retry schedule", m.Name)
+		return fmt.Errorf("%s: Fail needs a machine with a retry schedule", m.Name)
 	}
-	policy := m.Retry.Policy
+	if f.Retryable && m.policy(f).MaxRetries() > 0 {
+		if err := m.check(from, m.Retry.Status, c.Manual); err != nil {
+			return err
+		}
+	}
+	return m.check(from, m.Retry.GiveUp, c.Manual)
+}
+
+func (m *Machine) policy(f Failure) retry.Policy {
 	if f.Policy.Delays != nil {
-		policy = f.Policy
+		return f.Policy
 	}
+	return m.Retry.Policy
+}
+
+// failSelection is which records a fail statement fails and why: where is the condition on the
+// table's rows and cause the SQL expression of each one's cause (it may read the row and the
+// retries used, as used). Both hold one %d per argument in args, numbered by fail.
+type failSelection struct {
+	where, cause string
+	args         []any
+}
+
+// failed is one record a fail statement moved.
+type failed struct {
+	Outcome
+	ID        int64
+	From      Status
+	StartedAt *time.Time // the unfinished attempt's start (FailUnfinished)
+	RunID     int64
+}
+
+// fail records a failed attempt at every record sel selects, in one statement: it reads the
+// retries used, moves each record, writes the retry count and the next attempt's time and
+// records the history, so a crash never leaves a record waiting without a schedule, and two
+// failures of the same record racing each other count both.
+func (m *Machine) fail(ctx context.Context, db DB, sel failSelection, f Failure, c Change) ([]failed, error) {
+	policy := m.policy(f)
 	retries := 0
 	if f.Retryable {
 		retries = policy.MaxRetries()
-	}
-	// Which of the two it becomes depends on the retries used, read by the statement below:
-	// both must be allowed when both may happen.
-	if retries > 0 {
-		if err := m.check(from, m.Retry.Status, c.Manual); err != nil {
-			return Outcome{}, err
-		}
-	}
-	if err := m.check(from, m.Retry.GiveUp, c.Manual); err != nil {
-		return Outcome{}, err
 	}
 	now := f.Now
 	if now.IsZero() {
@@ -107,46 +148,61 @@ func (m *Machine) Fail(ctx context.Context, db DB, id int64, from Status, f Fail
 		next[i] = now.Add(policy.Delay(i + 1))
 	}
 	c.Code, c.Attempt = f.Code, true
-	side, sideArgs := m.sideColumns(c, 12)
+	args := []any{string(m.Retry.Status), string(m.Retry.GiveUp), retries, f.Retryable, next, m.Name, c.Actor, c.RunID}
+	side, sideArgs := m.sideColumns(c, len(args)+1)
+	args = append(args, sideArgs...)
+	nums := make([]any, len(sel.args))
+	for i, a := range sel.args {
+		args = append(args, a)
+		nums[i] = len(args)
+	}
+	// The selection's placeholders are numbered in the order where, then cause, uses them.
+	nWhere := strings.Count(sel.where, "%d")
+	where, cause := fmt.Sprintf(sel.where, nums[:nWhere]...), fmt.Sprintf(sel.cause, nums[nWhere:]...)
+	inFlight := "NULL::timestamptz AS started_at, 0::bigint AS run_id"
+	if m.InFlight {
+		inFlight = "attempt_started_at AS started_at, coalesce(attempt_run_id, 0) AS run_id"
+	}
 	sql := fmt.Sprintf(`
 WITH cur AS (
-    SELECT id, CASE WHEN status = $3 THEN retries ELSE 0 END AS used FROM %[1]s
-    WHERE id = $1 AND status = $2 FOR UPDATE
+    SELECT id, status AS from_status, CASE WHEN status = $1 THEN retries ELSE 0 END AS used, %[3]s
+    FROM %[1]s WHERE %[4]s FOR UPDATE
 ), plan AS (
-    SELECT id, used, used < $5::int AS again,
-        CASE WHEN used < $5::int THEN $6::text
-             WHEN $7::boolean THEN format('gave up after %%s attempts: %%s', used + 1, $6::text)
-             ELSE $6::text END AS reason
+    SELECT id, from_status, used, used < $3::int AS again, started_at, run_id, %[5]s AS cause
     FROM cur
+), planned AS (
+    SELECT *, CASE WHEN again THEN cause
+             WHEN $4::boolean THEN format('gave up after %%s attempts: %%s', used + 1, cause)
+             ELSE cause END AS reason
+    FROM plan
 ), moved AS (
-    UPDATE %[1]s r SET status = CASE WHEN p.again THEN $3 ELSE $4 END, attempts = r.attempts + 1,
+    UPDATE %[1]s r SET status = CASE WHEN p.again THEN $1 ELSE $2 END, attempts = r.attempts + 1,
         last_error = NULLIF(p.reason, ''), status_changed_at = now(),
         retries = CASE WHEN p.again THEN p.used + 1 ELSE p.used END,
-        next_attempt_at = CASE WHEN p.again THEN ($8::timestamptz[])[p.used + 1] END%[2]s
-    FROM plan p WHERE r.id = p.id AND r.status = $2
-    RETURNING r.id, r.status, r.retries, r.next_attempt_at, p.reason
+        next_attempt_at = CASE WHEN p.again THEN ($5::timestamptz[])[p.used + 1] END%[2]s
+    FROM planned p WHERE r.id = p.id AND r.status = p.from_status
+    RETURNING r.id, p.from_status, r.status, r.retries, r.next_attempt_at, p.reason, p.started_at, p.run_id
 ), logged AS (
     INSERT INTO status_history (machine, record_id, from_status, to_status, reason, actor, run_id)
-    SELECT $9, id, $2, status, reason, $10, NULLIF($11, 0) FROM moved
+    SELECT $6, id, from_status, status, reason, $7, NULLIF($8, 0) FROM moved
 )
-SELECT status, retries, next_attempt_at, reason FROM moved`, m.table(), side)
-	args := append([]any{id, string(from), string(m.Retry.Status), string(m.Retry.GiveUp), retries, f.Cause,
-		f.Retryable, next, m.Name, c.Actor, c.RunID}, sideArgs...)
-	var out Outcome
-	var to string
-	var at *time.Time
-	err := db.QueryRow(ctx, sql, args...).Scan(&to, &out.Retries, &at, &out.Reason)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Outcome{}, nil
-	}
+SELECT id, from_status, status, retries, next_attempt_at, reason, started_at, run_id FROM moved ORDER BY id`,
+		m.table(), side, inFlight, where, cause)
+	rows, err := db.Query(ctx, sql, args...)
 	if err != nil {
-		return Outcome{}, fmt.Errorf("fail %s %d: %w", m.Name, id, err)
+		return nil, err
 	}
-	out.Moved, out.To = true, Status(to)
-	if at != nil {
-		out.NextAttemptAt = *at
-	}
-	return out, nil
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (failed, error) {
+		var x failed
+		var from, to string
+		var at *time.Time
+		err := r.Scan(&x.ID, &from, &to, &x.Retries, &at, &x.Reason, &x.StartedAt, &x.RunID)
+		x.From, x.Moved, x.To = Status(from), true, Status(to)
+		if at != nil {
+			x.NextAttemptAt = *at
+		}
+		return x, err
+	})
 }
 
 // ParentPick limits a pick to child records whose parent is in one of Statuses: memberships

@@ -1,6 +1,8 @@
 package status_test
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -165,32 +167,119 @@ func TestPickChildrenInTheirOrder(t *testing.T) {
 func TestAttemptsInFlight(t *testing.T) {
 	t.Parallel()
 	b := setupCoded(t)
-	if _, err := b.pool.Exec(b.ctx, `INSERT INTO coded (id, status) VALUES (1, 'pending'), (2, 'pending'), (3, 'failed')`); err != nil {
+	if _, err := b.pool.Exec(b.ctx, `INSERT INTO coded (id, status) VALUES (1, 'pending'), (2, 'pending'), (3, 'failed'), (4, 'done')`); err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []int64{1, 2} {
-		if ok, err := coded.StartAttempt(b.ctx, b.pool, id, pending, 0); err != nil || !ok {
-			t.Fatalf("start %d: %v %v", id, ok, err)
-		}
+	// A batch starts in one statement; a record no longer in a picked status is left out.
+	started, err := coded.StartAttempts(b.ctx, b.pool, []int64{1, 2, 3, 4}, []status.Status{pending, failed}, 7)
+	if err != nil || join(started) != "1,2,3" {
+		t.Fatalf("start = %v, %v; want 1,2,3", started, err)
 	}
-	if ok, err := coded.StartAttempt(b.ctx, b.pool, 3, pending, 0); err != nil || ok {
+	if ok, err := coded.StartAttempt(b.ctx, b.pool, 4, pending, 0); err != nil || ok {
 		t.Errorf("start of a record no longer in its status: %v %v", ok, err)
 	}
-	// A move ends the attempt; so does EndAttempt.
+	// A move ends the attempt; so does EndAttempt (a stop), leaving the record as it was.
 	if _, err := coded.Move(b.ctx, b.pool, 1, pending, done, status.Change{Actor: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	u, err := coded.UnfinishedAttempts(b.ctx, b.pool, []status.Status{pending, failed})
-	if err != nil || len(u) != 1 || u[0].ID != 2 || u[0].Status != pending || u[0].StartedAt.IsZero() {
-		t.Fatalf("unfinished = %+v, %v; want record 2 alone", u, err)
-	}
-	if err := coded.EndAttempt(b.ctx, b.pool, 2); err != nil {
+	if err := coded.EndAttempt(b.ctx, b.pool, 3); err != nil {
 		t.Fatal(err)
 	}
-	if u, err := coded.UnfinishedAttempts(b.ctx, b.pool, []status.Status{pending}); err != nil || len(u) != 0 {
-		t.Errorf("after EndAttempt: %+v, %v", u, err)
+	if got := b.text(t, `SELECT string_agg(id || ':' || coalesce(attempt_run_id::text, '-'), ',' ORDER BY id) FROM coded WHERE attempt_started_at IS NOT NULL`); got != "2:7" {
+		t.Fatalf("open attempts = %s, want 2:7", got)
 	}
 	if _, err := things.StartAttempt(b.ctx, b.pool, 1, pending, 0); err == nil {
 		t.Error("start on a machine without InFlight: no error")
 	}
+}
+
+// TestFailUnfinished plays a record that kills the process every time: each run counts the
+// attempt the previous one left open as a failed attempt, on the schedule, until the record is
+// given up on with a reason that says the process died; records of other statuses and finished
+// attempts are left alone.
+func TestFailUnfinished(t *testing.T) {
+	t.Parallel()
+	b := setupCoded(t)
+	if _, err := b.pool.Exec(b.ctx, `INSERT INTO coded (id, status) VALUES (1, 'pending'), (2, 'pending'), (3, 'done')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.pool.Exec(b.ctx, `UPDATE coded SET attempt_started_at = now(), attempt_run_id = 5 WHERE id = 3`); err != nil {
+		t.Fatal(err)
+	}
+	picked := []status.Status{pending, failed}
+	t0 := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	c := status.Change{Actor: "run"}
+	// coded retries twice: the third unfinished attempt gives up.
+	for run, want := range []status.Status{failed, failed, broken} {
+		if _, err := coded.StartAttempt(b.ctx, b.pool, 1, b.statusOf(t, 1), int64(run+1)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := coded.FailUnfinished(b.ctx, b.pool, status.UnfinishedParams{Statuses: picked, Now: t0}, c)
+		if err != nil || len(got) != 1 {
+			t.Fatalf("run %d: %+v, %v; want record 1 alone", run, got, err)
+		}
+		u := got[0]
+		if u.ID != 1 || !u.Moved || u.To != want || u.RunID != int64(run+1) || u.StartedAt.IsZero() || u.From != map[bool]status.Status{true: pending, false: failed}[run == 0] {
+			t.Errorf("run %d: %+v, want to %s", run, u, want)
+		}
+		if !strings.Contains(u.Reason, fmt.Sprintf("by run %d", run+1)) || !strings.Contains(u.Reason, "the process died") {
+			t.Errorf("run %d: reason %q", run, u.Reason)
+		}
+		if want == broken && !strings.HasPrefix(u.Reason, "gave up after 3 attempts: attempt started ") {
+			t.Errorf("give-up reason %q", u.Reason)
+		}
+		if want == failed && !u.NextAttemptAt.After(t0) {
+			t.Errorf("run %d: next attempt at %v, want after %v", run, u.NextAttemptAt, t0)
+		}
+	}
+	if got := b.text(t, `SELECT reason_code || '|' || attempts || '|' || (attempt_started_at IS NULL) FROM coded WHERE id = 1`); got != "attempt_unfinished|3|true" {
+		t.Errorf("record 1: %s, want attempt_unfinished|3|true", got)
+	}
+	if got := b.text(t, `SELECT string_agg(from_status || '>' || to_status, ',' ORDER BY id) FROM status_history WHERE machine = 'coded'`); got != "pending>failed,failed>failed,failed>broken" {
+		t.Errorf("history: %s", got)
+	}
+	if got := b.text(t, `SELECT status || '|' || (attempt_started_at IS NOT NULL) FROM coded WHERE id = 3`); got != "done|true" {
+		t.Errorf("record 3 (not in a picked status): %s", got)
+	}
+	if died, err := coded.DiedDuring(b.ctx, b.pool, []int64{1, 2, 3}); err != nil || join(died) != "1" {
+		t.Errorf("died during = %v, %v; want 1", died, err)
+	}
+	if got, err := coded.FailUnfinished(b.ctx, b.pool, status.UnfinishedParams{Statuses: picked}, c); err != nil || len(got) != 0 {
+		t.Errorf("nothing left unfinished: %+v, %v", got, err)
+	}
+	if _, err := coded.FailUnfinished(b.ctx, b.pool, status.UnfinishedParams{Statuses: []status.Status{done}}, c); !errors.Is(err, status.ErrTransition) {
+		t.Errorf("from a status Fail may not leave: %v", err)
+	}
+}
+
+// TestFailUnfinishedKeepsToItsScope counts one scope value's unfinished attempts only.
+func TestFailUnfinishedKeepsToItsScope(t *testing.T) {
+	t.Parallel()
+	b := setupCoded(t)
+	scoped := *coded
+	scoped.Scope = "parent"
+	if _, err := b.pool.Exec(b.ctx, `INSERT INTO coded (id, parent, attempt_started_at) VALUES (1, 'a', now()), (2, 'b', now()), (3, 'a', NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	got, err := scoped.FailUnfinished(b.ctx, b.pool, status.UnfinishedParams{Statuses: []status.Status{pending}, ScopeValue: "a"}, status.Change{Actor: "t"})
+	if err != nil || len(got) != 1 || got[0].ID != 1 || got[0].To != failed || got[0].RunID != 0 || strings.Contains(got[0].Reason, "by run") {
+		t.Fatalf("scope a: %+v, %v; want record 1 alone, failed, naming no run", got, err)
+	}
+	if got := b.text(t, `SELECT string_agg(id || status, ',' ORDER BY id) FROM coded`); got != "1failed,2pending,3pending" {
+		t.Errorf("records: %s", got)
+	}
+	// A shard counts its own records only.
+	if _, err := b.pool.Exec(b.ctx, `INSERT INTO coded (id, parent, attempt_started_at) VALUES (4, 'a', now()), (5, 'a', now())`); err != nil {
+		t.Fatal(err)
+	}
+	got, err = scoped.FailUnfinished(b.ctx, b.pool, status.UnfinishedParams{Statuses: []status.Status{pending}, ScopeValue: "a",
+		Shard: &status.Shard{Column: "id", Count: 2, Index: 0}}, status.Change{Actor: "t"})
+	if err != nil || len(got) != 1 || got[0].ID != 4 {
+		t.Errorf("shard 0 of 2: %+v, %v; want record 4 alone", got, err)
+	}
+}
+
+func (b *testBundle) statusOf(t *testing.T, id int64) status.Status {
+	t.Helper()
+	return status.Status(b.text(t, `SELECT status FROM coded WHERE id = $1`, id))
 }

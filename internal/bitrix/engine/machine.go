@@ -44,4 +44,7 @@ var Machine = &status.Machine{
 	// A failure that may pass by itself when another record changes (a parent of the same entity
 	// becomes importable) carries a code that set revives it by.
 	ReasonCodes: true,
+	// A batch start is committed before its import call, so a record that kills the process
+	// every time (set.go's attempt) ends in IMPORT_ERR instead of stopping every later set.
+	InFlight: true,
 }

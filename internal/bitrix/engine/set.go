@@ -22,6 +22,9 @@ type SetCounts struct {
 	Retries int
 	// Waiting counts child records left waiting because their parent is not imported.
 	Waiting int64
+	// Unfinished counts the attempts of earlier sets that never finished (their process died),
+	// each recorded as a failed attempt as this set started.
+	Unfinished int
 }
 
 func (s SetStats) of(entity string) *SetCounts {
@@ -71,6 +74,9 @@ func (e *Engine) Set(ctx context.Context, entity string) (SetStats, error) {
 	family := e.registry().Family(ent)
 	s := &setter{e: e, st: SetStats{}, start: e.now()}
 	for _, m := range family {
+		if err := s.countUnfinished(ctx, m); err != nil {
+			return s.st, err
+		}
 		if m.SelfRef != "" {
 			if err := s.reviveOrphans(ctx, m); err != nil {
 				return s.st, err
@@ -115,7 +121,8 @@ func (e *Engine) Set(ctx context.Context, entity string) (SetStats, error) {
 	}
 	for _, m := range family {
 		c := s.st.of(m.Name)
-		attrs := []any{"entity", m.Name, "imported", c.Imported, "failed", c.Failed, "retry_pending", c.Retry, "retries", c.Retries}
+		attrs := []any{"entity", m.Name, "imported", c.Imported, "failed", c.Failed, "retry_pending", c.Retry, "retries", c.Retries,
+			"unfinished", c.Unfinished}
 		if m.Parent != "" {
 			if c.Waiting, err = e.waitingChildren(ctx, m); err != nil {
 				return s.st, err
@@ -324,5 +331,5 @@ func (s *setter) importIDs(ctx context.Context, ent *Entity, ids []int64) error 
 			recs = append(recs, r)
 		}
 	}
-	return s.importRecords(ctx, ent, recs)
+	return s.attempt(ctx, recs, func(recs []Record) error { return s.importRecords(ctx, ent, recs) })
 }

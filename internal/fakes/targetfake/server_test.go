@@ -108,6 +108,22 @@ func TestBatchIsIdempotentByKey(t *testing.T) {
 	}
 }
 
+// With StableIDs a key gets the same target id on two servers whichever order the records
+// arrive in, and distinct keys distinct ids.
+func TestStableIDsFollowTheKey(t *testing.T) {
+	_, one := start(t, Options{StableIDs: true})
+	_, two := start(t, Options{StableIDs: true})
+	a := `{"key":"source:users:1","checksum":"a","payload":{}}`
+	b := `{"key":"source:users:2","checksum":"b","payload":{}}`
+	first, second := one.batch("users", a+","+b), two.batch("users", b+","+a)
+	if first.Results[0].TargetID != second.Results[1].TargetID || first.Results[1].TargetID != second.Results[0].TargetID {
+		t.Errorf("ids by order: %+v and %+v", first.Results, second.Results)
+	}
+	if first.Results[0].TargetID == first.Results[1].TargetID || len(first.Results[0].TargetID) != 13 {
+		t.Errorf("ids %q and %q: want distinct 13-digit ids", first.Results[0].TargetID, first.Results[1].TargetID)
+	}
+}
+
 func TestDuplicatesAreCounted(t *testing.T) {
 	s, c := start(t, Options{})
 	c.batch("users", `{"key":"source:users:42","checksum":"a","payload":{}}`)
@@ -169,7 +185,7 @@ func TestRequestErrors(t *testing.T) {
 	}{
 		{"no token", "import.users.count", `{}`, "-", 401, "unauthorized"},
 		{"wrong token", "import.users.count", `{}`, "nope", 401, "unauthorized"},
-		{"unknown method", "import.users.delete", `{}`, "", 404, "unknown_method"},
+		{"unknown method", "import.users.remove", `{}`, "", 404, "unknown_method"},
 		{"bad entity", "import.Users.count", `{}`, "", 404, "unknown_method"},
 		{"not JSON", "import.users.batch", `{`, "", 400, "bad_request"},
 		{"no items", "import.users.batch", `{}`, "", 400, "bad_request"},

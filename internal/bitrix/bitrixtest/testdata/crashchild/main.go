@@ -1,7 +1,8 @@
-// Command crashchild runs fields-get, fields-set, get, set and verify of every entity (or of those
-// BITRIX_CRASH_ENTITIES lists, comma-separated) against the fakes of the crash tests, which kill
-// it at random moments. It is built by those tests, without the race detector so that a run
-// takes as long as it would in production.
+// Command crashchild runs fields-get, fields-set, get, set and verify (or the phases
+// BITRIX_CRASH_PHASES lists, comma-separated) of every entity (or of those BITRIX_CRASH_ENTITIES
+// lists) against the fakes of the conformance tests (bitrixtest), which kill it at random
+// moments. It is built by those tests, without the race detector so that a run takes as long as
+// it would in production.
 //
 // It prints "phase <entity> <phase>" as each phase starts and "phase done" at the end; the
 // database, portal and target addresses come from the environment.
@@ -55,8 +56,12 @@ func run(ctx context.Context) error {
 	if list := os.Getenv("BITRIX_CRASH_ENTITIES"); list != "" {
 		entities = strings.Split(list, ",")
 	}
+	phases := bitrix.Phases
+	if list := os.Getenv("BITRIX_CRASH_PHASES"); list != "" {
+		phases = strings.Split(list, ",")
+	}
 	for _, entity := range entities {
-		for _, phase := range []string{"fields-get", "fields-set", "get", "set", "verify"} {
+		for _, phase := range phases {
 			fmt.Printf("phase %s %s\n", entity, phase)
 			err := e.Phase(ctx, entity, phase)
 			// A verify that finds problems (records that cannot be migrated) is an outcome the

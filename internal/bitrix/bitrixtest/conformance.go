@@ -1,0 +1,175 @@
+package bitrixtest
+
+import (
+	"math/rand/v2"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ingest-dev/ingest/internal/crashtest"
+	"github.com/ingest-dev/ingest/internal/dbtest"
+	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
+)
+
+// childPath is the crash child's package; built by import path, so that a test of any package
+// can use the helper.
+const childPath = "github.com/ingest-dev/ingest/internal/bitrix/bitrixtest/testdata/crashchild"
+
+// Case is one entity's conformance test.
+type Case struct {
+	// Entity names the command under test ("deals"); its children are tested with it.
+	Entity string
+	// Portal is the fake portal both runs read. Keep it small: what a kill proves does not grow
+	// with the data; but every member of the family must have records (see Empty), and a get or
+	// set should span a few batches so that a kill can land between them.
+	Portal bitrixfake.Options
+	// GetKills and SetKills are how many times the child is killed in the entity's get and in
+	// its set; 0 means 2. A kill aimed at a phase whose work earlier runs finished is spared.
+	GetKills, SetKills int
+	// Problems are the problems verify must report, exactly: one substring of each (a record
+	// the portal serves that the target refuses by design, say); none means verify must be clean.
+	Problems []string
+	// Empty names members of the family the portal leaves without records, and so the target
+	// too; every other member must have some, so that the test proves something of each.
+	Empty []string
+}
+
+// Harness runs conformance cases with one build of the crash child.
+type Harness struct {
+	bin string
+}
+
+// New builds the crash child (once, for every case the Harness runs; the binary lives in t's
+// temporary directory, so t must outlive them: the parent of parallel subtests does). It skips
+// t under -short or without a test database server, before building.
+func New(t testing.TB) *Harness {
+	t.Helper()
+	skip(t)
+	return &Harness{bin: crashtest.Build(t, childPath)}
+}
+
+// Conformance runs one case with a Harness of its own: for a test of a single entity.
+func Conformance(t *testing.T, c Case) {
+	t.Helper()
+	New(t).Conformance(t, c)
+}
+
+// skip skips the test under -short or without a test database server.
+func skip(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("kills child processes for a while")
+	}
+	dbtest.ServerURL(t)
+}
+
+// Conformance migrates the case's entity without interruption, then again into a fresh database
+// and target killing the child in the entity's get and set and rerunning it, and requires both
+// to end equal and sound (the package's documentation says what is checked). The entity's
+// prerequisites run first in both, as plain runs.
+func (h *Harness) Conformance(t *testing.T, c Case) {
+	t.Helper()
+	skip(t)
+	p, err := planOf(c.Entity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	portal := bitrixfake.New(c.Portal)
+	psrv := httptest.NewServer(portal)
+	t.Cleanup(psrv.Close)
+	webhook := psrv.URL + portal.WebhookPath()
+	entity := []string{c.Entity}
+	rng := rand.New(rand.NewPCG(c.Portal.Seed, 19))
+
+	// The uninterrupted run the killed one must end up equal to.
+	ref := newWorld(t)
+	took := ref.start(t, h.bin, webhook, append(slices.Clone(p.before), c.Entity), nil).TimedPhases(t)
+
+	crashed := newWorld(t)
+	if len(p.before) > 0 {
+		if last, _ := crashed.start(t, h.bin, webhook, p.before, nil).Run(t, "", 0, rng); last != "done" {
+			t.Fatalf("the run of %v ended after %q", p.before, last)
+		}
+	}
+	killedIn := h.kill(t, c, crashed, webhook, took, rng)
+	if last, _ := crashed.start(t, h.bin, webhook, entity, nil).Run(t, "", 0, rng); last != "done" {
+		t.Fatalf("final run ended after %q", last)
+	}
+	t.Logf("%s: uninterrupted get %v, set %v; kills by phase: %v", c.Entity, took[c.Entity+" get"].Round(time.Millisecond),
+		took[c.Entity+" set"].Round(time.Millisecond), killedIn)
+
+	checkVerify(t, c, ref, crashed)
+	checkTarget(t, c, p, ref, crashed)
+	checkSameState(t, ref, crashed)
+
+	// Everything is on the target: one more set has nothing to send.
+	before := crashed.target.Stats().Items
+	if last, _ := crashed.start(t, h.bin, webhook, entity, []string{"set"}).Run(t, "", 0, rng); last != "done" {
+		t.Fatalf("set rerun ended after %q", last)
+	}
+	if sent := crashed.target.Stats().Items - before; sent != 0 {
+		t.Errorf("a rerun of %s set after the migration sent %d items; want none", c.Entity, sent)
+	}
+}
+
+// kill runs the entity's command in the world until the child has been killed the case's
+// number of times in get and in set, and returns where the kills landed by phase.
+func (h *Harness) kill(t *testing.T, c Case, w *world, webhook string, took map[string]time.Duration, rng *rand.Rand) map[string]int {
+	t.Helper()
+	get, set := c.Entity+" get", c.Entity+" set"
+	// Each kill aims at a random moment early in its phase (a small part of the phase's
+	// uninterrupted time), so that the phase's work is cut several times before it is done.
+	aims := append(slices.Repeat([]string{get}, or(c.GetKills, 2)), slices.Repeat([]string{set}, or(c.SetKills, 2))...)
+	window := map[string]time.Duration{
+		get: took[get]/time.Duration(or(c.GetKills, 2)+2) + time.Millisecond,
+		set: took[set]/time.Duration(or(c.SetKills, 2)+2) + time.Millisecond,
+	}
+	// order is where a phase comes in a run of the command ("done" after every phase).
+	all := phases()
+	order := func(phase string) int {
+		name, step, _ := strings.Cut(phase, " ")
+		if name != c.Entity {
+			return len(all)
+		}
+		return slices.Index(all, step)
+	}
+	killedIn, spared := map[string]int{}, map[string]int{}
+	for kills, runs := 0, 0; kills < len(aims); runs++ {
+		if runs > 3*len(aims) {
+			t.Fatalf("after %d runs only %d of %d kills landed where aimed: %v", runs, kills, len(aims), killedIn)
+		}
+		aim := aims[kills]
+		last, killed := w.start(t, h.bin, webhook, []string{c.Entity}, nil).Run(t, aim, window[aim], rng)
+		if killed {
+			killedIn[last]++
+		}
+		switch {
+		case killed && (last == get || last == set):
+			kills++
+		case !killed || order(last) > order(aim):
+			// The aimed phase ran to its end, so its work is done: the kills still aimed at it
+			// could only land later.
+			for kills < len(aims) && aims[kills] == aim {
+				kills++
+				spared[aim]++
+			}
+		}
+	}
+	if len(spared) > 0 {
+		t.Logf("kills not made because their phase had no work left: %v", spared)
+	}
+	if killedIn[get] == 0 || killedIn[set] == 0 {
+		t.Errorf("kills landed in %d gets and %d sets of %s; want both cut", killedIn[get], killedIn[set], c.Entity)
+	}
+	return killedIn
+}
+
+// or returns n, or def when n is 0.
+func or(n, def int) int {
+	if n == 0 {
+		return def
+	}
+	return n
+}

@@ -1,0 +1,96 @@
+package engine
+
+import (
+	"context"
+	"slices"
+
+	"github.com/ingest-dev/ingest/internal/status"
+)
+
+// countUnfinished records, as the set of ent starts, every batch attempt an earlier set started
+// and never finished as a failed attempt at each of its records (status.Machine.FailUnfinished):
+// the process died during the import call (killed, out of memory, node lost). A record that
+// kills the process every time ends in IMPORT_ERR after the schedule's attempts, saying so,
+// instead of stopping every later set.
+func (s *setter) countUnfinished(ctx context.Context, ent *Entity) error {
+	out, err := Machine.FailUnfinished(ctx, s.e.Pool, status.UnfinishedParams{Statuses: pending, ScopeValue: ent.Name,
+		Now: s.e.now(), Policy: s.e.retryPolicy()}, status.Change{Actor: s.e.Actor, RunID: s.e.RunID})
+	if err != nil {
+		return err
+	}
+	c := s.st.of(ent.Name)
+	for _, u := range out {
+		c.Unfinished++
+		if u.To == ImportErr {
+			c.Failed++
+		} else {
+			c.Retry++
+		}
+		s.e.Metrics.Processed.WithLabelValues(ent.Name, string(u.To)).Inc()
+		s.e.Log.Warn("import attempt of an earlier run never finished", "entity", ent.Name, "id", u.ID,
+			"started_at", u.StartedAt, "run_id", u.RunID, "status", u.To, "reason", u.Reason)
+	}
+	return nil
+}
+
+// attempt imports one batch (fn) as an attempt at each of its records. A record whose last
+// attempt died with its process goes in a batch of its own, in its place in the order: if it
+// kills the process again, the death is counted against it alone, not its batch-mates.
+func (s *setter) attempt(ctx context.Context, recs []Record, fn func([]Record) error) error {
+	died, err := Machine.DiedDuring(ctx, s.e.Pool, recordIDs(recs))
+	if err != nil {
+		return err
+	}
+	var batch []Record
+	for _, r := range recs {
+		if !slices.Contains(died, r.ID) {
+			batch = append(batch, r)
+			continue
+		}
+		for _, b := range [][]Record{batch, {r}} {
+			if err := s.attemptBatch(ctx, b, fn); err != nil {
+				return err
+			}
+		}
+		batch = nil
+	}
+	return s.attemptBatch(ctx, batch, fn)
+}
+
+// attemptBatch imports one batch (fn) as an attempt at each of its records, its start committed
+// in one statement before the import call. Records no longer waiting for set are left out. A
+// stop or an error ends the attempts unrecorded (they are not the records' fault); so does an
+// outcome that leaves a record where it was (a get changed it while its batch was on the way).
+func (s *setter) attemptBatch(ctx context.Context, recs []Record, fn func([]Record) error) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	started, err := Machine.StartAttempts(ctx, s.e.Pool, recordIDs(recs), pending, s.e.RunID)
+	if err != nil {
+		return err
+	}
+	kept := make([]Record, 0, len(started))
+	for _, r := range recs {
+		if slices.Contains(started, r.ID) {
+			kept = append(kept, r)
+		}
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	if err := fn(kept); err != nil {
+		if aerr := Machine.AbandonAttempts(ctx, s.e.Pool, started); aerr != nil {
+			s.e.Log.Warn("attempts left open after the stop; the next set counts them", "ids", started, "error", aerr)
+		}
+		return err
+	}
+	return Machine.EndAttempts(ctx, s.e.Pool, started)
+}
+
+func recordIDs(recs []Record) []int64 {
+	ids := make([]int64, len(recs))
+	for i, r := range recs {
+		ids[i] = r.ID
+	}
+	return ids
+}
