@@ -56,7 +56,7 @@ func run(ctx context.Context) error {
 	if list := os.Getenv("BITRIX_CRASH_ENTITIES"); list != "" {
 		entities = strings.Split(list, ",")
 	}
-	phases := bitrix.Phases
+	phases := engine.Phases
 	if list := os.Getenv("BITRIX_CRASH_PHASES"); list != "" {
 		phases = strings.Split(list, ",")
 	}
