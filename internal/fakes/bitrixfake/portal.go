@@ -346,7 +346,7 @@ func (p *Portal) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.last = Request{Verb: r.Method, Method: method, Params: params}
 	var a answer
 	switch {
-	case !p.bucket.admit(now):
+	case fault == FaultQueryLimit || !p.bucket.admit(now): // a refusal adds nothing to the bucket
 		p.stats.QueryLimit++
 		a = fail(http.StatusServiceUnavailable, "QUERY_LIMIT_EXCEEDED", "Too many requests")
 	case !ok || userID != p.opts.UserID || token != p.opts.Token:
@@ -510,6 +510,10 @@ const (
 	FaultSlow
 	// FaultDrop closes the connection without answering.
 	FaultDrop
+	// FaultQueryLimit refuses the request with 503 QUERY_LIMIT_EXCEEDED, as
+	// the portal does when its bucket is full though ours is not: another
+	// client on the same address, or a previous run, filled it.
+	FaultQueryLimit
 )
 
 // FailNext makes the next n requests for the REST method ("batch" for
