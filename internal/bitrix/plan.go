@@ -102,7 +102,7 @@ func (s *IDScan) plan(ctx context.Context, e *Engine, ent *Entity) ([]EntityPlan
 			if err != nil {
 				return nil, err
 			}
-			parents, how = max(0, n-walked), fmt.Sprintf(" (but the %d of those read so far that the walk reads)", walked)
+			parents, how = max(0, n-walked), fmt.Sprintf(" (less the %d read so far that the walk reads)", walked)
 		}
 		out = append(out, EntityPlan{Entity: child.Name, Records: -1, Calls: fetchCalls(n, parents),
 			How: fmt.Sprintf("one %s per record of %s%s, %d to a call; no count before they are read", child.Fetch.Method, ent.Name, how, rest.MaxBatch)})
