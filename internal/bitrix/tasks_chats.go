@@ -98,3 +98,9 @@ func (taskChats) planCalls(ctx context.Context, e *Engine, _ *Entity, _ map[stri
 	return -1, ceilDiv(int64(len(chats)), 50), fmt.Sprintf("new-card comments: im.dialog.messages.get for the %d task chats "+
 		"of the tasks read so far, 50 pages to a call; more for chats past 50 messages", len(chats)), nil
 }
+
+// parentsWalked: the tasks with a chat, whose comments the walk reads and the fetch skips.
+func (taskChats) parentsWalked(ctx context.Context, e *Engine) (int64, error) {
+	chats, err := taskChatsOf(ctx, e)
+	return int64(len(chats)), err
+}
