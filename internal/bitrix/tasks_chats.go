@@ -93,3 +93,9 @@ func (taskChats) PlanCalls(ctx context.Context, e engine.Env, _ *engine.Entity, 
 	return -1, engine.CeilDiv(int64(len(chats)), 50), fmt.Sprintf("new-card comments: im.dialog.messages.get for the %d task chats "+
 		"of the tasks read so far, 50 pages to a call; more for chats past 50 messages", len(chats)), nil
 }
+
+// ParentsWalked: the tasks with a chat, whose comments the walk reads and the fetch skips.
+func (taskChats) ParentsWalked(ctx context.Context, e engine.Env) (int64, error) {
+	chats, err := taskChatsOf(ctx, e)
+	return int64(len(chats)), err
+}

@@ -97,10 +97,26 @@ func (s *IDScan) Plan(ctx context.Context, env Env, ent *Entity) ([]EntityPlan, 
 		if child.Fetch == nil {
 			continue
 		}
-		out = append(out, EntityPlan{Entity: child.Name, Records: -1, Calls: CeilDiv(n, rest.MaxBatch),
-			How: fmt.Sprintf("one %s per record of %s, %d to a call; no count before they are read", child.Fetch.Method, ent.Name, rest.MaxBatch)})
+		parents, how := n, ""
+		if w, ok := child.Walk.(WalksParents); ok {
+			walked, err := w.ParentsWalked(ctx, e.env())
+			if err != nil {
+				return nil, err
+			}
+			parents, how = max(0, n-walked), fmt.Sprintf(" (less the %d read so far that the walk reads)", walked)
+		}
+		out = append(out, EntityPlan{Entity: child.Name, Records: -1, Calls: fetchCalls(n, parents),
+			How: fmt.Sprintf("one %s per record of %s%s, %d to a call; no count before they are read", child.Fetch.Method, ent.Name, how, rest.MaxBatch)})
 	}
 	return out, nil
+}
+
+// WalksParents is a child's Walker that reads, for some of the parents, what its ChildFetch
+// reads for the others (task comments: a new-card task's are its chat's messages): the plan
+// counts those parents in the walk's line, not also in the fetch's.
+type WalksParents interface {
+	// ParentsWalked is how many of the parents read so far the walk reads instead of the fetch.
+	ParentsWalked(ctx context.Context, env Env) (int64, error)
 }
 
 // idScanCalls is how many calls an ID-scan get of n rows sends (see newRanges).
@@ -114,6 +130,24 @@ func IDScanCalls(n int64) int {
 	return 2 + CeilDiv(int64(pages), rest.MaxBatch)
 }
 
+// fetchCalls is how many calls a ChildFetch sends in an ID-scan get of n rows, parents of which
+// it is called for: get fetches the children of what each listing call read together, 50 to a
+// call, the first page alone and then range by range (see newRanges), so every range rounds up.
+func fetchCalls(n, parents int64) int {
+	if n <= 0 || parents <= 0 {
+		return 0
+	}
+	share := float64(parents) / float64(n)
+	first := min(n, rest.PageSize)
+	calls := int(math.Ceil(float64(first) * share / rest.MaxBatch))
+	if left := n - first; left > 0 {
+		ranges := CeilDiv(left, rangeRows)
+		calls += ranges * int(math.Ceil(float64(left)/float64(ranges)*share/rest.MaxBatch))
+	}
+	return calls
+}
+
+// CeilDiv is n/d rounded up: calls for n rows, d to a call.
 func CeilDiv(n int64, d int) int { return int(math.Ceil(float64(n) / float64(d))) }
 
 // stats counts the requests sent to the portal so far, when the source can say.

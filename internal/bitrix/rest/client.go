@@ -60,6 +60,9 @@ type Options struct {
 	Limiter *rate.Limiter
 	// Retry is the schedule for retryable failures; nil Delays means
 	// retry.Default(). Its Sleep, if nil, is taken from Sleep below.
+	// QUERY_LIMIT_EXCEEDED refusals follow the same delays and jitter, each
+	// at least one drain interval, on a budget of their own long enough
+	// for a full bucket to drain twice (Rate's Burst over its PerSecond).
 	Retry retry.Policy
 	// Timeout bounds one HTTP request; 0 means 70 s.
 	Timeout time.Duration
@@ -91,7 +94,8 @@ type Client struct {
 	http      *http.Client
 	limiter   *rate.Limiter
 	drain     time.Duration // one request's worth of the portal's bucket draining
-	retry     retry.Policy
+	retry     retry.Policy  // 5xx answers and network failures of reads
+	limited   retry.Policy  // QUERY_LIMIT_EXCEEDED refusals (limitSchedule)
 	timeout   time.Duration
 	readOnly  func(string) bool
 	log       *slog.Logger
@@ -167,6 +171,7 @@ func New(webhookURL string, opts Options) (*Client, error) {
 	if c.userAgent == "" {
 		c.userAgent = "ingest"
 	}
+	c.limited = limitSchedule(c.retry, bucket, c.drain)
 	limit, headroom := opts.OperatingLimit, opts.OperatingHeadroom
 	if limit <= 0 {
 		limit = 480 * time.Second
@@ -253,42 +258,55 @@ func encodeParams(params any) ([]byte, error) {
 // operating-time pauses the call must respect: the method itself, and for
 // a batch the methods of its commands.
 //
-// A call the portal refused for its rate limit is sent again only once the
-// bucket has room: after at least one drain interval, whatever the
-// schedule says, since at once it would only be refused again (and count
-// against the bucket once more).
+// Two loops, one schedule: the inner one waits out QUERY_LIMIT_EXCEEDED
+// under c.limited, the outer one repeats reads after 5xx answers and
+// network failures under c.retry. A refusal is kept apart because it is
+// safe whatever the method and says only that the bucket is full, which
+// (filled by a previous run or another client on our address) can take
+// longer to drain than the three retries meant for a failing portal; the
+// very first calls of a run, which meet a bucket our limiter knows
+// nothing of, are where that shows.
 func (c *Client) send(ctx context.Context, method string, gate []string, body []byte, idempotent bool) (*envelope, error) {
 	var env *envelope
-	limited := false
-	policy := c.retry
-	policy.Sleep = func(ctx context.Context, d time.Duration) error {
-		if limited {
-			d = max(d, c.drain)
-		}
-		return c.retry.Sleep(ctx, d)
-	}
-	err := policy.Do(ctx, func(ctx context.Context) error {
-		var err error
-		env, err = c.attempt(ctx, method, gate, body)
-		return err
-	}, func(err error) bool {
-		limited = false
-		switch classify(err) {
-		case failRateLimit:
-			limited = true
-			return true // refused before running: repeating is always safe
-		case failTransient:
-			return idempotent // a write may have happened: never repeat it
-		}
-		return false
-	}, func(attempt int, err error, wait time.Duration) {
-		if limited {
-			wait = max(wait, c.drain)
-		}
+	onRetry := func(attempt int, err error, wait time.Duration) {
 		c.stats.retries.Add(1)
 		c.log.Warn("bitrix call failed, retrying", "method", method, "retry", attempt, "wait", wait, "err", err)
-	})
+	}
+	err := c.retry.Do(ctx, func(ctx context.Context) error {
+		return c.limited.Do(ctx, func(ctx context.Context) error {
+			var err error
+			env, err = c.attempt(ctx, method, gate, body)
+			return err
+		}, func(err error) bool { return classify(err) == failRateLimit }, onRetry)
+	}, func(err error) bool {
+		return idempotent && classify(err) == failTransient // a write may have happened: never repeat it
+	}, onRetry)
 	return env, err
+}
+
+// limitSchedule is the schedule for QUERY_LIMIT_EXCEEDED refusals: p's
+// delays, each at least one drain interval (any sooner the bucket has no
+// room yet, and the retry would only be refused and counted again), its
+// last one repeated until the waits add up to twice the time the portal's
+// full bucket takes to drain: once for what filled it, once more for the
+// other client that may still be sending at our pace.
+func limitSchedule(p retry.Policy, bucket Rate, drain time.Duration) retry.Policy {
+	delays := make([]time.Duration, 0, len(p.Delays))
+	var total time.Duration
+	for _, d := range p.Delays {
+		delays = append(delays, max(d, drain))
+		total += max(d, drain)
+	}
+	last := drain
+	if n := len(delays); n > 0 {
+		last = delays[n-1]
+	}
+	full := 2 * time.Duration(float64(bucket.Burst)/bucket.PerSecond*float64(time.Second))
+	for ; total < full; total += last {
+		delays = append(delays, last)
+	}
+	p.Delays = delays
+	return p
 }
 
 // attempt makes one call. It first waits until none of the gate methods is

@@ -292,6 +292,59 @@ func TestQueryLimitIsRetriedOnceTheBucketHasRoom(t *testing.T) {
 	}
 }
 
+// TestQueryLimitIsWaitedOutUntilTheBucketCouldDrainTwice: refusals, at
+// the first call as at any other, follow the schedule's delays (each at
+// least one drain interval, the last one repeated) until the waits add up
+// to twice a full bucket's draining, 5 s at 2/5; they do not use up the
+// retries the schedule gives 5xx answers.
+func TestQueryLimitIsWaitedOutUntilTheBucketCouldDrainTwice(t *testing.T) {
+	opts := rest.Options{Rate: rest.Rate{PerSecond: 2, Burst: 5}, Retry: retry.Policy{Delays: []time.Duration{0, time.Second}}}
+	// 0.5 s, 1 s, then 1 s until the sum reaches 5 s: six retries.
+	const retries = 6
+	t.Run("waited out", func(t *testing.T) {
+		e := newEnv(t, bitrixfake.Options{Users: 5, Seed: 1}, opts)
+		e.portal.FailNext("", bitrixfake.FaultQueryLimit, retries)
+		before := e.clock.Now()
+		if _, err := e.client.Call(t.Context(), "user.get", nil); err != nil {
+			t.Fatalf("first call: %v", err)
+		}
+		if waited := e.clock.Now().Sub(before); waited != 5500*time.Millisecond {
+			t.Errorf("waited %v, want 0.5 s + 5 x 1 s", waited)
+		}
+		if s := e.client.Stats(); s.Requests != retries+1 || s.QueryLimit != retries || s.Retries != retries {
+			t.Errorf("stats %+v, want %d refusals, each retried", s, retries)
+		}
+	})
+	t.Run("given up", func(t *testing.T) {
+		e := newEnv(t, bitrixfake.Options{Users: 5, Seed: 1}, opts)
+		e.portal.FailNext("", bitrixfake.FaultQueryLimit, retries+1)
+		_, err := e.client.Call(t.Context(), "user.get", nil)
+		if !rest.HasCode(err, rest.CodeQueryLimitExceeded) {
+			t.Fatalf("err = %v, want QUERY_LIMIT_EXCEEDED once the budget is spent", err)
+		}
+		if s := e.client.Stats(); s.Requests != retries+1 {
+			t.Errorf("stats %+v, want %d requests", s, retries+1)
+		}
+	})
+	t.Run("apart from server errors", func(t *testing.T) {
+		e := newEnv(t, bitrixfake.Options{Users: 5, Seed: 1}, opts)
+		e.portal.FailNext("", bitrixfake.FaultQueryLimit, 3)
+		e.portal.FailNext("", bitrixfake.FaultServerError, 1)
+		e.portal.FailNext("", bitrixfake.FaultQueryLimit, 3)
+		e.portal.FailNext("", bitrixfake.FaultServerError, 1)
+		if _, err := e.client.Call(t.Context(), "user.get", nil); err != nil {
+			t.Fatalf("call: %v", err)
+		}
+		if s := e.client.Stats(); s.QueryLimit != 6 || s.ServerErrors != 2 || s.Retries != 8 {
+			t.Errorf("stats %+v, want 6 refusals and 2 server errors, each retried", s)
+		}
+		e.portal.FailNext("", bitrixfake.FaultServerError, 3)
+		if _, err := e.client.Call(t.Context(), "user.get", nil); err == nil {
+			t.Error("three server errors in a row passed a schedule of two retries")
+		}
+	})
+}
+
 // TestClientLimiterKeepsWithinTheBucket runs against the portal's real
 // clock: the shared limiter must keep a burst of calls from ever being
 // refused, and without it the same burst is.

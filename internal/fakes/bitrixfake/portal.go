@@ -357,7 +357,7 @@ func (p *Portal) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.last = Request{Verb: r.Method, Method: method, Params: params}
 	var a answer
 	switch {
-	case !p.bucket.admit(now):
+	case fault == FaultQueryLimit || !p.bucket.admit(now): // a refusal adds nothing to the bucket
 		p.stats.QueryLimit++
 		a = fail(http.StatusServiceUnavailable, "QUERY_LIMIT_EXCEEDED", "Too many requests")
 	case !ok || !p.authorized(userID, token):
@@ -522,6 +522,10 @@ const (
 	FaultSlow
 	// FaultDrop closes the connection without answering.
 	FaultDrop
+	// FaultQueryLimit refuses the request with 503 QUERY_LIMIT_EXCEEDED, as
+	// the portal does when its bucket is full though ours is not: another
+	// client on the same address, or a previous run, filled it.
+	FaultQueryLimit
 )
 
 // FailNext makes the next n requests for the REST method ("batch" for

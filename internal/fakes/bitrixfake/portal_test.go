@@ -478,6 +478,17 @@ func TestFaults(t *testing.T) {
 	if got := p.Stats().Faults; got != 3 {
 		t.Errorf("Faults = %d, want 3", got)
 	}
+
+	// A refusal for the rate limit is the portal's own answer, and it fills nothing.
+	ran := p.Stats().Calls["user.get"]
+	p.FailNext("user.get", FaultQueryLimit, 1)
+	status, refused := call(t, srv, p, "user.get", `{}`)
+	if status != 503 || refused["error"] != "QUERY_LIMIT_EXCEEDED" {
+		t.Errorf("query limit fault: %d %v, want 503 QUERY_LIMIT_EXCEEDED", status, refused)
+	}
+	if s := p.Stats(); s.QueryLimit != 1 || s.Calls["user.get"] != ran {
+		t.Errorf("stats %+v, want 1 refusal and the refused user.get not run", s)
+	}
 }
 
 func TestGroups(t *testing.T) {

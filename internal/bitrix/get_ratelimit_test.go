@@ -1,0 +1,64 @@
+package bitrix_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/ingest-dev/ingest/internal/bitrix/rest"
+	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
+)
+
+// TestGetWaitsOutAFullBucketAtItsFirstCalls starts get against a portal whose bucket another
+// client has filled: the clock probe and the count batch, the very first calls, are refused
+// over and over (and then answered with 502s) and must be waited out as any later call is,
+// with the client's own schedule, never sooner than the bucket drains.
+func TestGetWaitsOutAFullBucketAtItsFirstCalls(t *testing.T) {
+	v := newEnv(t, bitrixfake.Options{Users: 300, Seed: 3})
+	var mu sync.Mutex
+	var waits []time.Duration
+	srv := httptest.NewServer(v.portal)
+	t.Cleanup(srv.Close)
+	// The client's default schedule, as the command builds it, with the waits recorded.
+	src, err := rest.New(srv.URL+v.portal.WebhookPath(), rest.Options{
+		Limiter: rate.NewLimiter(rate.Inf, 1),
+		Logger:  v.logger(),
+		Sleep: func(ctx context.Context, d time.Duration) error {
+			mu.Lock()
+			waits = append(waits, d)
+			mu.Unlock()
+			return ctx.Err()
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.source = src
+	const refusals, failures = 9, 2
+	v.portal.FailNext("", bitrixfake.FaultQueryLimit, refusals)
+	v.portal.FailNext("", bitrixfake.FaultServerError, failures)
+
+	v.phases(v.engine(), "users", "get")
+
+	if got := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'users'`); got != 300 {
+		t.Errorf("%d users read, want 300", got)
+	}
+	s := v.source.Stats()
+	if s.QueryLimit != refusals || s.ServerErrors != failures || s.Retries != refusals+failures {
+		t.Errorf("client stats %+v, want %d refusals and %d server errors, each retried", s, refusals, failures)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(waits) < refusals {
+		t.Fatalf("%d waits, want at least %d", len(waits), refusals)
+	}
+	for i, d := range waits[:refusals] {
+		if d < 500*time.Millisecond {
+			t.Errorf("wait %d after a refusal was %v, want at least the bucket's drain interval (500ms)", i+1, d)
+		}
+	}
+}
