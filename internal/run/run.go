@@ -42,6 +42,10 @@ type Options struct {
 	Command string
 	// LockName keys the lock when commands share one (e.g. every phase of a Bitrix24 entity).
 	LockName string
+	// AlsoLocks are more locks the run takes with its own, all or none (status.LockOptions.Also):
+	// a lock several commands share in shared mode and one takes exclusive keeps that one apart
+	// from all of them.
+	AlsoLocks []status.SetLock
 	// Log receives the run's lines; each carries run_id and cmd.
 	Log *slog.Logger
 	// PushgatewayURL, when set, receives the run's metrics at the end.
@@ -103,7 +107,7 @@ func Exec(ctx context.Context, o Options, fn func(ctx context.Context, r *Run) e
 		dead = status.DefaultDeadPeerTimeout
 	}
 	lock, err := status.AcquireLockWith(ctx, o.Pool.Config().ConnConfig, lockName,
-		status.LockOptions{DeadPeerTimeout: max(dead, 3*interval)})
+		status.LockOptions{DeadPeerTimeout: max(dead, 3*interval), Also: o.AlsoLocks})
 	if err != nil {
 		return err
 	}
