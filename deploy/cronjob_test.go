@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
-
 )
 
 // imageName is the image every container runs; kustomization.yaml pins its version.
