@@ -227,7 +227,7 @@ func (app *app) bitrixPhase(ctx context.Context, c *bitrixCmd, command, entity, 
 	// One lock per entity: two phases of the same entity never overlap, while users and groups
 	// (or Habr) may run side by side. Each also holds the pipeline's lock shared, which keeps
 	// `bitrix migrate` (exclusive) out while any of them runs, and them out while it runs.
-	return app.execLockSet(ctx, command, "bitrix "+entity, []status.SetLock{{Name: bitrixLock, Shared: true}}, func(ctx context.Context, r *run.Run) error {
+	return app.execLockSet(ctx, command, "bitrix "+entity, []status.SetLock{{Name: bitrixLock, Shared: true}}, []string{bitrixMigrate}, func(ctx context.Context, r *run.Run) error {
 		e, err := app.bitrixEngine(c, r)
 		if err != nil {
 			return err

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ingest-dev/ingest/internal/bitrix"
 	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/run"
@@ -56,7 +57,13 @@ func (c *bitrixMigrateCmd) check(reg *engine.Registry) error {
 // bucket), one target client, under the pipeline's lock taken exclusive.
 func (app *app) bitrixMigrate(ctx context.Context, c *bitrixCmd) error {
 	also := []status.SetLock{{Name: bitrixLock}}
-	return app.execLockSet(ctx, bitrixMigrate, bitrixMigrate, also, func(ctx context.Context, r *run.Run) error {
+	// An entity command that lost its locks (frozen, cut off) writes nothing more once this
+	// run has started.
+	var fenceOut []string
+	for _, name := range bitrix.Catalog().CommandNames() {
+		fenceOut = append(fenceOut, "bitrix "+name)
+	}
+	return app.execLockSet(ctx, bitrixMigrate, bitrixMigrate, also, fenceOut, func(ctx context.Context, r *run.Run) error {
 		e, err := app.bitrixEngine(c, r)
 		if err != nil {
 			return err

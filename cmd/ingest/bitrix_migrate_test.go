@@ -103,7 +103,7 @@ func TestBitrixMigrate(t *testing.T) {
 		if code == 0 {
 			break
 		}
-		m := regexp.MustCompile(`bitrix migrate stopped at (\w+) \(entity \d+ of \d+\), verify: .*?records not migrated that nobody acknowledged: ([^;]+);`).FindStringSubmatch(logs)
+		m := regexp.MustCompile(`bitrix migrate stopped at (\w+) \(entity \d+ of \d+\), verify: .*?records that keep it from being verified: ([^;]+);`).FindStringSubmatch(logs)
 		if code != exitFailed || m == nil || attempt > len(names) {
 			t.Fatalf("migrate = exit %d, want 1 naming an entity and its records\n%s", code, logs)
 		}

@@ -40,7 +40,7 @@ type MigrateError struct {
 func (e *MigrateError) Error() string {
 	s := fmt.Sprintf("bitrix migrate stopped at %s (entity %d of %d), %s: %v", e.Entity, e.K, e.N, e.Phase, e.Err)
 	if len(e.Records) > 0 {
-		s += "; records not migrated that nobody acknowledged: " + strings.Join(e.Records, ", ")
+		s += "; records that keep it from being verified: " + strings.Join(e.Records, ", ")
 		if e.More > 0 {
 			s += fmt.Sprintf(" and %d more (ingest bitrix status lists them all)", e.More)
 		}
