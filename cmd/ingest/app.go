@@ -151,12 +151,20 @@ func (app *app) exec(ctx context.Context, command string, fn func(ctx context.Co
 
 // execLocked is exec with a lock shared by several commands (lockName).
 func (app *app) execLocked(ctx context.Context, command, lockName string, fn func(ctx context.Context, r *run.Run) error) error {
+	return app.execLockSet(ctx, command, lockName, nil, nil, fn)
+}
+
+// execLockSet is execLocked taking more locks with lockName, all or none (run.Options.AlsoLocks),
+// and fencing out the runs that held the locks of fenceOut (run.Options.FenceOut).
+func (app *app) execLockSet(ctx context.Context, command, lockName string, also []status.SetLock, fenceOut []string, fn func(ctx context.Context, r *run.Run) error) error {
 	// Main has checked the schema (checkSchema) before dispatching here.
 	return run.Exec(ctx, run.Options{
 		Pool:            app.pool,
 		Fence:           app.fence,
 		Command:         command,
 		LockName:        lockName,
+		AlsoLocks:       also,
+		FenceOut:        fenceOut,
 		Log:             app.log.With("cmd", command),
 		PushgatewayURL:  app.args.PushgatewayURL,
 		MetricsTextfile: app.args.MetricsTextfile,

@@ -35,9 +35,10 @@ type bitrixCmd struct {
 
 	// Status and Plan are the arguments of `bitrix status` and `bitrix plan`; Chats holds the
 	// flags of the chats entity's commands (entityFlags). Each is parsed by its own command.
-	Status *bitrixStatusCmd `arg:"-"`
-	Plan   *bitrixPlanCmd   `arg:"-"`
-	Chats  bitrixChatsFlags `arg:"-"`
+	Status  *bitrixStatusCmd  `arg:"-"`
+	Plan    *bitrixPlanCmd    `arg:"-"`
+	Migrate *bitrixMigrateCmd `arg:"-"`
+	Chats   bitrixChatsFlags  `arg:"-"`
 }
 
 // bitrixChatsFlags are the flags of `bitrix chats get` (and `run`, which runs get).
@@ -68,7 +69,7 @@ func (c *showBitrixCmd) show(ctx context.Context, app *app) error { return app.s
 // every entity for `status`, `show`, `status set` and `status ack`.
 func bitrixPipeline() *pipeline {
 	reg := bitrix.Catalog()
-	c := &bitrixCmd{Status: &bitrixStatusCmd{}, Plan: &bitrixPlanCmd{}}
+	c := &bitrixCmd{Status: &bitrixStatusCmd{}, Plan: &bitrixPlanCmd{}, Migrate: &bitrixMigrateCmd{}}
 	return &pipeline{
 		name:       "bitrix",
 		machines:   []*status.Machine{engine.Machine},
@@ -79,7 +80,13 @@ func bitrixPipeline() *pipeline {
 		commands:   []*cliCommand{bitrixTree(reg, c)},
 		owns: func(command string) bool {
 			_, _, ok := bitrixCommand(reg, command)
-			return ok || command == "bitrix status" || command == "bitrix plan"
+			return ok || command == "bitrix status" || command == "bitrix plan" || command == bitrixMigrate
+		},
+		usage: func(command string) error {
+			if command == bitrixMigrate {
+				return c.Migrate.check(reg)
+			}
+			return nil
 		},
 		check: func(command string, _ *args, r *redact.Redactor) error {
 			if _, phase, ok := bitrixCommand(reg, command); ok {
@@ -87,6 +94,9 @@ func bitrixPipeline() *pipeline {
 			}
 			if command == "bitrix plan" {
 				return c.check("plan", r.Add)
+			}
+			if command == bitrixMigrate {
+				return c.check("migrate", r.Add)
 			}
 			return nil
 		},
@@ -96,14 +106,20 @@ func bitrixPipeline() *pipeline {
 				return app.bitrixStatus(ctx, c.Status.JSON)
 			case "bitrix plan":
 				return app.bitrixPlan(ctx, c)
+			case bitrixMigrate:
+				return app.bitrixMigrate(ctx, c)
 			}
 			entity, phase, _ := bitrixCommand(reg, command)
 			return app.bitrixPhase(ctx, c, command, entity, phase)
 		},
-		runNames: func() []string { return bitrixCommands(reg) },
+		runNames: func() []string { return append(bitrixCommands(reg), bitrixMigrate) },
 		// A `bitrix ENTITY PHASE` owns its entity and the entity's children (groups: their
-		// members), nothing else: every entity's CronJob publishes its own counts.
+		// members), nothing else: every entity's CronJob publishes its own counts. `bitrix
+		// migrate` owns every entity: it is the one command that migrates them all.
 		records: func(command string) []run.Owned {
+			if command == bitrixMigrate {
+				return []run.Owned{{Source: "bitrix", Machine: engine.Machine, Scopes: reg.Names()}}
+			}
 			name, _, ok := bitrixCommand(reg, command)
 			if !ok {
 				return nil
@@ -209,8 +225,9 @@ func (app *app) bitrixEngine(c *bitrixCmd, r *run.Run) (*engine.Engine, error) {
 
 func (app *app) bitrixPhase(ctx context.Context, c *bitrixCmd, command, entity, phase string) error {
 	// One lock per entity: two phases of the same entity never overlap, while users and groups
-	// (or Habr) may run side by side.
-	return app.execLocked(ctx, command, "bitrix "+entity, func(ctx context.Context, r *run.Run) error {
+	// (or Habr) may run side by side. Each also holds the pipeline's lock shared, which keeps
+	// `bitrix migrate` (exclusive) out while any of them runs, and them out while it runs.
+	return app.execLockSet(ctx, command, "bitrix "+entity, []status.SetLock{{Name: bitrixLock, Shared: true}}, []string{bitrixMigrate}, func(ctx context.Context, r *run.Run) error {
 		e, err := app.bitrixEngine(c, r)
 		if err != nil {
 			return err

@@ -33,10 +33,11 @@ func bitrixTree(reg *engine.Registry, c *bitrixCmd) *cliCommand {
 	phases := append(append([]string{}, engine.Phases...), "run")
 	flags := c.entityFlags()
 	cmd := &cliCommand{name: "bitrix", options: c,
-		help: "migrate a Bitrix24 portal entity by entity: " + strings.Join(reg.CommandNames(), "|") + " " + strings.Join(phases, "|") + ", status or plan",
+		help: "migrate a Bitrix24 portal entity by entity: " + strings.Join(reg.CommandNames(), "|") + " " + strings.Join(phases, "|") + ", migrate, status or plan",
 		subs: []*cliCommand{
 			{name: "status", help: "per entity: records by status, inventory, verified flag, last verify report", options: c.Status},
 			{name: "plan", help: "before the window: per entity the records on the portal, the calls get needs and their time at the rate", options: c.Plan},
+			{name: "migrate", help: "every entity, every phase, in migration order, in one process under one rate limit; resumes, and stops at the first entity that does not verify", options: c.Migrate},
 		}}
 	for _, ent := range reg.Commands() {
 		e := &cliCommand{name: ent.Name, help: ent.Help}

@@ -65,7 +65,7 @@ func TestBitrixCommandsComeFromTheRegistry(t *testing.T) {
 	root, _ := commandTree(pipelines())
 	b := root.sub("bitrix")
 	var names []string
-	for _, s := range b.subs[2:] { // after status and plan
+	for _, s := range b.subs[3:] { // after status, plan and migrate
 		names = append(names, s.name)
 		var phases []string
 		for _, p := range s.subs {

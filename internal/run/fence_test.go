@@ -112,3 +112,43 @@ func TestSignalDuringOutcomeRetryStopsAtOnce(t *testing.T) {
 		t.Fatalf("the run ended %s after the signal, want at once", took)
 	}
 }
+
+// TestFenceOutStopsARunOfAnotherCommand: a run of another command whose lock set excludes this
+// one's (bitrix migrate and the entity commands) names this one's lock in FenceOut; once it has
+// started, this run, which lost its lock meanwhile, writes nothing more.
+func TestFenceOutStopsARunOfAnotherCommand(t *testing.T) {
+	t.Parallel()
+	url := dbtest.URL(t)
+	ctx := context.Background()
+	oldRun, newRun := fencedOptions(t, url), fencedOptions(t, url)
+	newRun.Command, newRun.FenceOut = "migrate things", []string{oldRun.Command}
+	write := func(ctx context.Context, o run.Options, r *run.Run) error {
+		_, err := o.Pool.Exec(ctx, `INSERT INTO status_history (machine, record_id, from_status, to_status, actor, run_id)
+VALUES ('things', 1, 'a', 'b', $1, $2)`, r.Actor(), r.ID)
+		return err
+	}
+	var newErr error
+	oldErr := run.Exec(ctx, oldRun, func(ctx context.Context, r *run.Run) error {
+		if err := write(ctx, oldRun, r); err != nil {
+			return err
+		}
+		newErr = run.Exec(ctx, newRun, func(ctx context.Context, r *run.Run) error { return write(ctx, newRun, r) })
+		_ = write(ctx, oldRun, r)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(10 * time.Second):
+			return errors.New("the run was not stopped by its refused write")
+		}
+	})
+	if newErr != nil {
+		t.Fatalf("the run that fenced the other out: %v", newErr)
+	}
+	if !errors.Is(oldErr, pgsession.ErrFenced) {
+		t.Fatalf("the fenced run = %v, want ErrFenced", oldErr)
+	}
+	var n int
+	if err := oldRun.Pool.QueryRow(ctx, `SELECT count(*) FROM status_history`).Scan(&n); err != nil || n != 2 {
+		t.Errorf("writes = %d (%v), want 2: the fenced run's before the other started and the other's", n, err)
+	}
+}

@@ -42,6 +42,15 @@ type Options struct {
 	Command string
 	// LockName keys the lock when commands share one (e.g. every phase of a Bitrix24 entity).
 	LockName string
+	// AlsoLocks are more locks the run takes with its own, all or none (status.LockOptions.Also):
+	// a lock several commands share in shared mode and one takes exclusive keeps that one apart
+	// from all of them.
+	AlsoLocks []status.SetLock
+	// FenceOut names more locks this run records itself the holder of, as of its own: the runs
+	// that held them commit nothing more (pgsession.Fence). A run whose lock set excludes other
+	// commands names their locks here, so that one of them that lost its locks (frozen, cut
+	// off) cannot write beside it once it started (bitrix migrate and the entity commands).
+	FenceOut []string
 	// Log receives the run's lines; each carries run_id and cmd.
 	Log *slog.Logger
 	// PushgatewayURL, when set, receives the run's metrics at the end.
@@ -103,7 +112,7 @@ func Exec(ctx context.Context, o Options, fn func(ctx context.Context, r *Run) e
 		dead = status.DefaultDeadPeerTimeout
 	}
 	lock, err := status.AcquireLockWith(ctx, o.Pool.Config().ConnConfig, lockName,
-		status.LockOptions{DeadPeerTimeout: max(dead, 3*interval)})
+		status.LockOptions{DeadPeerTimeout: max(dead, 3*interval), Also: o.AlsoLocks})
 	if err != nil {
 		return err
 	}
@@ -197,7 +206,12 @@ WHERE command = $1 AND outcome = 'running'`, o.Command, Abandoned, abandonedErro
 		if err := tx.QueryRow(ctx, "INSERT INTO runs (command) VALUES ($1) RETURNING id", o.Command).Scan(&r.ID); err != nil {
 			return fmt.Errorf("record run: %w", pgsession.Explain(err))
 		}
-		return pgsession.Claim(ctx, tx, lockName, r.ID)
+		for _, name := range append([]string{lockName}, o.FenceOut...) {
+			if err := pgsession.Claim(ctx, tx, name, r.ID); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	return abandoned, err
 }

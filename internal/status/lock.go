@@ -21,17 +21,25 @@ var ErrLockLost = errors.New("lost the run lock: the lock connection to Postgres
 
 // LockedError says which run holds the lock, as far as Postgres knows.
 type LockedError struct {
-	Name   string
-	Holder string // application_name of the holder's connection, e.g. "ingest extract habr (host-1 pid 42)"
+	// Name is the lock that could not be taken.
+	Name string
+	// For is the run's own lock when Name is another lock of its set (LockOptions.Also): the
+	// run was refused because of a different command.
+	For    string
+	Holder string // application_name of the holders' connections, e.g. "ingest extract habr (host-1 pid 42)"
 	Since  time.Time
 }
 
 func (e *LockedError) Error() string {
-	msg := fmt.Sprintf("another `ingest %s` is already running", e.Name)
+	holder := ""
 	if e.Holder != "" {
-		msg += fmt.Sprintf(" (%s, connected since %s)", e.Holder, e.Since.UTC().Format(time.RFC3339))
+		holder = fmt.Sprintf(" (%s, connected since %s)", e.Holder, e.Since.UTC().Format(time.RFC3339))
 	}
-	return msg + "; this run exits without doing anything"
+	if e.For != "" && e.For != e.Name {
+		return fmt.Sprintf("`ingest %s` cannot run now: the lock %q it needs is held by another run%s; this run exits without doing anything",
+			e.For, e.Name, holder)
+	}
+	return fmt.Sprintf("another `ingest %s` is already running%s; this run exits without doing anything", e.Name, holder)
 }
 
 func (e *LockedError) Unwrap() error { return ErrLocked }
@@ -41,7 +49,8 @@ func (e *LockedError) Unwrap() error { return ErrLocked }
 // frees the lock, so a crashed run never blocks the next one.
 type Lock struct {
 	name string
-	key  int64
+	// keys are every lock of the set it holds, its own first.
+	keys []int64
 	conn *pgx.Conn
 }
 
@@ -66,6 +75,19 @@ type LockOptions struct {
 	// connection. The holder must talk to the server more often than that (Watch does);
 	// DefaultDeadPeerTimeout when zero.
 	DeadPeerTimeout time.Duration
+	// Also are more locks the run takes with its own, on the same connection and all or none:
+	// a lock set. A lock several commands take shared keeps them from running while a command
+	// that takes it exclusive runs, and the other way round, while the shared holders still
+	// run side by side (every `bitrix ENTITY PHASE` takes "bitrix" shared, `bitrix migrate`
+	// exclusive).
+	Also []SetLock
+}
+
+// SetLock is one more lock of a run's lock set.
+type SetLock struct {
+	Name string
+	// Shared takes it in shared mode: other shared holders are let in, exclusive ones are not.
+	Shared bool
 }
 
 // AcquireLock is AcquireLockWith with the default options.
@@ -73,8 +95,9 @@ func AcquireLock(ctx context.Context, cfg *pgx.ConnConfig, name string) (*Lock, 
 	return AcquireLockWith(ctx, cfg, name, LockOptions{})
 }
 
-// AcquireLockWith opens a dedicated connection and takes the lock for name without waiting. It
-// returns a *LockedError (errors.Is(err, ErrLocked)) when another session holds it.
+// AcquireLockWith opens a dedicated connection and takes the lock for name, and the locks of
+// o.Also, without waiting. It returns a *LockedError (errors.Is(err, ErrLocked)) naming the
+// lock and its holders when another session holds one of them; it then holds none.
 func AcquireLockWith(ctx context.Context, cfg *pgx.ConnConfig, name string, o LockOptions) (*Lock, error) {
 	cfg = cfg.Copy()
 	host, _ := os.Hostname()
@@ -87,21 +110,30 @@ func AcquireLockWith(ctx context.Context, cfg *pgx.ConnConfig, name string, o Lo
 		conn.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("lock %q: %w", name, err)
 	}
-	l := &Lock{name: name, key: LockKey(name), conn: conn}
-	var ok bool
-	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", l.key).Scan(&ok); err != nil {
-		conn.Close(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("lock %q: %w", name, err)
-	}
-	if !ok {
-		lerr := &LockedError{Name: name}
-		// Best effort: name the holder so the person reading the log knows where to look.
-		_ = conn.QueryRow(ctx, `SELECT a.application_name, a.backend_start FROM pg_locks l
+	l := &Lock{name: name, conn: conn}
+	for _, s := range append([]SetLock{{Name: name}}, o.Also...) {
+		fn := "pg_try_advisory_lock"
+		if s.Shared {
+			fn = "pg_try_advisory_lock_shared"
+		}
+		key := LockKey(s.Name)
+		var ok bool
+		if err := conn.QueryRow(ctx, "SELECT "+fn+"($1)", key).Scan(&ok); err != nil {
+			conn.Close(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("lock %q: %w", s.Name, err)
+		}
+		if !ok {
+			lerr := &LockedError{Name: s.Name, For: name}
+			// Best effort: name the holders so the person reading the log knows where to look.
+			_ = conn.QueryRow(ctx, `SELECT string_agg(DISTINCT a.application_name, ', '), min(a.backend_start) FROM pg_locks l
 JOIN pg_stat_activity a ON a.pid = l.pid
-WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
-  AND ((l.classid::bigint << 32) | l.objid::bigint) = $1 LIMIT 1`, l.key).Scan(&lerr.Holder, &lerr.Since)
-		conn.Close(context.WithoutCancel(ctx))
-		return nil, lerr
+WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND l.pid <> pg_backend_pid()
+  AND ((l.classid::bigint << 32) | l.objid::bigint) = $1 HAVING count(*) > 0`, key).Scan(&lerr.Holder, &lerr.Since)
+			// Closing the connection frees whatever of the set was taken.
+			conn.Close(context.WithoutCancel(ctx))
+			return nil, lerr
+		}
+		l.keys = append(l.keys, key)
 	}
 	return l, nil
 }
@@ -120,11 +152,12 @@ func setDeadPeerTimeout(ctx context.Context, conn *pgx.Conn, d time.Duration) er
 	return pgsession.Apply(ctx, conn, b)
 }
 
-// Check verifies the lock connection is alive and still holds the lock.
+// Check verifies the lock connection is alive and still holds every lock of its set.
 func (l *Lock) Check(ctx context.Context) error {
 	var held bool
-	err := l.conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE pid = pg_backend_pid()
-AND locktype = 'advisory' AND granted AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = $1)`, l.key).Scan(&held)
+	err := l.conn.QueryRow(ctx, `SELECT count(DISTINCT (classid::bigint << 32) | objid::bigint) = cardinality($1::bigint[])
+FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory' AND granted AND objsubid = 1
+  AND ((classid::bigint << 32) | objid::bigint) = ANY($1)`, l.keys).Scan(&held)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrLockLost, err)
 	}
@@ -161,7 +194,7 @@ func (l *Lock) Watch(ctx context.Context, interval time.Duration, lost func(erro
 func (l *Lock) Release(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	_, err := l.conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", l.key)
+	_, err := l.conn.Exec(ctx, "SELECT pg_advisory_unlock_all()")
 	// Closing the connection frees the lock even if the unlock failed.
 	cerr := l.conn.Close(ctx)
 	return errors.Join(err, cerr)

@@ -148,3 +148,79 @@ func directQuery(ctx context.Context, cfg *pgx.ConnConfig, sql string, dest any)
 	defer conn.Close(ctx)
 	return conn.QueryRow(ctx, sql).Scan(dest)
 }
+
+// A lock set: commands that take a lock shared run side by side, and keep out the command
+// that takes it exclusive, and the other way round; every refusal names the lock and its holder.
+func TestLockSetSharedAndExclusive(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg, err := pgx.ParseConfig(dbtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := status.LockOptions{Also: []status.SetLock{{Name: "pipeline", Shared: true}}}
+	exclusive := status.LockOptions{Also: []status.SetLock{{Name: "pipeline"}}}
+
+	users, err := status.AcquireLockWith(ctx, cfg, "pipeline users", shared)
+	if err != nil {
+		t.Fatalf("users: %v", err)
+	}
+	groups, err := status.AcquireLockWith(ctx, cfg, "pipeline groups", shared)
+	if err != nil {
+		t.Fatalf("groups beside users: %v", err)
+	}
+	if err := users.Check(ctx); err != nil {
+		t.Fatalf("check a held set: %v", err)
+	}
+	_, err = status.AcquireLockWith(ctx, cfg, "pipeline all", exclusive)
+	var locked *status.LockedError
+	if !errors.As(err, &locked) || !errors.Is(err, status.ErrLocked) {
+		t.Fatalf("exclusive while shared holders run = %v, want *LockedError", err)
+	}
+	if locked.Name != "pipeline" || !strings.Contains(locked.Holder, "ingest pipeline users") ||
+		!strings.Contains(locked.Holder, "ingest pipeline groups") || !strings.Contains(err.Error(), "`ingest pipeline all` cannot run now") {
+		t.Errorf("refusal does not name the lock and its holders: %v", err)
+	}
+	// The refused run holds nothing of its set: its own lock is free again.
+	probe, err := status.AcquireLock(ctx, cfg, "pipeline all")
+	if err != nil {
+		t.Fatalf("the refused run kept its own lock: %v", err)
+	}
+	if err := probe.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []*status.Lock{users, groups} {
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	all, err := status.AcquireLockWith(ctx, cfg, "pipeline all", exclusive)
+	if err != nil {
+		t.Fatalf("exclusive once the shared holders are gone: %v", err)
+	}
+	defer all.Release(ctx)
+	_, err = status.AcquireLockWith(ctx, cfg, "pipeline users", shared)
+	if !errors.As(err, &locked) || locked.Name != "pipeline" || !strings.Contains(locked.Holder, "ingest pipeline all") {
+		t.Fatalf("shared while the exclusive holder runs = %v, want a refusal naming it", err)
+	}
+	// The shared run's own lock was given back with the refusal.
+	if probe, err := status.AcquireLock(ctx, cfg, "pipeline users"); err != nil {
+		t.Fatalf("the refused run kept its own lock: %v", err)
+	} else if err := probe.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// A set whose connection died is lost as a whole.
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE 'ingest pipeline all%'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := all.Check(ctx); !errors.Is(err, status.ErrLockLost) {
+		t.Errorf("check after the connection died = %v, want ErrLockLost", err)
+	}
+}

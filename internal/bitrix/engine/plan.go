@@ -42,10 +42,15 @@ type EntityPlan struct {
 // calls and time get will need at rate. Entities listed by a lister that has no count
 // are planned by reading their cheapest listing. It sends nothing to the target.
 func (e *Engine) Plan(ctx context.Context, rate rest.Rate) (Plan, error) {
+	return e.planOf(ctx, rate, e.registry().Commands())
+}
+
+// planOf is the plan of the command entities ents: migrate plans only what it runs.
+func (e *Engine) planOf(ctx context.Context, rate rest.Rate, ents []*Entity) (Plan, error) {
 	before := e.stats()
 	p := Plan{Rate: rate.String()}
 	planned := map[string]int64{} // records on the portal by entity, for the walks' keys
-	for _, ent := range e.registry().Commands() {
+	for _, ent := range ents {
 		plans, err := ent.Lister.Plan(ctx, e.env(), ent)
 		if err != nil {
 			return p, fmt.Errorf("plan %s: %w", ent.Name, err)
