@@ -1,6 +1,6 @@
 // Package importapi is the client of the target system's import API, the contract in
-// docs/target-import-api.md: idempotent batch import by key and checksum, counts, reads by key,
-// and custom fields. It knows nothing of where records come from.
+// docs/target-import-api.md: idempotent batch import by key and checksum, deletion by key, counts,
+// reads by key, and custom fields. It knows nothing of where records come from.
 package importapi
 
 import (
@@ -217,31 +217,89 @@ func (t *Client) Address() string { return t.base }
 // Import sends up to MaxItems items to import.<entity>.batch and returns one result per
 // item, in the items' order.
 func (t *Client) Import(ctx context.Context, entity string, items []Item) ([]Result, error) {
+	keys := make([]string, len(items))
+	for i, it := range items {
+		keys[i] = it.Key
+	}
 	method := "import." + entity + ".batch"
-	if len(items) == 0 || len(items) > MaxItems {
-		return nil, fmt.Errorf("target %s: %d items, want 1 to %d", method, len(items), MaxItems)
-	}
-	var out struct {
-		Results []Result `json:"results"`
-	}
-	if err := t.call(ctx, method, map[string]any{"items": items}, &out); err != nil {
+	results, err := perKey(ctx, t, method, "items", items, keys, func(r Result) string { return r.Key })
+	if err != nil {
 		return nil, err
 	}
-	if len(out.Results) != len(items) {
-		return nil, &Error{Method: method, HTTPStatus: http.StatusOK,
-			Message: fmt.Sprintf("%d results for %d items", len(out.Results), len(items))}
+	for _, r := range results {
+		if r.Error == nil && r.TargetID == "" {
+			return nil, malformed(method, "result for %q has neither target_id nor error", r.Key)
+		}
+	}
+	return results, nil
+}
+
+// perKey posts up to MaxItems entries (items or keys, sent under name) and returns the answer's
+// results, checked to be one per key in the keys' order.
+func perKey[R any](ctx context.Context, t *Client, method, name string, entries any, keys []string, key func(R) string) ([]R, error) {
+	if len(keys) == 0 || len(keys) > MaxItems {
+		return nil, fmt.Errorf("target %s: %d %s, want 1 to %d", method, len(keys), name, MaxItems)
+	}
+	var out struct {
+		Results []R `json:"results"`
+	}
+	if err := t.call(ctx, method, map[string]any{name: entries}, &out); err != nil {
+		return nil, err
+	}
+	if len(out.Results) != len(keys) {
+		return nil, malformed(method, "%d results for %d %s", len(out.Results), len(keys), name)
 	}
 	for i, r := range out.Results {
-		if r.Key != items[i].Key {
-			return nil, &Error{Method: method, HTTPStatus: http.StatusOK,
-				Message: fmt.Sprintf("result %d is for key %q, want %q", i, r.Key, items[i].Key)}
-		}
-		if r.Error == nil && r.TargetID == "" {
-			return nil, &Error{Method: method, HTTPStatus: http.StatusOK,
-				Message: fmt.Sprintf("result for %q has neither target_id nor error", r.Key)}
+		if key(r) != keys[i] {
+			return nil, malformed(method, "result %d is for key %q, want %q", i, key(r), keys[i])
 		}
 	}
 	return out.Results, nil
+}
+
+// malformed is the error of a 200 answer that does not say what the contract says it must.
+func malformed(method, format string, args ...any) error {
+	return &Error{Method: method, HTTPStatus: http.StatusOK, Message: fmt.Sprintf(format, args...)}
+}
+
+// DeleteResult is the target's answer for one key of import.<entity>.delete: a status, or an
+// error classified as an item's in Import.
+type DeleteResult struct {
+	Key string `json:"key"`
+	// Status is StatusDeleted or StatusNotFound; both mean the target no longer holds the key.
+	Status string `json:"status,omitempty"`
+	// Children is how many records the target removed with a deleted one (docs/target-import-api.md:
+	// the records it owned).
+	Children int        `json:"children,omitempty"`
+	Error    *ItemError `json:"error,omitempty"`
+}
+
+// The statuses of a deleted key.
+const (
+	StatusDeleted  = "deleted"
+	StatusNotFound = "not_found"
+)
+
+// Delete asks import.<entity>.delete to remove the records held under up to MaxItems keys, with
+// the records they own, and returns one result per key, in the keys' order. Deleting what the
+// target does not hold is not an error (StatusNotFound), so a lost answer is safe to repeat.
+func (t *Client) Delete(ctx context.Context, entity string, keys []string) ([]DeleteResult, error) {
+	method := "import." + entity + ".delete"
+	results, err := perKey(ctx, t, method, "keys", keys, keys, func(r DeleteResult) string { return r.Key })
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range results {
+		switch {
+		case r.Error != nil && r.Error.Code == "":
+			return nil, malformed(method, "result for %q has an error without a code", r.Key)
+		case r.Error == nil && r.Status != StatusDeleted && r.Status != StatusNotFound:
+			return nil, malformed(method, "result for %q has status %q and no error", r.Key, r.Status)
+		case r.Children < 0:
+			return nil, malformed(method, "result for %q has %d children", r.Key, r.Children)
+		}
+	}
+	return results, nil
 }
 
 // Count returns how many records of the entity the target holds.

@@ -163,16 +163,18 @@ func (p *Portal) instances() []instance {
 		if k.module != "crm" {
 			continue
 		}
-		var docs []int
+		// The documents are drawn from the records as generated; a workflow whose document was
+		// deleted ends with it.
+		var docs, live []int
 		switch k.docType {
 		case "DEAL":
-			docs = p.deals
+			docs, live = p.genDeals, p.deals
 		case "COMPANY":
-			docs = p.companies
+			docs, live = p.genCompanies, p.companies
 		case "CONTACT":
-			docs = p.contacts
+			docs, live = p.genContacts, p.contacts
 		default:
-			docs = p.smartItems
+			docs, live = p.smartItems, p.smartItems
 		}
 		if len(docs) == 0 {
 			continue
@@ -180,10 +182,14 @@ func (p *Portal) instances() []instance {
 		r := p.rng(kindSmart+2, tid)
 		for j := range 2 {
 			started := p.epoch().AddDate(10, 0, i*3+j)
+			doc, by := docs[r.IntN(len(docs))], p.pickUser(r)
+			if indexOf(live, doc) < 0 {
+				continue
+			}
 			out = append(out, instance{
 				id:       fmt.Sprintf("%013x.%08d", started.Unix()*16+int64(j), 10000000+tid*10+j),
-				document: k.docPrefix + strconv.Itoa(docs[r.IntN(len(docs))]), template: tid, kind: k,
-				started: started, by: p.pickUser(r),
+				document: k.docPrefix + strconv.Itoa(doc), template: tid, kind: k,
+				started: started, by: by,
 			})
 		}
 	}

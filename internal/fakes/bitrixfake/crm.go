@@ -204,6 +204,7 @@ func (p *Portal) initCRM() {
 	}
 	p.contacts = generateIDs(p.opts.Contacts, 9)
 	p.deals = generateIDs(p.opts.Deals, 11)
+	p.genCompanies, p.genContacts, p.genDeals = slices.Clone(p.companies), slices.Clone(p.contacts), slices.Clone(p.deals)
 	p.smartItems = generateIDs(p.opts.SmartItems, 5)
 	for _, raw := range [][]byte{companyUserfieldsSample, contactUserfieldsSample, dealUserfieldsSample} {
 		var uf struct{ Result []json.RawMessage }
@@ -295,28 +296,31 @@ func (p *Portal) companyRow(id int, original bool) object {
 	}
 }
 
-// contactRow is a contact: linked to up to two companies (the first is its companyId).
+// contactRow is a contact as crm.item.list returns it: companyId is its primary company, and
+// no field lists the others (the docs' user notes: COMPANY_IDS comes from no list or get; only
+// crm.contact.company.items.get tells them).
 func (p *Portal) contactRow(id int, original bool) object {
+	row, _ := p.contact(id, original)
+	return row
+}
+
+// contact generates a contact's row and its company links, in the portal's order.
+func (p *Portal) contact(id int, original bool) (object, []companyLink) {
 	r := p.rng(kindContact, id)
 	created, updated := p.crmDates(r)
 	first, last := pick(r, maleNames), pick(r, lastNames)
-	var companyIDs []any
-	companyID := any(0)
-	if n := len(p.companies); n > 0 && r.IntN(5) > 0 {
-		companyIDs = append(companyIDs, p.companies[r.IntN(n)])
+	primary, second := 0, 0
+	if n := len(p.genCompanies); n > 0 && r.IntN(5) > 0 {
+		primary = p.genCompanies[r.IntN(n)]
 		if r.IntN(4) == 0 {
-			companyIDs = append(companyIDs, p.companies[r.IntN(n)])
+			second = p.genCompanies[r.IntN(n)]
 		}
-		companyID = companyIDs[0]
-	}
-	if companyIDs == nil {
-		companyIDs = []any{}
 	}
 	birth := time.Date(1960+r.IntN(40), time.Month(1+r.IntN(12)), 1+r.IntN(28), 0, 0, 0, 0, p.opts.Location)
 	return object{
 		{"id", id}, {"name", first.ru}, {"lastName", last.ru}, {"secondName", nil}, {"honorific", "HNR_RU_1"},
 		{"birthdate", p.isoDate(birth)}, {"typeId", "CLIENT"}, {"sourceId", "WEB"}, {"post", pick(r, positions)},
-		{"categoryId", 5}, {"companyId", companyID}, {"companyIds", companyIDs}, {"opened", "Y"},
+		{"categoryId", 5}, {"companyId", primary}, {"opened", "Y"},
 		{"assignedById", p.pickUser(r)}, {"createdBy", p.pickUser(r)}, {"updatedBy", p.pickUser(r)},
 		{"createdTime", p.isoDate(created)}, {"updatedTime", p.isoDate(updated)},
 		{"fm", multiFields(r, 100000+id, false)},
@@ -324,7 +328,44 @@ func (p *Portal) contactRow(id int, original bool) object {
 		{ufName("UF_CRM_1724412764", original), []any{fmt.Sprintf("2024-0%d-1%d", 1+r.IntN(9), r.IntN(10))}},
 		{ufName("UF_CRM_1724412805", original), []any{p.pickUser(r)}},
 		{ufName("UF_CRM_1724412914", original), []any{}},
+	}, p.companyLinks(id, primary, second)
+}
+
+// companyLink is one company of a contact, as crm.contact.company.items.get answers it.
+type companyLink struct {
+	company, sort int
+	primary       bool
+}
+
+// companyLinks are a contact's companies (many to many): the primary one, a second for a
+// quarter of them, one or two more for some, and for the second contact the company that was
+// deleted. The portal orders them by SORT, and the primary one is not always first.
+func (p *Portal) companyLinks(id, primary, second int) []companyLink {
+	if primary == 0 {
+		return nil
 	}
+	r := p.rng(kindSmart+4, id)
+	ids := []int{primary}
+	if second != 0 && second != primary {
+		ids = append(ids, second)
+	}
+	if n := len(p.genCompanies); r.IntN(6) == 0 {
+		for range 1 + r.IntN(2) {
+			if c := p.genCompanies[r.IntN(n)]; !slices.Contains(ids, c) {
+				ids = append(ids, c)
+			}
+		}
+	}
+	if len(p.genContacts) > 1 && id == p.genContacts[1] && p.deletedCompany != 0 {
+		ids = append(ids, p.deletedCompany)
+	}
+	slot := r.IntN(len(ids))
+	ids[0], ids[slot] = ids[slot], ids[0]
+	links := make([]companyLink, len(ids))
+	for i, c := range ids {
+		links[i] = companyLink{company: c, sort: 100 + 10*i, primary: c == primary}
+	}
+	return links
 }
 
 // dealRow is a deal: its funnel and a stage of that funnel, an exact amount with its currency,
@@ -336,16 +377,16 @@ func (p *Portal) dealRow(id int, original bool) object {
 	_, prefix, _ := stageEntity(etDeal, cat.id)
 	stage := stageCodes(etDeal)[r.IntN(5)]
 	companyID := any(0)
-	if n := len(p.companies); n > 0 {
-		companyID = p.companies[r.IntN(n)]
+	if n := len(p.genCompanies); n > 0 {
+		companyID = p.genCompanies[r.IntN(n)]
 	}
-	if len(p.deals) > 1 && id == p.deals[1] && p.deletedCompany != 0 {
+	if len(p.genDeals) > 1 && id == p.genDeals[1] && p.deletedCompany != 0 {
 		companyID = p.deletedCompany
 	}
 	contactIDs := []any{}
-	if n := len(p.contacts); n > 0 {
+	if n := len(p.genContacts); n > 0 {
 		for k := 0; k < 1+r.IntN(3); k++ {
-			c := p.contacts[r.IntN(n)]
+			c := p.genContacts[r.IntN(n)]
 			if !containsAny(contactIDs, c) {
 				contactIDs = append(contactIDs, c)
 			}
@@ -356,7 +397,7 @@ func (p *Portal) dealRow(id int, original bool) object {
 		contactID = contactIDs[0]
 	}
 	amount := money(r)
-	if len(p.deals) > 2 && id == p.deals[2] {
+	if len(p.genDeals) > 2 && id == p.genDeals[2] {
 		amount = json.RawMessage("12345678901234.56") // more digits than a float64 keeps exactly
 	}
 	enum := []any{}
@@ -388,15 +429,15 @@ func (p *Portal) smartRow(t smartType, id int, original bool) object {
 	_, prefix, _ := stageEntity(t.entityTypeID, cat)
 	stage := stageCodes(t.entityTypeID)[r.IntN(4)]
 	companyID, parentDeal := any(0), any(0)
-	if n := len(p.companies); n > 0 {
-		companyID = p.companies[r.IntN(n)]
+	if n := len(p.genCompanies); n > 0 {
+		companyID = p.genCompanies[r.IntN(n)]
 	}
-	if n := len(p.deals); n > 0 && r.IntN(2) == 0 {
-		parentDeal = p.deals[r.IntN(n)]
+	if n := len(p.genDeals); n > 0 && r.IntN(2) == 0 {
+		parentDeal = p.genDeals[r.IntN(n)]
 	}
 	contactIDs := []any{}
-	if n := len(p.contacts); n > 0 {
-		contactIDs = append(contactIDs, p.contacts[r.IntN(n)])
+	if n := len(p.genContacts); n > 0 {
+		contactIDs = append(contactIDs, p.genContacts[r.IntN(n)])
 	}
 	row := object{
 		{"id", id}, {"entityTypeId", t.entityTypeID}, {"title", fmt.Sprintf("%s №%d", t.title, id)},
@@ -454,12 +495,12 @@ func smartUserfields() []object {
 }
 
 // productRows are a deal's product rows: every third deal has two, the fourth deal 53 (more than
-// a page).
+// a page); a deleted deal has none.
 func (p *Portal) productRows(dealID int) []object {
-	i := indexOf(p.deals, dealID)
+	i := indexOf(p.genDeals, dealID)
 	n := 0
 	switch {
-	case i < 0:
+	case i < 0 || indexOf(p.deals, dealID) < 0:
 		return nil
 	case i == 3:
 		n = 53

@@ -53,6 +53,11 @@ func (p *Portal) timelineCommentList(params map[string]any) answer {
 	if id == "" || typ == "" {
 		return fail(http.StatusBadRequest, "", "ENTITY_ID and ENTITY_TYPE are required in the filter")
 	}
+	if et, ok := commentTypes[typ]; ok && p.crmDeleted(et, intval(id)) {
+		// The record is gone: the portal no longer answers for its timeline (the issue's
+		// observation of a deal deleted on a portal; the docs list only "Access denied.").
+		return fail(http.StatusBadRequest, "", "Not found")
+	}
 	rows := p.comments(typ, intval(id))
 	if rows == nil {
 		rows = []object{}

@@ -24,7 +24,8 @@ import (
 //   - log.blogcomment.user.get lists one author's comments (USER_ID, honoured for
 //     administrators only) by ascending id after FIRST_ID or descending before LAST_ID, LIMIT
 //     100 by default and at most 1000, whatever post they are on; for any author other than the
-//     webhook's user the text comes back empty. Each row names its post in post_id (the blog
+//     caller the text comes back empty, so an author's own webhook (AddWebhook, webhooks.go)
+//     reads that author's texts. Each row names its post in post_id (the blog
 //     post, as the server code does) and in log_id (the post's feed entry, as the docs' sample).
 
 //go:embed samples/log.blogpost.get.valid.json
@@ -71,7 +72,6 @@ func (p *Portal) initFeed() {
 	s := &p.feed
 	s.ids = generateIDs(p.opts.Posts, 7)
 	s.byID = make(map[int]*post, len(s.ids))
-	s.byAuthor = map[int][]*postComment{}
 	perPost := p.opts.PostComments
 	if perPost <= 0 {
 		perPost = 3
@@ -121,11 +121,8 @@ func (p *Portal) initFeed() {
 			ps.comments = append(ps.comments, c)
 		}
 		s.byID[id] = ps
-		for i := range ps.comments {
-			c := &ps.comments[i]
-			s.byAuthor[c.author] = append(s.byAuthor[c.author], c)
-		}
 	}
+	s.reindex()
 	var sample struct {
 		Result []json.RawMessage `json:"result"`
 	}
@@ -143,16 +140,16 @@ func (p *Portal) initFeed() {
 	}
 	p.handlers["log.blogpost.get"] = p.blogPostGet
 	p.handlers["log.blogcomment.user.get"] = p.blogCommentUserGet
-	p.handlers["user.admin"] = func(map[string]any) answer { return answer{result: !p.opts.NotAdmin, cost: p.opts.CallCost} }
+	p.handlers["user.admin"] = func(map[string]any) answer { return answer{result: p.callerAdmin(), cost: p.opts.CallCost} }
 }
 
-// visible says whether the webhook's user sees a post: anything addressed beyond single users;
-// a post to users only if it is one of them or the author.
+// visible says whether the caller sees a post: anything addressed beyond single users; a post to
+// users only if it is one of them or the author.
 func (p *Portal) postVisible(ps *post) bool {
 	if !ps.published {
 		return false
 	}
-	me := "U" + strconv.Itoa(p.me())
+	me := "U" + strconv.Itoa(p.caller())
 	for _, r := range ps.rights {
 		if !strings.HasPrefix(r, "U") || r == "UA" || r == me {
 			return true
@@ -276,9 +273,9 @@ func (p *Portal) blogPostGet(params map[string]any) answer {
 
 // blogCommentUserGet is log.blogcomment.user.get.
 func (p *Portal) blogCommentUserGet(params map[string]any) answer {
-	me := p.me()
+	me := p.caller()
 	user := me
-	if v, ok := param(params, "USER_ID"); ok && intval(v) > 0 && !p.opts.NotAdmin {
+	if v, ok := param(params, "USER_ID"); ok && intval(v) > 0 && p.callerAdmin() {
 		user = intval(v)
 	}
 	limit := 100

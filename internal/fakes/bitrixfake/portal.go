@@ -32,7 +32,12 @@
 //     children, checklists, comments in task chats or in the deprecated old card (positional
 //     parameters), refusals;
 //   - the live feed (feed.go): posts by last activity, audiences only as a filter
-//     (LOG_RIGHTS), comments listed per author with other authors' text withheld.
+//     (LOG_RIGHTS), comments listed per author with other authors' text withheld;
+//   - contacts linked to several companies, which only crm.contact.company.items.get lists
+//     (crm.item.list gives the primary one as companyId);
+//   - deletions (delete.go): Portal.Delete and the REST delete methods, after which lists, gets
+//     and children behave as on the real portal;
+//   - other users' incoming webhooks (webhooks.go), each acting as its user in the live feed.
 //
 // Processing time is virtual: methods cost what Options says and the
 // portal's clock is injectable, so the operating-time limit can be
@@ -189,9 +194,14 @@ type Portal struct {
 	stats          Stats
 	held           time.Duration // answer time of the methods run so far (CommandLatency, MethodLatency)
 	last           Request
+	webhooks       map[string]webhook // other users' incoming webhooks, by user id (webhooks.go)
+	callerID       int                // the user whose webhook made the request being answered
 
-	// The CRM (crm.go): live ids, the deleted company a deal still names, custom fields.
+	// The CRM (crm.go): live ids, the deleted company a deal still names, custom fields. The
+	// gen* lists are the ids as generated: rows draw their links from them, so that deleting a
+	// record (delete.go) changes no other record's row.
 	companies, contacts, deals, smartItems []int
+	genCompanies, genContacts, genDeals    []int
 	deletedCompany                         int
 	crmUserfields                          [][]json.RawMessage
 	templates                              []int // workflow template ids (bizproc.go)
@@ -286,6 +296,7 @@ func New(opts Options) *Portal {
 	p.initBizproc()
 	p.initTasks()
 	p.initFeed()
+	p.initDeleteMethods()
 	return p
 }
 
@@ -349,7 +360,7 @@ func (p *Portal) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case !p.bucket.admit(now):
 		p.stats.QueryLimit++
 		a = fail(http.StatusServiceUnavailable, "QUERY_LIMIT_EXCEEDED", "Too many requests")
-	case !ok || userID != p.opts.UserID || token != p.opts.Token:
+	case !ok || !p.authorized(userID, token):
 		a = fail(http.StatusUnauthorized, "NO_AUTH_FOUND", "Wrong authorization data")
 	case method == "batch":
 		a = p.batch(params, batchOrder(r, body), now)
@@ -358,6 +369,7 @@ func (p *Portal) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	out, status := p.envelope(a, now)
 	held := p.held - heldBefore
+	p.callerID = 0
 	p.mu.Unlock()
 	if !p.hold(r, p.opts.Latency+held) {
 		return

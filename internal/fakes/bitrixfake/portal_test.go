@@ -20,7 +20,13 @@ const fixtures = "../../../../shared/fixtures/bitrix/"
 // call posts a JSON body to a method of the portal and decodes the answer.
 func call(t *testing.T, srv *httptest.Server, p *Portal, method, body string) (int, map[string]any) {
 	t.Helper()
-	resp, err := http.Post(srv.URL+p.WebhookPath()+method+".json", "application/json", strings.NewReader(body))
+	return callAt(t, srv, p.WebhookPath(), method, body)
+}
+
+// callAt calls a method through the webhook at path.
+func callAt(t *testing.T, srv *httptest.Server, path, method, body string) (int, map[string]any) {
+	t.Helper()
+	resp, err := http.Post(srv.URL+path+method+".json", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatalf("POST %s: %v", method, err)
 	}

@@ -54,6 +54,7 @@ type task struct {
 	chat                     bool // new card: comments are the chat's messages
 	chatRefused              bool
 	comments                 int
+	gone                     map[int]bool // comments deleted since, by index (delete.go)
 	creator, responsible     int
 	accomplices, auditors    []int
 	group                    int
@@ -467,11 +468,23 @@ func (p *Portal) taskChatFor(params map[string]any) (*task, bool) {
 
 // taskMessageIDs returns the message ids of a task's chat, ascending.
 func taskMessageIDs(t *task) []int {
-	ids := make([]int, t.comments)
-	for k := range ids {
-		ids[k] = taskMessageBase + t.id*64 + k
+	ids := make([]int, 0, t.comments)
+	for _, k := range t.commentIndexes() {
+		ids = append(ids, taskMessageBase+t.id*64+k)
 	}
 	return ids
+}
+
+// commentIndexes are the indexes of a task's comments (chat messages or old-card comments) that
+// were not deleted, ascending.
+func (t *task) commentIndexes() []int {
+	out := make([]int, 0, t.comments)
+	for k := range t.comments {
+		if !t.gone[k] {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // taskMessage builds message k of a task's chat: first the system message of the task's

@@ -157,7 +157,7 @@ func (p *Portal) commentItemGetList(params map[string]any) answer {
 	}
 	rows := []object{}
 	if !t.chat {
-		for k := range t.comments {
+		for _, k := range t.commentIndexes() {
 			rows = append(rows, p.taskComment(t, k))
 		}
 	}
@@ -256,7 +256,7 @@ func (p *Portal) TaskInfos() []TaskInfo {
 	for _, id := range p.tasks.ids {
 		t := p.tasks.byID[id]
 		out = append(out, TaskInfo{ID: id, Parent: t.parent, Hidden: t.hidden, Chat: t.chat, ChatRefused: t.chatRefused,
-			Comments: t.comments, Checklist: len(t.checklist)})
+			Comments: len(t.commentIndexes()), Checklist: len(t.checklist)})
 	}
 	return out
 }

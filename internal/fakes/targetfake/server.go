@@ -94,7 +94,7 @@ func New(opts Options) *Server {
 // Token returns the bearer token, so tests can check it never leaks.
 func (s *Server) Token() string { return s.opts.Token }
 
-var methodPattern = regexp.MustCompile(`^import\.([a-z][a-z0-9_]*)\.(batch|count|get|list|fields|fields\.add)$`)
+var methodPattern = regexp.MustCompile(`^import\.([a-z][a-z0-9_]*)\.(batch|delete|count|get|list|fields|fields\.add)$`)
 
 // apiError is a request-level failure.
 type apiError struct {
@@ -194,6 +194,8 @@ func (s *Server) handle(r *http.Request, method string) (any, error) {
 	switch op {
 	case "batch":
 		return s.batch(entityName, body)
+	case "delete":
+		return s.deleteKeys(entityName, body)
 	case "count":
 		return map[string]int{"count": len(s.entity(entityName).records)}, nil
 	case "get":
@@ -240,16 +242,17 @@ func (s *Server) FailNext(method string, f Fault, n int) {
 	}
 }
 
-// FailItems makes the next n items of the entity fail with the retryable
-// error temporarily_unavailable; they are not stored.
+// FailItems makes the next n items or keys of the entity (batch or delete)
+// fail with the retryable error temporarily_unavailable; nothing changes
+// for them.
 func (s *Server) FailItems(entity string, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.failing[entity] += n
 }
 
-// RejectKey makes every import of the key fail with the permanent error
-// rejected and the message.
+// RejectKey makes every import or delete of the key fail with the
+// permanent error rejected and the message.
 func (s *Server) RejectKey(entity, key, message string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

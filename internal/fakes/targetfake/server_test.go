@@ -169,7 +169,7 @@ func TestRequestErrors(t *testing.T) {
 	}{
 		{"no token", "import.users.count", `{}`, "-", 401, "unauthorized"},
 		{"wrong token", "import.users.count", `{}`, "nope", 401, "unauthorized"},
-		{"unknown method", "import.users.delete", `{}`, "", 404, "unknown_method"},
+		{"unknown method", "import.users.remove", `{}`, "", 404, "unknown_method"},
 		{"bad entity", "import.Users.count", `{}`, "", 404, "unknown_method"},
 		{"not JSON", "import.users.batch", `{`, "", 400, "bad_request"},
 		{"no items", "import.users.batch", `{}`, "", 400, "bad_request"},

@@ -51,7 +51,11 @@ type Stats struct {
 	// Created, Updated and Unchanged count items by outcome; Unchanged
 	// are resends of what was already there.
 	Created, Updated, Unchanged int
-	// Failed counts items answered with an error.
+	// Deleted counts records removed by import.<entity>.delete under the
+	// keys it named; Cascaded the records removed with them as their
+	// children.
+	Deleted, Cascaded int
+	// Failed counts items and keys answered with an error.
 	Failed int
 	// RateLimited counts 429 answers (FaultRateLimited).
 	RateLimited int
@@ -455,12 +459,9 @@ func (s *Server) Delete(entityName, key string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entity(entityName)
-	rec, ok := e.records[key]
-	if !ok {
+	if _, ok := e.records[key]; !ok {
 		return false
 	}
-	delete(e.records, key)
-	delete(e.byTarget, rec.TargetID)
-	delete(e.canonical, canonicalKey(key))
+	e.remove(key)
 	return true
 }
