@@ -40,7 +40,7 @@ func (e *Engine) listAcknowledged(ctx context.Context, family []*Entity, r *Veri
 		names[i] = m.Name
 	}
 	rows, err := e.Pool.Query(ctx, `SELECT entity, source_id, status, coalesce(last_error, ''), coalesce(acknowledged_by, ''),
-coalesce(acknowledged_reason, '') FROM bitrix_records WHERE entity = ANY($1) AND acknowledged_at IS NOT NULL ORDER BY entity, id`, names)
+coalesce(acknowledged_reason, ''), 0::bigint FROM bitrix_records WHERE entity = ANY($1) AND acknowledged_at IS NOT NULL ORDER BY entity, id`, names)
 	if err != nil {
 		return fmt.Errorf("list acknowledged %v: %w", names, err)
 	}

@@ -62,6 +62,9 @@ func (e *Engine) Verify(ctx context.Context, entity string) (VerifyReport, error
 			return r, err
 		}
 	}
+	if err := e.countWaiting(ctx, family, &r); err != nil {
+		return r, err
+	}
 	if r.MismatchedRecords > 0 {
 		r.Problem("%d of %d sampled records differ from the target", r.MismatchedRecords, r.Sampled)
 	}
@@ -138,7 +141,7 @@ func (e *Engine) verifyCounts(ctx context.Context, k *Entity, r *VerifyReport) e
 func notImported(ctx context.Context, db status.DB, ent *Entity) ([]RecordIssue, error) {
 	entity := ent.Name
 	rows, err := db.Query(ctx, `SELECT source_id, status, coalesce(last_error, '') FROM bitrix_records r
-WHERE entity = $1 AND status <> $3 AND NOT `+excused("r", ent)+` ORDER BY id LIMIT $2`, entity, MaxListed, string(ImportOK))
+WHERE entity = $1 AND status <> $3 AND NOT `+excused("r", ent)+` AND NOT `+waitsForParent("r", ent)+` ORDER BY id LIMIT $2`, entity, MaxListed, string(ImportOK))
 	if err != nil {
 		return nil, fmt.Errorf("list unimported %s: %w", entity, err)
 	}
@@ -261,6 +264,7 @@ func (e *Engine) verifyRef(ctx context.Context, ent *Entity, ref Ref, r *VerifyR
 		rows, err := e.Pool.Query(ctx, `SELECT x.id, x.source_id, x.status, coalesce(x.payload->>$3, ''), m.target_id
 FROM bitrix_records x LEFT JOIN bitrix_id_map m ON m.entity = $4 AND m.source_id = x.payload->>$3
 WHERE x.entity = $5 AND x.id > $1 AND NOT ($6 AND coalesce(x.payload->>$3, '') IN ('', '0')) AND NOT x.payload ? $7
+  AND NOT `+excused("x", ent)+`
 ORDER BY x.id LIMIT $2`, after, importapi.MaxItems, ref.Field, ref.Entity, ent.Name, ref.Optional, UnreachableKey)
 		if err != nil {
 			return fmt.Errorf("verify %s %s: %w", ent.Name, ref.Field, err)

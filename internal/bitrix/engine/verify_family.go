@@ -118,7 +118,8 @@ func (e *Engine) childCounts(ctx context.Context, child *Entity, source int64, r
 	parent := e.Entity(child.Parent)
 	rows, err = e.Pool.Query(ctx, `SELECT c.source_id, c.status, coalesce(c.last_error, ''), coalesce(c.parent_source_id, ''),
     EXISTS (SELECT 1 FROM bitrix_records p WHERE p.entity = $3 AND p.source_id = c.parent_source_id AND p.status = $4)
-FROM bitrix_records c WHERE c.entity = $1 AND c.status <> $4 AND NOT `+excused("c", child)+` ORDER BY c.id LIMIT $2`,
+FROM bitrix_records c WHERE c.entity = $1 AND c.status <> $4 AND NOT `+excused("c", child)+` AND NOT `+waitsForParent("c", child)+`
+ORDER BY c.id LIMIT $2`,
 		child.Name, MaxListed, parent.Name, string(ImportOK))
 	if err != nil {
 		return fmt.Errorf("verify %s: %w", child.Name, err)
