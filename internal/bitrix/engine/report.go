@@ -184,7 +184,7 @@ func (r VerifyReport) Summary() string {
 		s += fmt.Sprintf("; %d %s out of the webhook user's reach (listed, not migrated)", r.UnreachableCount, r.Entity)
 	}
 	if r.DroppedLinksCount > 0 {
-		s += fmt.Sprintf("; %d links to records the portal no longer has were dropped (listed)", r.DroppedLinksCount)
+		s += fmt.Sprintf("; %d links to records the portal does not show were dropped (listed)", r.DroppedLinksCount)
 	}
 	if r.UntranslatedCount > 0 {
 		s += fmt.Sprintf("; %d values kept untranslated, no mapping provable (listed)", r.UntranslatedCount)
