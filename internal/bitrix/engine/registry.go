@@ -77,6 +77,9 @@ type Entity struct {
 	// Verify, when set, adds checks of the entity's own to verify (after counts, children and
 	// references, before the field-by-field comparison).
 	Verify func(ctx context.Context, env Env, ent *Entity, r *VerifyReport) error
+	// Advice, when set, adds lines of the entity's own to `bitrix status`: what a person can do
+	// about its records not migrated (whom to ask for a webhook).
+	Advice func(ctx context.Context, env Env, ent *Entity) ([]string, error)
 
 	// IDField is the row field holding the record's portal id when it is not "ID"
 	// (crm.item.list's "id"); empty means "ID".
