@@ -64,6 +64,15 @@ AND strpos(payload->>'_unreachable', 'text withheld') > 0`, author)
 	}
 	e = v.engine()
 	e.Delegates = map[string]engine.Source{first: src}
+	plan, err := e.Plan(v.ctx, rest.DefaultRate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range plan.Entities {
+		if p.Entity == bitrix.FeedComments && !strings.Contains(p.How, "1 keys through their users' own webhooks") {
+			t.Errorf("plan of feed comments: %+v", p)
+		}
+	}
 	if err := e.Run(v.ctx, bitrix.Feed); err != nil && withheld(first) > 0 {
 		t.Fatalf("feed run with the author's webhook: %v", err)
 	}

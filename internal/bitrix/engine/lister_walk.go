@@ -462,7 +462,13 @@ func (w *KeyWalk) PlanCalls(ctx context.Context, env Env, child *Entity, planned
 				"more for keys past one page", w.How, n)
 		}
 	}
-	return -1, CeilDiv(n, rest.MaxBatch), how, nil
+	calls := CeilDiv(n, rest.MaxBatch)
+	if d := int64(len(e.Delegates)); w.AsUser && d > 0 {
+		// A user's own webhook reads that user's key alone: a call of its own each.
+		calls = CeilDiv(max(n-d, 0), rest.MaxBatch) + int(d)
+		how += fmt.Sprintf("; %d keys through their users' own webhooks, one to a call", d)
+	}
+	return -1, calls, how, nil
 }
 
 // walkChildren runs the walkers of ent's children, once its listing is complete.
