@@ -32,6 +32,10 @@ type bitrixCmd struct {
 	// Concurrency only overlaps the portal's answer times: every request still waits for the
 	// one leaky bucket, so a higher cap never makes the run ruder to the portal.
 	Concurrency int `arg:"--concurrency,env:BITRIX_CONCURRENCY" default:"8" help:"requests in flight at once (get's ID ranges and chat messages, set's import calls), all under the one rate limit" placeholder:"N"`
+	// AuthorWebhooks is a file of other users' own webhooks (bitrix_authors.go); authors holds
+	// them, read and checked by check.
+	AuthorWebhooks string            `arg:"--author-webhooks,env:BITRIX_AUTHOR_WEBHOOKS" help:"file of authors' own incoming webhooks, 'USER_ID URL' a line (secrets): feed get reads their comments' text through them" placeholder:"FILE"`
+	authors        map[string]string `arg:"-"`
 
 	// Status and Plan are the arguments of `bitrix status` and `bitrix plan`; Chats holds the
 	// flags of the chats entity's commands (entityFlags). Each is parsed by its own command.
@@ -188,6 +192,12 @@ func (c *bitrixCmd) check(phase string, redact func(string)) error {
 			return err
 		}
 	}
+	if c.AuthorWebhooks != "" {
+		var err error
+		if c.authors, err = readAuthorWebhooks(c.AuthorWebhooks, c.WebhookURL, redact); err != nil {
+			return err
+		}
+	}
 	if _, err := rest.ParseRate(c.Rate); err != nil {
 		return configError{"BITRIX_RATE: " + err.Error()}
 	}
@@ -206,12 +216,15 @@ func (app *app) bitrixEngine(c *bitrixCmd, r *run.Run) (*engine.Engine, error) {
 		Actor: r.Actor(), RunID: r.ID, TestLimit: c.TestLimit, Concurrency: c.Concurrency}
 	rt, _ := rest.ParseRate(c.Rate) // checked before the run
 	if c.WebhookURL != "" {
-		src, err := rest.New(c.WebhookURL, rest.Options{Rate: rt, Limiter: rt.NewLimiter(), Logger: r.Log,
-			UserAgent: "ingest/" + version})
+		opts := rest.Options{Rate: rt, Limiter: rt.NewLimiter(), Logger: r.Log, UserAgent: "ingest/" + version}
+		src, err := rest.New(c.WebhookURL, opts)
 		if err != nil {
 			return nil, configError{"BITRIX_WEBHOOK_URL: " + err.Error()}
 		}
 		e.Source = src
+		if e.Delegates, err = authorSources(c.authors, opts, r); err != nil {
+			return nil, err
+		}
 	}
 	if c.TargetURL != "" {
 		t, err := importapi.New(c.TargetURL, importapi.Options{Logger: r.Log})

@@ -43,8 +43,12 @@ type Engine struct {
 	Registry *Registry
 	Pool     *pgxpool.Pool
 	Source   Source
-	Target   Target
-	Log      *slog.Logger
+	// Delegates are other users' own incoming webhooks, by portal user id: a KeyWalk with
+	// AsUser reads a key that is one of these users through that user's webhook, as that user
+	// (a feed comment's text, which the portal withholds from an administrator's webhook).
+	Delegates map[string]Source
+	Target    Target
+	Log       *slog.Logger
 	// Metrics receives the seed 000 counters and phase durations.
 	Metrics *metrics.Metrics
 	// Actor and RunID identify the run in status_history and the page log.

@@ -180,7 +180,8 @@ WHERE entity = $4 AND id > $1 ORDER BY id LIMIT $2`, after, importapi.MaxListIte
 				noun := strings.TrimSuffix(ref.Entity, "s")
 				issue := RecordIssue{Entity: ent.Name, SourceID: g.sourceID, Status: g.status}
 				if ref.DropGone && complete && !known[id] {
-					issue.Reason = fmt.Sprintf("%s %s: the portal has no %s %s (deleted); imported without this link", ref.name(), id, noun, id)
+					issue.Reason = fmt.Sprintf("%s %s: the portal does not show %s %s (deleted, or hidden from the webhook's user); imported without this link",
+						ref.name(), id, noun, id)
 					r.DroppedLinksCount++
 					if len(r.DroppedLinks) < MaxListed {
 						r.DroppedLinks = append(r.DroppedLinks, issue)

@@ -39,6 +39,10 @@ type IDScan struct {
 	// listing leaves out and only a per-record method gives, and drops what the listing adds
 	// only for display.
 	Complete func(ctx context.Context, env Env, rows []json.RawMessage) ([]json.RawMessage, error)
+	// CompleteMethod names the per-record method Complete calls for every row, 50 to a call
+	// (a contact's companies), so that the plan counts those calls; empty when Complete calls
+	// one only for some rows, or none.
+	CompleteMethod string
 }
 
 // scope is the name the scan's inventory, ranges and page log are kept under.

@@ -79,6 +79,9 @@ type KeyWalk struct {
 	// NoMe skips asking for the webhook's user (WalkPage.Me stays empty): a walk that does not
 	// need it sends one call less.
 	NoMe bool
+	// AsUser: the keys are portal user ids, and a key whose user has a webhook of its own
+	// (Engine.Delegates) is read through it, in batches of its own, WalkPage.Me being that user.
+	AsUser bool
 }
 
 // ErrChainBroken is Page's answer to a chained page that does not follow the key's cursor.
@@ -256,6 +259,9 @@ func (k *keyWalker) take(context.Context) ([]keyJob, bool, error) {
 	var job []keyJob
 	for cmds := 0; len(k.queue) > 0 && cmds < rest.MaxBatch; {
 		c := k.queue[0]
+		if len(job) > 0 && (k.delegate(c.key) != nil || k.delegate(job[0].c.key) != nil) {
+			break // a user's own webhook reads that user's key alone
+		}
 		k.queue = k.queue[1:]
 		i := len(job)
 		j := keyJob{c: c, cmds: []rest.Command{{Key: fmt.Sprintf("k%d", i), Method: k.w.Method, Params: k.w.Params(c.key, c.at)}}}
@@ -285,7 +291,11 @@ func (k *keyWalker) readJob(ctx context.Context, job []keyJob) error {
 	for _, j := range job {
 		cmds = append(cmds, j.cmds...)
 	}
-	br, err := k.e.Source.Batch(ctx, cmds, false)
+	src, me := k.e.Source, k.me
+	if d := k.delegate(job[0].c.key); d != nil {
+		src, me = d, job[0].c.key
+	}
+	br, err := src.Batch(ctx, cmds, false)
 	if err != nil {
 		return err
 	}
@@ -293,7 +303,7 @@ func (k *keyWalker) readJob(ctx context.Context, job []keyJob) error {
 	var pages []PageRecord
 	var lost []lostKey
 	for _, j := range job {
-		got, logged, u, err := k.keyPages(br, j)
+		got, logged, u, err := k.keyPages(br, j, me)
 		if err != nil {
 			return err
 		}
@@ -354,7 +364,7 @@ func (k *keyWalker) readJob(ctx context.Context, job []keyJob) error {
 // stops at the key's end or at the first failed command or page that does not follow: the pages
 // after it asked with a reference that did not resolve. A refusal of the key's first page ends
 // its walk when the walk records lost keys (u).
-func (k *keyWalker) keyPages(br *rest.BatchResult, j keyJob) (rows []WalkRow, pages []PageRecord, u *Unreachable, err error) {
+func (k *keyWalker) keyPages(br *rest.BatchResult, j keyJob, me string) (rows []WalkRow, pages []PageRecord, u *Unreachable, err error) {
 	c := j.c
 	for p, cmd := range j.cmds {
 		r, err := br.Response(cmd.Key)
@@ -372,7 +382,7 @@ func (k *keyWalker) keyPages(br *rest.BatchResult, j keyJob) (rows []WalkRow, pa
 			}
 			return nil, nil, nil, fmt.Errorf("%s of %s %s: %w", k.child.Name, k.w.Method, c.key, err)
 		}
-		got, next, done, err := k.w.Page(WalkPage{Key: c.key, Cursor: c.at, Answer: r, Chained: p > 0, Me: k.me})
+		got, next, done, err := k.w.Page(WalkPage{Key: c.key, Cursor: c.at, Answer: r, Chained: p > 0, Me: me})
 		if p > 0 && errors.Is(err, ErrChainBroken) {
 			break
 		}
@@ -451,7 +461,13 @@ func (w *KeyWalk) PlanCalls(ctx context.Context, env Env, child *Entity, planned
 				"more for keys past one page", w.How, n)
 		}
 	}
-	return -1, CeilDiv(n, rest.MaxBatch), how, nil
+	calls := CeilDiv(n, rest.MaxBatch)
+	if d := int64(len(e.Delegates)); w.AsUser && d > 0 {
+		// A user's own webhook reads that user's key alone: a call of its own each.
+		calls = CeilDiv(max(n-d, 0), rest.MaxBatch) + int(d)
+		how += fmt.Sprintf("; %d keys through their users' own webhooks, one to a call", d)
+	}
+	return -1, calls, how, nil
 }
 
 // walkChildren runs the walkers of ent's children, once its listing is complete.
@@ -481,4 +497,13 @@ func uniqueIncoming(recs []Incoming) []Incoming {
 		out = append(out, r)
 	}
 	return out
+}
+
+// delegate is the webhook of the user a key names, for an AsUser walk; nil when the key is read
+// through the run's own webhook.
+func (k *keyWalker) delegate(key string) Source {
+	if !k.w.AsUser {
+		return nil
+	}
+	return k.e.Delegates[key]
 }

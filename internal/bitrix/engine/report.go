@@ -125,6 +125,10 @@ type RecordIssue struct {
 	// exception (`ingest status ack`).
 	AcknowledgedBy     string `json:"acknowledged_by,omitempty"`
 	AcknowledgedReason string `json:"acknowledged_reason,omitempty"`
+	// Waiting counts the child records (a task's comments, a chat's messages) that are not
+	// imported because this record is not: they are listed with it, not apart, and
+	// acknowledging it excuses them too.
+	Waiting int64 `json:"waiting,omitempty"`
 }
 
 // RefCoverage counts the values of one list reference (the participants of a record) over the
@@ -179,7 +183,7 @@ func (r VerifyReport) Summary() string {
 		s += fmt.Sprintf("; %d %s out of the webhook user's reach (listed, not migrated)", r.UnreachableCount, r.Entity)
 	}
 	if r.DroppedLinksCount > 0 {
-		s += fmt.Sprintf("; %d links to records the portal no longer has were dropped (listed)", r.DroppedLinksCount)
+		s += fmt.Sprintf("; %d links to records the portal does not show were dropped (listed)", r.DroppedLinksCount)
 	}
 	if r.UntranslatedCount > 0 {
 		s += fmt.Sprintf("; %d values kept untranslated, no mapping provable (listed)", r.UntranslatedCount)

@@ -71,6 +71,8 @@ type EntityStatus struct {
 	// Fields counts the custom fields read, and how many the target has.
 	Fields         int64 `json:"fields"`
 	FieldsOnTarget int64 `json:"fields_on_target"`
+	// Advice is what the entity says a person can do about its records not migrated.
+	Advice []string `json:"advice,omitempty"`
 }
 
 // NotMigrated is a group of records that share a status, a reason and an acknowledgement.
@@ -115,6 +117,11 @@ func (e *Engine) Report(ctx context.Context) (StatusReport, error) {
 		}
 		if es.NotMigrated, err = notMigrated(ctx, e, name); err != nil {
 			return out, err
+		}
+		if ent.Advice != nil {
+			if es.Advice, err = ent.Advice(ctx, e.env(), ent); err != nil {
+				return out, err
+			}
 		}
 		if ent.Fetch == nil { // a fetched child has no listing, pass or verify of its own
 			inv, err := loadInventory(ctx, e.Pool, name)
@@ -170,6 +177,9 @@ func (r StatusReport) WriteText(w io.Writer) error {
 		}
 		if es.Fields > 0 {
 			fmt.Fprintf(tw, "  custom fields\t%d read, %d on the target\n", es.Fields, es.FieldsOnTarget)
+		}
+		for _, a := range es.Advice {
+			fmt.Fprintf(tw, "  advice\t%s\n", a)
 		}
 	}
 	return tw.Flush()

@@ -36,6 +36,10 @@ const reasonParentUnavailable = "parent_unavailable"
 func (s *setter) reviveOrphans(ctx context.Context, ent *Entity) error {
 	parent := status.ParentPick{Column: "parent_source_id", Machine: Machine, ScopeValue: ent.Name,
 		Statuses: slices.DeleteFunc(slices.Clone(Machine.Statuses), func(s status.Status) bool { return s == ImportErr })}
+	var err error
+	if parent.Gone, err = selfGone(ctx, s.e.Pool, ent); err != nil { // failed before the link could be dropped
+		return err
+	}
 	moved, err := Machine.Revive(ctx, s.e.Pool, status.ReviveParams{ScopeValue: ent.Name, From: ImportErr, To: New,
 		Code: reasonParentUnavailable, Parent: &parent,
 		Change: status.Change{Reason: "its parent can be imported now", Actor: s.e.Actor, RunID: s.e.RunID}})

@@ -243,6 +243,10 @@ func (s *setter) round(ctx context.Context, ent *Entity) (bool, error) {
 	}
 	if ent.SelfRef != "" { // parents first: a record goes once the record it names is imported
 		pp := selfParent(ent)
+		var err error
+		if pp.Gone, err = selfGone(ctx, s.e.Pool, ent); err != nil {
+			return false, err
+		}
 		p.Parent = &pp
 	}
 	worked, drained := false, false

@@ -39,7 +39,7 @@ func countExcused(ctx context.Context, db status.DB, ent *Entity) (int64, error)
 func notImported(ctx context.Context, db status.DB, ent *Entity) ([]RecordIssue, error) {
 	entity := ent.Name
 	rows, err := db.Query(ctx, `SELECT source_id, status, coalesce(last_error, '') FROM bitrix_records r
-WHERE entity = $1 AND status <> $3 AND NOT `+excused("r", ent)+` ORDER BY id LIMIT $2`, entity, MaxListed, string(ImportOK))
+WHERE entity = $1 AND status <> $3 AND NOT `+excused("r", ent)+` AND NOT `+waitsForParent("r", ent)+` ORDER BY id LIMIT $2`, entity, MaxListed, string(ImportOK))
 	if err != nil {
 		return nil, fmt.Errorf("list unimported %s: %w", entity, err)
 	}
@@ -80,7 +80,8 @@ func countByStatus(ctx context.Context, db status.DB, entity string) (map[string
 func eachChildNotImported(ctx context.Context, db status.DB, child, parent *Entity, fn func(sourceID, status, reason, parentID string, parentOK bool)) error {
 	rows, err := db.Query(ctx, `SELECT c.source_id, c.status, coalesce(c.last_error, ''), coalesce(c.parent_source_id, ''),
     EXISTS (SELECT 1 FROM bitrix_records p WHERE p.entity = $3 AND p.source_id = c.parent_source_id AND p.status = $4)
-FROM bitrix_records c WHERE c.entity = $1 AND c.status <> $4 AND NOT `+excused("c", child)+` ORDER BY c.id LIMIT $2`,
+FROM bitrix_records c WHERE c.entity = $1 AND c.status <> $4 AND NOT `+excused("c", child)+` AND NOT `+waitsForParent("c", child)+`
+ORDER BY c.id LIMIT $2`,
 		child.Name, MaxListed, parent.Name, string(ImportOK))
 	if err != nil {
 		return err
@@ -104,7 +105,7 @@ func countFetchedSince(ctx context.Context, db status.DB, entity string, t time.
 // acknowledgedOf lists the acknowledged records of the entities, by entity and record order.
 func acknowledgedOf(ctx context.Context, db status.DB, entities []string) ([]RecordIssue, error) {
 	rows, err := db.Query(ctx, `SELECT entity, source_id, status, coalesce(last_error, ''), coalesce(acknowledged_by, ''),
-coalesce(acknowledged_reason, '') FROM bitrix_records WHERE entity = ANY($1) AND acknowledged_at IS NOT NULL ORDER BY entity, id`, entities)
+coalesce(acknowledged_reason, ''), 0::bigint FROM bitrix_records WHERE entity = ANY($1) AND acknowledged_at IS NOT NULL ORDER BY entity, id`, entities)
 	if err != nil {
 		return nil, err
 	}

@@ -61,6 +61,9 @@ func (e *Engine) Verify(ctx context.Context, entity string) (VerifyReport, error
 			return r, err
 		}
 	}
+	if err := e.countWaiting(ctx, family, &r); err != nil {
+		return r, err
+	}
 	if r.MismatchedRecords > 0 {
 		r.Problem("%d of %d sampled records differ from the target", r.MismatchedRecords, r.Sampled)
 	}
@@ -240,6 +243,7 @@ func (e *Engine) verifyRef(ctx context.Context, ent *Entity, ref Ref, r *VerifyR
 		rows, err := e.Pool.Query(ctx, `SELECT x.id, x.source_id, x.status, coalesce(x.payload->>$3, ''), m.target_id
 FROM bitrix_records x LEFT JOIN bitrix_id_map m ON m.entity = $4 AND m.source_id = x.payload->>$3
 WHERE x.entity = $5 AND x.id > $1 AND NOT ($6 AND coalesce(x.payload->>$3, '') IN ('', '0')) AND NOT x.payload ? $7
+  AND NOT `+excused("x", ent)+`
 ORDER BY x.id LIMIT $2`, after, importapi.MaxItems, ref.Field, ref.Entity, ent.Name, ref.Optional, UnreachableKey)
 		if err != nil {
 			return fmt.Errorf("verify %s %s: %w", ent.Name, ref.Field, err)
