@@ -470,7 +470,7 @@ func (e *Engine) walkChildren(ctx context.Context, ent *Entity, st *GetStats) er
 
 // storedIDs returns the source ids of an entity's records, in record order.
 func storedIDs(ctx context.Context, db status.DB, entity string) ([]string, error) {
-	rows, err := db.Query(ctx, `SELECT source_id FROM bitrix_records WHERE entity = $1 ORDER BY id`, entity)
+	rows, err := db.Query(ctx, `SELECT source_id FROM bitrix_records WHERE entity = $1 AND `+live("")+` ORDER BY id`, entity)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", entity, err)
 	}

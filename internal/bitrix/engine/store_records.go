@@ -34,7 +34,8 @@ type FieldValue struct {
 
 // FieldValues returns every record's value of the payload field, in record order.
 func (s Store) FieldValues(ctx context.Context, entity, field string) ([]FieldValue, error) {
-	rows, err := s.db.Query(ctx, `SELECT source_id, coalesce(payload->>$2, '') FROM bitrix_records WHERE entity = $1 ORDER BY id`,
+	rows, err := s.db.Query(ctx, `SELECT source_id, coalesce(payload->>$2, '') FROM bitrix_records WHERE entity = $1 AND `+live("")+`
+ORDER BY id`,
 		entity, field)
 	if err != nil {
 		return nil, fmt.Errorf("read %s of %s: %w", field, entity, err)
