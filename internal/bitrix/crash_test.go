@@ -34,6 +34,8 @@ type world struct {
 	dbURL  string
 	target *targetfake.Server
 	addr   string // TARGET_WEBHOOK_URL
+	// env is more of the child's environment (BITRIX_DELETIONS).
+	env []string
 }
 
 func newWorld(t *testing.T) *world {
@@ -50,8 +52,8 @@ func newWorld(t *testing.T) *world {
 // for the entities given (every one when none).
 func startChild(t *testing.T, bin string, w *world, portal string, entities ...string) *crashtest.Child {
 	t.Helper()
-	return crashtest.Start(t, bin, "BITRIX_CRASH_DB="+w.dbURL, "BITRIX_CRASH_PORTAL="+portal, "BITRIX_CRASH_TARGET="+w.addr,
-		"BITRIX_CRASH_ENTITIES="+strings.Join(entities, ","))
+	return crashtest.Start(t, bin, append([]string{"BITRIX_CRASH_DB=" + w.dbURL, "BITRIX_CRASH_PORTAL=" + portal, "BITRIX_CRASH_TARGET=" + w.addr,
+		"BITRIX_CRASH_ENTITIES=" + strings.Join(entities, ",")}, w.env...)...)
 }
 
 func TestKilledRunsConverge(t *testing.T) {
@@ -94,6 +96,22 @@ type aim struct {
 // fresh database and target, killing the child the given number of times in each aimed phase,
 // and requires both to end up equal; every entity in mustHave must have records on the target.
 func crashTest(t *testing.T, opts bitrixfake.Options, entities []string, aims []aim, mustHave ...string) {
+	crashTestWith(t, crashSetup{}, opts, entities, aims, mustHave...)
+}
+
+// crashSetup is what a crash test does besides migrating the portal as it is.
+type crashSetup struct {
+	// env is more of the child's environment, in both worlds (BITRIX_DELETIONS=propagate).
+	env []string
+	// change, when set, changes the portal after both worlds migrated it once without
+	// interruption (records deleted); the runs compared, uninterrupted and killed, come after.
+	change func(p *bitrixfake.Portal)
+	// check, when set, checks the crashed world once it equals the uninterrupted one.
+	check func(t *testing.T, w *world)
+}
+
+// crashTestWith is crashTest with a setup.
+func crashTestWith(t *testing.T, setup crashSetup, opts bitrixfake.Options, entities []string, aims []aim, mustHave ...string) {
 	if testing.Short() {
 		t.Skip("kills child processes for a while")
 	}
@@ -106,8 +124,19 @@ func crashTest(t *testing.T, opts bitrixfake.Options, entities []string, aims []
 
 	bin := crashtest.Build(t, "./testdata/crashchild")
 
+	ref, crashed := newWorld(t), newWorld(t)
+	ref.env, crashed.env = setup.env, setup.env
+	rng := rand.New(rand.NewPCG(opts.Seed, 1))
+	if setup.change != nil {
+		for _, w := range []*world{ref, crashed} {
+			if last, _ := startChild(t, bin, w, webhook, entities...).Run(t, "", 0, rng); last != "done" {
+				t.Fatalf("the first migration ended after %q", last)
+			}
+		}
+		setup.change(portal)
+	}
+
 	// The uninterrupted run the crashed one must end up equal to.
-	ref := newWorld(t)
 	took := startChild(t, bin, ref, webhook, entities...).TimedPhases(t)
 
 	// Each kill aims at a random moment early in one of the phases that write, so that the
@@ -116,8 +145,6 @@ func crashTest(t *testing.T, opts bitrixfake.Options, entities []string, aims []
 	// A kill counts once it lands in a phase that writes of the aimed entity: the window is a
 	// small part of the phase's uninterrupted time, so that a set whose work earlier runs did is
 	// still cut several times.
-	crashed := newWorld(t)
-	rng := rand.New(rand.NewPCG(opts.Seed, 1))
 	var phases []string
 	window := map[string]time.Duration{}
 	for _, a := range aims {
@@ -204,6 +231,9 @@ func crashTest(t *testing.T, opts bitrixfake.Options, entities []string, aims []
 		}
 	}
 	requireSameState(t, ref, crashed)
+	if setup.check != nil {
+		setup.check(t, crashed)
+	}
 }
 
 // requireSameState requires the crashed world's database to hold the records, statuses, id map

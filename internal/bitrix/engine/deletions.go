@@ -145,6 +145,15 @@ func (e *Engine) concludeDeletions(ctx context.Context, ent *Entity) (int, error
 		if err != nil {
 			return err
 		}
+		// A walked child counts what it stored as the portal's total (finishWalk): its walk ended
+		// before its deleted records were known, so its total is counted again.
+		for _, child := range e.registry().Children(ent) {
+			if child.Walk != nil {
+				if err := tx.recountWalked(ctx, child.Name); err != nil {
+					return err
+				}
+			}
+		}
 		return unverify(ctx, tx.db, ent.Name)
 	})
 	if err != nil {

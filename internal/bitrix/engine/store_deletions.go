@@ -242,3 +242,14 @@ func (s Store) linksToDeleted(ctx context.Context, ent *Entity, owners []string,
 	}
 	return out, nil
 }
+
+// recountWalked sets a walked entity's source total, when its pass is complete, to the records it
+// holds that the portal did not delete (what finishWalk counts).
+func (s Store) recountWalked(ctx context.Context, entity string) error {
+	_, err := s.db.Exec(ctx, `UPDATE bitrix_inventory SET source_total = (SELECT count(*) FROM bitrix_records WHERE entity = $1 AND `+
+		live("")+`), updated_at = now() WHERE entity = $1 AND get_complete`, entity)
+	if err != nil {
+		return fmt.Errorf("count %s again after deletions: %w", entity, err)
+	}
+	return nil
+}
