@@ -82,7 +82,7 @@ func TestDeletedDealUnderEachPolicy(t *testing.T) {
 			e := v.engine()
 			e.Deletions = policy
 			chain := []string{bitrix.Users, bitrix.CRMTypes, bitrix.CRMCategories, bitrix.Companies, bitrix.Contacts, bitrix.Deals,
-				bitrix.DealProducts, bitrix.CRMComments}
+				bitrix.DealProducts, bitrix.CRMComments, bitrix.Smart, bitrix.Workflows}
 			for _, ent := range chain {
 				v.phases(e, ent, "get", "set", "verify")
 			}
@@ -209,6 +209,15 @@ func TestMassDeleteRefusedUnlessAllowed(t *testing.T) {
 	for _, id := range ids[:gone] {
 		v.deleteOnPortal(bitrixfake.DeleteContacts, strconv.Itoa(id))
 	}
+	// A test_limit pass does not see the whole portal: it concludes nothing.
+	e.TestLimit = 5
+	if _, err := e.Get(v.ctx, bitrix.Contacts); err != nil {
+		t.Fatalf("get with test_limit: %v", err)
+	}
+	if n := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'contacts' AND status = 'DELETED_AT_SOURCE'`); n != 0 {
+		t.Fatalf("a test_limit get marked %d contacts deleted", n)
+	}
+	e.TestLimit = 0
 	_, err := e.Get(v.ctx, bitrix.Contacts)
 	if !errors.Is(err, engine.ErrMassDelete) || !strings.Contains(err.Error(), strconv.Itoa(gone)+" of the "+strconv.Itoa(len(ids))) {
 		t.Fatalf("get after %d of %d contacts deleted: %v, want a refusal naming the count", gone, len(ids), err)
