@@ -47,10 +47,11 @@ ORDER BY id`,
 	return out, nil
 }
 
-// CountWithField counts the entity's records whose payload has the field, and those without.
+// CountWithField counts the entity's records whose payload has the field, and those without,
+// leaving out those the portal deleted.
 func (s Store) CountWithField(ctx context.Context, entity, field string) (with, without int64, err error) {
 	err = s.db.QueryRow(ctx, `SELECT count(*) FILTER (WHERE payload ? $2), count(*) FILTER (WHERE NOT payload ? $2)
-FROM bitrix_records WHERE entity = $1`, entity, field).Scan(&with, &without)
+FROM bitrix_records WHERE entity = $1 AND `+live(""), entity, field).Scan(&with, &without)
 	if err != nil {
 		return 0, 0, fmt.Errorf("count %s by %s: %w", entity, field, err)
 	}
