@@ -65,8 +65,9 @@ func (e *MassDeleteError) Error() string {
 func (e *MassDeleteError) Is(target error) bool { return target == ErrMassDelete }
 
 // PartialLister is a Lister whose complete pass still may not see every record the portal has
-// (the chats of the webhook's user: a chat it left is not deleted). Partial says why; the
-// records such a lister does not see are never concluded deleted.
+// (the chats of the webhook's user: a chat it left is not deleted). Partial says why, or
+// nothing when it can conclude after all; the records such a lister does not see are never
+// concluded deleted.
 type PartialLister interface {
 	Lister
 	Partial() string
@@ -120,6 +121,9 @@ func (e *Engine) concludeDeletions(ctx context.Context, ent *Entity) (int, error
 	if int64(len(gone))*100 > (live-int64(len(followers)))*MassDeletePercent && !e.AllowMassDelete {
 		return 0, &MassDeleteError{Entity: ent.Name, Gone: int64(len(gone)), Live: live - int64(len(followers))}
 	}
+	if gone, err = e.confirmGone(ctx, ent, gone); err != nil || len(gone)+len(followers) == 0 {
+		return 0, err
+	}
 	moved := 0
 	err = s.Tx(ctx, func(tx Store) error {
 		moved = 0
@@ -166,7 +170,7 @@ func (e *Engine) concludeDeletions(ctx context.Context, ent *Entity) (int, error
 
 // cannotConclude says why the entity's last get cannot conclude deletions, if it cannot.
 func (e *Engine) cannotConclude(ctx context.Context, ent *Entity) (string, bool) {
-	if p, ok := ent.Lister.(PartialLister); ok {
+	if p, ok := ent.Lister.(PartialLister); ok && p.Partial() != "" {
 		return p.Partial(), true
 	}
 	if e.TestLimit > 0 {
@@ -243,4 +247,30 @@ func (e *Engine) splitFollowers(ctx context.Context, ent *Entity, gone []goneRec
 		}
 	}
 	return others, followers, nil
+}
+
+// confirmGone keeps, for a Confirmer, only the records the portal confirms are gone.
+func (e *Engine) confirmGone(ctx context.Context, ent *Entity, gone []goneRecord) ([]goneRecord, error) {
+	c, ok := ent.Lister.(Confirmer)
+	if !ok || len(gone) == 0 {
+		return gone, nil
+	}
+	ids := make([]string, len(gone))
+	for i, g := range gone {
+		ids[i] = g.sourceID
+	}
+	confirmed, err := c.ConfirmGone(ctx, e.env(), ent, ids)
+	if err != nil {
+		return nil, fmt.Errorf("get %s: confirm the records the pass did not see: %w", ent.Name, err)
+	}
+	out := gone[:0:0]
+	for _, g := range gone {
+		if slices.Contains(confirmed, g.sourceID) {
+			out = append(out, g)
+		}
+	}
+	if missed := len(gone) - len(out); missed > 0 {
+		e.Log.Info("records the pass missed are still on the portal (offset pages shifted)", "entity", ent.Name, "count", missed)
+	}
+	return out, nil
 }
