@@ -1,14 +1,24 @@
 package bitrix_test
 
 import (
+	"encoding/json"
 	"errors"
+	"maps"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
 	"github.com/ingest-dev/ingest/internal/bitrix/engine"
+	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
+	"github.com/ingest-dev/ingest/internal/retry"
 	"github.com/ingest-dev/ingest/internal/status"
 )
 
@@ -266,4 +276,63 @@ func reportText(t *testing.T, rep engine.StatusReport) string {
 		t.Fatal(err)
 	}
 	return out.String()
+}
+
+// TestShiftedPostIsNotDeleted deletes a post of the feed's first page while get reads it, so
+// that the next page, by offset, skips a post the portal still has: the skipped one is confirmed
+// by id and left alone, and the next pass concludes the deleted one, and only it.
+func TestShiftedPostIsNotDeleted(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, bitrixfake.Options{Users: 30, Groups: 4, Posts: 70, Seed: 47})
+	e := v.engine()
+	v.migrateBase(e)
+	v.phases(e, bitrix.Feed, "get")
+	var armed atomic.Bool
+	var victim atomic.Int64
+	shifting := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		v.portal.ServeHTTP(rec, r)
+		if strings.Contains(r.URL.Path, "log.blogpost.get") && armed.CompareAndSwap(true, false) {
+			var page struct {
+				Result []struct {
+					ID string `json:"ID"`
+				} `json:"result"`
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &page); err != nil || len(page.Result) == 0 {
+				t.Errorf("first page of posts: %v %s", err, rec.Body.String())
+			} else {
+				id, _ := strconv.Atoi(page.Result[0].ID)
+				victim.Store(int64(id))
+				if err := v.portal.Delete(bitrixfake.DeleteFeed, id); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+		maps.Copy(w.Header(), rec.Header())
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
+	})
+	srv := httptest.NewServer(shifting)
+	defer srv.Close()
+	src, err := rest.New(srv.URL+v.portal.WebhookPath(), rest.Options{Limiter: rate.NewLimiter(rate.Inf, 1),
+		Retry: retry.Policy{Delays: []time.Duration{0, 0, 0}}, Logger: v.logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Source = src
+	armed.Store(true)
+	v.phases(e, bitrix.Feed, "get")
+	if !strings.Contains(v.log.String(), "records the pass missed are still on the portal") {
+		t.Fatal("the pass missed no post: the pages did not shift, the test proves nothing")
+	}
+	// The deleted post was read before it went: the next pass concludes it, and only it.
+	deleted := `SELECT count(*) FROM bitrix_records WHERE entity = 'feed' AND status = 'DELETED_AT_SOURCE'`
+	if n := v.count(deleted); n != 0 {
+		t.Fatalf("%d posts concluded deleted by the pass that missed a live one", n)
+	}
+	v.phases(e, bitrix.Feed, "get")
+	rows := v.count(deleted)
+	if rows != 1 || v.record(bitrix.Feed, strconv.FormatInt(victim.Load(), 10)).Status != engine.DeletedAtSource {
+		t.Errorf("%d posts concluded deleted; want only the deleted post %d", rows, victim.Load())
+	}
 }
