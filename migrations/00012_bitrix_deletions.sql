@@ -1,6 +1,7 @@
 -- Deletions as an outcome of the Bitrix24 migration (issue 20): a complete get that no longer sees
 -- a record moves it to DELETED_AT_SOURCE (the target keeps it, or set is to remove it); set with
 -- BITRIX_DELETIONS=propagate removes it from the target and moves it to DELETED_ON_TARGET.
+-- See docs/bitrix-deletions.md.
 
 -- +goose Up
 ALTER TABLE bitrix_records DROP CONSTRAINT bitrix_records_status_check;
