@@ -146,6 +146,9 @@ AND EXISTS (SELECT 1 FROM bitrix_records d WHERE d.entity = 'deals' AND d.payloa
 				v.phases(e, ent, "get", "set", "verify")
 			}
 			v.requireDeleted(policy, bitrix.Contacts, contact)
+			if policy == engine.DeletionsPropagate && v.metric(`records_processed_total{entity=contacts,outcome=DELETED_ON_TARGET}`) != 1 {
+				t.Errorf("records_processed_total{outcome=DELETED_ON_TARGET} = %v, want 1", v.metric(`records_processed_total{entity=contacts,outcome=DELETED_ON_TARGET}`))
+			}
 			requireCountsHold(t, v.lastVerify(bitrix.Contacts))
 			deal := v.pick(`SELECT source_id FROM bitrix_records WHERE entity = 'deals' AND payload->>'contactId' = $1 ORDER BY id LIMIT 1`, contact)
 			got := jsonText(v.onTarget(bitrix.Deals, deal)["contactId"])

@@ -163,6 +163,7 @@ func (e *Engine) concludeDeletions(ctx context.Context, ent *Entity) (int, error
 	if err != nil {
 		return 0, fmt.Errorf("mark deleted %s: %w", ent.Name, err)
 	}
+	e.Metrics.Processed.WithLabelValues(ent.Name, string(DeletedAtSource)).Add(float64(moved))
 	e.Log.Warn("records deleted on the portal", "entity", ent.Name, "count", len(gone), "with_their_owner", len(followers), "with_children", moved-len(gone)-len(followers),
 		"policy", e.deletions())
 	return moved, nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ingest-dev/ingest/internal/dbtest"
+	"github.com/ingest-dev/ingest/internal/metrics"
 )
 
 // BenchmarkDeletionPass concludes the deletions of a complete get pass over 100,000 stored
@@ -22,7 +23,8 @@ func BenchmarkDeletionPass(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e := &Engine{Registry: reg, Pool: pool, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Actor: "bench"}
+	e := &Engine{Registry: reg, Pool: pool, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Actor: "bench",
+		Metrics: metrics.New()}
 	start := time.Now().Add(-time.Hour)
 	if _, err := pool.Exec(ctx, `INSERT INTO bitrix_records (entity, source_id, payload, checksum, status, fetched_at)
 SELECT 'users', i::text, jsonb_build_object('ID', i::text), 'x', 'IMPORT_OK',

@@ -60,6 +60,7 @@ func (e *Engine) propagateDeletions(ctx context.Context, family []*Entity) error
 				return err
 			}
 			removed += len(done)
+			e.Metrics.Processed.WithLabelValues(m.Name, string(DeletedOnTarget)).Add(float64(len(done)))
 		}
 		if removed+refused > 0 {
 			e.Log.Info("deletions propagated to the target", "entity", m.Name, "removed", removed, "refused", refused)
