@@ -36,6 +36,9 @@ type bitrixCmd struct {
 	// them, read and checked by check.
 	AuthorWebhooks string            `arg:"--author-webhooks,env:BITRIX_AUTHOR_WEBHOOKS" help:"file of authors' own incoming webhooks, 'USER_ID URL' a line (secrets): feed get reads their comments' text through them" placeholder:"FILE"`
 	authors        map[string]string `arg:"-"`
+	// Deletions and AllowMassDelete: what becomes of the records the portal deleted (docs/bitrix-deletions.md).
+	Deletions       string `arg:"--deletions,env:BITRIX_DELETIONS" default:"keep" help:"records deleted on the portal: keep (the target keeps them; verify lists them apart) or propagate (set removes them from the target)" placeholder:"POLICY"`
+	AllowMassDelete bool   `arg:"--allow-mass-delete,env:BITRIX_ALLOW_MASS_DELETE" help:"let get mark more than 10% of an entity's records deleted on the portal (otherwise it refuses, naming the count)"`
 
 	// Status and Plan are the arguments of `bitrix status` and `bitrix plan`; Chats holds the
 	// flags of the chats entity's commands (entityFlags). Each is parsed by its own command.
@@ -207,14 +210,19 @@ func (c *bitrixCmd) check(phase string, redact func(string)) error {
 	if c.Concurrency < 1 || c.Concurrency > maxConcurrency {
 		return configError{fmt.Sprintf("BITRIX_CONCURRENCY must be between 1 and %d, got %d", maxConcurrency, c.Concurrency)}
 	}
+	if _, err := engine.ParseDeletions(c.Deletions); err != nil {
+		return configError{err.Error()}
+	}
 	return nil
 }
 
 // bitrixEngine builds the engine for one run, with the phase's clients.
 func (app *app) bitrixEngine(c *bitrixCmd, r *run.Run) (*engine.Engine, error) {
 	e := &engine.Engine{Registry: bitrix.Catalog(bitrix.ChatRescan(c.Chats.ChatRescan)), Pool: app.pool, Log: r.Log, Metrics: r.Metrics,
-		Actor: r.Actor(), RunID: r.ID, TestLimit: c.TestLimit, Concurrency: c.Concurrency}
-	rt, _ := rest.ParseRate(c.Rate) // checked before the run
+		Actor: r.Actor(), RunID: r.ID, TestLimit: c.TestLimit, Concurrency: c.Concurrency,
+		AllowMassDelete: c.AllowMassDelete}
+	e.Deletions, _ = engine.ParseDeletions(c.Deletions) // checked before the run
+	rt, _ := rest.ParseRate(c.Rate)                     // checked before the run
 	if c.WebhookURL != "" {
 		opts := rest.Options{Rate: rt, Limiter: rt.NewLimiter(), Logger: r.Log, UserAgent: "ingest/" + version}
 		src, err := rest.New(c.WebhookURL, opts)

@@ -64,6 +64,10 @@ func TestBitrixCommands(t *testing.T) {
 	if code != exitConfig || !strings.Contains(stderr, "BITRIX_CONCURRENCY must be between 1 and") {
 		t.Errorf("chats get with concurrency 0 = exit %d\n%s", code, stderr)
 	}
+	code, _, stderr = run("bitrix", "--deletions", "drop", "chats", "get")
+	if code != exitConfig || !strings.Contains(stderr, "BITRIX_DELETIONS must be keep or propagate") {
+		t.Errorf("chats get with --deletions drop = exit %d\n%s", code, stderr)
+	}
 	// The workgroup chats the webhook's user is not in are listed as out of reach, which does not
 	// stop the chats it can read from being verified.
 	code, _, stderr = run("bitrix", "chats", "run")

@@ -35,7 +35,9 @@ func feedEntity() *engine.Entity {
 		Requires: []string{Users, Groups},
 		// log.blogpost.get sorts by the feed entry's last activity, newest first, and takes no
 		// other order or ID filter: offset pages are all it allows (docs/bitrix-feed-tasks.md).
-		Lister: &engine.OffsetPages{List: rest.List{Method: "log.blogpost.get"}},
+		// log.blogpost.get takes POST_ID: a post a pass did not see is asked for before it counts as deleted.
+		Lister: &engine.OffsetPages{List: rest.List{Method: "log.blogpost.get"},
+			ByID: func(id string) map[string]any { return map[string]any{"POST_ID": id} }},
 		Refs: []engine.Ref{{Field: "AUTHOR_ID", Entity: Users, Name: "author"},
 			{Field: "DETAIL_TEXT", Entity: Users, Name: "mentions", Values: func(f map[string]json.RawMessage) []string {
 				return mentionsIn(f, "DETAIL_TEXT", "TITLE")

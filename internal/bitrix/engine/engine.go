@@ -33,6 +33,7 @@ type Target interface {
 	GetByKeys(ctx context.Context, entity string, keys []string) ([]importapi.Record, []string, error)
 	List(ctx context.Context, entity, cursor string, limit int) ([]importapi.ListItem, string, error)
 	Fields(ctx context.Context, entity string) ([]importapi.Field, error)
+	Delete(ctx context.Context, entity string, keys []string) ([]importapi.DeleteResult, error)
 	AddFields(ctx context.Context, entity string, fields []importapi.Field) ([]importapi.FieldResult, error)
 }
 
@@ -71,6 +72,12 @@ type Engine struct {
 	// get's ID ranges and walks, set's import calls. 0 means 8. Every request to
 	// the portal still waits for the shared rate limiter; concurrency only overlaps answer times.
 	Concurrency int
+	// Deletions is what set does with the records the portal deleted (BITRIX_DELETIONS): keep
+	// them on the target (the zero value) or propagate the deletion (deletions.go).
+	Deletions Deletions
+	// AllowMassDelete lets a get mark more than a tenth of an entity's records deleted at the
+	// source (BITRIX_ALLOW_MASS_DELETE); without it such a pass refuses.
+	AllowMassDelete bool
 	// Now is the clock for retry schedules; nil means time.Now.
 	Now func() time.Time
 

@@ -21,6 +21,10 @@ import (
 // comparison says so.
 type OffsetPages struct {
 	List rest.List
+	// ByID, when set, builds the method's parameters asking for one record by its id
+	// (log.blogpost.get's POST_ID): the deletion pass then confirms each record a complete pass
+	// did not see (lister_offset_gone.go). Without it the lister concludes no deletion.
+	ByID func(id string) map[string]any
 }
 
 func (o *OffsetPages) Get(ctx context.Context, g *GetRun) error {

@@ -115,7 +115,7 @@ func (w *perRecordWalk) zoneFrom(r *rest.Response) (*time.Location, error) {
 }
 
 func (w *perRecordWalk) owners(ctx context.Context, after int64, n int) ([]owner, error) {
-	rows, err := w.g.Env.e.Pool.Query(ctx, `SELECT id, entity, source_id FROM bitrix_records WHERE entity = ANY($1) AND id > $2
+	rows, err := w.g.Env.e.Pool.Query(ctx, `SELECT id, entity, source_id FROM bitrix_records WHERE entity = ANY($1) AND id > $2 AND `+live("")+`
 ORDER BY id LIMIT $3`, w.p.Of, after, n)
 	if err != nil {
 		return nil, fmt.Errorf("list %v to read %s of: %w", w.p.Of, w.g.Ent.Name, err)

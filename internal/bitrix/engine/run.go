@@ -66,6 +66,9 @@ type EntityStatus struct {
 	// NotMigrated names every record in IMPORT_ERR or ERROR_RETRY by its portal id, grouped by
 	// status, reason and whether a person acknowledged it as a known exception.
 	NotMigrated []NotMigrated `json:"not_migrated,omitempty"`
+	// Deleted lists the records the portal deleted by portal id, by status: kept on the target
+	// (DELETED_AT_SOURCE) or removed from it (DELETED_ON_TARGET).
+	Deleted []DeletedRecords `json:"deleted,omitempty"`
 	// Inventory is nil for children, which are read and verified with their parents.
 	Inventory *Inventory `json:"inventory,omitempty"`
 	// Fields counts the custom fields read, and how many the target has.
@@ -123,6 +126,9 @@ func (e *Engine) Report(ctx context.Context) (StatusReport, error) {
 				return out, err
 			}
 		}
+		if es.Deleted, err = e.store().deletedRecords(ctx, name); err != nil {
+			return out, err
+		}
 		if ent.Fetch == nil { // a fetched child has no listing, pass or verify of its own
 			inv, err := loadInventory(ctx, e.Pool, name)
 			if err != nil {
@@ -149,6 +155,9 @@ func (r StatusReport) WriteText(w io.Writer) error {
 		}
 		for _, rc := range es.Reasons {
 			fmt.Fprintf(tw, "  %s ×%d\t%s\n", rc.Status, rc.N, rc.Reason)
+		}
+		for _, d := range es.Deleted {
+			fmt.Fprintf(tw, "  %s\t%s\n", d.Status, deletedNote(d))
 		}
 		if inv := es.Inventory; inv != nil {
 			total := "unknown"

@@ -72,6 +72,9 @@ func (e *Engine) Set(ctx context.Context, entity string) (SetStats, error) {
 	}
 	defer e.Metrics.Phase(ent.Name, "set")()
 	family := e.registry().Family(ent)
+	if err := e.propagateDeletions(ctx, family); err != nil {
+		return nil, err
+	}
 	s := &setter{e: e, st: SetStats{}, start: e.now()}
 	for _, m := range family {
 		if err := s.countUnfinished(ctx, m); err != nil {

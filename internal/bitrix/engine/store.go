@@ -107,7 +107,8 @@ WHERE entity = $1 AND source_id = ANY($2) ORDER BY id FOR UPDATE`, entity, ids)
 		switch {
 		case !ok:
 			fresh = append(fresh, r)
-		case cur.checksum != r.checksum:
+		// A record the portal deleted and shows again goes back to the normal flow, changed or not.
+		case cur.checksum != r.checksum || IsDeleted(cur.status):
 			changed = append(changed, r)
 			changedIDs = append(changedIDs, cur.id)
 			if cur.status != New {
@@ -313,10 +314,10 @@ func finishWalk(ctx context.Context, db status.DB, entity string) error {
 	return finishPass(ctx, db, entity, stored)
 }
 
-// storedCount is how many records of an entity are stored.
+// storedCount is how many records of an entity are stored, leaving out those the portal deleted.
 func storedCount(ctx context.Context, db status.DB, entity string) (int64, error) {
 	var n int64
-	if err := db.QueryRow(ctx, `SELECT count(*) FROM bitrix_records WHERE entity = $1`, entity).Scan(&n); err != nil {
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM bitrix_records WHERE entity = $1 AND `+live(""), entity).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count %s: %w", entity, err)
 	}
 	return n, nil
@@ -334,7 +335,7 @@ source_total = $2, updated_at = now() WHERE entity = $1`, entity, total)
 
 // storedIDs returns the source ids of an entity's records, in record order.
 func storedIDs(ctx context.Context, db status.DB, entity string) ([]string, error) {
-	rows, err := db.Query(ctx, `SELECT source_id FROM bitrix_records WHERE entity = $1 ORDER BY id`, entity)
+	rows, err := db.Query(ctx, `SELECT source_id FROM bitrix_records WHERE entity = $1 AND `+live("")+` ORDER BY id`, entity)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", entity, err)
 	}

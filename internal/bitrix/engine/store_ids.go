@@ -57,7 +57,7 @@ func knownIDs(ctx context.Context, db status.DB, entity string, ids []string) (m
 	}
 	known := map[string]bool{}
 	if len(ids) > 0 {
-		rows, err := db.Query(ctx, `SELECT source_id FROM bitrix_records WHERE entity = $1 AND source_id = ANY($2)`, entity, ids)
+		rows, err := db.Query(ctx, `SELECT source_id FROM bitrix_records WHERE entity = $1 AND source_id = ANY($2) AND `+live(""), entity, ids)
 		if err != nil {
 			return nil, false, fmt.Errorf("look up %s: %w", entity, err)
 		}

@@ -39,7 +39,7 @@ func countExcused(ctx context.Context, db status.DB, ent *Entity) (int64, error)
 func notImported(ctx context.Context, db status.DB, ent *Entity) ([]RecordIssue, error) {
 	entity := ent.Name
 	rows, err := db.Query(ctx, `SELECT source_id, status, coalesce(last_error, '') FROM bitrix_records r
-WHERE entity = $1 AND status <> $3 AND NOT `+excused("r", ent)+` AND NOT `+waitsForParent("r", ent)+` ORDER BY id LIMIT $2`, entity, MaxListed, string(ImportOK))
+WHERE entity = $1 AND status <> $3 AND NOT `+excused("r", ent)+` AND NOT `+waitsForParent("r", ent)+` AND `+live("r")+` ORDER BY id LIMIT $2`, entity, MaxListed, string(ImportOK))
 	if err != nil {
 		return nil, fmt.Errorf("list unimported %s: %w", entity, err)
 	}
@@ -54,7 +54,8 @@ WHERE entity = $1 AND status <> $3 AND NOT `+excused("r", ent)+` AND NOT `+waits
 	return out, nil
 }
 
-// countByStatus counts the entity's records by status, and all of them.
+// countByStatus counts the entity's records by status, and all of them the portal still has
+// (deleted ones are counted by status only).
 func countByStatus(ctx context.Context, db status.DB, entity string) (map[string]int64, int64, error) {
 	rows, err := db.Query(ctx, `SELECT status, count(*) FROM bitrix_records WHERE entity = $1 GROUP BY 1`, entity)
 	if err != nil {
@@ -66,7 +67,9 @@ func countByStatus(ctx context.Context, db status.DB, entity string) (map[string
 	var n int64
 	if _, err := pgx.ForEachRow(rows, []any{&st, &n}, func() error {
 		out[st] = n
-		all += n
+		if !IsDeleted(status.Status(st)) {
+			all += n
+		}
 		return nil
 	}); err != nil {
 		return nil, 0, err
@@ -80,7 +83,7 @@ func countByStatus(ctx context.Context, db status.DB, entity string) (map[string
 func eachChildNotImported(ctx context.Context, db status.DB, child, parent *Entity, fn func(sourceID, status, reason, parentID string, parentOK bool)) error {
 	rows, err := db.Query(ctx, `SELECT c.source_id, c.status, coalesce(c.last_error, ''), coalesce(c.parent_source_id, ''),
     EXISTS (SELECT 1 FROM bitrix_records p WHERE p.entity = $3 AND p.source_id = c.parent_source_id AND p.status = $4)
-FROM bitrix_records c WHERE c.entity = $1 AND c.status <> $4 AND NOT `+excused("c", child)+` AND NOT `+waitsForParent("c", child)+`
+FROM bitrix_records c WHERE c.entity = $1 AND c.status <> $4 AND NOT `+excused("c", child)+` AND NOT `+waitsForParent("c", child)+` AND `+live("c")+`
 ORDER BY c.id LIMIT $2`,
 		child.Name, MaxListed, parent.Name, string(ImportOK))
 	if err != nil {

@@ -83,6 +83,9 @@ func (e *Engine) verifyAll(ctx context.Context, ent *Entity, r *VerifyReport) er
 	if err := e.diffSuspects(ctx, ent, r, suspects, wants); err != nil {
 		return err
 	}
+	if err := e.setAsideDeleted(ctx, ent, r, onTarget); err != nil {
+		return err
+	}
 	e.extras(ctx, ent, r, onTarget)
 	if r.MissingCount > 0 {
 		r.Problem("%d %s are IMPORT_OK here but missing on the target", r.MissingCount, ent.noun())
