@@ -19,7 +19,7 @@ import (
 type world struct {
 	dbURL  string
 	target *targetfake.Server
-	addr   string // TARGET_WEBHOOK_URL
+	addr   string   // TARGET_WEBHOOK_URL
 	env    []string // more of the child's environment (Case.Env)
 }
 
