@@ -134,6 +134,14 @@ SELECT $1, $2, c, n, k, $6, NULLIF($7, 0) FROM unnest($3::text[], $4::text[], $5
 	if err != nil {
 		return fmt.Errorf("log pages of %s: %w", entity, err)
 	}
+	// The inventory row's lock comes first, in a statement of its own: the UPDATE below then
+	// starts (READ COMMITTED: a new snapshot per statement) after any other range's transaction
+	// that held the row has committed, and sees that range done. Taken inside the UPDATE, the
+	// lock's wait would re-check the row but not the open ranges, and two ranges ending at once
+	// would each see the other open: the pass would never be marked complete.
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM bitrix_inventory WHERE entity = $1 FOR UPDATE`, entity); err != nil {
+		return fmt.Errorf("lock inventory of %s: %w", entity, err)
+	}
 	_, err = tx.Exec(ctx, `WITH open AS (SELECT cursor FROM bitrix_get_ranges WHERE entity = $1 AND pass = $2 AND NOT done)
 UPDATE bitrix_inventory SET pass_rows = pass_rows + $3, source_total = coalesce($4, source_total),
 get_cursor = coalesce((SELECT cursor FROM open ORDER BY length(cursor), cursor LIMIT 1), get_cursor),
