@@ -304,7 +304,7 @@ WHERE entity = $1 AND pass = $2 AND lo = $3`, w.scan.scope(ent), w.pass, m.r.lo,
 				return fmt.Errorf("advance ID range after %s of %s: %w", m.r.lo, w.scan.scope(ent), err)
 			}
 		}
-		return logPages(ctx, tx, w.scan.scope(ent), e.RunID, w.pass, logged, w.total, limited)
+		return NewStore(tx).logPages(ctx, w.scan.scope(ent), e.RunID, w.pass, logged, w.total, limited)
 	})
 	if err != nil {
 		return err

@@ -118,7 +118,7 @@ func (rf *Refs) loadLinkState(ctx context.Context, db status.DB, ent *Entity, wa
 		if !ref.DropGone || rf.known[ref.Entity] != nil {
 			continue
 		}
-		known, complete, err := knownIDs(ctx, db, ref.Entity, wanted[ref.Entity])
+		known, complete, err := NewStore(db).knownIDs(ctx, ref.Entity, wanted[ref.Entity])
 		if err != nil {
 			return err
 		}
@@ -161,11 +161,11 @@ WHERE entity = $4 AND id > $1 ORDER BY id LIMIT $2`, after, importapi.MaxListIte
 		}
 		slices.Sort(ids)
 		ids = slices.Compact(ids)
-		mapped, err := loadIDMap(ctx, e.Pool, ref.Entity, ids)
+		mapped, err := e.store().loadIDMap(ctx, ref.Entity, ids)
 		if err != nil {
 			return err
 		}
-		known, complete, err := knownIDs(ctx, e.Pool, ref.Entity, ids)
+		known, complete, err := e.store().knownIDs(ctx, ref.Entity, ids)
 		if err != nil {
 			return err
 		}

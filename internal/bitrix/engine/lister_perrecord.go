@@ -46,13 +46,13 @@ type owner struct {
 
 func (p *PerRecord) Get(ctx context.Context, g *GetRun) error {
 	e, ent := g.Env.e, g.Ent
-	inv, err := loadInventory(ctx, e.Pool, ent.Name)
+	inv, err := e.store().loadInventory(ctx, ent.Name)
 	if err != nil {
 		return err
 	}
 	g.Stats.Resumed = inv.Pass > 0 && !inv.Complete
 	if !g.Stats.Resumed {
-		if inv, err = startPass(ctx, e.Pool, ent.Name, e.TestLimit); err != nil {
+		if inv, err = e.store().startPass(ctx, ent.Name, e.TestLimit); err != nil {
 			return err
 		}
 	}
@@ -80,8 +80,9 @@ func (p *PerRecord) Get(ctx context.Context, g *GetRun) error {
 	}
 	return pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
 		g.Stats.Complete = true
-		return logPage(ctx, tx, ent.Name, e.RunID, PageRecord{Pass: w.pass, Cursor: strconv.FormatInt(cursor, 10),
+		return NewStore(tx).logPage(ctx, ent.Name, e.RunID, PageRecord{Pass: w.pass, Cursor: strconv.FormatInt(cursor, 10),
 			Next: strconv.FormatInt(cursor, 10), Last: true})
+
 	})
 }
 
@@ -242,8 +243,9 @@ func (w *perRecordWalk) store(ctx context.Context, rows []json.RawMessage, from,
 		if err := e.saveBatch(ctx, tx, []EntityRecords{{ent, recs}}, &st); err != nil {
 			return err
 		}
-		return logPage(ctx, tx, ent.Name, e.RunID, PageRecord{Pass: w.pass, Cursor: strconv.FormatInt(from, 10),
+		return NewStore(tx).logPage(ctx, ent.Name, e.RunID, PageRecord{Pass: w.pass, Cursor: strconv.FormatInt(from, 10),
 			Next: strconv.FormatInt(to, 10), Count: len(recs), Last: w.limited})
+
 	})
 	if err != nil {
 		return err
@@ -262,7 +264,7 @@ func (w *perRecordWalk) store(ctx context.Context, rows []json.RawMessage, from,
 // source count verify compares with is what get read.
 func (p *PerRecord) Total(ctx context.Context, env Env, ent *Entity) (int64, error) {
 	e := env.e
-	return storedCount(ctx, e.Pool, ent.Name)
+	return e.store().storedCount(ctx, ent.Name)
 }
 
 // plan: one command per record of Of (as many as its get read, or as the portal counted), 50
@@ -272,7 +274,7 @@ func (p *PerRecord) Plan(ctx context.Context, env Env, ent *Entity) ([]EntityPla
 	var n int64
 	how := fmt.Sprintf("one %s per record of %s, 50 to a call; no count before they are read", p.Method, strings.Join(p.Of, ", "))
 	for _, of := range p.Of {
-		read, err := storedCount(ctx, e.Pool, of)
+		read, err := e.store().storedCount(ctx, of)
 		if err != nil {
 			return nil, err
 		}

@@ -141,13 +141,13 @@ func (w *KeyWalk) Run(ctx context.Context, env Env, child *Entity, st *GetStats,
 			return 0, false, fmt.Errorf("walk %s: %w", child.Name, err)
 		}
 	}
-	inv, err := loadInventory(ctx, e.Pool, child.Name)
+	inv, err := e.store().loadInventory(ctx, child.Name)
 	if err != nil {
 		return 0, false, err
 	}
 	resumed = inv.Pass > 0 && !inv.Complete
 	if !resumed {
-		if inv, err = startPass(ctx, e.Pool, child.Name, limit); err != nil {
+		if inv, err = e.store().startPass(ctx, child.Name, limit); err != nil {
 			return 0, false, err
 		}
 	}
@@ -165,7 +165,7 @@ func (w *KeyWalk) Run(ctx context.Context, env Env, child *Entity, st *GetStats,
 	if err := kw.run(ctx); err != nil {
 		return 0, false, fmt.Errorf("walk %s: %w", child.Name, err)
 	}
-	return inv.Pass, resumed, finishWalk(ctx, e.Pool, child.Name)
+	return inv.Pass, resumed, e.store().finishWalk(ctx, child.Name)
 }
 
 // cursors returns where each key's walk starts in this pass: keys the pass finished are left
@@ -315,24 +315,24 @@ func (k *keyWalker) readJob(ctx context.Context, job []keyJob) error {
 	err = pgx.BeginFunc(ctx, k.e.Pool, func(tx pgx.Tx) error {
 		var err error
 		c := status.Change{Reason: cmp.Or(k.w.Reason, "changed on the source"), Actor: k.e.Actor, RunID: k.e.RunID}
-		if got, err = saveRecords(ctx, tx, k.child.Name, recs, c); err != nil {
+		if got, err = NewStore(tx).saveRecords(ctx, k.child.Name, recs, c); err != nil {
 			return err
 		}
-		if refused, err = refuseUnreachable(ctx, tx, k.child.Name, recs, status.Change{Actor: k.e.Actor, RunID: k.e.RunID}); err != nil {
+		if refused, err = NewStore(tx).refuseUnreachable(ctx, k.child.Name, recs, status.Change{Actor: k.e.Actor, RunID: k.e.RunID}); err != nil {
 			return err
 		}
 		for _, p := range pages {
-			if err := logPage(ctx, tx, k.child.Name, k.e.RunID, p); err != nil {
+			if err := NewStore(tx).logPage(ctx, k.child.Name, k.e.RunID, p); err != nil {
 				return err
 			}
 		}
 		for _, l := range lost {
-			if err := k.w.Lost(ctx, Store{db: tx, tx: tx}, l.key, l.u, zone); err != nil {
+			if err := k.w.Lost(ctx, NewStore(tx), l.key, l.u, zone); err != nil {
 				return err
 			}
 		}
 		if got.Inserted+got.Changed > 0 || len(lost) > 0 {
-			return unverify(ctx, tx, verifiedAs(k.e.registry(), k.child))
+			return NewStore(tx).unverify(ctx, verifiedAs(k.e.registry(), k.child))
 		}
 		return nil
 	})
@@ -400,7 +400,7 @@ func (k *keyWalker) incoming(ctx context.Context, rows []WalkRow, zone *time.Loc
 		parents[i] = r.Parent
 	}
 	slices.Sort(parents)
-	gone, err := missing(ctx, k.e.Pool, k.child.Parent, slices.Compact(parents))
+	gone, err := k.e.store().missing(ctx, k.child.Parent, slices.Compact(parents))
 	if err != nil {
 		return nil, err
 	}

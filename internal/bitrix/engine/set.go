@@ -177,7 +177,7 @@ func statusNames(ss []status.Status) []string {
 
 // requireVerified refuses a phase of entity until needs is verified.
 func (e *Engine) requireVerified(ctx context.Context, entity, phase, needs string) error {
-	inv, err := loadInventory(ctx, e.Pool, needs)
+	inv, err := e.store().loadInventory(ctx, needs)
 	if err != nil {
 		return err
 	}
@@ -314,7 +314,7 @@ func (s *setter) orderedRound(ctx context.Context, ent *Entity) (bool, error) {
 
 // importIDs loads the records with the given ids and imports them, in that order.
 func (s *setter) importIDs(ctx context.Context, ent *Entity, ids []int64) error {
-	loaded, err := loadRecords(ctx, s.e.Pool, ids)
+	loaded, err := s.e.store().loadRecords(ctx, ids)
 	if err != nil {
 		return err
 	}

@@ -21,12 +21,12 @@ func TestLogPagesRangesEndingAtOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang fails, it never passes
 	defer cancel()
 	const entity = "things"
-	inv, err := startPass(ctx, pool, entity, 0)
+	inv, err := NewStore(pool).startPass(ctx, entity, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ranges := []*idRange{{lo: "0", hi: "500", cursor: "0"}, {lo: "500", hi: "", cursor: "500"}}
-	if err := saveRanges(ctx, pool, entity, inv.Pass, ranges); err != nil {
+	if err := NewStore(pool).saveRanges(ctx, entity, inv.Pass, ranges); err != nil {
 		t.Fatal(err)
 	}
 	ended := make(chan struct{}, 2)    // a range's row is updated, its transaction still open
@@ -43,7 +43,7 @@ WHERE entity = $1 AND pass = $2 AND lo = $3`, entity, inv.Pass, r.lo); err != ni
 				return err
 			}
 			page := PageRecord{Pass: inv.Pass, Cursor: r.lo, Next: r.hi, Count: 10}
-			if err := logPages(ctx, tx, entity, 0, inv.Pass, []PageRecord{page}, nil, false); err != nil {
+			if err := NewStore(tx).logPages(ctx, entity, 0, inv.Pass, []PageRecord{page}, nil, false); err != nil {
 				return err
 			}
 			return after()
@@ -116,7 +116,7 @@ WHERE datname = current_database() AND wait_event_type = 'Lock')`).Scan(&waiting
 	if err := g.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	got, err := loadInventory(ctx, pool, entity)
+	got, err := NewStore(pool).loadInventory(ctx, entity)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ingest-dev/ingest/internal/status"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -25,9 +24,9 @@ func excused(a string, ent *Entity) string {
 }
 
 // countExcused counts the entity's records that are excused.
-func countExcused(ctx context.Context, db status.DB, ent *Entity) (int64, error) {
+func (s Store) countExcused(ctx context.Context, ent *Entity) (int64, error) {
 	var n int64
-	err := db.QueryRow(ctx, `SELECT count(*) FROM bitrix_records r WHERE r.entity = $1 AND `+excused("r", ent), ent.Name).Scan(&n)
+	err := s.db.QueryRow(ctx, `SELECT count(*) FROM bitrix_records r WHERE r.entity = $1 AND `+excused("r", ent), ent.Name).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count acknowledged %s: %w", ent.Name, err)
 	}
@@ -36,9 +35,9 @@ func countExcused(ctx context.Context, db status.DB, ent *Entity) (int64, error)
 
 // notImported lists (up to 50) the entity's records that are not IMPORT_OK and not excused by
 // an acknowledgement.
-func notImported(ctx context.Context, db status.DB, ent *Entity) ([]RecordIssue, error) {
+func (s Store) notImported(ctx context.Context, ent *Entity) ([]RecordIssue, error) {
 	entity := ent.Name
-	rows, err := db.Query(ctx, `SELECT source_id, status, coalesce(last_error, '') FROM bitrix_records r
+	rows, err := s.db.Query(ctx, `SELECT source_id, status, coalesce(last_error, '') FROM bitrix_records r
 WHERE entity = $1 AND status <> $3 AND NOT `+excused("r", ent)+` ORDER BY id LIMIT $2`, entity, MaxListed, string(ImportOK))
 	if err != nil {
 		return nil, fmt.Errorf("list unimported %s: %w", entity, err)
@@ -55,8 +54,8 @@ WHERE entity = $1 AND status <> $3 AND NOT `+excused("r", ent)+` ORDER BY id LIM
 }
 
 // countByStatus counts the entity's records by status, and all of them.
-func countByStatus(ctx context.Context, db status.DB, entity string) (map[string]int64, int64, error) {
-	rows, err := db.Query(ctx, `SELECT status, count(*) FROM bitrix_records WHERE entity = $1 GROUP BY 1`, entity)
+func (s Store) countByStatus(ctx context.Context, entity string) (map[string]int64, int64, error) {
+	rows, err := s.db.Query(ctx, `SELECT status, count(*) FROM bitrix_records WHERE entity = $1 GROUP BY 1`, entity)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -77,8 +76,8 @@ func countByStatus(ctx context.Context, db status.DB, entity string) (map[string
 // eachChildNotImported hands fn the child entity's records that are not IMPORT_OK and not
 // excused (up to MaxListed, in record order), each with its parent's source id and whether that
 // parent is IMPORT_OK.
-func eachChildNotImported(ctx context.Context, db status.DB, child, parent *Entity, fn func(sourceID, status, reason, parentID string, parentOK bool)) error {
-	rows, err := db.Query(ctx, `SELECT c.source_id, c.status, coalesce(c.last_error, ''), coalesce(c.parent_source_id, ''),
+func (s Store) eachChildNotImported(ctx context.Context, child, parent *Entity, fn func(sourceID, status, reason, parentID string, parentOK bool)) error {
+	rows, err := s.db.Query(ctx, `SELECT c.source_id, c.status, coalesce(c.last_error, ''), coalesce(c.parent_source_id, ''),
     EXISTS (SELECT 1 FROM bitrix_records p WHERE p.entity = $3 AND p.source_id = c.parent_source_id AND p.status = $4)
 FROM bitrix_records c WHERE c.entity = $1 AND c.status <> $4 AND NOT `+excused("c", child)+` ORDER BY c.id LIMIT $2`,
 		child.Name, MaxListed, parent.Name, string(ImportOK))
@@ -95,15 +94,15 @@ FROM bitrix_records c WHERE c.entity = $1 AND c.status <> $4 AND NOT `+excused("
 }
 
 // countFetchedSince counts the entity's records read (stored or seen unchanged) since t.
-func countFetchedSince(ctx context.Context, db status.DB, entity string, t time.Time) (int64, error) {
+func (s Store) countFetchedSince(ctx context.Context, entity string, t time.Time) (int64, error) {
 	var n int64
-	err := db.QueryRow(ctx, `SELECT count(*) FROM bitrix_records WHERE entity = $1 AND fetched_at >= $2`, entity, t).Scan(&n)
+	err := s.db.QueryRow(ctx, `SELECT count(*) FROM bitrix_records WHERE entity = $1 AND fetched_at >= $2`, entity, t).Scan(&n)
 	return n, err
 }
 
 // acknowledgedOf lists the acknowledged records of the entities, by entity and record order.
-func acknowledgedOf(ctx context.Context, db status.DB, entities []string) ([]RecordIssue, error) {
-	rows, err := db.Query(ctx, `SELECT entity, source_id, status, coalesce(last_error, ''), coalesce(acknowledged_by, ''),
+func (s Store) acknowledgedOf(ctx context.Context, entities []string) ([]RecordIssue, error) {
+	rows, err := s.db.Query(ctx, `SELECT entity, source_id, status, coalesce(last_error, ''), coalesce(acknowledged_by, ''),
 coalesce(acknowledged_reason, '') FROM bitrix_records WHERE entity = ANY($1) AND acknowledged_at IS NOT NULL ORDER BY entity, id`, entities)
 	if err != nil {
 		return nil, err
@@ -113,17 +112,17 @@ coalesce(acknowledged_reason, '') FROM bitrix_records WHERE entity = ANY($1) AND
 
 // countWaitingForAcknowledged counts a child entity's records that are not acknowledged
 // themselves but excused by their acknowledged parent.
-func countWaitingForAcknowledged(ctx context.Context, db status.DB, child *Entity) (int64, error) {
+func (s Store) countWaitingForAcknowledged(ctx context.Context, child *Entity) (int64, error) {
 	var n int64
-	err := db.QueryRow(ctx, `SELECT count(*) FROM bitrix_records r WHERE r.entity = $1 AND r.acknowledged_at IS NULL AND `+
+	err := s.db.QueryRow(ctx, `SELECT count(*) FROM bitrix_records r WHERE r.entity = $1 AND r.acknowledged_at IS NULL AND `+
 		excused("r", child), child.Name).Scan(&n)
 	return n, err
 }
 
 // unreachableOf lists the entity's records that cannot be migrated, with the reason, in record
 // order.
-func unreachableOf(ctx context.Context, db status.DB, entity string) ([]RecordIssue, error) {
-	rows, err := db.Query(ctx, `SELECT source_id, status, payload->>$2 FROM bitrix_records
+func (s Store) unreachableOf(ctx context.Context, entity string) ([]RecordIssue, error) {
+	rows, err := s.db.Query(ctx, `SELECT source_id, status, payload->>$2 FROM bitrix_records
 WHERE entity = $1 AND payload ? $2 ORDER BY id`, entity, UnreachableKey)
 	if err != nil {
 		return nil, err

@@ -64,7 +64,7 @@ func (e *Engine) Verify(ctx context.Context, entity string) (VerifyReport, error
 	if r.MismatchedRecords > 0 {
 		r.Problem("%d of %d sampled records differ from the target", r.MismatchedRecords, r.Sampled)
 	}
-	if err := saveVerify(ctx, e.Pool, ent.Name, r); err != nil {
+	if err := e.store().saveVerify(ctx, ent.Name, r); err != nil {
 		return r, err
 	}
 	if r.Clean() {
@@ -102,11 +102,11 @@ func (e *Engine) verifyCounts(ctx context.Context, k *Entity, r *VerifyReport) e
 			records += c.N
 		}
 	}
-	inv, err := loadInventory(ctx, e.Pool, k.Name)
+	inv, err := e.store().loadInventory(ctx, k.Name)
 	if err != nil {
 		return err
 	}
-	acked, err := countExcused(ctx, e.Pool, k)
+	acked, err := e.store().countExcused(ctx, k)
 	if err != nil {
 		return err
 	}
@@ -123,7 +123,7 @@ func (e *Engine) verifyCounts(ctx context.Context, k *Entity, r *VerifyReport) e
 	}
 	if n := records - r.ByStatus[string(ImportOK)] - acked; n > 0 {
 		r.Problem("%d %s records are not IMPORT_OK", n, k.Name)
-		issues, err := notImported(ctx, e.Pool, k)
+		issues, err := e.store().notImported(ctx, k)
 		if err != nil {
 			return err
 		}
