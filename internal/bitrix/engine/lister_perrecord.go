@@ -116,19 +116,7 @@ func (w *perRecordWalk) zoneFrom(r *rest.Response) (*time.Location, error) {
 }
 
 func (w *perRecordWalk) owners(ctx context.Context, after int64, n int) ([]owner, error) {
-	rows, err := w.g.Env.e.Pool.Query(ctx, `SELECT id, entity, source_id FROM bitrix_records WHERE entity = ANY($1) AND id > $2
-ORDER BY id LIMIT $3`, w.p.Of, after, n)
-	if err != nil {
-		return nil, fmt.Errorf("list %v to read %s of: %w", w.p.Of, w.g.Ent.Name, err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (owner, error) {
-		var o owner
-		return o, row.Scan(&o.id, &o.entity, &o.sourceID)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list %v to read %s of: %w", w.p.Of, w.g.Ent.Name, err)
-	}
-	return out, nil
+	return w.g.Env.e.store().owners(ctx, w.p.Of, w.g.Ent.Name, after, n)
 }
 
 // round reads the rows of the owners, 50 owners to a request and Concurrency requests in

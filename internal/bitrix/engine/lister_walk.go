@@ -155,7 +155,7 @@ func (w *KeyWalk) Run(ctx context.Context, env Env, child *Entity, st *GetStats,
 	if err != nil {
 		return 0, false, fmt.Errorf("walk %s: list the keys: %w", child.Name, err)
 	}
-	queue, err := w.cursors(ctx, e.Pool, child.Name, inv.Pass, keys)
+	queue, err := w.cursors(ctx, e.store(), child.Name, inv.Pass, keys)
 	if err != nil {
 		return 0, false, err
 	}
@@ -171,26 +171,18 @@ func (w *KeyWalk) Run(ctx context.Context, env Env, child *Entity, st *GetStats,
 // cursors returns where each key's walk starts in this pass: keys the pass finished are left
 // out, keys it began go on from their last logged page, the others start where From says (at
 // the beginning without it).
-func (w *KeyWalk) cursors(ctx context.Context, db status.DB, entity string, pass int, keys []string) ([]*keyCursor, error) {
-	rows, err := db.Query(ctx, `SELECT DISTINCT ON (split_part(cursor, ' ', 1)) pass, next_cursor FROM bitrix_page_log
-WHERE entity = $1 ORDER BY split_part(cursor, ' ', 1), id DESC`, entity)
-	if err != nil {
-		return nil, fmt.Errorf("load %s cursors: %w", entity, err)
-	}
+func (w *KeyWalk) cursors(ctx context.Context, st Store, entity string, pass int, keys []string) ([]*keyCursor, error) {
 	type logged struct {
 		pass int
 		at   keyCursor
 	}
 	latest := map[string]logged{}
-	var p int
-	var next string
-	_, err = pgx.ForEachRow(rows, []any{&p, &next}, func() error {
+	err := st.lastPageOfEachKey(ctx, entity, func(pass int, next string) {
 		c := parseKeyCursor(next)
-		latest[c.key] = logged{p, c}
-		return nil
+		latest[c.key] = logged{pass, c}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("load %s cursors: %w", entity, err)
+		return nil, err
 	}
 	var out []*keyCursor
 	for _, k := range keys {

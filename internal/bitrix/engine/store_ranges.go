@@ -50,3 +50,30 @@ SELECT $1, $2, lo, hi, c, d FROM unnest($3::text[], $4::text[], $5::text[], $6::
 	}
 	return nil
 }
+
+// splitRange cuts the range of a pass starting at lo at mid: it ends at mid, and a new range
+// from mid to hi (its cursor at mid) is planned, in one statement so a kill leaves both or
+// neither.
+func (s Store) splitRange(ctx context.Context, entity string, pass int, lo, mid, hi string) error {
+	_, err := s.db.Exec(ctx, `WITH cut AS (UPDATE bitrix_get_ranges SET hi = $4
+WHERE entity = $1 AND pass = $2 AND lo = $3 RETURNING 1)
+INSERT INTO bitrix_get_ranges (entity, pass, lo, hi, cursor) SELECT $1, $2, $4, $5, $4 FROM cut`,
+		entity, pass, lo, mid, hi)
+	if err != nil {
+		return fmt.Errorf("split ID range after %s of %s: %w", lo, entity, err)
+	}
+	return nil
+}
+
+// advanceRange moves the range of a pass starting at lo to its new cursor (done when it read
+// to its end), in the transaction that stores the records read.
+func (s Store) advanceRange(ctx context.Context, entity string, pass int, lo, cursor string, done bool) error {
+	if s.tx == nil {
+		return errNoTx
+	}
+	if _, err := s.tx.Exec(ctx, `UPDATE bitrix_get_ranges SET cursor = $4, done = $5
+WHERE entity = $1 AND pass = $2 AND lo = $3`, entity, pass, lo, cursor, done); err != nil {
+		return fmt.Errorf("advance ID range after %s of %s: %w", lo, entity, err)
+	}
+	return nil
+}
