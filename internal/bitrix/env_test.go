@@ -124,7 +124,7 @@ func (v *env) count(sql string, args ...any) int {
 // record returns one stored record.
 func (v *env) record(entity, sourceID string) engine.Record {
 	v.t.Helper()
-	r, err := engine.GetRecord(v.ctx, v.pool, entity, sourceID)
+	r, err := engine.NewStore(v.pool).Record(v.ctx, entity, sourceID)
 	if err != nil {
 		v.t.Fatal(err)
 	}

@@ -105,7 +105,7 @@ func (e *Engine) concludeDeletions(ctx context.Context, ent *Entity) (int, error
 		e.Log.Debug("no deletions concluded", "entity", ent.Name, "why", why)
 		return 0, nil
 	}
-	inv, err := loadInventory(ctx, e.Pool, ent.Name)
+	inv, err := e.store().loadInventory(ctx, ent.Name)
 	if err != nil {
 		return 0, err
 	}
@@ -158,7 +158,7 @@ func (e *Engine) concludeDeletions(ctx context.Context, ent *Entity) (int, error
 				}
 			}
 		}
-		return unverify(ctx, tx.db, ent.Name)
+		return tx.unverify(ctx, ent.Name)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("mark deleted %s: %w", ent.Name, err)
@@ -177,7 +177,7 @@ func (e *Engine) cannotConclude(ctx context.Context, ent *Entity) (string, bool)
 	if e.TestLimit > 0 {
 		return "test_limit", true
 	}
-	inv, err := loadInventory(ctx, e.Pool, ent.Name)
+	inv, err := e.store().loadInventory(ctx, ent.Name)
 	switch {
 	case err != nil:
 		return err.Error(), true

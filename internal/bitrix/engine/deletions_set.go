@@ -101,7 +101,7 @@ func (e *Engine) removed(ctx context.Context, ent *Entity, recs []goneRecord) er
 					return err
 				}
 				if n > 0 {
-					if err := unverify(ctx, tx.db, other.Name); err != nil {
+					if err := tx.unverify(ctx, other.Name); err != nil {
 						return err
 					}
 				}

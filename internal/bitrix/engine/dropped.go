@@ -32,7 +32,7 @@ func selfGone(ctx context.Context, db status.DB, ent *Entity) (bool, error) {
 	if !ok || !ref.DropGone {
 		return false, nil
 	}
-	inv, err := loadInventory(ctx, db, ent.Name)
+	inv, err := NewStore(db).loadInventory(ctx, ent.Name)
 	if err != nil {
 		return false, err
 	}

@@ -58,7 +58,7 @@ func (s *IDScan) prepared(ctx context.Context, e *Engine, ent *Entity) (*IDScan,
 	if !s.SelectCustom {
 		return s, nil
 	}
-	names, err := storedFieldNames(ctx, e.Pool, ent.Name)
+	names, err := e.store().storedFieldNames(ctx, ent.Name)
 	if err != nil || len(names) == 0 {
 		return s, err
 	}
@@ -94,7 +94,7 @@ func (s *IDScan) Get(ctx context.Context, g *GetRun) error {
 		return err
 	}
 	scope := s.scope(ent)
-	inv, err := loadInventory(ctx, e.Pool, scope)
+	inv, err := e.store().loadInventory(ctx, scope)
 	if err != nil {
 		return err
 	}
@@ -102,7 +102,7 @@ func (s *IDScan) Get(ctx context.Context, g *GetRun) error {
 	g.Stats.Resumed = inv.Pass > 0 && !inv.Complete
 	var first *rest.Page
 	if g.Stats.Resumed {
-		if w.ranges, err = loadRanges(ctx, e.Pool, scope, inv); err != nil {
+		if w.ranges, err = e.store().loadRanges(ctx, scope, inv); err != nil {
 			return err
 		}
 		w.density, w.total = densityOf(w.ranges, inv.SourceTotal), inv.SourceTotal
@@ -119,10 +119,10 @@ func (s *IDScan) Get(ctx context.Context, g *GetRun) error {
 			w.total = &t
 		}
 		err = pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
-			if inv, err = startPass(ctx, tx, scope, e.TestLimit); err != nil {
+			if inv, err = NewStore(tx).startPass(ctx, scope, e.TestLimit); err != nil {
 				return err
 			}
-			return saveRanges(ctx, tx, scope, inv.Pass, w.ranges)
+			return NewStore(tx).saveRanges(ctx, scope, inv.Pass, w.ranges)
 		})
 		if err != nil {
 			return err
@@ -236,17 +236,17 @@ type EntityRecords struct {
 func (e *Engine) saveBatch(ctx context.Context, tx pgx.Tx, batch []EntityRecords, st *GetStats) error {
 	change := status.Change{Reason: "changed on the source", Actor: e.Actor, RunID: e.RunID}
 	for _, b := range batch {
-		sv, err := saveRecords(ctx, tx, b.Ent.Name, b.Recs, change)
+		sv, err := NewStore(tx).saveRecords(ctx, b.Ent.Name, b.Recs, change)
 		if err != nil {
 			return err
 		}
-		refused, err := refuseUnreachable(ctx, tx, b.Ent.Name, b.Recs, status.Change{Actor: e.Actor, RunID: e.RunID})
+		refused, err := NewStore(tx).refuseUnreachable(ctx, b.Ent.Name, b.Recs, status.Change{Actor: e.Actor, RunID: e.RunID})
 		if err != nil {
 			return err
 		}
 		st.Unreachable += refused
 		if sv.Inserted+sv.Changed > 0 {
-			if err := unverify(ctx, tx, verifiedAs(e.registry(), b.Ent)); err != nil {
+			if err := NewStore(tx).unverify(ctx, verifiedAs(e.registry(), b.Ent)); err != nil {
 				return err
 			}
 		}
@@ -295,7 +295,7 @@ func (e *Engine) pullReferenced(ctx context.Context, batch []EntityRecords, zone
 		}
 		ids := wanted[name]
 		slices.Sort(ids)
-		want, err := missing(ctx, e.Pool, name, slices.Compact(ids))
+		want, err := e.store().missing(ctx, name, slices.Compact(ids))
 		if err != nil || len(want) == 0 {
 			if err != nil {
 				return nil, err

@@ -144,13 +144,13 @@ func (w *KeyWalk) Run(ctx context.Context, env Env, child *Entity, st *GetStats,
 			return 0, false, fmt.Errorf("walk %s: %w", child.Name, err)
 		}
 	}
-	inv, err := loadInventory(ctx, e.Pool, child.Name)
+	inv, err := e.store().loadInventory(ctx, child.Name)
 	if err != nil {
 		return 0, false, err
 	}
 	resumed = inv.Pass > 0 && !inv.Complete
 	if !resumed {
-		if inv, err = startPass(ctx, e.Pool, child.Name, limit); err != nil {
+		if inv, err = e.store().startPass(ctx, child.Name, limit); err != nil {
 			return 0, false, err
 		}
 	}
@@ -158,7 +158,7 @@ func (w *KeyWalk) Run(ctx context.Context, env Env, child *Entity, st *GetStats,
 	if err != nil {
 		return 0, false, fmt.Errorf("walk %s: list the keys: %w", child.Name, err)
 	}
-	queue, err := w.cursors(ctx, e.Pool, child.Name, inv.Pass, keys)
+	queue, err := w.cursors(ctx, e.store(), child.Name, inv.Pass, keys)
 	if err != nil {
 		return 0, false, err
 	}
@@ -168,32 +168,24 @@ func (w *KeyWalk) Run(ctx context.Context, env Env, child *Entity, st *GetStats,
 	if err := kw.run(ctx); err != nil {
 		return 0, false, fmt.Errorf("walk %s: %w", child.Name, err)
 	}
-	return inv.Pass, resumed, finishWalk(ctx, e.Pool, child.Name)
+	return inv.Pass, resumed, e.store().finishWalk(ctx, child.Name)
 }
 
 // cursors returns where each key's walk starts in this pass: keys the pass finished are left
 // out, keys it began go on from their last logged page, the others start where From says (at
 // the beginning without it).
-func (w *KeyWalk) cursors(ctx context.Context, db status.DB, entity string, pass int, keys []string) ([]*keyCursor, error) {
-	rows, err := db.Query(ctx, `SELECT DISTINCT ON (split_part(cursor, ' ', 1)) pass, next_cursor FROM bitrix_page_log
-WHERE entity = $1 ORDER BY split_part(cursor, ' ', 1), id DESC`, entity)
-	if err != nil {
-		return nil, fmt.Errorf("load %s cursors: %w", entity, err)
-	}
+func (w *KeyWalk) cursors(ctx context.Context, st Store, entity string, pass int, keys []string) ([]*keyCursor, error) {
 	type logged struct {
 		pass int
 		at   keyCursor
 	}
 	latest := map[string]logged{}
-	var p int
-	var next string
-	_, err = pgx.ForEachRow(rows, []any{&p, &next}, func() error {
+	err := st.lastPageOfEachKey(ctx, entity, func(pass int, next string) {
 		c := parseKeyCursor(next)
-		latest[c.key] = logged{p, c}
-		return nil
+		latest[c.key] = logged{pass, c}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("load %s cursors: %w", entity, err)
+		return nil, err
 	}
 	var out []*keyCursor
 	for _, k := range keys {
@@ -325,24 +317,24 @@ func (k *keyWalker) readJob(ctx context.Context, job []keyJob) error {
 	err = pgx.BeginFunc(ctx, k.e.Pool, func(tx pgx.Tx) error {
 		var err error
 		c := status.Change{Reason: cmp.Or(k.w.Reason, "changed on the source"), Actor: k.e.Actor, RunID: k.e.RunID}
-		if got, err = saveRecords(ctx, tx, k.child.Name, recs, c); err != nil {
+		if got, err = NewStore(tx).saveRecords(ctx, k.child.Name, recs, c); err != nil {
 			return err
 		}
-		if refused, err = refuseUnreachable(ctx, tx, k.child.Name, recs, status.Change{Actor: k.e.Actor, RunID: k.e.RunID}); err != nil {
+		if refused, err = NewStore(tx).refuseUnreachable(ctx, k.child.Name, recs, status.Change{Actor: k.e.Actor, RunID: k.e.RunID}); err != nil {
 			return err
 		}
 		for _, p := range pages {
-			if err := logPage(ctx, tx, k.child.Name, k.e.RunID, p); err != nil {
+			if err := NewStore(tx).logPage(ctx, k.child.Name, k.e.RunID, p); err != nil {
 				return err
 			}
 		}
 		for _, l := range lost {
-			if err := k.w.Lost(ctx, Store{db: tx, tx: tx}, l.key, l.u, zone); err != nil {
+			if err := k.w.Lost(ctx, NewStore(tx), l.key, l.u, zone); err != nil {
 				return err
 			}
 		}
 		if got.Inserted+got.Changed > 0 || len(lost) > 0 {
-			return unverify(ctx, tx, verifiedAs(k.e.registry(), k.child))
+			return NewStore(tx).unverify(ctx, verifiedAs(k.e.registry(), k.child))
 		}
 		return nil
 	})
@@ -410,7 +402,7 @@ func (k *keyWalker) incoming(ctx context.Context, rows []WalkRow, zone *time.Loc
 		parents[i] = r.Parent
 	}
 	slices.Sort(parents)
-	gone, err := missing(ctx, k.e.Pool, k.child.Parent, slices.Compact(parents))
+	gone, err := k.e.store().missing(ctx, k.child.Parent, slices.Compact(parents))
 	if err != nil {
 		return nil, err
 	}

@@ -115,10 +115,10 @@ func (e *Engine) Report(ctx context.Context) (StatusReport, error) {
 				es.ByStatus[string(c.Status)] = c.N
 			}
 		}
-		if es.Reasons, err = topReasons(ctx, e, name); err != nil {
+		if es.Reasons, err = e.store().topReasons(ctx, name); err != nil {
 			return out, err
 		}
-		if es.NotMigrated, err = notMigrated(ctx, e, name); err != nil {
+		if es.NotMigrated, err = e.store().notMigrated(ctx, name); err != nil {
 			return out, err
 		}
 		if ent.Advice != nil {
@@ -130,13 +130,13 @@ func (e *Engine) Report(ctx context.Context) (StatusReport, error) {
 			return out, err
 		}
 		if ent.Fetch == nil { // a fetched child has no listing, pass or verify of its own
-			inv, err := loadInventory(ctx, e.Pool, name)
+			inv, err := e.store().loadInventory(ctx, name)
 			if err != nil {
 				return out, err
 			}
 			es.Inventory = &inv
 		}
-		if es.Fields, es.FieldsOnTarget, err = countFields(ctx, e.Pool, name); err != nil {
+		if es.Fields, es.FieldsOnTarget, err = e.store().countFields(ctx, name); err != nil {
 			return out, err
 		}
 		out.Entities = append(out.Entities, es)

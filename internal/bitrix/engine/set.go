@@ -180,17 +180,16 @@ func statusNames(ss []status.Status) []string {
 
 // requireVerified refuses a phase of entity until needs is verified.
 func (e *Engine) requireVerified(ctx context.Context, entity, phase, needs string) error {
-	inv, err := loadInventory(ctx, e.Pool, needs)
+	inv, err := e.store().loadInventory(ctx, needs)
 	if err != nil {
 		return err
 	}
 	if inv.Verified {
 		return nil
 	}
-	var notOK int64
-	if err := e.Pool.QueryRow(ctx, `SELECT count(*) FROM bitrix_records WHERE entity = $1 AND status <> $2`,
-		needs, string(ImportOK)).Scan(&notOK); err != nil {
-		return fmt.Errorf("check %s: %w", needs, err)
+	notOK, err := e.store().countNotOK(ctx, needs)
+	if err != nil {
+		return err
 	}
 	var reason string
 	switch {
@@ -224,12 +223,9 @@ func (s *setter) countBacklog(ctx context.Context, family []*Entity) error {
 	for i, m := range family {
 		names[i] = m.Name
 	}
-	err := s.e.Pool.QueryRow(ctx, `SELECT count(*) FROM bitrix_records WHERE entity = ANY($1) AND status = ANY($2)`,
-		names, statusNames(pending)).Scan(&s.backlog)
-	if err != nil {
-		return fmt.Errorf("count %v backlog: %w", names, err)
-	}
-	return nil
+	var err error
+	s.backlog, err = s.e.store().countBacklog(ctx, names)
+	return err
 }
 
 // round sends every record of ent that is due now: NEW ones and ERROR_RETRY ones whose next
@@ -321,7 +317,7 @@ func (s *setter) orderedRound(ctx context.Context, ent *Entity) (bool, error) {
 
 // importIDs loads the records with the given ids and imports them, in that order.
 func (s *setter) importIDs(ctx context.Context, ent *Entity, ids []int64) error {
-	loaded, err := loadRecords(ctx, s.e.Pool, ids)
+	loaded, err := s.e.store().loadRecords(ctx, ids)
 	if err != nil {
 		return err
 	}

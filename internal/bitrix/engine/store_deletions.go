@@ -195,7 +195,7 @@ AND (r.payload->>$2 = ANY($3) OR (jsonb_typeof(r.payload->$2) = 'array'
 // linksToDeleted returns which of the records (by bitrix_records id) name, through one of ent's
 // references to the entities owners, a record of those that the portal deleted.
 func (s Store) linksToDeleted(ctx context.Context, ent *Entity, owners []string, ids []int64) (map[int64]bool, error) {
-	recs, err := loadRecords(ctx, s.db, ids)
+	recs, err := s.loadRecords(ctx, ids)
 	if err != nil {
 		return nil, err
 	}

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/ingest-dev/ingest/internal/importapi"
 )
 
@@ -67,7 +65,7 @@ func (e *Engine) Verify(ctx context.Context, entity string) (VerifyReport, error
 	if r.MismatchedRecords > 0 {
 		r.Problem("%d of %d sampled records differ from the target", r.MismatchedRecords, r.Sampled)
 	}
-	if err := saveVerify(ctx, e.Pool, ent.Name, r); err != nil {
+	if err := e.store().saveVerify(ctx, ent.Name, r); err != nil {
 		return r, err
 	}
 	if r.Clean() {
@@ -105,11 +103,11 @@ func (e *Engine) verifyCounts(ctx context.Context, k *Entity, r *VerifyReport) e
 			records += c.N
 		}
 	}
-	inv, err := loadInventory(ctx, e.Pool, k.Name)
+	inv, err := e.store().loadInventory(ctx, k.Name)
 	if err != nil {
 		return err
 	}
-	acked, err := countExcused(ctx, e.Pool, k)
+	acked, err := e.store().countExcused(ctx, k)
 	if err != nil {
 		return err
 	}
@@ -132,7 +130,7 @@ func (e *Engine) verifyCounts(ctx context.Context, k *Entity, r *VerifyReport) e
 	}
 	if n := records - r.ByStatus[string(ImportOK)] - acked; n > 0 {
 		r.Problem("%d %s records are not IMPORT_OK", n, k.Name)
-		issues, err := notImported(ctx, e.Pool, k)
+		issues, err := e.store().notImported(ctx, k)
 		if err != nil {
 			return err
 		}
@@ -152,25 +150,9 @@ func (e *Engine) verifyChildren(ctx context.Context, child *Entity, r *VerifyRep
 	byParent := map[string]*ParentCounts{}
 	var order []string
 	for after := int64(0); ; {
-		rows, err := e.Pool.Query(ctx, `SELECT c.id, c.source_id, c.parent_source_id,
-    EXISTS (SELECT 1 FROM bitrix_records p WHERE p.entity = $3 AND p.source_id = c.parent_source_id AND p.status = $4)
-FROM bitrix_records c WHERE c.entity = $5 AND c.id > $1 AND NOT `+excused("c", child)+` AND NOT c.payload ? $6 AND `+live("c")+`
-ORDER BY c.id LIMIT $2`, after, importapi.MaxItems, child.Parent, string(ImportOK), child.Name, UnreachableKey)
+		recs, err := e.store().childPage(ctx, child, after, importapi.MaxItems)
 		if err != nil {
-			return fmt.Errorf("verify %s: %w", child.Name, err)
-		}
-		type record struct {
-			id               int64
-			sourceID, parent string
-			parentImported   bool
-		}
-		recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (record, error) {
-			var m record
-			err := row.Scan(&m.id, &m.sourceID, &m.parent, &m.parentImported)
-			return m, err
-		})
-		if err != nil {
-			return fmt.Errorf("verify %s: %w", child.Name, err)
+			return err
 		}
 		if len(recs) == 0 {
 			break
@@ -250,26 +232,9 @@ func (e *Engine) verifyRefs(ctx context.Context, ent *Entity, r *VerifyReport) e
 func (e *Engine) verifyRef(ctx context.Context, ent *Entity, ref Ref, r *VerifyReport) error {
 	unresolved := 0
 	for after := int64(0); ; {
-		rows, err := e.Pool.Query(ctx, `SELECT x.id, x.source_id, x.status, coalesce(x.payload->>$3, ''), m.target_id
-FROM bitrix_records x LEFT JOIN bitrix_id_map m ON m.entity = $4 AND m.source_id = x.payload->>$3
-WHERE x.entity = $5 AND x.id > $1 AND NOT ($6 AND coalesce(x.payload->>$3, '') IN ('', '0')) AND NOT x.payload ? $7 AND `+live("x")+`
-  AND NOT `+excused("x", ent)+`
-ORDER BY x.id LIMIT $2`, after, importapi.MaxItems, ref.Field, ref.Entity, ent.Name, ref.Optional, UnreachableKey)
+		recs, err := e.store().refPage(ctx, ent, ref, after, importapi.MaxItems)
 		if err != nil {
-			return fmt.Errorf("verify %s %s: %w", ent.Name, ref.Field, err)
-		}
-		type record struct {
-			id                      int64
-			sourceID, status, value string
-			target                  *string
-		}
-		recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (record, error) {
-			var g record
-			err := row.Scan(&g.id, &g.sourceID, &g.status, &g.value, &g.target)
-			return g, err
-		})
-		if err != nil {
-			return fmt.Errorf("verify %s %s: %w", ent.Name, ref.Field, err)
+			return err
 		}
 		if len(recs) == 0 {
 			break
@@ -346,14 +311,9 @@ func (e *Engine) compareSample(ctx context.Context, k *Entity, r *VerifyReport,
 	if size <= 0 {
 		size = 50
 	}
-	rows, err := e.Pool.Query(ctx, `SELECT `+recordColumns+` FROM bitrix_records WHERE entity = $1 AND status = $3
-ORDER BY random() LIMIT $2`, k.Name, size, string(ImportOK))
+	recs, err := e.store().sample(ctx, k.Name, size)
 	if err != nil {
-		return fmt.Errorf("verify %s: sample: %w", k.Name, err)
-	}
-	recs, err := pgx.CollectRows(rows, scanRecord)
-	if err != nil {
-		return fmt.Errorf("verify %s: sample: %w", k.Name, err)
+		return err
 	}
 	for chunk := range slices.Chunk(recs, importapi.MaxItems) {
 		compare, err := prepare(ctx, chunk)
