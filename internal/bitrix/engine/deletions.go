@@ -65,7 +65,7 @@ func (e *MassDeleteError) Error() string {
 func (e *MassDeleteError) Is(target error) bool { return target == ErrMassDelete }
 
 // PartialLister is a Lister whose complete pass still may not see every record the portal has
-// (the chats of the webhook's user: a chat it left is not deleted). Partial says why, or
+// (only what the webhook's user takes part in: a record it left is not deleted). Partial says why, or
 // nothing when it can conclude after all; the records such a lister does not see are never
 // concluded deleted.
 type PartialLister interface {
@@ -74,7 +74,7 @@ type PartialLister interface {
 }
 
 // OwnedLister is a Lister that reads an entity record by record of other entities, its owners
-// (PerRecord: a deal's product rows, a record's timeline comments). When an owner is deleted its
+// (PerRecord: the rows read per owner record). When an owner is deleted its
 // records vanish with it: they follow it, and do not count towards the mass-delete refusal.
 type OwnedLister interface {
 	Lister

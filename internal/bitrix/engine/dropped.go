@@ -9,7 +9,7 @@ import (
 
 // Links dropped, records kept: one rule for every entity. A reference the portal will not show
 // (its entity's complete get never read the record: deleted, or hidden from the webhook's user,
-// as the parent task of a subtask in a project the user is not in) drops the link, never the
+// as a parent record in a part of the portal the user cannot see) drops the link, never the
 // record, when the Ref says DropGone. The record is imported with the link null (or left out of
 // its list), its children with it, and verify and `bitrix status` list the dropped link by record
 // (verifyLinks). For a SelfRef, the parents-first pick lets such a record go as if it named no

@@ -46,7 +46,7 @@ type Engine struct {
 	Source   Source
 	// Delegates are other users' own incoming webhooks, by portal user id: a KeyWalk with
 	// AsUser reads a key that is one of these users through that user's webhook, as that user
-	// (a feed comment's text, which the portal withholds from an administrator's webhook).
+	// (a text the portal withholds from an administrator's webhook).
 	Delegates map[string]Source
 	Target    Target
 	Log       *slog.Logger

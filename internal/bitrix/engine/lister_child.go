@@ -13,7 +13,7 @@ import (
 
 // ChildFetch reads a child entity for each page of its parents with one call per parent, all of
 // a page's calls in one batch: for methods that return every child of one parent at once, with
-// no paging (a list of members, of items, of comments of one record). The
+// no paging (the list of what belongs to one record). The
 // children are stored with the page of parents, in its transaction.
 type ChildFetch struct {
 	// Method is called once per parent with ParentParam set to the parent's id.
@@ -38,7 +38,7 @@ type ChildFetch struct {
 	// it has no children to migrate. Nil means every failure stops the get.
 	ParentGone func(err error) bool
 	// Refused recognises the portal's refusal to show one parent's children (an access error
-	// for a task the webhook's user may not read): they are kept as one record "<parent id>:0"
+	// for a parent the webhook's user may not read): they are kept as one record "<parent id>:0"
 	// (the parent's id when Whole) that cannot be migrated, with the refusal as the reason, so
 	// verify names them. Nil means every failure stops the get.
 	Refused func(err error) bool

@@ -40,7 +40,7 @@ type IDScan struct {
 	// only for display.
 	Complete func(ctx context.Context, env Env, rows []json.RawMessage) ([]json.RawMessage, error)
 	// CompleteMethod names the per-record method Complete calls for every row, 50 to a call
-	// (a contact's companies), so that the plan counts those calls; empty when Complete calls
+	// (a record's links listed apart), so that the plan counts those calls; empty when Complete calls
 	// one only for some rows, or none.
 	CompleteMethod string
 }

@@ -393,7 +393,7 @@ func (k *keyWalker) keyPages(br *rest.BatchResult, j keyJob, me string) (rows []
 }
 
 // incoming prepares the rows of a batch, the last of repeated ones kept. A row whose parent was
-// not read (a comment on a post the webhook's user may not see) cannot be migrated: it is kept
+// not read (a child of a record the webhook's user may not see) cannot be migrated: it is kept
 // with that reason; under test_limit it is left out instead, since only the limited parents'
 // children were asked for.
 func (k *keyWalker) incoming(ctx context.Context, rows []WalkRow, zone *time.Location) ([]Incoming, error) {

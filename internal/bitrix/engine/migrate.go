@@ -30,7 +30,7 @@ type MigrateError struct {
 	Phase  string
 	K, N   int
 	// Records are the portal ids of the records that keep the entity from being verified, by
-	// entity ("chats 70", "chat_messages 70:12"), up to MaxListed of them.
+	// entity ("<entity> <portal id>", "<child> <parent id>:<n>"), up to MaxListed of them.
 	Records []string
 	// More counts the records not in Records.
 	More int

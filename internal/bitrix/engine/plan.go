@@ -121,7 +121,7 @@ func (s *IDScan) Plan(ctx context.Context, env Env, ent *Entity) ([]EntityPlan, 
 }
 
 // WalksParents is a child's Walker that reads, for some of the parents, what its ChildFetch
-// reads for the others (task comments: a new-card task's are its chat's messages): the plan
+// reads for the others (children kept in another listing for some parents): the plan
 // counts those parents in the walk's line, not also in the fetch's.
 type WalksParents interface {
 	// ParentsWalked is how many of the parents read so far the walk reads instead of the fetch.

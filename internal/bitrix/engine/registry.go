@@ -117,7 +117,7 @@ type Ref struct {
 	// is, instead of failing the record.
 	Optional bool
 	// DropGone: a reference to a record the portal will not show (never read by a complete get
-	// of Entity: a deal's deleted company, a subtask's parent hidden from the webhook's user) is
+	// of Entity: a deleted record, a parent hidden from the webhook's user) is
 	// dropped, sent as null or left out of the list, instead of failing the record; verify lists
 	// every dropped link by record. On a SelfRef it also lets the record go without waiting for
 	// that parent (dropped.go).

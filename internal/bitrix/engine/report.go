@@ -129,7 +129,7 @@ type RecordIssue struct {
 	// exception (`ingest status ack`).
 	AcknowledgedBy     string `json:"acknowledged_by,omitempty"`
 	AcknowledgedReason string `json:"acknowledged_reason,omitempty"`
-	// Waiting counts the child records (a task's comments, a chat's messages) that are not
+	// Waiting counts the child records (of a parent not imported) that are not
 	// imported because this record is not: they are listed with it, not apart, and
 	// acknowledging it excuses them too.
 	Waiting int64 `json:"waiting,omitempty"`

@@ -9,7 +9,7 @@ import (
 
 // CountExcusedReachable is how many records of the entity verify excuses (acknowledged, or
 // children of an acknowledged parent) among those whose payload lacks the field skip: an entity
-// that counts its records out of reach apart (chats) subtracts them once, not again when they
+// that counts its records out of reach apart subtracts them once, not again when they
 // are acknowledged too.
 func (s Store) CountExcusedReachable(ctx context.Context, ent *Entity, skip string) (int64, error) {
 	var n int64
