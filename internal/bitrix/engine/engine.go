@@ -64,7 +64,8 @@ type Engine struct {
 	// SampleSize is how many IMPORT_OK records verify compares field by field; 0 means 50.
 	SampleSize int
 	// Concurrency is how many requests a phase keeps in flight at once (BITRIX_CONCURRENCY):
-	// get's ID ranges and walks, set's import calls. 0 means 8. Every request to
+	// get's ID ranges and walks, set's import calls. 0 means 8. At 8 or more, a get whose open ID
+	// ranges fit one round (up to 32) reads them all at once. Every request to
 	// the portal still waits for the shared rate limiter; concurrency only overlaps answer times.
 	Concurrency int
 	// Now is the clock for retry schedules; nil means time.Now.

@@ -197,13 +197,32 @@ func (w *rangeWalk) release(job rangeJob) {
 	}
 }
 
+// oneRound is how many requests a range walk may have in flight when that reads every open range
+// at once: BITRIX_CONCURRENCY's max, within the standard plan's burst of 50, so the bucket does
+// not bind and the portal's answer time, not the number of rounds, is what is left.
+const oneRound = 32
+
+// workers is how many requests the walk keeps in flight: one for a pass read in order;
+// every open range at once when they fit in one round (a small portal read in one round of
+// answers instead of two, as Concurrency alone would); Concurrency otherwise, where the
+// rate limit sets the pace and more in flight would only hold more pages in memory. A
+// Concurrency set below the default is kept as a cap: whoever lowered it shares the portal's
+// bucket with something else.
+func (w *rangeWalk) workers() int {
+	if w.density <= 0 {
+		return 1
+	}
+	workers := w.g.Env.e.concurrency()
+	if open := countOpen(w.ranges); workers >= defaultConcurrency && open > workers && open <= oneRound {
+		workers = open
+	}
+	return workers
+}
+
 // run walks the open ranges with Concurrency requests in flight, storing each answer as it
 // comes, until every range is read.
 func (w *rangeWalk) run(ctx context.Context) error {
-	workers := w.g.Env.e.concurrency()
-	if w.density <= 0 {
-		workers = 1 // one range, read in order
-	}
+	workers := w.workers()
 	err := runPool(ctx, workers, w.take, func(ctx context.Context, job rangeJob) error {
 		began := time.Now()
 		pages, err := w.g.Env.e.Source.ScanSegments(ctx, w.scan.Scan, job.segs)
