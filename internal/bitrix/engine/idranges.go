@@ -197,24 +197,25 @@ func (w *rangeWalk) release(job rangeJob) {
 	}
 }
 
-// oneRound is how many requests a range walk may have in flight when that reads every open range
-// at once: BITRIX_CONCURRENCY's max, within the standard plan's burst of 50, so the bucket does
-// not bind and the portal's answer time, not the number of rounds, is what is left.
+// oneRound is how many requests a range walk may have in flight while the portal's bucket has
+// room: BITRIX_CONCURRENCY's max.
 const oneRound = 32
 
-// workers is how many requests the walk keeps in flight: one for a pass read in order;
-// every open range at once when they fit in one round (a small portal read in one round of
-// answers instead of two, as Concurrency alone would); Concurrency otherwise, where the
-// rate limit sets the pace and more in flight would only hold more pages in memory. A
-// Concurrency set below the default is kept as a cap: whoever lowered it shares the portal's
-// bucket with something else.
+// workers is how many requests the walk keeps in flight: one for a pass read in order; as many
+// as there are open ranges, up to oneRound, when they all fit in the standard plan's burst (50,
+// less the clock probe and the bounds), so that a small portal is read in one or two rounds of
+// answers instead of one round per Concurrency ranges; Concurrency otherwise, where the rate
+// limit sets the pace and more in flight would only hold more pages in memory. A Concurrency
+// set below the default is kept as a cap: whoever lowered it shares the portal's bucket with
+// something else.
 func (w *rangeWalk) workers() int {
 	if w.density <= 0 {
 		return 1
 	}
 	workers := w.g.Env.e.concurrency()
-	if open := countOpen(w.ranges); workers >= defaultConcurrency && open > workers && open <= oneRound {
-		workers = open
+	burst := rest.DefaultRate().Burst - 2
+	if open := countOpen(w.ranges); workers >= defaultConcurrency && open > workers && open <= burst {
+		workers = min(open, max(workers, oneRound))
 	}
 	return workers
 }
