@@ -32,6 +32,13 @@ type bitrixCmd struct {
 	// Concurrency only overlaps the portal's answer times: every request still waits for the
 	// one leaky bucket, so a higher cap never makes the run ruder to the portal.
 	Concurrency int `arg:"--concurrency,env:BITRIX_CONCURRENCY" default:"8" help:"requests in flight at once (get's ID ranges and chat messages, set's import calls), all under the one rate limit" placeholder:"N"`
+	// AuthorWebhooks is a file of other users' own webhooks (bitrix_authors.go); authors holds
+	// them, read and checked by check.
+	AuthorWebhooks string            `arg:"--author-webhooks,env:BITRIX_AUTHOR_WEBHOOKS" help:"file of authors' own incoming webhooks, 'USER_ID URL' a line (secrets): feed get reads their comments' text through them" placeholder:"FILE"`
+	authors        map[string]string `arg:"-"`
+	// Deletions and AllowMassDelete: what becomes of the records the portal deleted (docs/bitrix-deletions.md).
+	Deletions       string `arg:"--deletions,env:BITRIX_DELETIONS" default:"keep" help:"records deleted on the portal: keep (the target keeps them; verify lists them apart) or propagate (set removes them from the target)" placeholder:"POLICY"`
+	AllowMassDelete bool   `arg:"--allow-mass-delete,env:BITRIX_ALLOW_MASS_DELETE" help:"let get mark more than 10% of an entity's records deleted on the portal (otherwise it refuses, naming the count)"`
 
 	// Status and Plan are the arguments of `bitrix status` and `bitrix plan`; Chats holds the
 	// flags of the chats entity's commands (entityFlags). Each is parsed by its own command.
@@ -188,6 +195,12 @@ func (c *bitrixCmd) check(phase string, redact func(string)) error {
 			return err
 		}
 	}
+	if c.AuthorWebhooks != "" {
+		var err error
+		if c.authors, err = readAuthorWebhooks(c.AuthorWebhooks, c.WebhookURL, redact); err != nil {
+			return err
+		}
+	}
 	if _, err := rest.ParseRate(c.Rate); err != nil {
 		return configError{"BITRIX_RATE: " + err.Error()}
 	}
@@ -197,21 +210,29 @@ func (c *bitrixCmd) check(phase string, redact func(string)) error {
 	if c.Concurrency < 1 || c.Concurrency > maxConcurrency {
 		return configError{fmt.Sprintf("BITRIX_CONCURRENCY must be between 1 and %d, got %d", maxConcurrency, c.Concurrency)}
 	}
+	if _, err := engine.ParseDeletions(c.Deletions); err != nil {
+		return configError{err.Error()}
+	}
 	return nil
 }
 
 // bitrixEngine builds the engine for one run, with the phase's clients.
 func (app *app) bitrixEngine(c *bitrixCmd, r *run.Run) (*engine.Engine, error) {
 	e := &engine.Engine{Registry: bitrix.Catalog(bitrix.ChatRescan(c.Chats.ChatRescan)), Pool: app.pool, Log: r.Log, Metrics: r.Metrics,
-		Actor: r.Actor(), RunID: r.ID, TestLimit: c.TestLimit, Concurrency: c.Concurrency}
-	rt, _ := rest.ParseRate(c.Rate) // checked before the run
+		Actor: r.Actor(), RunID: r.ID, TestLimit: c.TestLimit, Concurrency: c.Concurrency,
+		AllowMassDelete: c.AllowMassDelete}
+	e.Deletions, _ = engine.ParseDeletions(c.Deletions) // checked before the run
+	rt, _ := rest.ParseRate(c.Rate)                     // checked before the run
 	if c.WebhookURL != "" {
-		src, err := rest.New(c.WebhookURL, rest.Options{Rate: rt, Limiter: rt.NewLimiter(), Logger: r.Log,
-			UserAgent: "ingest/" + version})
+		opts := rest.Options{Rate: rt, Limiter: rt.NewLimiter(), Logger: r.Log, UserAgent: "ingest/" + version}
+		src, err := rest.New(c.WebhookURL, opts)
 		if err != nil {
 			return nil, configError{"BITRIX_WEBHOOK_URL: " + err.Error()}
 		}
 		e.Source = src
+		if e.Delegates, err = authorSources(c.authors, opts, r); err != nil {
+			return nil, err
+		}
 	}
 	if c.TargetURL != "" {
 		t, err := importapi.New(c.TargetURL, importapi.Options{Logger: r.Log})
@@ -306,7 +327,7 @@ func (c *showBitrixCmd) check() error {
 
 // showBitrix prints one record: where it stands, why, its history and its payload as read.
 func (app *app) showBitrix(ctx context.Context, c *showBitrixCmd) error {
-	d, err := engine.GetRecordDetail(ctx, app.pool, c.Entity, c.ID)
+	d, err := engine.NewStore(app.pool).RecordDetail(ctx, c.Entity, c.ID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		app.log.Error(fmt.Sprintf("no %s record with the portal's id %s has been read", c.Entity, c.ID))
 		return errReported

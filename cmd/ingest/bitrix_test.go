@@ -64,6 +64,10 @@ func TestBitrixCommands(t *testing.T) {
 	if code != exitConfig || !strings.Contains(stderr, "BITRIX_CONCURRENCY must be between 1 and") {
 		t.Errorf("chats get with concurrency 0 = exit %d\n%s", code, stderr)
 	}
+	code, _, stderr = run("bitrix", "--deletions", "drop", "chats", "get")
+	if code != exitConfig || !strings.Contains(stderr, "BITRIX_DELETIONS must be keep or propagate") {
+		t.Errorf("chats get with --deletions drop = exit %d\n%s", code, stderr)
+	}
 	// The workgroup chats the webhook's user is not in are listed as out of reach, which does not
 	// stop the chats it can read from being verified.
 	code, _, stderr = run("bitrix", "chats", "run")
@@ -80,8 +84,13 @@ func TestBitrixCommands(t *testing.T) {
 
 	// A person sends a record through set again by its portal id.
 	code, stdout, stderr = run("status", "set", "bitrix", "--entity", "users", "--id", "1", "999999", "--to", "NEW", "--reason", "re-import after fix", "--by", "bob")
-	if code != exitFailed || !strings.Contains(stdout, "IMPORT_OK -> NEW") || !strings.Contains(stdout, "users 999999: refused: no such record") {
+	if code != exitFailed || !strings.Contains(stdout, "bitrix users 1: IMPORT_OK -> NEW") || !strings.Contains(stdout, "users 999999: refused: no such record") {
 		t.Errorf("status set by portal id = exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	// status ack answers with the ids it was given, not the rows' own.
+	code, stdout, stderr = run("status", "ack", "bitrix", "--entity", "users", "--id", "1", "--reason", "test", "--by", "bob")
+	if code != exitFailed || !strings.Contains(stdout, "bitrix users 1: refused: ") {
+		t.Errorf("status ack by portal id = exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	// show bitrix tells where the record stands and why, with its history.
 	code, stdout, stderr = run("show", "bitrix", "users", "1")

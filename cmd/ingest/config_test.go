@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -111,6 +113,14 @@ func TestExitCodesAndJSONLines(t *testing.T) {
 	socialKey := base64.StdEncoding.EncodeToString(make([]byte, 32))
 	otherDB := withURL(t, b.url, func(u *url.URL) { u.Path = "/no_such_database" })
 	otherUser := withURL(t, b.url, func(u *url.URL) { u.User = url.UserPassword("no_such_role", "pw") })
+	authors := func(body string) string {
+		path := filepath.Join(t.TempDir(), "authors")
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return "BITRIX_AUTHOR_WEBHOOKS=" + path
+	}
+	mainHook := "BITRIX_WEBHOOK_URL=https://portal.example/rest/1/" + token + "/"
 	tests := []struct {
 		args    []string
 		env     []string
@@ -158,6 +168,14 @@ func TestExitCodesAndJSONLines(t *testing.T) {
 			code: exitConfig, want: "no /rest/USER_ID/TOKEN/ path", noRunOf: "bitrix users get"},
 		{args: []string{"bitrix", "users", "set"}, env: []string{"TARGET_WEBHOOK_URL=https://target.example/api/"},
 			code: exitConfig, want: "TARGET_WEBHOOK_URL has no token", noRunOf: "bitrix users set"},
+		{args: []string{"bitrix", "feed", "get"}, env: []string{mainHook, authors("# authors\n12 https://portal.example/rest/13/" + token + "/\n")},
+			code: exitConfig, want: "line 2: the webhook is not user 12's", noRunOf: "bitrix feed get"},
+		{args: []string{"bitrix", "feed", "get"}, env: []string{mainHook, authors("12 https://other.example/rest/12/" + token + "/\n")},
+			code: exitConfig, want: "not on BITRIX_WEBHOOK_URL's portal portal.example", noRunOf: "bitrix feed get"},
+		{args: []string{"bitrix", "feed", "get"}, env: []string{mainHook, authors("12=https://portal.example/rest/12/" + token + "/\n")},
+			code: exitConfig, want: "line 1: want `USER_ID https://PORTAL/rest/USER_ID/TOKEN/`", noRunOf: "bitrix feed get"},
+		{args: []string{"bitrix", "feed", "get"}, env: []string{mainHook, authors("12 http://portal.example/rest/12/" + token + "/\n")},
+			code: exitConfig, want: "clear text", noRunOf: "bitrix feed get"},
 	}
 	for _, tt := range tests {
 		cmd, stdout, stderr := b.command(tt.args...)

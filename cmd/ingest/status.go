@@ -300,18 +300,19 @@ func (app *app) statusSet(ctx context.Context, c *statusSetCmd) error {
 	if err != nil {
 		return err
 	}
+	name := recordNames(m, c.Entity, c.IDs, unknown, ids)
 	refused := len(unknown)
 	for _, r := range results {
 		switch {
 		case r.Err != nil:
 			refused++
-			fmt.Fprintf(app.stdout, "%s %d: refused: %v\n", m.Name, r.ID, r.Err)
+			fmt.Fprintf(app.stdout, "%s: refused: %v\n", name(r.ID), r.Err)
 		case r.From == to:
-			fmt.Fprintf(app.stdout, "%s %d: already %s\n", m.Name, r.ID, to)
+			fmt.Fprintf(app.stdout, "%s: already %s\n", name(r.ID), to)
 		default:
-			fmt.Fprintf(app.stdout, "%s %d: %s -> %s\n", m.Name, r.ID, r.From, to)
+			fmt.Fprintf(app.stdout, "%s: %s -> %s\n", name(r.ID), r.From, to)
 		}
-		app.log.Info("manual status change", "source", m.Name, "id", r.ID, "from", r.From, "to", to, "by", by, "reason", c.Reason, "refused", r.Err != nil)
+		app.log.Info("manual status change", "source", m.Name, "record", name(r.ID), "id", r.ID, "from", r.From, "to", to, "by", by, "reason", c.Reason, "refused", r.Err != nil)
 	}
 	if refused > 0 {
 		app.log.Error(fmt.Sprintf("%d of %d records not changed", refused, len(c.IDs)), "refused", refused)
@@ -360,15 +361,16 @@ func (app *app) statusAck(ctx context.Context, c *statusAckCmd) error {
 	if err != nil {
 		return err
 	}
+	name := recordNames(m, c.Entity, c.IDs, unknown, ids)
 	refused := len(unknown)
 	for _, r := range results {
 		if r.Err != nil {
 			refused++
-			fmt.Fprintf(app.stdout, "%s %d: refused: %v\n", m.Name, r.ID, r.Err)
+			fmt.Fprintf(app.stdout, "%s: refused: %v\n", name(r.ID), r.Err)
 		} else {
-			fmt.Fprintf(app.stdout, "%s %d: %s, acknowledged as a known exception\n", m.Name, r.ID, r.From)
+			fmt.Fprintf(app.stdout, "%s: %s, acknowledged as a known exception\n", name(r.ID), r.From)
 		}
-		app.log.Info("record acknowledged", "source", m.Name, "id", r.ID, "status", r.From, "by", by, "reason", c.Reason, "refused", r.Err != nil)
+		app.log.Info("record acknowledged", "source", m.Name, "record", name(r.ID), "id", r.ID, "status", r.From, "by", by, "reason", c.Reason, "refused", r.Err != nil)
 	}
 	if refused > 0 {
 		app.log.Error(fmt.Sprintf("%d of %d records not acknowledged", refused, len(c.IDs)), "refused", refused)

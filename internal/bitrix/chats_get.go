@@ -429,3 +429,9 @@ func storedChats(ctx context.Context, st engine.Store) ([]chatRow, error) {
 	}
 	return out, nil
 }
+
+// Partial makes chats a PartialLister: im.recent.list shows only the chats the webhook's user
+// is in, so a chat it left, or was removed from, drops out of the listing without being deleted.
+func (chatLister) Partial() string {
+	return "im.recent.list lists only the chats of the webhook's user: a chat missing from it may still exist"
+}

@@ -54,7 +54,9 @@ func verifyChatCounts(ctx context.Context, e engine.Env, chats []chatRow, r *eng
 				Status: string(engine.ImportErr), Reason: refusal(c.Unreachable)})
 		}
 	}
-	acked, err := e.Store().CountExcused(ctx, e.Entity(Chats))
+	// The chats out of reach are not in SourceCount: only the readable ones a person acknowledged
+	// are subtracted.
+	acked, err := e.Store().CountExcusedReachable(ctx, e.Entity(Chats), "unreachable")
 	if err != nil {
 		return err
 	}

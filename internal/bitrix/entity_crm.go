@@ -193,13 +193,16 @@ func companiesEntity() *engine.Entity {
 }
 
 func contactsEntity() *engine.Entity {
-	return crmEntity(crmSpec{name: Contacts, entityTypeID: crmContact, fields: "crm.contact.userfield.list",
-		help:     "CRM contacts, with their companies (companies must be imported and verified first)",
+	ent := crmEntity(crmSpec{name: Contacts, entityTypeID: crmContact, fields: "crm.contact.userfield.list",
+		help:     "CRM contacts, with all their companies (companies must be imported and verified first)",
 		requires: []string{Users, CRMCategories, Companies},
 		refs: []engine.Ref{
 			{Field: "companyId", Name: "company", Entity: Companies, Optional: true, DropGone: true},
 			{Field: "companyIds", Name: "companies", Entity: Companies, Many: true, DropGone: true},
 		}})
+	scan := ent.Lister.(*engine.IDScan)
+	scan.Complete, scan.CompleteMethod = completeContacts, contactCompaniesMethod // crm_contact_companies.go
+	return ent
 }
 
 func dealsEntity() *engine.Entity {

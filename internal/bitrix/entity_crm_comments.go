@@ -2,6 +2,7 @@ package bitrix
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -51,7 +52,7 @@ func crmCommentsEntity() *engine.Entity {
 					"select": []string{"ID", "CREATED", "ENTITY_ID", "ENTITY_TYPE", "AUTHOR_ID", "COMMENT", "FILES"},
 					"order":  map[string]any{"ID": "ASC"}}
 			},
-			Gone: func(err error) bool { return rest.HasCode(err, "NOT_FOUND") }},
+			Gone: recordGone},
 		Refs:     refs,
 		Dates:    []string{"CREATED"},
 		Batch:    100,
@@ -103,4 +104,15 @@ func commentFinish(fields map[string]json.RawMessage, _ engine.Record, rf *engin
 		fields["COMMENT"] = engine.MustJSON(body)
 	}
 	return nil
+}
+
+// recordGone recognises crm.timeline.comment.list's answer for a record deleted since its get:
+// NOT_FOUND, or a 400 with no code and the description "Not found" (what the portal answers for
+// a deleted deal's timeline, though its documentation lists only "Access denied.").
+func recordGone(err error) bool {
+	if rest.HasCode(err, "NOT_FOUND") {
+		return true
+	}
+	apiErr, ok := errors.AsType[*rest.APIError](err)
+	return ok && apiErr.Code == "" && strings.EqualFold(strings.TrimSpace(apiErr.Description), "Not found")
 }

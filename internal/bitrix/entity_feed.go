@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -34,7 +35,9 @@ func feedEntity() *engine.Entity {
 		Requires: []string{Users, Groups},
 		// log.blogpost.get sorts by the feed entry's last activity, newest first, and takes no
 		// other order or ID filter: offset pages are all it allows (docs/bitrix-feed-tasks.md).
-		Lister: &engine.OffsetPages{List: rest.List{Method: "log.blogpost.get"}},
+		// log.blogpost.get takes POST_ID: a post a pass did not see is asked for before it counts as deleted.
+		Lister: &engine.OffsetPages{List: rest.List{Method: "log.blogpost.get"},
+			ByID: func(id string) map[string]any { return map[string]any{"POST_ID": id} }},
 		Refs: []engine.Ref{{Field: "AUTHOR_ID", Entity: Users, Name: "author"},
 			{Field: "DETAIL_TEXT", Entity: Users, Name: "mentions", Values: func(f map[string]json.RawMessage) []string {
 				return mentionsIn(f, "DETAIL_TEXT", "TITLE")
@@ -84,7 +87,10 @@ func feedCommentsEntity() *engine.Entity {
 		Walk: &engine.KeyWalk{Method: "log.blogcomment.user.get", Keys: commentAuthors, Page: commentsPage, Params: func(key, cursor string) any {
 			first, _ := strconv.ParseInt(cursor, 10, 64)
 			return map[string]any{"USER_ID": key, "FIRST_ID": first, "LIMIT": commentsLimit}
-		}, How: "log.blogcomment.user.get per author", PlanKeys: planCommentAuthors},
+		}, How: "log.blogcomment.user.get per author", PlanKeys: planCommentAuthors,
+			// An author whose own webhook the run has (BITRIX_AUTHOR_WEBHOOKS) is read through
+			// it: the portal sends an author's own comments with their text.
+			AsUser: true},
 		Refs: []engine.Ref{{Field: "author_id", Entity: Users, Name: "author", Values: func(f map[string]json.RawMessage) []string {
 			return append([]string{engine.Text(f, "author_id")}, mentionsIn(f, "text")...)
 		}}},
@@ -94,20 +100,23 @@ func feedCommentsEntity() *engine.Entity {
 		// A post's comments reach the target in the order they were written.
 		Order:   "split_part(source_id, ':', 2)::bigint",
 		Payload: commentPayload,
+		Advice:  withheldAuthors, // feed_authors.go
 	}
 }
 
 // commentAuthors are the users whose comments to read: every user read, when the webhook's user
 // is an administrator (user.admin); otherwise only itself, since the portal then ignores USER_ID
-// and would answer its own comments for everyone's.
+// and would answer its own comments for everyone's, and the authors whose own webhooks the run
+// has.
 func commentAuthors(ctx context.Context, e engine.Env) ([]string, error) {
 	if !e.WebhookAdmin(ctx, FeedComments) {
 		me, err := e.WebhookUser(ctx)
 		if err != nil {
 			return nil, err
 		}
-		e.Log().Warn("the webhook's user is not an administrator: only its own feed comments can be read", "entity", FeedComments)
-		return []string{me}, nil
+		e.Log().Warn("the webhook's user is not an administrator: only its own feed comments can be read, and those of the authors whose webhooks are given",
+			"entity", FeedComments, "authors_with_webhooks", len(e.Delegates()))
+		return append([]string{me}, slices.DeleteFunc(e.Delegates(), func(id string) bool { return id == me })...), nil
 	}
 	return e.Store().SourceIDs(ctx, Users)
 }
@@ -225,7 +234,7 @@ func commentsPage(p engine.WalkPage) ([]engine.WalkRow, string, bool, error) {
 		var body string
 		_ = json.Unmarshal(c["text"], &body)
 		if body == "" && p.Key != p.Me {
-			engine.MarkUnreachable(c, "text withheld by the portal: log.blogcomment.user.get sends other authors' comment text empty "+
+			engine.MarkUnreachable(c, textWithheld+": log.blogcomment.user.get sends other authors' comment text empty "+
 				"to an administrator's webhook; it takes the author's own token (docs/bitrix-feed-tasks.md)")
 		}
 		out = append(out, engine.WalkRow{SourceID: post + ":" + comment, Parent: post, Payload: engine.MustJSON(c)})

@@ -44,8 +44,9 @@ func tasksEntity() *engine.Entity {
 		Refs: []engine.Ref{
 			{Field: "createdBy", Entity: Users, Name: "creator"},
 			{Field: "responsibleId", Entity: Users, Name: "responsible"},
-			{Field: "groupId", Entity: Groups, Name: "group", Optional: true},
-			{Field: "parentId", Entity: Tasks, Name: "parent task", Optional: true},
+			{Field: "groupId", Entity: Groups, Name: "group", Optional: true, DropGone: true},
+			// A subtask of a task the webhook's user cannot see is imported without the link.
+			{Field: "parentId", Entity: Tasks, Name: "parent task", Optional: true, DropGone: true},
 			{Field: "changedBy", Entity: Users, Name: "changed by", Optional: true},
 			{Field: "statusChangedBy", Entity: Users, Name: "status changed by", Optional: true},
 			{Field: "closedBy", Entity: Users, Name: "closed by", Optional: true},

@@ -28,15 +28,16 @@ import (
 // env is one test's world: a fresh database, a fake portal and a fake target over HTTP, and
 // the log the engine writes.
 type env struct {
-	t       *testing.T
-	ctx     context.Context
-	pool    *pgxpool.Pool
-	portal  *bitrixfake.Portal
-	source  *rest.Client
-	target  *targetfake.Server
-	client  *importapi.Client
-	log     *syncBuffer
-	metrics *metrics.Metrics
+	t         *testing.T
+	ctx       context.Context
+	pool      *pgxpool.Pool
+	portal    *bitrixfake.Portal
+	source    *rest.Client
+	target    *targetfake.Server
+	client    *importapi.Client
+	log       *syncBuffer
+	metrics   *metrics.Metrics
+	portalURL string // the fake portal's base URL
 }
 
 func newEnv(t *testing.T, opts bitrixfake.Options) *env {
@@ -45,6 +46,7 @@ func newEnv(t *testing.T, opts bitrixfake.Options) *env {
 	v.portal = bitrixfake.New(opts)
 	srv := httptest.NewServer(v.portal)
 	t.Cleanup(srv.Close)
+	v.portalURL = srv.URL
 	var err error
 	v.source, err = rest.New(srv.URL+v.portal.WebhookPath(), rest.Options{
 		Limiter: rate.NewLimiter(rate.Inf, 1),
@@ -122,7 +124,7 @@ func (v *env) count(sql string, args ...any) int {
 // record returns one stored record.
 func (v *env) record(entity, sourceID string) engine.Record {
 	v.t.Helper()
-	r, err := engine.GetRecord(v.ctx, v.pool, entity, sourceID)
+	r, err := engine.NewStore(v.pool).Record(v.ctx, entity, sourceID)
 	if err != nil {
 		v.t.Fatal(err)
 	}
@@ -149,3 +151,6 @@ func (v *env) migrateUsers(e *engine.Engine) {
 func (v *env) metric(name string) float64 {
 	return v.metrics.Snapshot()[name]
 }
+
+// sourceURL is the fake portal's URL of a webhook path.
+func (v *env) sourceURL(path string) string { return v.portalURL + path }

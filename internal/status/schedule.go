@@ -220,6 +220,9 @@ type ParentPick struct {
 	// Optional lets records without a parent (Column NULL) be picked too: for references of a
 	// record to another of its own kind (a task's parent task), where a root names none.
 	Optional bool
+	// Gone lets records whose parent is not stored at all be picked too: the caller knows the
+	// source will not show it (a complete read never saw it), so the child goes without the link.
+	Gone bool
 }
 
 // condition is the SQL condition on child alias r, with its arguments numbered from next.
@@ -237,6 +240,13 @@ func (p *ParentPick) condition(next int) (string, []any) {
 		cond += fmt.Sprintf(" AND p.%s = $%d", pgx.Identifier{pm.Scope}.Sanitize(), next+1)
 	}
 	cond += ")"
+	if p.Gone {
+		gone := fmt.Sprintf("NOT EXISTS (SELECT 1 FROM %s p WHERE p.%s = r.%s", pm.table(), key, pgx.Identifier{p.Column}.Sanitize())
+		if pm.Scope != "" {
+			gone += fmt.Sprintf(" AND p.%s = $%d", pgx.Identifier{pm.Scope}.Sanitize(), next+1)
+		}
+		cond = "(" + cond + " OR " + gone + "))"
+	}
 	if p.Optional {
 		cond = fmt.Sprintf("(r.%s IS NULL OR %s)", pgx.Identifier{p.Column}.Sanitize(), cond)
 	}

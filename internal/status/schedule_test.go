@@ -185,6 +185,15 @@ func TestPickByParentStatus(t *testing.T) {
 	if got := join(ids); got != "10,12" {
 		t.Errorf("children of done parents = %s, want 10,12", got)
 	}
+	// Gone: a child whose parent is not stored at all goes too, one whose parent failed does not.
+	parent.Gone = true
+	ids, err = tries.Pick(b.ctx, b.pool, status.PickParams{Statuses: []status.Status{pending}, Limit: 10, Parent: parent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := join(ids); got != "10,12,13" {
+		t.Errorf("children of done or missing parents = %s, want 10,12,13", got)
+	}
 }
 
 func join(ids []int64) string {

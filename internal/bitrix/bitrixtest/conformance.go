@@ -34,6 +34,16 @@ type Case struct {
 	// Empty names members of the family the portal leaves without records, and so the target
 	// too; every other member must have some, so that the test proves something of each.
 	Empty []string
+	// Env is more of the child's environment, in every run of both worlds
+	// ("BITRIX_DELETIONS=propagate").
+	Env []string
+	// Change, when set, changes the portal (records deleted, say) after both worlds migrated it
+	// once without interruption; the runs compared, uninterrupted and killed, come after it, so
+	// that the kills land in the work the change makes (a deletion pass and its propagation).
+	Change func(p *bitrixfake.Portal)
+	// Check, when set, checks the killed world's database once it ended equal to the
+	// uninterrupted one; query returns a query's rows as text, one string a row.
+	Check func(t *testing.T, query func(q string, args ...any) []string)
 }
 
 // Harness runs conformance cases with one build of the crash child.
@@ -83,12 +93,23 @@ func (h *Harness) Conformance(t *testing.T, c Case) {
 	entity := []string{c.Entity}
 	rng := rand.New(rand.NewPCG(c.Portal.Seed, 19))
 
-	// The uninterrupted run the killed one must end up equal to.
-	ref := newWorld(t)
-	took := ref.start(t, h.bin, webhook, append(slices.Clone(p.before), c.Entity), nil).TimedPhases(t)
+	ref, crashed := newWorld(t, c.Env), newWorld(t, c.Env)
+	first := append(slices.Clone(p.before), c.Entity) // what the uninterrupted run migrates
+	if c.Change != nil {
+		// Both worlds hold the portal as it was; the compared runs migrate the change.
+		for _, w := range []*world{ref, crashed} {
+			if last, _ := w.start(t, h.bin, webhook, first, nil).Run(t, "", 0, rng); last != "done" {
+				t.Fatalf("the first migration of %v ended after %q", first, last)
+			}
+		}
+		c.Change(portal)
+		first = entity
+	}
 
-	crashed := newWorld(t)
-	if len(p.before) > 0 {
+	// The uninterrupted run the killed one must end up equal to.
+	took := ref.start(t, h.bin, webhook, first, nil).TimedPhases(t)
+
+	if len(p.before) > 0 && c.Change == nil {
 		if last, _ := crashed.start(t, h.bin, webhook, p.before, nil).Run(t, "", 0, rng); last != "done" {
 			t.Fatalf("the run of %v ended after %q", p.before, last)
 		}
@@ -103,6 +124,9 @@ func (h *Harness) Conformance(t *testing.T, c Case) {
 	checkVerify(t, c, ref, crashed)
 	checkTarget(t, c, p, ref, crashed)
 	checkSameState(t, ref, crashed)
+	if c.Check != nil {
+		c.Check(t, func(q string, args ...any) []string { return crashed.rows(t, q, args...) })
+	}
 
 	// Everything is on the target: one more set has nothing to send.
 	before := crashed.target.Stats().Items

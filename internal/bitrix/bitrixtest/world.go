@@ -19,12 +19,13 @@ import (
 type world struct {
 	dbURL  string
 	target *targetfake.Server
-	addr   string // TARGET_WEBHOOK_URL
+	addr   string   // TARGET_WEBHOOK_URL
+	env    []string // more of the child's environment (Case.Env)
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t *testing.T, env []string) *world {
 	t.Helper()
-	w := &world{dbURL: dbtest.URL(t), target: targetfake.New(targetfake.Options{StableIDs: true})}
+	w := &world{dbURL: dbtest.URL(t), target: targetfake.New(targetfake.Options{StableIDs: true}), env: env}
 	srv := httptest.NewServer(w.target)
 	t.Cleanup(srv.Close)
 	u, err := url.Parse(srv.URL + "/api/")
@@ -40,8 +41,9 @@ func newWorld(t *testing.T) *world {
 // the phases given (every one when none) of each of the entities' commands, in order.
 func (w *world) start(t *testing.T, bin, webhook string, entities, phases []string) *crashtest.Child {
 	t.Helper()
-	return crashtest.Start(t, bin, "BITRIX_CRASH_DB="+w.dbURL, "BITRIX_CRASH_PORTAL="+webhook, "BITRIX_CRASH_TARGET="+w.addr,
-		"BITRIX_CRASH_ENTITIES="+strings.Join(entities, ","), "BITRIX_CRASH_PHASES="+strings.Join(phases, ","))
+	return crashtest.Start(t, bin, append([]string{"BITRIX_CRASH_DB=" + w.dbURL, "BITRIX_CRASH_PORTAL=" + webhook,
+		"BITRIX_CRASH_TARGET=" + w.addr, "BITRIX_CRASH_ENTITIES=" + strings.Join(entities, ","),
+		"BITRIX_CRASH_PHASES=" + strings.Join(phases, ",")}, w.env...)...)
 }
 
 // rows returns a query's rows as text, one string a row.

@@ -12,7 +12,7 @@ func (e *Engine) listAcknowledged(ctx context.Context, family []*Entity, r *Veri
 	for i, m := range family {
 		names[i] = m.Name
 	}
-	issues, err := acknowledgedOf(ctx, e.Pool, names)
+	issues, err := e.store().acknowledgedOf(ctx, names)
 	if err != nil {
 		return fmt.Errorf("list acknowledged %v: %w", names, err)
 	}
@@ -22,7 +22,7 @@ func (e *Engine) listAcknowledged(ctx context.Context, family []*Entity, r *Veri
 		if m.Parent == "" {
 			continue
 		}
-		n, err := countWaitingForAcknowledged(ctx, e.Pool, m)
+		n, err := e.store().countWaitingForAcknowledged(ctx, m)
 		if err != nil {
 			return fmt.Errorf("count %s waiting for acknowledged %s: %w", m.Name, m.Parent, err)
 		}

@@ -20,4 +20,9 @@
 // and revival by reason code are the shared state machine's (internal/status). Every walk, ID
 // range read and import round keeps up to Concurrency requests in flight through one worker
 // pool (pool.go).
+//
+// Every statement on the bitrix_* tables is a method of Store (store*.go), the entities'
+// exported ones and the phases' unexported ones alike; a phase file holds no SQL. A Store runs
+// on the pool, or, from NewStore(tx), in a transaction that spans several calls (the writes that
+// belong to a caller's transaction refuse a Store not bound to one).
 package engine

@@ -33,6 +33,7 @@ type Target interface {
 	GetByKeys(ctx context.Context, entity string, keys []string) ([]importapi.Record, []string, error)
 	List(ctx context.Context, entity, cursor string, limit int) ([]importapi.ListItem, string, error)
 	Fields(ctx context.Context, entity string) ([]importapi.Field, error)
+	Delete(ctx context.Context, entity string, keys []string) ([]importapi.DeleteResult, error)
 	AddFields(ctx context.Context, entity string, fields []importapi.Field) ([]importapi.FieldResult, error)
 }
 
@@ -43,8 +44,12 @@ type Engine struct {
 	Registry *Registry
 	Pool     *pgxpool.Pool
 	Source   Source
-	Target   Target
-	Log      *slog.Logger
+	// Delegates are other users' own incoming webhooks, by portal user id: a KeyWalk with
+	// AsUser reads a key that is one of these users through that user's webhook, as that user
+	// (a feed comment's text, which the portal withholds from an administrator's webhook).
+	Delegates map[string]Source
+	Target    Target
+	Log       *slog.Logger
 	// Metrics receives the seed 000 counters and phase durations.
 	Metrics *metrics.Metrics
 	// Actor and RunID identify the run in status_history and the page log.
@@ -69,6 +74,12 @@ type Engine struct {
 	// page of records go up to Concurrency at once beside the listing. Every request to
 	// the portal still waits for the shared rate limiter; concurrency only overlaps answer times.
 	Concurrency int
+	// Deletions is what set does with the records the portal deleted (BITRIX_DELETIONS): keep
+	// them on the target (the zero value) or propagate the deletion (deletions.go).
+	Deletions Deletions
+	// AllowMassDelete lets a get mark more than a tenth of an entity's records deleted at the
+	// source (BITRIX_ALLOW_MASS_DELETE); without it such a pass refuses.
+	AllowMassDelete bool
 	// Now is the clock for retry schedules; nil means time.Now.
 	Now func() time.Time
 

@@ -25,7 +25,7 @@ func (v Env) Source() Source { return v.e.Source }
 func (v Env) Target() Target { return v.e.Target }
 
 // Store is the migration's state in Postgres.
-func (v Env) Store() Store { return Store{db: v.e.Pool} }
+func (v Env) Store() Store { return v.e.store() }
 
 // Log is the run's logger.
 func (v Env) Log() *slog.Logger { return v.e.Log }

@@ -86,13 +86,13 @@ func (e *Engine) FieldsSet(ctx context.Context, entity string) (FieldStats, erro
 	var st FieldStats
 	var want []importapi.Field
 	var sources, system []string
-	err = eachFieldNotOnTarget(ctx, e.Pool, k.Name, func(name string, payload []byte) error {
+	err = e.store().eachFieldNotOnTarget(ctx, k.Name, func(name string, payload []byte) error {
 		f, err := targetField(payload)
 		if err != nil {
 			return fmt.Errorf("field %s: %w", name, err)
 		}
 		switch {
-		case k.Fields.system(name): // the target has it already: never created again
+		case k.Fields.system(name):
 			system = append(system, name)
 		case !k.Fields.CanCreate(f.Type):
 			st.Skipped++
@@ -103,11 +103,12 @@ func (e *Engine) FieldsSet(ctx context.Context, entity string) (FieldStats, erro
 		}
 		return nil
 	})
+
 	if err != nil {
 		return st, fmt.Errorf("fields-set %s: %w", k.Name, err)
 	}
 	if len(system) > 0 {
-		if err := markFieldsOnTarget(ctx, e.Pool, k.Name, system); err != nil {
+		if err := e.store().markFieldsOnTarget(ctx, k.Name, system); err != nil {
 			return st, fmt.Errorf("fields-set %s: %w", k.Name, err)
 		}
 		st.Existing += len(system)
@@ -161,7 +162,7 @@ func (e *Engine) createFields(ctx context.Context, k *Entity, want []importapi.F
 			continue
 		}
 		created := res.Status == "created"
-		if err := markFieldCreated(ctx, e.Pool, k.Name, sources[i], created); err != nil {
+		if err := e.store().markFieldCreated(ctx, k.Name, sources[i], created); err != nil {
 			return fmt.Errorf("fields-set %s: %w", k.Name, err)
 		}
 		if created {

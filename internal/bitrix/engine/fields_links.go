@@ -57,7 +57,7 @@ func (rf *Refs) loadFieldLinks(ctx context.Context, db status.DB, ent *Entity, r
 		return nil
 	}
 	rf.Links = LinkedFields{FieldLinks: ent.Fields.Links, crm: map[string]string{}}
-	err := eachLinkField(ctx, db, ent.Name, func(name, typ string, settings []byte) {
+	err := NewStore(db).eachLinkField(ctx, ent.Name, func(name, typ string, settings []byte) {
 		switch {
 		case typ == "employee":
 			rf.Links.employee = append(rf.Links.employee, name)
@@ -65,6 +65,7 @@ func (rf *Refs) loadFieldLinks(ctx context.Context, db status.DB, ent *Entity, r
 			rf.Links.crm[name] = rf.Links.CRM.FieldEntity(settings)
 		}
 	})
+
 	if err != nil {
 		return fmt.Errorf("custom fields of %s: %w", ent.Name, err)
 	}
@@ -87,7 +88,7 @@ func (rf *Refs) loadFieldLinks(ctx context.Context, db status.DB, ent *Entity, r
 	}
 	if len(rf.Links.crm) > 0 {
 		for _, entity := range rf.Links.CRM.Maps() {
-			all, err := loadAllIDs(ctx, db, entity)
+			all, err := NewStore(db).loadAllIDs(ctx, entity)
 			if err != nil {
 				return err
 			}
@@ -95,7 +96,7 @@ func (rf *Refs) loadFieldLinks(ctx context.Context, db status.DB, ent *Entity, r
 		}
 	}
 	for entity, ids := range wanted {
-		m, err := loadIDMap(ctx, db, entity, ids)
+		m, err := NewStore(db).loadIDMap(ctx, entity, ids)
 		if err != nil {
 			return err
 		}

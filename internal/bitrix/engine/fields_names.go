@@ -40,7 +40,7 @@ func (n *FieldNaming) Target(ctx context.Context, db status.DB, name string) (fi
 	var err error
 	switch upper := strings.ToUpper(name); {
 	case n.Split != nil:
-		if code, prefix, err = n.Split(ctx, Store{db: db}, name); err != nil {
+		if code, prefix, err = n.Split(ctx, NewStore(db), name); err != nil {
 			return fieldName{}, false, err
 		}
 	case strings.HasPrefix(upper, n.Prefix):
@@ -85,12 +85,12 @@ func (n *FieldNaming) Target(ctx context.Context, db status.DB, name string) (fi
 // fieldNames returns the target names of the entity's custom fields read by fields-get that
 // differ from the portal's, by the portal's name.
 func (e *Engine) fieldNames(ctx context.Context, k *Entity) (map[string]fieldName, error) {
-	return fieldNamesOf(ctx, e.Pool, k)
+	return e.store().fieldNamesOf(ctx, k)
 }
 
 // loadRenames returns the portal's name -> the target's name of the entity's renamed fields.
 func loadRenames(ctx context.Context, db status.DB, ent *Entity) (map[string]string, error) {
-	names, err := fieldNamesOf(ctx, db, ent)
+	names, err := NewStore(db).fieldNamesOf(ctx, ent)
 	if err != nil {
 		return nil, err
 	}

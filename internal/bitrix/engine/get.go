@@ -20,6 +20,9 @@ type GetStats struct {
 	Pages int
 	// Complete is set when the pass reached its end (or test_limit).
 	Complete bool
+	// Deleted counts the records (children included) the get moved to DELETED_AT_SOURCE: its
+	// pass read the whole portal and no longer saw them.
+	Deleted int
 	// Unreachable counts records the webhook's user may not read (stored with the portal's
 	// refusal, in IMPORT_ERR).
 	Unreachable int
@@ -87,6 +90,9 @@ func (e *Engine) Get(ctx context.Context, entity string) (GetStats, error) {
 	if err == nil { // children read per key once their parents are all stored
 		err = e.walkChildren(ctx, ent, &st)
 	}
+	if err == nil { // what a complete pass no longer saw, the portal deleted
+		st.Deleted, err = e.concludeDeletions(ctx, ent)
+	}
 	if err != nil {
 		return st, fmt.Errorf("get %s: %w", ent.Name, err)
 	}
@@ -97,6 +103,9 @@ func (e *Engine) Get(ctx context.Context, entity string) (GetStats, error) {
 	}
 	if st.Unreachable > 0 {
 		attrs = append(attrs, "unreachable", st.Unreachable)
+	}
+	if st.Deleted > 0 {
+		attrs = append(attrs, "deleted_at_source", st.Deleted)
 	}
 	e.Log.Info("get done", attrs...)
 	return st, nil

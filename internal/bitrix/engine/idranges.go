@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -173,12 +172,8 @@ func (w *rangeWalk) split(ctx context.Context) error {
 		c, _ := strconv.ParseInt(r.cursor, 10, 64)
 		h, _ := strconv.ParseInt(r.hi, 10, 64)
 		mid := strconv.FormatInt(c+(h-c)/2, 10)
-		_, err := w.g.Env.e.Pool.Exec(ctx, `WITH cut AS (UPDATE bitrix_get_ranges SET hi = $4
-WHERE entity = $1 AND pass = $2 AND lo = $3 RETURNING 1)
-INSERT INTO bitrix_get_ranges (entity, pass, lo, hi, cursor) SELECT $1, $2, $4, $5, $4 FROM cut`,
-			w.scan.scope(w.g.Ent), w.pass, r.lo, mid, r.hi)
-		if err != nil {
-			return fmt.Errorf("split ID range after %s of %s: %w", r.lo, w.scan.scope(w.g.Ent), err)
+		if err := w.g.Env.e.store().splitRange(ctx, w.scan.scope(w.g.Ent), w.pass, r.lo, mid, r.hi); err != nil {
+			return err
 		}
 		next := &idRange{lo: mid, hi: r.hi, cursor: mid}
 		r.hi = mid
@@ -319,12 +314,11 @@ func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Pag
 		for _, m := range moves {
 			logged = append(logged, m.pages...)
 			done := m.done || limited
-			if _, err := tx.Exec(ctx, `UPDATE bitrix_get_ranges SET cursor = $4, done = $5
-WHERE entity = $1 AND pass = $2 AND lo = $3`, w.scan.scope(ent), w.pass, m.r.lo, m.cursor, done); err != nil {
-				return fmt.Errorf("advance ID range after %s of %s: %w", m.r.lo, w.scan.scope(ent), err)
+			if err := NewStore(tx).advanceRange(ctx, w.scan.scope(ent), w.pass, m.r.lo, m.cursor, done); err != nil {
+				return err
 			}
 		}
-		return logPages(ctx, tx, w.scan.scope(ent), e.RunID, w.pass, logged, w.total, limited)
+		return NewStore(tx).logPages(ctx, w.scan.scope(ent), e.RunID, w.pass, logged, w.total, limited)
 	})
 	if err != nil {
 		return err

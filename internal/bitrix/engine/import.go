@@ -164,21 +164,14 @@ func (s *setter) recordSuccesses(ctx context.Context, tx pgx.Tx, ent *Entity, ou
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	rows, err := tx.Query(ctx, `SELECT id, status, checksum FROM bitrix_records WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
-	if err != nil {
-		return 0, fmt.Errorf("lock imported %s: %w", ent.Name, err)
-	}
 	byStatus := map[status.Status][]int64{}
-	var id int64
-	var st, sum string
-	_, err = pgx.ForEachRow(rows, []any{&id, &st, &sum}, func() error {
+	err := NewStore(tx).lockImported(ctx, ent.Name, ids, func(id int64, st, sum string) {
 		if o := sent[id]; o.rec.Status == status.Status(st) && o.rec.Checksum == sum {
 			byStatus[o.rec.Status] = append(byStatus[o.rec.Status], id)
 		}
-		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("lock imported %s: %w", ent.Name, err)
+		return 0, err
 	}
 	var sids, tids, sums []string
 	for from, ids := range byStatus {
@@ -191,12 +184,8 @@ func (s *setter) recordSuccesses(ctx context.Context, tx pgx.Tx, ent *Entity, ou
 			sids, tids, sums = append(sids, o.rec.SourceID), append(tids, o.targetID), append(sums, o.rec.Checksum)
 		}
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO bitrix_id_map (entity, source_id, target_id, checksum)
-SELECT $1, s, t, c FROM unnest($2::text[], $3::text[], $4::text[]) AS u(s, t, c)
-ON CONFLICT (entity, source_id) DO UPDATE SET target_id = EXCLUDED.target_id, checksum = EXCLUDED.checksum, imported_at = now()`,
-		ent.Name, sids, tids, sums)
-	if err != nil {
-		return 0, fmt.Errorf("map imported %s: %w", ent.Name, err)
+	if err := NewStore(tx).mapImported(ctx, ent.Name, sids, tids, sums); err != nil {
+		return 0, err
 	}
 	return len(sids), nil
 }

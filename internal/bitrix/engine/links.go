@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/ingest-dev/ingest/internal/importapi"
 	"github.com/ingest-dev/ingest/internal/status"
 )
@@ -118,7 +116,7 @@ func (rf *Refs) loadLinkState(ctx context.Context, db status.DB, ent *Entity, wa
 		if !ref.DropGone || rf.known[ref.Entity] != nil {
 			continue
 		}
-		known, complete, err := knownIDs(ctx, db, ref.Entity, wanted[ref.Entity])
+		known, complete, err := NewStore(db).knownIDs(ctx, ref.Entity, wanted[ref.Entity])
 		if err != nil {
 			return err
 		}
@@ -133,23 +131,9 @@ func (rf *Refs) loadLinkState(ctx context.Context, db status.DB, ent *Entity, wa
 func (e *Engine) verifyLinks(ctx context.Context, ent *Entity, ref Ref, r *VerifyReport) error {
 	unresolved := 0
 	for after := int64(0); ; {
-		rows, err := e.Pool.Query(ctx, `SELECT id, source_id, status, coalesce(payload->$3, 'null') FROM bitrix_records
-WHERE entity = $4 AND id > $1 ORDER BY id LIMIT $2`, after, importapi.MaxListItems, ref.Field, ent.Name)
+		recs, err := e.store().linkPage(ctx, ent, ref.Field, after, importapi.MaxListItems)
 		if err != nil {
-			return fmt.Errorf("verify %s %s: %w", ent.Name, ref.Field, err)
-		}
-		type record struct {
-			id               int64
-			sourceID, status string
-			value            []byte
-		}
-		recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (record, error) {
-			var g record
-			err := row.Scan(&g.id, &g.sourceID, &g.status, &g.value)
-			return g, err
-		})
-		if err != nil {
-			return fmt.Errorf("verify %s %s: %w", ent.Name, ref.Field, err)
+			return err
 		}
 		if len(recs) == 0 {
 			break
@@ -161,11 +145,11 @@ WHERE entity = $4 AND id > $1 ORDER BY id LIMIT $2`, after, importapi.MaxListIte
 		}
 		slices.Sort(ids)
 		ids = slices.Compact(ids)
-		mapped, err := loadIDMap(ctx, e.Pool, ref.Entity, ids)
+		mapped, err := e.store().loadIDMap(ctx, ref.Entity, ids)
 		if err != nil {
 			return err
 		}
-		known, complete, err := knownIDs(ctx, e.Pool, ref.Entity, ids)
+		known, complete, err := e.store().knownIDs(ctx, ref.Entity, ids)
 		if err != nil {
 			return err
 		}
@@ -180,7 +164,8 @@ WHERE entity = $4 AND id > $1 ORDER BY id LIMIT $2`, after, importapi.MaxListIte
 				noun := strings.TrimSuffix(ref.Entity, "s")
 				issue := RecordIssue{Entity: ent.Name, SourceID: g.sourceID, Status: g.status}
 				if ref.DropGone && complete && !known[id] {
-					issue.Reason = fmt.Sprintf("%s %s: the portal has no %s %s (deleted); imported without this link", ref.name(), id, noun, id)
+					issue.Reason = fmt.Sprintf("%s %s: the portal does not show %s %s (deleted, or hidden from the webhook's user); imported without this link",
+						ref.name(), id, noun, id)
 					r.DroppedLinksCount++
 					if len(r.DroppedLinks) < MaxListed {
 						r.DroppedLinks = append(r.DroppedLinks, issue)

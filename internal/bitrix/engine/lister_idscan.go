@@ -40,6 +40,10 @@ type IDScan struct {
 	// listing leaves out and only a per-record method gives, and drops what the listing adds
 	// only for display.
 	Complete func(ctx context.Context, env Env, rows []json.RawMessage) ([]json.RawMessage, error)
+	// CompleteMethod names the per-record method Complete calls for every row, 50 to a call
+	// (a contact's companies), so that the plan counts those calls; empty when Complete calls
+	// one only for some rows, or none.
+	CompleteMethod string
 }
 
 // scope is the name the scan's inventory, ranges and page log are kept under.
@@ -55,7 +59,7 @@ func (s *IDScan) prepared(ctx context.Context, e *Engine, ent *Entity) (*IDScan,
 	if !s.SelectCustom {
 		return s, nil
 	}
-	names, err := storedFieldNames(ctx, e.Pool, ent.Name)
+	names, err := e.store().storedFieldNames(ctx, ent.Name)
 	if err != nil || len(names) == 0 {
 		return s, err
 	}
@@ -123,12 +127,12 @@ func (s *IDScan) Get(ctx context.Context, g *GetRun) error {
 func (s *IDScan) begin(ctx context.Context, w *rangeWalk) (inv Inventory, first *rest.Page, err error) {
 	e, ent, g := w.g.Env.e, w.g.Ent, w.g
 	scope := s.scope(ent)
-	if inv, err = loadInventory(ctx, e.Pool, scope); err != nil {
+	if inv, err = e.store().loadInventory(ctx, scope); err != nil {
 		return inv, nil, err
 	}
 	g.Stats.Resumed = inv.Pass > 0 && !inv.Complete
 	if g.Stats.Resumed {
-		if w.ranges, err = loadRanges(ctx, e.Pool, scope, inv); err != nil {
+		if w.ranges, err = e.store().loadRanges(ctx, scope, inv); err != nil {
 			return inv, nil, err
 		}
 		w.density, w.total = densityOf(w.ranges, inv.SourceTotal), inv.SourceTotal
@@ -146,10 +150,10 @@ func (s *IDScan) begin(ctx context.Context, w *rangeWalk) (inv Inventory, first 
 		w.total = &t
 	}
 	err = pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
-		if inv, err = startPass(ctx, tx, scope, e.TestLimit); err != nil {
+		if inv, err = NewStore(tx).startPass(ctx, scope, e.TestLimit); err != nil {
 			return err
 		}
-		return saveRanges(ctx, tx, scope, inv.Pass, w.ranges)
+		return NewStore(tx).saveRanges(ctx, scope, inv.Pass, w.ranges)
 	})
 	if err != nil {
 		return inv, nil, err
@@ -250,17 +254,17 @@ type EntityRecords struct {
 func (e *Engine) saveBatch(ctx context.Context, tx pgx.Tx, batch []EntityRecords, st *GetStats) error {
 	change := status.Change{Reason: "changed on the source", Actor: e.Actor, RunID: e.RunID}
 	for _, b := range batch {
-		sv, err := saveRecords(ctx, tx, b.Ent.Name, b.Recs, change)
+		sv, err := NewStore(tx).saveRecords(ctx, b.Ent.Name, b.Recs, change)
 		if err != nil {
 			return err
 		}
-		refused, err := refuseUnreachable(ctx, tx, b.Ent.Name, b.Recs, status.Change{Actor: e.Actor, RunID: e.RunID})
+		refused, err := NewStore(tx).refuseUnreachable(ctx, b.Ent.Name, b.Recs, status.Change{Actor: e.Actor, RunID: e.RunID})
 		if err != nil {
 			return err
 		}
 		st.Unreachable += refused
 		if sv.Inserted+sv.Changed > 0 {
-			if err := unverify(ctx, tx, verifiedAs(e.registry(), b.Ent)); err != nil {
+			if err := NewStore(tx).unverify(ctx, verifiedAs(e.registry(), b.Ent)); err != nil {
 				return err
 			}
 		}
@@ -309,7 +313,7 @@ func (e *Engine) pullReferenced(ctx context.Context, batch []EntityRecords, zone
 		}
 		ids := wanted[name]
 		slices.Sort(ids)
-		want, err := missing(ctx, e.Pool, name, slices.Compact(ids))
+		want, err := e.store().missing(ctx, name, slices.Compact(ids))
 		if err != nil || len(want) == 0 {
 			if err != nil {
 				return nil, err

@@ -46,13 +46,13 @@ type owner struct {
 
 func (p *PerRecord) Get(ctx context.Context, g *GetRun) error {
 	e, ent := g.Env.e, g.Ent
-	inv, err := loadInventory(ctx, e.Pool, ent.Name)
+	inv, err := e.store().loadInventory(ctx, ent.Name)
 	if err != nil {
 		return err
 	}
 	g.Stats.Resumed = inv.Pass > 0 && !inv.Complete
 	if !g.Stats.Resumed {
-		if inv, err = startPass(ctx, e.Pool, ent.Name, e.TestLimit); err != nil {
+		if inv, err = e.store().startPass(ctx, ent.Name, e.TestLimit); err != nil {
 			return err
 		}
 	}
@@ -80,8 +80,9 @@ func (p *PerRecord) Get(ctx context.Context, g *GetRun) error {
 	}
 	return pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
 		g.Stats.Complete = true
-		return logPage(ctx, tx, ent.Name, e.RunID, PageRecord{Pass: w.pass, Cursor: strconv.FormatInt(cursor, 10),
+		return NewStore(tx).logPage(ctx, ent.Name, e.RunID, PageRecord{Pass: w.pass, Cursor: strconv.FormatInt(cursor, 10),
 			Next: strconv.FormatInt(cursor, 10), Last: true})
+
 	})
 }
 
@@ -115,19 +116,7 @@ func (w *perRecordWalk) zoneFrom(r *rest.Response) (*time.Location, error) {
 }
 
 func (w *perRecordWalk) owners(ctx context.Context, after int64, n int) ([]owner, error) {
-	rows, err := w.g.Env.e.Pool.Query(ctx, `SELECT id, entity, source_id FROM bitrix_records WHERE entity = ANY($1) AND id > $2
-ORDER BY id LIMIT $3`, w.p.Of, after, n)
-	if err != nil {
-		return nil, fmt.Errorf("list %v to read %s of: %w", w.p.Of, w.g.Ent.Name, err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (owner, error) {
-		var o owner
-		return o, row.Scan(&o.id, &o.entity, &o.sourceID)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list %v to read %s of: %w", w.p.Of, w.g.Ent.Name, err)
-	}
-	return out, nil
+	return w.g.Env.e.store().owners(ctx, w.p.Of, w.g.Ent.Name, after, n)
 }
 
 // round reads the rows of the owners, 50 owners to a request and Concurrency requests in
@@ -242,8 +231,9 @@ func (w *perRecordWalk) store(ctx context.Context, rows []json.RawMessage, from,
 		if err := e.saveBatch(ctx, tx, []EntityRecords{{ent, recs}}, &st); err != nil {
 			return err
 		}
-		return logPage(ctx, tx, ent.Name, e.RunID, PageRecord{Pass: w.pass, Cursor: strconv.FormatInt(from, 10),
+		return NewStore(tx).logPage(ctx, ent.Name, e.RunID, PageRecord{Pass: w.pass, Cursor: strconv.FormatInt(from, 10),
 			Next: strconv.FormatInt(to, 10), Count: len(recs), Last: w.limited})
+
 	})
 	if err != nil {
 		return err
@@ -262,7 +252,7 @@ func (w *perRecordWalk) store(ctx context.Context, rows []json.RawMessage, from,
 // source count verify compares with is what get read.
 func (p *PerRecord) Total(ctx context.Context, env Env, ent *Entity) (int64, error) {
 	e := env.e
-	return storedCount(ctx, e.Pool, ent.Name)
+	return e.store().storedCount(ctx, ent.Name)
 }
 
 // plan: one command per record of Of (as many as its get read, or as the portal counted), 50
@@ -272,7 +262,7 @@ func (p *PerRecord) Plan(ctx context.Context, env Env, ent *Entity) ([]EntityPla
 	var n int64
 	how := fmt.Sprintf("one %s per record of %s, 50 to a call; no count before they are read", p.Method, strings.Join(p.Of, ", "))
 	for _, of := range p.Of {
-		read, err := storedCount(ctx, e.Pool, of)
+		read, err := e.store().storedCount(ctx, of)
 		if err != nil {
 			return nil, err
 		}

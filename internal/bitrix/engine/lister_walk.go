@@ -79,6 +79,9 @@ type KeyWalk struct {
 	// NoMe skips asking for the webhook's user (WalkPage.Me stays empty): a walk that does not
 	// need it sends one call less.
 	NoMe bool
+	// AsUser: the keys are portal user ids, and a key whose user has a webhook of its own
+	// (Engine.Delegates) is read through it, in batches of its own, WalkPage.Me being that user.
+	AsUser bool
 }
 
 // ErrChainBroken is Page's answer to a chained page that does not follow the key's cursor.
@@ -141,13 +144,13 @@ func (w *KeyWalk) Run(ctx context.Context, env Env, child *Entity, st *GetStats,
 			return 0, false, fmt.Errorf("walk %s: %w", child.Name, err)
 		}
 	}
-	inv, err := loadInventory(ctx, e.Pool, child.Name)
+	inv, err := e.store().loadInventory(ctx, child.Name)
 	if err != nil {
 		return 0, false, err
 	}
 	resumed = inv.Pass > 0 && !inv.Complete
 	if !resumed {
-		if inv, err = startPass(ctx, e.Pool, child.Name, limit); err != nil {
+		if inv, err = e.store().startPass(ctx, child.Name, limit); err != nil {
 			return 0, false, err
 		}
 	}
@@ -155,7 +158,7 @@ func (w *KeyWalk) Run(ctx context.Context, env Env, child *Entity, st *GetStats,
 	if err != nil {
 		return 0, false, fmt.Errorf("walk %s: list the keys: %w", child.Name, err)
 	}
-	queue, err := w.cursors(ctx, e.Pool, child.Name, inv.Pass, keys)
+	queue, err := w.cursors(ctx, e.store(), child.Name, inv.Pass, keys)
 	if err != nil {
 		return 0, false, err
 	}
@@ -165,32 +168,24 @@ func (w *KeyWalk) Run(ctx context.Context, env Env, child *Entity, st *GetStats,
 	if err := kw.run(ctx); err != nil {
 		return 0, false, fmt.Errorf("walk %s: %w", child.Name, err)
 	}
-	return inv.Pass, resumed, finishWalk(ctx, e.Pool, child.Name)
+	return inv.Pass, resumed, e.store().finishWalk(ctx, child.Name)
 }
 
 // cursors returns where each key's walk starts in this pass: keys the pass finished are left
 // out, keys it began go on from their last logged page, the others start where From says (at
 // the beginning without it).
-func (w *KeyWalk) cursors(ctx context.Context, db status.DB, entity string, pass int, keys []string) ([]*keyCursor, error) {
-	rows, err := db.Query(ctx, `SELECT DISTINCT ON (split_part(cursor, ' ', 1)) pass, next_cursor FROM bitrix_page_log
-WHERE entity = $1 ORDER BY split_part(cursor, ' ', 1), id DESC`, entity)
-	if err != nil {
-		return nil, fmt.Errorf("load %s cursors: %w", entity, err)
-	}
+func (w *KeyWalk) cursors(ctx context.Context, st Store, entity string, pass int, keys []string) ([]*keyCursor, error) {
 	type logged struct {
 		pass int
 		at   keyCursor
 	}
 	latest := map[string]logged{}
-	var p int
-	var next string
-	_, err = pgx.ForEachRow(rows, []any{&p, &next}, func() error {
+	err := st.lastPageOfEachKey(ctx, entity, func(pass int, next string) {
 		c := parseKeyCursor(next)
-		latest[c.key] = logged{p, c}
-		return nil
+		latest[c.key] = logged{pass, c}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("load %s cursors: %w", entity, err)
+		return nil, err
 	}
 	var out []*keyCursor
 	for _, k := range keys {
@@ -256,6 +251,9 @@ func (k *keyWalker) take(context.Context) ([]keyJob, bool, error) {
 	var job []keyJob
 	for cmds := 0; len(k.queue) > 0 && cmds < rest.MaxBatch; {
 		c := k.queue[0]
+		if len(job) > 0 && (k.delegate(c.key) != nil || k.delegate(job[0].c.key) != nil) {
+			break // a user's own webhook reads that user's key alone
+		}
 		k.queue = k.queue[1:]
 		i := len(job)
 		j := keyJob{c: c, cmds: []rest.Command{{Key: fmt.Sprintf("k%d", i), Method: k.w.Method, Params: k.w.Params(c.key, c.at)}}}
@@ -285,7 +283,11 @@ func (k *keyWalker) readJob(ctx context.Context, job []keyJob) error {
 	for _, j := range job {
 		cmds = append(cmds, j.cmds...)
 	}
-	br, err := k.e.Source.Batch(ctx, cmds, false)
+	src, me := k.e.Source, k.me
+	if d := k.delegate(job[0].c.key); d != nil {
+		src, me = d, job[0].c.key
+	}
+	br, err := src.Batch(ctx, cmds, false)
 	if err != nil {
 		return err
 	}
@@ -293,7 +295,7 @@ func (k *keyWalker) readJob(ctx context.Context, job []keyJob) error {
 	var pages []PageRecord
 	var lost []lostKey
 	for _, j := range job {
-		got, logged, u, err := k.keyPages(br, j)
+		got, logged, u, err := k.keyPages(br, j, me)
 		if err != nil {
 			return err
 		}
@@ -315,24 +317,24 @@ func (k *keyWalker) readJob(ctx context.Context, job []keyJob) error {
 	err = pgx.BeginFunc(ctx, k.e.Pool, func(tx pgx.Tx) error {
 		var err error
 		c := status.Change{Reason: cmp.Or(k.w.Reason, "changed on the source"), Actor: k.e.Actor, RunID: k.e.RunID}
-		if got, err = saveRecords(ctx, tx, k.child.Name, recs, c); err != nil {
+		if got, err = NewStore(tx).saveRecords(ctx, k.child.Name, recs, c); err != nil {
 			return err
 		}
-		if refused, err = refuseUnreachable(ctx, tx, k.child.Name, recs, status.Change{Actor: k.e.Actor, RunID: k.e.RunID}); err != nil {
+		if refused, err = NewStore(tx).refuseUnreachable(ctx, k.child.Name, recs, status.Change{Actor: k.e.Actor, RunID: k.e.RunID}); err != nil {
 			return err
 		}
 		for _, p := range pages {
-			if err := logPage(ctx, tx, k.child.Name, k.e.RunID, p); err != nil {
+			if err := NewStore(tx).logPage(ctx, k.child.Name, k.e.RunID, p); err != nil {
 				return err
 			}
 		}
 		for _, l := range lost {
-			if err := k.w.Lost(ctx, Store{db: tx, tx: tx}, l.key, l.u, zone); err != nil {
+			if err := k.w.Lost(ctx, NewStore(tx), l.key, l.u, zone); err != nil {
 				return err
 			}
 		}
 		if got.Inserted+got.Changed > 0 || len(lost) > 0 {
-			return unverify(ctx, tx, verifiedAs(k.e.registry(), k.child))
+			return NewStore(tx).unverify(ctx, verifiedAs(k.e.registry(), k.child))
 		}
 		return nil
 	})
@@ -354,7 +356,7 @@ func (k *keyWalker) readJob(ctx context.Context, job []keyJob) error {
 // stops at the key's end or at the first failed command or page that does not follow: the pages
 // after it asked with a reference that did not resolve. A refusal of the key's first page ends
 // its walk when the walk records lost keys (u).
-func (k *keyWalker) keyPages(br *rest.BatchResult, j keyJob) (rows []WalkRow, pages []PageRecord, u *Unreachable, err error) {
+func (k *keyWalker) keyPages(br *rest.BatchResult, j keyJob, me string) (rows []WalkRow, pages []PageRecord, u *Unreachable, err error) {
 	c := j.c
 	for p, cmd := range j.cmds {
 		r, err := br.Response(cmd.Key)
@@ -372,7 +374,7 @@ func (k *keyWalker) keyPages(br *rest.BatchResult, j keyJob) (rows []WalkRow, pa
 			}
 			return nil, nil, nil, fmt.Errorf("%s of %s %s: %w", k.child.Name, k.w.Method, c.key, err)
 		}
-		got, next, done, err := k.w.Page(WalkPage{Key: c.key, Cursor: c.at, Answer: r, Chained: p > 0, Me: k.me})
+		got, next, done, err := k.w.Page(WalkPage{Key: c.key, Cursor: c.at, Answer: r, Chained: p > 0, Me: me})
 		if p > 0 && errors.Is(err, ErrChainBroken) {
 			break
 		}
@@ -400,7 +402,7 @@ func (k *keyWalker) incoming(ctx context.Context, rows []WalkRow, zone *time.Loc
 		parents[i] = r.Parent
 	}
 	slices.Sort(parents)
-	gone, err := missing(ctx, k.e.Pool, k.child.Parent, slices.Compact(parents))
+	gone, err := k.e.store().missing(ctx, k.child.Parent, slices.Compact(parents))
 	if err != nil {
 		return nil, err
 	}
@@ -451,7 +453,13 @@ func (w *KeyWalk) PlanCalls(ctx context.Context, env Env, child *Entity, planned
 				"more for keys past one page", w.How, n)
 		}
 	}
-	return -1, CeilDiv(n, rest.MaxBatch), how, nil
+	calls := CeilDiv(n, rest.MaxBatch)
+	if d := int64(len(e.Delegates)); w.AsUser && d > 0 {
+		// A user's own webhook reads that user's key alone: a call of its own each.
+		calls = CeilDiv(max(n-d, 0), rest.MaxBatch) + int(d)
+		how += fmt.Sprintf("; %d keys through their users' own webhooks, one to a call", d)
+	}
+	return -1, calls, how, nil
 }
 
 // walkChildren runs the walkers of ent's children, once its listing is complete.
@@ -481,4 +489,13 @@ func uniqueIncoming(recs []Incoming) []Incoming {
 		out = append(out, r)
 	}
 	return out
+}
+
+// delegate is the webhook of the user a key names, for an AsUser walk; nil when the key is read
+// through the run's own webhook.
+func (k *keyWalker) delegate(key string) Source {
+	if !k.w.AsUser {
+		return nil
+	}
+	return k.e.Delegates[key]
 }

@@ -16,6 +16,13 @@ const (
 	ImportErr status.Status = "IMPORT_ERR"
 	// ErrorRetry: a retryable failure; set tries again when its next attempt is due.
 	ErrorRetry status.Status = "ERROR_RETRY"
+	// DeletedAtSource: a complete get no longer saw the record, or its parent: the portal deleted
+	// it. The target keeps it (BITRIX_DELETIONS=keep, verify lists it apart), or set is to remove it
+	// (propagate). A later get that sees it again sends it back to NEW.
+	DeletedAtSource status.Status = "DELETED_AT_SOURCE"
+	// DeletedOnTarget: deleted at the source and removed from the target by set
+	// (BITRIX_DELETIONS=propagate), its children with it: final, unless the portal shows it again.
+	DeletedOnTarget status.Status = "DELETED_ON_TARGET"
 )
 
 // Machine is the record state machine of the Bitrix24 migration: one table for every entity,
@@ -25,12 +32,18 @@ var Machine = &status.Machine{
 	Table:    "bitrix_records",
 	Scope:    "entity",
 	Key:      "source_id",
-	Statuses: []status.Status{New, ImportOK, ImportErr, ErrorRetry},
+	Statuses: []status.Status{New, ImportOK, ImportErr, ErrorRetry, DeletedAtSource, DeletedOnTarget},
 	Auto: []status.Transition{
 		{From: New, To: ImportOK}, {From: New, To: ErrorRetry}, {From: New, To: ImportErr},
 		{From: ErrorRetry, To: ImportOK}, {From: ErrorRetry, To: ErrorRetry}, {From: ErrorRetry, To: ImportErr},
 		// A re-get that finds the record changed on the source sends it through set again.
 		{From: ImportOK, To: New}, {From: ImportErr, To: New}, {From: ErrorRetry, To: New},
+		// Deletions (deletions.go): a complete get that no longer sees a record, set removing it from
+		// the target, and the portal showing it again.
+		{From: New, To: DeletedAtSource}, {From: ImportOK, To: DeletedAtSource},
+		{From: ImportErr, To: DeletedAtSource}, {From: ErrorRetry, To: DeletedAtSource},
+		{From: DeletedAtSource, To: DeletedOnTarget},
+		{From: DeletedAtSource, To: New}, {From: DeletedOnTarget, To: New},
 	},
 	Manual: []status.Transition{
 		{From: ImportErr, To: New}, {From: ErrorRetry, To: New}, {From: ImportOK, To: New},

@@ -37,7 +37,7 @@ func (e *Engine) mapOptions(ctx context.Context, ent *Entity, renames map[string
 	}
 	var unmatched []string
 	b := &pgx.Batch{}
-	err = eachEnumField(ctx, e.Pool, ent.Name, func(name string, payload []byte) error {
+	err = e.store().eachEnumField(ctx, ent.Name, func(name string, payload []byte) error {
 		var l list
 		if err := json.Unmarshal(payload, &l); err != nil {
 			return fmt.Errorf("field %s: %w", name, err)
@@ -63,6 +63,7 @@ func (e *Engine) mapOptions(ctx context.Context, ent *Entity, renames map[string
 		}
 		return nil
 	})
+
 	if err != nil {
 		return nil, fmt.Errorf("fields-set %s: %w", ent.Name, err)
 	}

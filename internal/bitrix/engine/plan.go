@@ -98,6 +98,10 @@ func (s *IDScan) Plan(ctx context.Context, env Env, ent *Entity) ([]EntityPlan, 
 	}
 	out := []EntityPlan{{Entity: ent.Name, Records: n, Calls: IDScanCalls(n),
 		How: s.Scan.Method + " count; get reads 2,500 rows per call in ID ranges"}}
+	if s.CompleteMethod != "" {
+		out[0].Calls += CeilDiv(n, rest.MaxBatch)
+		out[0].How += fmt.Sprintf(", and one %s per record, %d to a call", s.CompleteMethod, rest.MaxBatch)
+	}
 	for _, child := range e.registry().Children(ent) {
 		if child.Fetch == nil {
 			continue

@@ -77,6 +77,9 @@ type Entity struct {
 	// Verify, when set, adds checks of the entity's own to verify (after counts, children and
 	// references, before the field-by-field comparison).
 	Verify func(ctx context.Context, env Env, ent *Entity, r *VerifyReport) error
+	// Advice, when set, adds lines of the entity's own to `bitrix status`: what a person can do
+	// about its records not migrated (whom to ask for a webhook).
+	Advice func(ctx context.Context, env Env, ent *Entity) ([]string, error)
 
 	// IDField is the row field holding the record's portal id when it is not "ID"
 	// ("id" for some methods); empty means "ID".
@@ -113,9 +116,11 @@ type Ref struct {
 	// Optional: an empty value (absent, null, "", "0", 0, []) is no reference and is sent as it
 	// is, instead of failing the record.
 	Optional bool
-	// DropGone: a reference to a record the portal no longer has (never read by a complete get
-	// of Entity: deleted since) is dropped, sent as null or left out of the list,
-	// instead of failing the record; verify lists every dropped link by record.
+	// DropGone: a reference to a record the portal will not show (never read by a complete get
+	// of Entity: a deal's deleted company, a subtask's parent hidden from the webhook's user) is
+	// dropped, sent as null or left out of the list, instead of failing the record; verify lists
+	// every dropped link by record. On a SelfRef it also lets the record go without waiting for
+	// that parent (dropped.go).
 	DropGone bool
 }
 

@@ -84,6 +84,10 @@ type VerifyReport struct {
 	// counts them all). They do not keep the entity from being verified.
 	DroppedLinks      []RecordIssue `json:"dropped_links,omitempty"`
 	DroppedLinksCount int           `json:"dropped_links_count,omitempty"`
+	// DeletedAtSource lists (up to 50) the records of the family the portal deleted that the target
+	// still holds, by portal id (deletions_verify.go); DeletedAtSourceCount counts them all.
+	DeletedAtSource      []RecordIssue `json:"deleted_at_source,omitempty"`
+	DeletedAtSourceCount int64         `json:"deleted_at_source_count,omitempty"`
 	// Untranslated lists values sent as the portal has them because no mapping can be proved (a
 	// template's reference to a record that was not migrated; up to 50,
 	// UntranslatedCount counts them all). They do not keep the entity from being verified.
@@ -125,6 +129,10 @@ type RecordIssue struct {
 	// exception (`ingest status ack`).
 	AcknowledgedBy     string `json:"acknowledged_by,omitempty"`
 	AcknowledgedReason string `json:"acknowledged_reason,omitempty"`
+	// Waiting counts the child records (a task's comments, a chat's messages) that are not
+	// imported because this record is not: they are listed with it, not apart, and
+	// acknowledging it excuses them too.
+	Waiting int64 `json:"waiting,omitempty"`
 }
 
 // RefCoverage counts the values of one list reference (the participants of a record) over the
@@ -178,8 +186,11 @@ func (r VerifyReport) Summary() string {
 	case r.UnreachableCount > 0:
 		s += fmt.Sprintf("; %d %s out of the webhook user's reach (listed, not migrated)", r.UnreachableCount, r.Entity)
 	}
+	if r.DeletedAtSourceCount > 0 {
+		s += fmt.Sprintf("; %d records deleted on the portal are kept on the target (listed)", r.DeletedAtSourceCount)
+	}
 	if r.DroppedLinksCount > 0 {
-		s += fmt.Sprintf("; %d links to records the portal no longer has were dropped (listed)", r.DroppedLinksCount)
+		s += fmt.Sprintf("; %d links to records the portal does not show were dropped (listed)", r.DroppedLinksCount)
 	}
 	if r.UntranslatedCount > 0 {
 		s += fmt.Sprintf("; %d values kept untranslated, no mapping provable (listed)", r.UntranslatedCount)

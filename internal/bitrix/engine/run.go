@@ -66,11 +66,16 @@ type EntityStatus struct {
 	// NotMigrated names every record in IMPORT_ERR or ERROR_RETRY by its portal id, grouped by
 	// status, reason and whether a person acknowledged it as a known exception.
 	NotMigrated []NotMigrated `json:"not_migrated,omitempty"`
+	// Deleted lists the records the portal deleted by portal id, by status: kept on the target
+	// (DELETED_AT_SOURCE) or removed from it (DELETED_ON_TARGET).
+	Deleted []DeletedRecords `json:"deleted,omitempty"`
 	// Inventory is nil for children, which are read and verified with their parents.
 	Inventory *Inventory `json:"inventory,omitempty"`
 	// Fields counts the custom fields read, and how many the target has.
 	Fields         int64 `json:"fields"`
 	FieldsOnTarget int64 `json:"fields_on_target"`
+	// Advice is what the entity says a person can do about its records not migrated.
+	Advice []string `json:"advice,omitempty"`
 }
 
 // NotMigrated is a group of records that share a status, a reason and an acknowledgement.
@@ -110,20 +115,28 @@ func (e *Engine) Report(ctx context.Context) (StatusReport, error) {
 				es.ByStatus[string(c.Status)] = c.N
 			}
 		}
-		if es.Reasons, err = topReasons(ctx, e, name); err != nil {
+		if es.Reasons, err = e.store().topReasons(ctx, name); err != nil {
 			return out, err
 		}
-		if es.NotMigrated, err = notMigrated(ctx, e, name); err != nil {
+		if es.NotMigrated, err = e.store().notMigrated(ctx, name); err != nil {
+			return out, err
+		}
+		if ent.Advice != nil {
+			if es.Advice, err = ent.Advice(ctx, e.env(), ent); err != nil {
+				return out, err
+			}
+		}
+		if es.Deleted, err = e.store().deletedRecords(ctx, name); err != nil {
 			return out, err
 		}
 		if ent.Fetch == nil { // a fetched child has no listing, pass or verify of its own
-			inv, err := loadInventory(ctx, e.Pool, name)
+			inv, err := e.store().loadInventory(ctx, name)
 			if err != nil {
 				return out, err
 			}
 			es.Inventory = &inv
 		}
-		if es.Fields, es.FieldsOnTarget, err = countFields(ctx, e.Pool, name); err != nil {
+		if es.Fields, es.FieldsOnTarget, err = e.store().countFields(ctx, name); err != nil {
 			return out, err
 		}
 		out.Entities = append(out.Entities, es)
@@ -142,6 +155,9 @@ func (r StatusReport) WriteText(w io.Writer) error {
 		}
 		for _, rc := range es.Reasons {
 			fmt.Fprintf(tw, "  %s ×%d\t%s\n", rc.Status, rc.N, rc.Reason)
+		}
+		for _, d := range es.Deleted {
+			fmt.Fprintf(tw, "  %s\t%s\n", d.Status, deletedNote(d))
 		}
 		if inv := es.Inventory; inv != nil {
 			total := "unknown"
@@ -170,6 +186,9 @@ func (r StatusReport) WriteText(w io.Writer) error {
 		}
 		if es.Fields > 0 {
 			fmt.Fprintf(tw, "  custom fields\t%d read, %d on the target\n", es.Fields, es.FieldsOnTarget)
+		}
+		for _, a := range es.Advice {
+			fmt.Fprintf(tw, "  advice\t%s\n", a)
 		}
 	}
 	return tw.Flush()

@@ -36,6 +36,10 @@ const reasonParentUnavailable = "parent_unavailable"
 func (s *setter) reviveOrphans(ctx context.Context, ent *Entity) error {
 	parent := status.ParentPick{Column: "parent_source_id", Machine: Machine, ScopeValue: ent.Name,
 		Statuses: slices.DeleteFunc(slices.Clone(Machine.Statuses), func(s status.Status) bool { return s == ImportErr })}
+	var err error
+	if parent.Gone, err = selfGone(ctx, s.e.Pool, ent); err != nil { // failed before the link could be dropped
+		return err
+	}
 	moved, err := Machine.Revive(ctx, s.e.Pool, status.ReviveParams{ScopeValue: ent.Name, From: ImportErr, To: New,
 		Code: reasonParentUnavailable, Parent: &parent,
 		Change: status.Change{Reason: "its parent can be imported now", Actor: s.e.Actor, RunID: s.e.RunID}})
@@ -61,7 +65,7 @@ type orphan struct {
 func (s *setter) failOrphans(ctx context.Context, ent *Entity) (int, error) {
 	failed := 0
 	for round := 0; ; round++ {
-		orphans, err := s.orphans(ctx, ent)
+		orphans, err := s.e.store().orphans(ctx, ent)
 		if err != nil || len(orphans) == 0 {
 			return failed, err
 		}
@@ -115,25 +119,4 @@ func (o orphan) reason(ent *Entity, cycle bool) string {
 			"the link cannot be kept", ent.SelfRef, o.parent, noun, o.parent)
 	}
 	return fmt.Sprintf("%s %s: parent %s %s is %s (%s)", ent.SelfRef, o.parent, noun, o.parent, o.parentStatus, o.parentError)
-}
-
-// orphans lists the records of ent waiting for their parent that are not waiting for a retry of
-// their own, with their parent's state.
-func (s *setter) orphans(ctx context.Context, ent *Entity) ([]orphan, error) {
-	rows, err := s.e.Pool.Query(ctx, `SELECT r.id, r.source_id, r.status, r.parent_source_id, coalesce(p.status, ''),
-coalesce(p.last_error, '') FROM bitrix_records r
-LEFT JOIN bitrix_records p ON p.entity = r.entity AND p.source_id = r.parent_source_id
-WHERE r.entity = $1 AND r.status = ANY($2) AND r.parent_source_id IS NOT NULL
-  AND (p.status IS NULL OR p.status <> $3) ORDER BY r.id`, ent.Name, statusNames(pending), string(ImportOK))
-	if err != nil {
-		return nil, fmt.Errorf("find %s waiting for their parent: %w", ent.Name, err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (orphan, error) {
-		var o orphan
-		return o, row.Scan(&o.id, &o.sourceID, &o.status, &o.parent, &o.parentStatus, &o.parentError)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("find %s waiting for their parent: %w", ent.Name, err)
-	}
-	return out, nil
 }

@@ -72,6 +72,9 @@ func (e *Engine) Set(ctx context.Context, entity string) (SetStats, error) {
 	}
 	defer e.Metrics.Phase(ent.Name, "set")()
 	family := e.registry().Family(ent)
+	if err := e.propagateDeletions(ctx, family); err != nil {
+		return nil, err
+	}
 	s := &setter{e: e, st: SetStats{}, start: e.now()}
 	for _, m := range family {
 		if err := s.countUnfinished(ctx, m); err != nil {
@@ -177,17 +180,16 @@ func statusNames(ss []status.Status) []string {
 
 // requireVerified refuses a phase of entity until needs is verified.
 func (e *Engine) requireVerified(ctx context.Context, entity, phase, needs string) error {
-	inv, err := loadInventory(ctx, e.Pool, needs)
+	inv, err := e.store().loadInventory(ctx, needs)
 	if err != nil {
 		return err
 	}
 	if inv.Verified {
 		return nil
 	}
-	var notOK int64
-	if err := e.Pool.QueryRow(ctx, `SELECT count(*) FROM bitrix_records WHERE entity = $1 AND status <> $2`,
-		needs, string(ImportOK)).Scan(&notOK); err != nil {
-		return fmt.Errorf("check %s: %w", needs, err)
+	notOK, err := e.store().countNotOK(ctx, needs)
+	if err != nil {
+		return err
 	}
 	var reason string
 	switch {
@@ -221,12 +223,9 @@ func (s *setter) countBacklog(ctx context.Context, family []*Entity) error {
 	for i, m := range family {
 		names[i] = m.Name
 	}
-	err := s.e.Pool.QueryRow(ctx, `SELECT count(*) FROM bitrix_records WHERE entity = ANY($1) AND status = ANY($2)`,
-		names, statusNames(pending)).Scan(&s.backlog)
-	if err != nil {
-		return fmt.Errorf("count %v backlog: %w", names, err)
-	}
-	return nil
+	var err error
+	s.backlog, err = s.e.store().countBacklog(ctx, names)
+	return err
 }
 
 // round sends every record of ent that is due now: NEW ones and ERROR_RETRY ones whose next
@@ -243,6 +242,10 @@ func (s *setter) round(ctx context.Context, ent *Entity) (bool, error) {
 	}
 	if ent.SelfRef != "" { // parents first: a record goes once the record it names is imported
 		pp := selfParent(ent)
+		var err error
+		if pp.Gone, err = selfGone(ctx, s.e.Pool, ent); err != nil {
+			return false, err
+		}
 		p.Parent = &pp
 	}
 	worked, drained := false, false
@@ -314,7 +317,7 @@ func (s *setter) orderedRound(ctx context.Context, ent *Entity) (bool, error) {
 
 // importIDs loads the records with the given ids and imports them, in that order.
 func (s *setter) importIDs(ctx context.Context, ent *Entity, ids []int64) error {
-	loaded, err := loadRecords(ctx, s.e.Pool, ids)
+	loaded, err := s.e.store().loadRecords(ctx, ids)
 	if err != nil {
 		return err
 	}

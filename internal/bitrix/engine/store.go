@@ -64,7 +64,10 @@ type Saved struct {
 // one is inserted as NEW; one whose checksum differs gets the new payload and goes back to NEW
 // through the state machine, so its history shows why; an unchanged one keeps its payload and
 // status and only records that it was seen.
-func saveRecords(ctx context.Context, tx pgx.Tx, entity string, recs []Incoming, c status.Change) (Saved, error) {
+func (s Store) saveRecords(ctx context.Context, entity string, recs []Incoming, c status.Change) (Saved, error) {
+	if s.tx == nil {
+		return Saved{}, errNoTx
+	}
 	var out Saved
 	if len(recs) == 0 {
 		return out, nil
@@ -78,7 +81,7 @@ func saveRecords(ctx context.Context, tx pgx.Tx, entity string, recs []Incoming,
 		status   status.Status
 		checksum string
 	}
-	rows, err := tx.Query(ctx, `SELECT source_id, id, status, checksum FROM bitrix_records
+	rows, err := s.tx.Query(ctx, `SELECT source_id, id, status, checksum FROM bitrix_records
 WHERE entity = $1 AND source_id = ANY($2) ORDER BY id FOR UPDATE`, entity, ids)
 	if err != nil {
 		return out, fmt.Errorf("load %s records: %w", entity, err)
@@ -107,7 +110,8 @@ WHERE entity = $1 AND source_id = ANY($2) ORDER BY id FOR UPDATE`, entity, ids)
 		switch {
 		case !ok:
 			fresh = append(fresh, r)
-		case cur.checksum != r.checksum:
+		// A record the portal deleted and shows again goes back to the normal flow, changed or not.
+		case cur.checksum != r.checksum || IsDeleted(cur.status):
 			changed = append(changed, r)
 			changedIDs = append(changedIDs, cur.id)
 			if cur.status != New {
@@ -118,14 +122,14 @@ WHERE entity = $1 AND source_id = ANY($2) ORDER BY id FOR UPDATE`, entity, ids)
 		}
 	}
 	if len(fresh) > 0 {
-		n, err := insertRecords(ctx, tx, entity, fresh)
+		n, err := s.insertRecords(ctx, entity, fresh)
 		if err != nil {
 			return out, err
 		}
 		out.Inserted = n
 	}
 	if len(changed) > 0 {
-		_, err := tx.Exec(ctx, `UPDATE bitrix_records r SET parent_source_id = NULLIF(u.p, ''), payload = u.pl::jsonb,
+		_, err := s.tx.Exec(ctx, `UPDATE bitrix_records r SET parent_source_id = NULLIF(u.p, ''), payload = u.pl::jsonb,
 checksum = u.c, dates = u.d::jsonb, fetched_at = now(), updated_at = now()
 FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(s, p, pl, c, d)
 WHERE r.entity = $1 AND r.source_id = u.s`, append([]any{entity}, columns(changed)...)...)
@@ -134,17 +138,17 @@ WHERE r.entity = $1 AND r.source_id = u.s`, append([]any{entity}, columns(change
 		}
 		out.Changed = len(changed)
 		// A changed record is new work: its next failure starts a fresh schedule.
-		if err := Machine.ResetSchedule(ctx, tx, changedIDs); err != nil {
+		if err := Machine.ResetSchedule(ctx, s.tx, changedIDs); err != nil {
 			return out, err
 		}
 		for from, ids := range back {
-			if _, err := Machine.MoveMany(ctx, tx, ids, from, New, c); err != nil {
+			if _, err := Machine.MoveMany(ctx, s.tx, ids, from, New, c); err != nil {
 				return out, err
 			}
 		}
 	}
 	if len(seen) > 0 {
-		_, err := tx.Exec(ctx, `UPDATE bitrix_records SET fetched_at = now() WHERE entity = $1 AND source_id = ANY($2)`, entity, seen)
+		_, err := s.tx.Exec(ctx, `UPDATE bitrix_records SET fetched_at = now() WHERE entity = $1 AND source_id = ANY($2)`, entity, seen)
 		if err != nil {
 			return out, fmt.Errorf("mark %s records seen: %w", entity, err)
 		}
@@ -158,8 +162,11 @@ WHERE r.entity = $1 AND r.source_id = u.s`, append([]any{entity}, columns(change
 // cost of storing), inside a savepoint: should another transaction have stored one of them
 // meanwhile, the copy fails on the unique key and the records go in by an INSERT that skips
 // the ones already there.
-func insertRecords(ctx context.Context, tx pgx.Tx, entity string, recs []Incoming) (int, error) {
-	err := pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
+func (s Store) insertRecords(ctx context.Context, entity string, recs []Incoming) (int, error) {
+	if s.tx == nil {
+		return 0, errNoTx
+	}
+	err := pgx.BeginFunc(ctx, s.tx, func(sp pgx.Tx) error {
 		_, err := sp.CopyFrom(ctx, pgx.Identifier{"bitrix_records"},
 			[]string{"entity", "source_id", "parent_source_id", "payload", "checksum", "dates"},
 			pgx.CopyFromSlice(len(recs), func(i int) ([]any, error) {
@@ -178,7 +185,7 @@ func insertRecords(ctx context.Context, tx pgx.Tx, entity string, recs []Incomin
 	if pgErr, ok := errors.AsType[*pgconn.PgError](err); !ok || pgErr.Code != uniqueViolation {
 		return 0, fmt.Errorf("insert %s records: %w", entity, err)
 	}
-	tag, err := tx.Exec(ctx, `INSERT INTO bitrix_records (entity, source_id, parent_source_id, payload, checksum, dates)
+	tag, err := s.tx.Exec(ctx, `INSERT INTO bitrix_records (entity, source_id, parent_source_id, payload, checksum, dates)
 SELECT $1, s, NULLIF(p, ''), pl::jsonb, c, d::jsonb FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(s, p, pl, c, d)
 ON CONFLICT (entity, source_id) DO NOTHING`, append([]any{entity}, columns(recs)...)...)
 	if err != nil {
@@ -231,8 +238,8 @@ func scanRecord(row pgx.CollectableRow) (Record, error) {
 }
 
 // loadRecords returns the records with the given ids, in id order.
-func loadRecords(ctx context.Context, db status.DB, ids []int64) ([]Record, error) {
-	rows, err := db.Query(ctx, `SELECT `+recordColumns+` FROM bitrix_records WHERE id = ANY($1) ORDER BY id`, ids)
+func (s Store) loadRecords(ctx context.Context, ids []int64) ([]Record, error) {
+	rows, err := s.db.Query(ctx, `SELECT `+recordColumns+` FROM bitrix_records WHERE id = ANY($1) ORDER BY id`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("load records: %w", err)
 	}
@@ -243,9 +250,9 @@ func loadRecords(ctx context.Context, db status.DB, ids []int64) ([]Record, erro
 	return recs, nil
 }
 
-// GetRecord returns one record by entity and source id.
-func GetRecord(ctx context.Context, db status.DB, entity, sourceID string) (Record, error) {
-	rows, err := db.Query(ctx, `SELECT `+recordColumns+` FROM bitrix_records WHERE entity = $1 AND source_id = $2`, entity, sourceID)
+// Record returns one record by entity and source id.
+func (s Store) Record(ctx context.Context, entity, sourceID string) (Record, error) {
+	rows, err := s.db.Query(ctx, `SELECT `+recordColumns+` FROM bitrix_records WHERE entity = $1 AND source_id = $2`, entity, sourceID)
 	if err != nil {
 		return Record{}, fmt.Errorf("%s record %s: %w", entity, sourceID, err)
 	}
@@ -257,8 +264,8 @@ func GetRecord(ctx context.Context, db status.DB, entity, sourceID string) (Reco
 }
 
 // missing returns those of the source ids that have no record of the entity.
-func missing(ctx context.Context, db status.DB, entity string, ids []string) ([]string, error) {
-	rows, err := db.Query(ctx, `SELECT s FROM unnest($2::text[]) AS s
+func (s Store) missing(ctx context.Context, entity string, ids []string) ([]string, error) {
+	rows, err := s.db.Query(ctx, `SELECT s FROM unnest($2::text[]) AS s
 WHERE NOT EXISTS (SELECT 1 FROM bitrix_records r WHERE r.entity = $1 AND r.source_id = s) ORDER BY s`, entity, ids)
 	if err != nil {
 		return nil, fmt.Errorf("find missing %s: %w", entity, err)
@@ -285,14 +292,14 @@ type RecordDetail struct {
 	AcknowledgedBy, AcknowledgedReason string
 }
 
-// GetRecordDetail returns one record by entity and source id, with its id map row.
-func GetRecordDetail(ctx context.Context, db status.DB, entity, sourceID string) (RecordDetail, error) {
-	r, err := GetRecord(ctx, db, entity, sourceID)
+// RecordDetail returns one record by entity and source id, with its id map row.
+func (s Store) RecordDetail(ctx context.Context, entity, sourceID string) (RecordDetail, error) {
+	r, err := s.Record(ctx, entity, sourceID)
 	if err != nil {
 		return RecordDetail{}, err
 	}
 	d := RecordDetail{Record: r}
-	err = db.QueryRow(ctx, `SELECT r.fetched_at, r.updated_at, coalesce(m.target_id, ''), m.imported_at,
+	err = s.db.QueryRow(ctx, `SELECT r.fetched_at, r.updated_at, coalesce(m.target_id, ''), m.imported_at,
 r.acknowledged_at, coalesce(r.acknowledged_by, ''), coalesce(r.acknowledged_reason, '')
 FROM bitrix_records r LEFT JOIN bitrix_id_map m ON m.entity = r.entity AND m.source_id = r.source_id
 WHERE r.id = $1`, r.ID).Scan(&d.FetchedAt, &d.UpdatedAt, &d.TargetID, &d.ImportedAt,
@@ -305,26 +312,26 @@ WHERE r.id = $1`, r.ID).Scan(&d.FetchedAt, &d.UpdatedAt, &d.TargetID, &d.Importe
 
 // finishWalk marks a walked entity's pass complete: the portal counts none of its records, so
 // the source total is what the walk stored.
-func finishWalk(ctx context.Context, db status.DB, entity string) error {
-	stored, err := storedCount(ctx, db, entity)
+func (s Store) finishWalk(ctx context.Context, entity string) error {
+	stored, err := s.storedCount(ctx, entity)
 	if err != nil {
 		return err
 	}
-	return finishPass(ctx, db, entity, stored)
+	return s.finishPass(ctx, entity, stored)
 }
 
-// storedCount is how many records of an entity are stored.
-func storedCount(ctx context.Context, db status.DB, entity string) (int64, error) {
+// storedCount is how many records of an entity are stored, leaving out those the portal deleted.
+func (s Store) storedCount(ctx context.Context, entity string) (int64, error) {
 	var n int64
-	if err := db.QueryRow(ctx, `SELECT count(*) FROM bitrix_records WHERE entity = $1`, entity).Scan(&n); err != nil {
+	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM bitrix_records WHERE entity = $1 AND `+live(""), entity).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count %s: %w", entity, err)
 	}
 	return n, nil
 }
 
 // finishPass marks an entity's get pass complete with the number of rows the source had.
-func finishPass(ctx context.Context, db status.DB, entity string, total int64) error {
-	_, err := db.Exec(ctx, `UPDATE bitrix_inventory SET get_complete = true, get_finished_at = now(),
+func (s Store) finishPass(ctx context.Context, entity string, total int64) error {
+	_, err := s.db.Exec(ctx, `UPDATE bitrix_inventory SET get_complete = true, get_finished_at = now(),
 source_total = $2, updated_at = now() WHERE entity = $1`, entity, total)
 	if err != nil {
 		return fmt.Errorf("finish get pass of %s: %w", entity, err)
@@ -333,8 +340,8 @@ source_total = $2, updated_at = now() WHERE entity = $1`, entity, total)
 }
 
 // storedIDs returns the source ids of an entity's records, in record order.
-func storedIDs(ctx context.Context, db status.DB, entity string) ([]string, error) {
-	rows, err := db.Query(ctx, `SELECT source_id FROM bitrix_records WHERE entity = $1 ORDER BY id`, entity)
+func (s Store) storedIDs(ctx context.Context, entity string) ([]string, error) {
+	rows, err := s.db.Query(ctx, `SELECT source_id FROM bitrix_records WHERE entity = $1 AND `+live("")+` ORDER BY id`, entity)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", entity, err)
 	}
@@ -347,7 +354,10 @@ func storedIDs(ctx context.Context, db status.DB, entity string) ([]string, erro
 
 // refuseUnreachable moves the records among recs that carry an unreachable reason from NEW to
 // IMPORT_ERR with it, in the transaction that stored them; it returns how many it moved.
-func refuseUnreachable(ctx context.Context, tx pgx.Tx, entity string, recs []Incoming, c status.Change) (int, error) {
+func (s Store) refuseUnreachable(ctx context.Context, entity string, recs []Incoming, c status.Change) (int, error) {
+	if s.tx == nil {
+		return 0, errNoTx
+	}
 	byReason := map[string][]string{}
 	for _, r := range recs {
 		if r.refused != "" {
@@ -356,7 +366,7 @@ func refuseUnreachable(ctx context.Context, tx pgx.Tx, entity string, recs []Inc
 	}
 	moved := 0
 	for _, reason := range SortedKeys(byReason) {
-		rows, err := tx.Query(ctx, `SELECT id FROM bitrix_records WHERE entity = $1 AND source_id = ANY($2) AND status = $3 ORDER BY id`,
+		rows, err := s.tx.Query(ctx, `SELECT id FROM bitrix_records WHERE entity = $1 AND source_id = ANY($2) AND status = $3 ORDER BY id`,
 			entity, byReason[reason], string(New))
 		if err != nil {
 			return moved, fmt.Errorf("find unreachable %s: %w", entity, err)
@@ -369,7 +379,7 @@ func refuseUnreachable(ctx context.Context, tx pgx.Tx, entity string, recs []Inc
 			continue
 		}
 		c.Reason = reason
-		done, err := Machine.MoveMany(ctx, tx, ids, New, ImportErr, c)
+		done, err := Machine.MoveMany(ctx, s.tx, ids, New, ImportErr, c)
 		if err != nil {
 			return moved, err
 		}

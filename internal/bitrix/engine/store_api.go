@@ -18,8 +18,16 @@ type Store struct {
 	tx pgx.Tx // the transaction, within Tx
 }
 
+// NewStore is the store over db: the pool, or a transaction (a pgx.Tx), in which every call of
+// the returned Store then runs. It is how code that holds a transaction spanning several calls
+// reaches the store: NewStore(tx).logPages(...), NewStore(tx).saveRecords(...).
+func NewStore(db status.DB) Store {
+	tx, _ := db.(pgx.Tx)
+	return Store{db: db, tx: tx}
+}
+
 // store is the engine's Store over its pool.
-func (e *Engine) store() Store { return Store{db: e.Pool} }
+func (e *Engine) store() Store { return NewStore(e.Pool) }
 
 // errNoTx is the error of a write that must share a transaction, asked outside Tx.
 var errNoTx = errors.New("bitrix store: this write needs a transaction (Store.Tx)")
@@ -40,63 +48,55 @@ func (s Store) Tx(ctx context.Context, fn func(tx Store) error) error {
 	if !ok {
 		return fmt.Errorf("bitrix store: %T cannot begin a transaction", s.db)
 	}
-	return pgx.BeginFunc(ctx, b, func(tx pgx.Tx) error { return fn(Store{db: tx, tx: tx}) })
+	return pgx.BeginFunc(ctx, b, func(tx pgx.Tx) error { return fn(NewStore(tx)) })
 }
 
 // Inventory returns the entity's inventory row, creating it when there is none.
 func (s Store) Inventory(ctx context.Context, entity string) (Inventory, error) {
-	return loadInventory(ctx, s.db, entity)
+	return s.loadInventory(ctx, entity)
 }
 
 // StartPass starts a new get pass of the entity, unless one is under way, and returns its row;
 // limit is the run's test_limit.
 func (s Store) StartPass(ctx context.Context, entity string, limit int) (Inventory, error) {
-	return startPass(ctx, s.db, entity, limit)
+	return s.startPass(ctx, entity, limit)
 }
 
 // FinishPass marks the entity's get pass complete with the number of rows the source had.
 func (s Store) FinishPass(ctx context.Context, entity string, total int64) error {
-	return finishPass(ctx, s.db, entity, total)
+	return s.finishPass(ctx, entity, total)
 }
 
 // LogPage records one page read in the page log, in the transaction that stored its records.
 func (s Store) LogPage(ctx context.Context, entity string, runID int64, p PageRecord) error {
-	tx, err := s.inTx()
-	if err != nil {
-		return err
-	}
-	return logPage(ctx, tx, entity, runID, p)
+	return s.logPage(ctx, entity, runID, p)
 }
 
 // SaveRecords stores records of one entity read from the source, in the transaction: new ones
 // as NEW, changed ones back to NEW with the change's reason, unchanged ones left alone.
 func (s Store) SaveRecords(ctx context.Context, entity string, recs []Incoming, c status.Change) (Saved, error) {
-	tx, err := s.inTx()
-	if err != nil {
-		return Saved{}, err
-	}
-	return saveRecords(ctx, tx, entity, recs, c)
+	return s.saveRecords(ctx, entity, recs, c)
 }
 
 // Count is how many records of the entity are stored.
 func (s Store) Count(ctx context.Context, entity string) (int64, error) {
-	return storedCount(ctx, s.db, entity)
+	return s.storedCount(ctx, entity)
 }
 
 // SourceIDs returns the source ids of the entity's records, in record order.
 func (s Store) SourceIDs(ctx context.Context, entity string) ([]string, error) {
-	return storedIDs(ctx, s.db, entity)
+	return s.storedIDs(ctx, entity)
 }
 
 // CountExcused is how many records of the entity verify excuses (acknowledged, or out of reach).
 func (s Store) CountExcused(ctx context.Context, ent *Entity) (int64, error) {
-	return countExcused(ctx, s.db, ent)
+	return s.countExcused(ctx, ent)
 }
 
 // NotImported lists the entity's records that are not IMPORT_OK and not excused, up to
 // MaxListed, in record order.
 func (s Store) NotImported(ctx context.Context, ent *Entity) ([]RecordIssue, error) {
-	return notImported(ctx, s.db, ent)
+	return s.notImported(ctx, ent)
 }
 
 // StatusCounts counts the records of every entity by status.
@@ -112,7 +112,7 @@ func (s Store) Refs(ctx context.Context, ent *Entity, recs []Record) (*Refs, err
 
 // Unverify clears the entity's VERIFIED flag (and its parents'): records of it changed.
 func (s Store) Unverify(ctx context.Context, entity string) error {
-	return unverify(ctx, s.db, entity)
+	return s.unverify(ctx, entity)
 }
 
 // RefuseNew moves the entity's NEW records among the source ids to IMPORT_ERR with the change's
@@ -134,17 +134,8 @@ func (s Store) RefuseNew(ctx context.Context, entity string, sourceIDs []string,
 	return len(moved), err
 }
 
-// Record returns the entity's record of that source id.
-func (s Store) Record(ctx context.Context, entity, sourceID string) (Record, error) {
-	return GetRecord(ctx, s.db, entity, sourceID)
-}
-
 // RefuseUnreachable moves the records among recs that carry an unreachable reason from NEW to
 // IMPORT_ERR with it, in the transaction that stored them; it returns how many it moved.
 func (s Store) RefuseUnreachable(ctx context.Context, entity string, recs []Incoming, c status.Change) (int, error) {
-	tx, err := s.inTx()
-	if err != nil {
-		return 0, err
-	}
-	return refuseUnreachable(ctx, tx, entity, recs, c)
+	return s.refuseUnreachable(ctx, entity, recs, c)
 }

@@ -4,18 +4,17 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/ingest-dev/ingest/internal/status"
 	"github.com/jackc/pgx/v5"
 )
 
 // The store's queries of the custom fields read by fields-get (bitrix_fields, bitrix_field_options).
 
-func fieldNamesOf(ctx context.Context, db status.DB, k *Entity) (map[string]fieldName, error) {
+func (s Store) fieldNamesOf(ctx context.Context, k *Entity) (map[string]fieldName, error) {
 	out := map[string]fieldName{}
 	if k.Fields == nil || k.Fields.Naming == nil {
 		return out, nil
 	}
-	rows, err := db.Query(ctx, `SELECT field_name FROM bitrix_fields WHERE entity = $1 ORDER BY field_name`, k.Name)
+	rows, err := s.db.Query(ctx, `SELECT field_name FROM bitrix_fields WHERE entity = $1 ORDER BY field_name`, k.Name)
 	if err != nil {
 		return nil, fmt.Errorf("custom fields of %s: %w", k.Name, err)
 	}
@@ -24,7 +23,7 @@ func fieldNamesOf(ctx context.Context, db status.DB, k *Entity) (map[string]fiel
 		return nil, fmt.Errorf("custom fields of %s: %w", k.Name, err)
 	}
 	for _, name := range names {
-		n, renamed, err := k.Fields.Naming.Target(ctx, db, name)
+		n, renamed, err := k.Fields.Naming.Target(ctx, s.db, name)
 		if err != nil {
 			return nil, fmt.Errorf("custom field %s of %s: %w", name, k.Name, err)
 		}
@@ -36,8 +35,8 @@ func fieldNamesOf(ctx context.Context, db status.DB, k *Entity) (map[string]fiel
 }
 
 // storedFieldNames returns the names of the custom fields fields-get read for an entity.
-func storedFieldNames(ctx context.Context, db status.DB, entity string) ([]string, error) {
-	rows, err := db.Query(ctx, `SELECT field_name FROM bitrix_fields WHERE entity = $1 ORDER BY field_name`, entity)
+func (s Store) storedFieldNames(ctx context.Context, entity string) ([]string, error) {
+	rows, err := s.db.Query(ctx, `SELECT field_name FROM bitrix_fields WHERE entity = $1 ORDER BY field_name`, entity)
 	if err != nil {
 		return nil, fmt.Errorf("custom fields of %s: %w", entity, err)
 	}
@@ -48,12 +47,12 @@ func storedFieldNames(ctx context.Context, db status.DB, entity string) ([]strin
 	return out, nil
 }
 
-func loadEnumFields(ctx context.Context, db status.DB, ent *Entity) (enumFields, error) {
+func (s Store) loadEnumFields(ctx context.Context, ent *Entity) (enumFields, error) {
 	out := enumFields{options: map[string]map[string]string{}, notReady: map[string]bool{}}
 	if ent.Fields == nil {
 		return out, nil
 	}
-	rows, err := db.Query(ctx, `SELECT f.field_name, f.on_target, o.source_option_id, o.target_option_id
+	rows, err := s.db.Query(ctx, `SELECT f.field_name, f.on_target, o.source_option_id, o.target_option_id
 FROM bitrix_fields f LEFT JOIN bitrix_field_options o ON o.entity = f.entity AND o.field_name = f.field_name
 WHERE f.entity = $1 AND f.payload->>'USER_TYPE_ID' = 'enumeration'`, ent.Name)
 	if err != nil {
@@ -82,12 +81,12 @@ WHERE f.entity = $1 AND f.payload->>'USER_TYPE_ID' = 'enumeration'`, ent.Name)
 }
 
 // loadCustomFields reads the entity's custom fields fields-get stored.
-func loadCustomFields(ctx context.Context, db status.DB, ent *Entity) (map[string]customField, error) {
+func (s Store) loadCustomFields(ctx context.Context, ent *Entity) (map[string]customField, error) {
 	out := map[string]customField{}
 	if ent.Fields == nil {
 		return out, nil
 	}
-	rows, err := db.Query(ctx, `SELECT field_name, coalesce(payload->>'USER_TYPE_ID', ''), on_target FROM bitrix_fields WHERE entity = $1`, ent.Name)
+	rows, err := s.db.Query(ctx, `SELECT field_name, coalesce(payload->>'USER_TYPE_ID', ''), on_target FROM bitrix_fields WHERE entity = $1`, ent.Name)
 	if err != nil {
 		return nil, fmt.Errorf("load %s custom fields: %w", ent.Name, err)
 	}
@@ -112,14 +111,15 @@ ON CONFLICT (entity, field_name) DO UPDATE SET payload = EXCLUDED.payload, check
 
 // eachFieldNotOnTarget hands fn, by name, every custom field of the entity that fields-get read
 // and the target does not have yet.
-func eachFieldNotOnTarget(ctx context.Context, db status.DB, entity string, fn func(name string, payload []byte) error) error {
-	return eachField(ctx, db, `SELECT field_name, payload FROM bitrix_fields WHERE entity = $1 AND NOT on_target ORDER BY field_name`,
+func (s Store) eachFieldNotOnTarget(ctx context.Context, entity string, fn func(name string, payload []byte) error) error {
+	return s.eachField(ctx, `SELECT field_name, payload FROM bitrix_fields WHERE entity = $1 AND NOT on_target ORDER BY field_name`,
 		entity, fn)
+
 }
 
 // eachField runs a query of the entity's fields (name, payload) and hands fn each row.
-func eachField(ctx context.Context, db status.DB, sql, entity string, fn func(name string, payload []byte) error) error {
-	rows, err := db.Query(ctx, sql, entity)
+func (s Store) eachField(ctx context.Context, sql, entity string, fn func(name string, payload []byte) error) error {
+	rows, err := s.db.Query(ctx, sql, entity)
 	if err != nil {
 		return err
 	}
@@ -131,22 +131,23 @@ func eachField(ctx context.Context, db status.DB, sql, entity string, fn func(na
 
 // markFieldsOnTarget records that the target has the entity's fields (every portal's system
 // fields).
-func markFieldsOnTarget(ctx context.Context, db status.DB, entity string, names []string) error {
-	_, err := db.Exec(ctx, `UPDATE bitrix_fields SET on_target = true WHERE entity = $1 AND field_name = ANY($2)`, entity, names)
+func (s Store) markFieldsOnTarget(ctx context.Context, entity string, names []string) error {
+	_, err := s.db.Exec(ctx, `UPDATE bitrix_fields SET on_target = true WHERE entity = $1 AND field_name = ANY($2)`, entity, names)
 	return err
 }
 
 // markFieldCreated records that the target has the entity's field, and when fields-set created it.
-func markFieldCreated(ctx context.Context, db status.DB, entity, name string, created bool) error {
-	_, err := db.Exec(ctx, `UPDATE bitrix_fields SET on_target = true,
+func (s Store) markFieldCreated(ctx context.Context, entity, name string, created bool) error {
+	_, err := s.db.Exec(ctx, `UPDATE bitrix_fields SET on_target = true,
 created_at = CASE WHEN $3 THEN now() ELSE created_at END WHERE entity = $1 AND field_name = $2`, entity, name, created)
 	return err
 }
 
 // eachEnumField hands fn, by name, every enumeration field of the entity that fields-get read.
-func eachEnumField(ctx context.Context, db status.DB, entity string, fn func(name string, payload []byte) error) error {
-	return eachField(ctx, db, `SELECT field_name, payload FROM bitrix_fields WHERE entity = $1
+func (s Store) eachEnumField(ctx context.Context, entity string, fn func(name string, payload []byte) error) error {
+	return s.eachField(ctx, `SELECT field_name, payload FROM bitrix_fields WHERE entity = $1
 AND payload->>'USER_TYPE_ID' = 'enumeration' ORDER BY field_name`, entity, fn)
+
 }
 
 // queueOption queues in b the mapping of one option of an enumeration field to the target's.
@@ -158,8 +159,8 @@ DO UPDATE SET target_option_id = EXCLUDED.target_option_id, value = EXCLUDED.val
 
 // eachLinkField hands fn, by name, the entity's custom fields of the two reference types
 // (employee and crm), with their type and SETTINGS.
-func eachLinkField(ctx context.Context, db status.DB, entity string, fn func(name, typ string, settings []byte)) error {
-	rows, err := db.Query(ctx, `SELECT field_name, payload->>'USER_TYPE_ID', coalesce(payload->'SETTINGS', 'null')
+func (s Store) eachLinkField(ctx context.Context, entity string, fn func(name, typ string, settings []byte)) error {
+	rows, err := s.db.Query(ctx, `SELECT field_name, payload->>'USER_TYPE_ID', coalesce(payload->'SETTINGS', 'null')
 FROM bitrix_fields WHERE entity = $1 AND payload->>'USER_TYPE_ID' IN ('employee', 'crm') ORDER BY field_name`, entity)
 	if err != nil {
 		return err

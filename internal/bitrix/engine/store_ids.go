@@ -4,15 +4,14 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/ingest-dev/ingest/internal/status"
 	"github.com/jackc/pgx/v5"
 )
 
 // The store's queries of the id map.
 
 // loadAllIDs returns the whole id map of an entity with few records (a dictionary).
-func loadAllIDs(ctx context.Context, db status.DB, entity string) (IDMap, error) {
-	rows, err := db.Query(ctx, `SELECT source_id, target_id FROM bitrix_id_map WHERE entity = $1`, entity)
+func (s Store) loadAllIDs(ctx context.Context, entity string) (IDMap, error) {
+	rows, err := s.db.Query(ctx, `SELECT source_id, target_id FROM bitrix_id_map WHERE entity = $1`, entity)
 	if err != nil {
 		return nil, fmt.Errorf("load %s id map: %w", entity, err)
 	}
@@ -28,12 +27,12 @@ func loadAllIDs(ctx context.Context, db status.DB, entity string) (IDMap, error)
 }
 
 // loadIDMap returns the target ids of those of the source ids that were imported.
-func loadIDMap(ctx context.Context, db status.DB, entity string, sourceIDs []string) (IDMap, error) {
+func (s Store) loadIDMap(ctx context.Context, entity string, sourceIDs []string) (IDMap, error) {
 	out := IDMap{}
 	if len(sourceIDs) == 0 {
 		return out, nil
 	}
-	rows, err := db.Query(ctx, `SELECT source_id, target_id FROM bitrix_id_map WHERE entity = $1 AND source_id = ANY($2)`, entity, sourceIDs)
+	rows, err := s.db.Query(ctx, `SELECT source_id, target_id FROM bitrix_id_map WHERE entity = $1 AND source_id = ANY($2)`, entity, sourceIDs)
 	if err != nil {
 		return nil, fmt.Errorf("load %s id map: %w", entity, err)
 	}
@@ -50,14 +49,14 @@ func loadIDMap(ctx context.Context, db status.DB, entity string, sourceIDs []str
 
 // knownIDs returns which of the ids the entity's records include, and whether its get pass is
 // complete over the whole portal.
-func knownIDs(ctx context.Context, db status.DB, entity string, ids []string) (map[string]bool, bool, error) {
-	inv, err := loadInventory(ctx, db, entity)
+func (s Store) knownIDs(ctx context.Context, entity string, ids []string) (map[string]bool, bool, error) {
+	inv, err := s.loadInventory(ctx, entity)
 	if err != nil {
 		return nil, false, err
 	}
 	known := map[string]bool{}
 	if len(ids) > 0 {
-		rows, err := db.Query(ctx, `SELECT source_id FROM bitrix_records WHERE entity = $1 AND source_id = ANY($2)`, entity, ids)
+		rows, err := s.db.Query(ctx, `SELECT source_id FROM bitrix_records WHERE entity = $1 AND source_id = ANY($2) AND `+live(""), entity, ids)
 		if err != nil {
 			return nil, false, fmt.Errorf("look up %s: %w", entity, err)
 		}

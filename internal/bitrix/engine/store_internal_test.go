@@ -49,7 +49,7 @@ func BenchmarkStoreUsers(b *testing.B) {
 			for j := range recs {
 				recs[j].sourceID = recs[j].sourceID + ":" + string(rune('a'+i%26)) + time.Now().Format("150405.000000")
 			}
-			_, err := saveRecords(ctx, tx, ent.Name, recs, status.Change{})
+			_, err := NewStore(tx).saveRecords(ctx, ent.Name, recs, status.Change{})
 			return err
 		})
 		if err != nil {
@@ -71,10 +71,10 @@ func TestInsertRecordsSkipsRecordsAlreadyStored(t *testing.T) {
 		{sourceID: "2", payload: json.RawMessage(`{"ID":"2"}`), checksum: "b", parent: "9"},
 	}
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if n, err := insertRecords(ctx, tx, "things", recs[:1]); err != nil || n != 1 {
+		if n, err := NewStore(tx).insertRecords(ctx, "things", recs[:1]); err != nil || n != 1 {
 			t.Fatalf("first insert: %d, %v", n, err)
 		}
-		n, err := insertRecords(ctx, tx, "things", recs)
+		n, err := NewStore(tx).insertRecords(ctx, "things", recs)
 		if err != nil || n != 1 {
 			t.Errorf("second insert: %d, %v; want the one new record", n, err)
 		}

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/ingest-dev/ingest/internal/status"
 )
 
 // Inventory is an entity's SourceInventory row (seed 000 §12): what the source reported, how far
@@ -41,11 +39,11 @@ const inventoryColumns = `entity, source_total, pass, pass_rows, get_cursor, get
 get_started_at, get_finished_at, verified, verified_at, verify_report`
 
 // loadInventory returns the entity's inventory row, creating it on first use.
-func loadInventory(ctx context.Context, db status.DB, entity string) (Inventory, error) {
-	if _, err := db.Exec(ctx, `INSERT INTO bitrix_inventory (entity) VALUES ($1) ON CONFLICT DO NOTHING`, entity); err != nil {
+func (s Store) loadInventory(ctx context.Context, entity string) (Inventory, error) {
+	if _, err := s.db.Exec(ctx, `INSERT INTO bitrix_inventory (entity) VALUES ($1) ON CONFLICT DO NOTHING`, entity); err != nil {
 		return Inventory{}, fmt.Errorf("inventory of %s: %w", entity, err)
 	}
-	rows, err := db.Query(ctx, `SELECT `+inventoryColumns+` FROM bitrix_inventory WHERE entity = $1`, entity)
+	rows, err := s.db.Query(ctx, `SELECT `+inventoryColumns+` FROM bitrix_inventory WHERE entity = $1`, entity)
 	if err != nil {
 		return Inventory{}, fmt.Errorf("inventory of %s: %w", entity, err)
 	}
@@ -72,18 +70,18 @@ func scanInventory(row pgx.CollectableRow) (Inventory, error) {
 }
 
 // startPass begins a new full pass of get from the first ID.
-func startPass(ctx context.Context, db status.DB, entity string, limit int) (Inventory, error) {
+func (s Store) startPass(ctx context.Context, entity string, limit int) (Inventory, error) {
 	var lim *int
 	if limit > 0 {
 		lim = &limit
 	}
-	_, err := db.Exec(ctx, `UPDATE bitrix_inventory SET pass = pass + 1, pass_rows = 0, get_cursor = '0',
+	_, err := s.db.Exec(ctx, `UPDATE bitrix_inventory SET pass = pass + 1, pass_rows = 0, get_cursor = '0',
 get_complete = false, get_limit = $2, source_total = NULL, get_started_at = now(), get_finished_at = NULL,
 updated_at = now() WHERE entity = $1`, entity, lim)
 	if err != nil {
 		return Inventory{}, fmt.Errorf("start get pass of %s: %w", entity, err)
 	}
-	return loadInventory(ctx, db, entity)
+	return s.loadInventory(ctx, entity)
 }
 
 // pageRecord is one page of a get, as logged in bitrix_page_log.
@@ -99,13 +97,16 @@ type PageRecord struct {
 
 // logPage records one page of a listing walked by one cursor (a list without ids, a key's
 // walk) and moves the inventory's cursor past it, in the transaction that stores the page.
-func logPage(ctx context.Context, tx pgx.Tx, entity string, runID int64, p PageRecord) error {
-	_, err := tx.Exec(ctx, `INSERT INTO bitrix_page_log (entity, pass, cursor, next_cursor, count, total, run_id)
+func (s Store) logPage(ctx context.Context, entity string, runID int64, p PageRecord) error {
+	if s.tx == nil {
+		return errNoTx
+	}
+	_, err := s.tx.Exec(ctx, `INSERT INTO bitrix_page_log (entity, pass, cursor, next_cursor, count, total, run_id)
 VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, 0))`, entity, p.Pass, p.Cursor, p.Next, p.Count, p.Total, runID)
 	if err != nil {
 		return fmt.Errorf("log page of %s after %s: %w", entity, p.Cursor, err)
 	}
-	_, err = tx.Exec(ctx, `UPDATE bitrix_inventory SET get_cursor = $2, pass_rows = pass_rows + $3,
+	_, err = s.tx.Exec(ctx, `UPDATE bitrix_inventory SET get_cursor = $2, pass_rows = pass_rows + $3,
 source_total = coalesce($4, source_total), get_complete = $5,
 get_finished_at = CASE WHEN $5 THEN now() END, updated_at = now() WHERE entity = $1`,
 		entity, p.Next, p.Count, p.Total, p.Last)
@@ -120,7 +121,10 @@ get_finished_at = CASE WHEN $5 THEN now() END, updated_at = now() WHERE entity =
 // stopped at) and, once no range is open (or test_limit was reached), the pass's end. Called in
 // the transaction that stores the pages' records, so the inventory never runs ahead of (or
 // behind) the data.
-func logPages(ctx context.Context, tx pgx.Tx, entity string, runID int64, pass int, pages []PageRecord, total *int64, limited bool) error {
+func (s Store) logPages(ctx context.Context, entity string, runID int64, pass int, pages []PageRecord, total *int64, limited bool) error {
+	if s.tx == nil {
+		return errNoTx
+	}
 	var cursors, nexts []string
 	var counts []int32
 	var rows int64
@@ -128,13 +132,21 @@ func logPages(ctx context.Context, tx pgx.Tx, entity string, runID int64, pass i
 		cursors, nexts, counts = append(cursors, p.Cursor), append(nexts, p.Next), append(counts, int32(p.Count))
 		rows += int64(p.Count)
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO bitrix_page_log (entity, pass, cursor, next_cursor, count, total, run_id)
+	_, err := s.tx.Exec(ctx, `INSERT INTO bitrix_page_log (entity, pass, cursor, next_cursor, count, total, run_id)
 SELECT $1, $2, c, n, k, $6, NULLIF($7, 0) FROM unnest($3::text[], $4::text[], $5::int[]) AS u(c, n, k)`,
 		entity, pass, cursors, nexts, counts, total, runID)
 	if err != nil {
 		return fmt.Errorf("log pages of %s: %w", entity, err)
 	}
-	_, err = tx.Exec(ctx, `WITH open AS (SELECT cursor FROM bitrix_get_ranges WHERE entity = $1 AND pass = $2 AND NOT done)
+	// The inventory row's lock comes first, in a statement of its own: the UPDATE below then
+	// starts (READ COMMITTED: a new snapshot per statement) after any other range's transaction
+	// that held the row has committed, and sees that range done. Taken inside the UPDATE, the
+	// lock's wait would re-check the row but not the open ranges, and two ranges ending at once
+	// would each see the other open: the pass would never be marked complete.
+	if _, err := s.tx.Exec(ctx, `SELECT 1 FROM bitrix_inventory WHERE entity = $1 FOR UPDATE`, entity); err != nil {
+		return fmt.Errorf("lock inventory of %s: %w", entity, err)
+	}
+	_, err = s.tx.Exec(ctx, `WITH open AS (SELECT cursor FROM bitrix_get_ranges WHERE entity = $1 AND pass = $2 AND NOT done)
 UPDATE bitrix_inventory SET pass_rows = pass_rows + $3, source_total = coalesce($4, source_total),
 get_cursor = coalesce((SELECT cursor FROM open ORDER BY length(cursor), cursor LIMIT 1), get_cursor),
 get_complete = $5 OR NOT EXISTS (SELECT 1 FROM open),
@@ -147,8 +159,8 @@ WHERE entity = $1`, entity, pass, rows, total, limited)
 }
 
 // unverify clears an entity's VERIFIED flag: its records changed since the last verify.
-func unverify(ctx context.Context, db status.DB, entity string) error {
-	_, err := db.Exec(ctx, `UPDATE bitrix_inventory SET verified = false, updated_at = now()
+func (s Store) unverify(ctx context.Context, entity string) error {
+	_, err := s.db.Exec(ctx, `UPDATE bitrix_inventory SET verified = false, updated_at = now()
 WHERE entity = $1 AND verified`, entity)
 	if err != nil {
 		return fmt.Errorf("clear verified flag of %s: %w", entity, err)
@@ -157,15 +169,15 @@ WHERE entity = $1 AND verified`, entity)
 }
 
 // saveVerify stores a verify report, and sets or clears the VERIFIED flag by its outcome.
-func saveVerify(ctx context.Context, db status.DB, entity string, r VerifyReport) error {
+func (s Store) saveVerify(ctx context.Context, entity string, r VerifyReport) error {
 	raw, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("encode verify report of %s: %w", entity, err)
 	}
-	if _, err := loadInventory(ctx, db, entity); err != nil {
+	if _, err := s.loadInventory(ctx, entity); err != nil {
 		return err
 	}
-	_, err = db.Exec(ctx, `UPDATE bitrix_inventory SET verify_report = $2, verify_at = now(), verified = $3,
+	_, err = s.db.Exec(ctx, `UPDATE bitrix_inventory SET verify_report = $2, verify_at = now(), verified = $3,
 verified_at = CASE WHEN $3 THEN now() ELSE verified_at END, updated_at = now() WHERE entity = $1`, entity, raw, r.Clean())
 	if err != nil {
 		return fmt.Errorf("store verify report of %s: %w", entity, err)

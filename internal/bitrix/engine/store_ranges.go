@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
-	"github.com/ingest-dev/ingest/internal/status"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -14,8 +13,8 @@ import (
 
 // loadRanges returns the ranges of a pass in ID order; a pass begun before get walked ranges
 // (one cursor in the inventory) becomes one open range from that cursor.
-func loadRanges(ctx context.Context, db status.DB, entity string, inv Inventory) ([]*idRange, error) {
-	rows, err := db.Query(ctx, `SELECT lo, hi, cursor, done FROM bitrix_get_ranges WHERE entity = $1 AND pass = $2`, entity, inv.Pass)
+func (s Store) loadRanges(ctx context.Context, entity string, inv Inventory) ([]*idRange, error) {
+	rows, err := s.db.Query(ctx, `SELECT lo, hi, cursor, done FROM bitrix_get_ranges WHERE entity = $1 AND pass = $2`, entity, inv.Pass)
 	if err != nil {
 		return nil, fmt.Errorf("load ID ranges of %s: %w", entity, err)
 	}
@@ -28,7 +27,7 @@ func loadRanges(ctx context.Context, db status.DB, entity string, inv Inventory)
 	}
 	if len(out) == 0 {
 		out = []*idRange{{lo: "0", hi: "", cursor: inv.Cursor}}
-		if err := saveRanges(ctx, db, entity, inv.Pass, out); err != nil {
+		if err := s.saveRanges(ctx, entity, inv.Pass, out); err != nil {
 			return nil, err
 		}
 	}
@@ -37,17 +36,44 @@ func loadRanges(ctx context.Context, db status.DB, entity string, inv Inventory)
 }
 
 // saveRanges records a pass's planned ranges.
-func saveRanges(ctx context.Context, db status.DB, entity string, pass int, ranges []*idRange) error {
+func (s Store) saveRanges(ctx context.Context, entity string, pass int, ranges []*idRange) error {
 	var los, his, cursors []string
 	var dones []bool
 	for _, r := range ranges {
 		los, his, cursors, dones = append(los, r.lo), append(his, r.hi), append(cursors, r.cursor), append(dones, r.done)
 	}
-	_, err := db.Exec(ctx, `INSERT INTO bitrix_get_ranges (entity, pass, lo, hi, cursor, done)
+	_, err := s.db.Exec(ctx, `INSERT INTO bitrix_get_ranges (entity, pass, lo, hi, cursor, done)
 SELECT $1, $2, lo, hi, c, d FROM unnest($3::text[], $4::text[], $5::text[], $6::bool[]) AS u(lo, hi, c, d)`,
 		entity, pass, los, his, cursors, dones)
 	if err != nil {
 		return fmt.Errorf("plan ID ranges of %s: %w", entity, err)
+	}
+	return nil
+}
+
+// splitRange cuts the range of a pass starting at lo at mid: it ends at mid, and a new range
+// from mid to hi (its cursor at mid) is planned, in one statement so a kill leaves both or
+// neither.
+func (s Store) splitRange(ctx context.Context, entity string, pass int, lo, mid, hi string) error {
+	_, err := s.db.Exec(ctx, `WITH cut AS (UPDATE bitrix_get_ranges SET hi = $4
+WHERE entity = $1 AND pass = $2 AND lo = $3 RETURNING 1)
+INSERT INTO bitrix_get_ranges (entity, pass, lo, hi, cursor) SELECT $1, $2, $4, $5, $4 FROM cut`,
+		entity, pass, lo, mid, hi)
+	if err != nil {
+		return fmt.Errorf("split ID range after %s of %s: %w", lo, entity, err)
+	}
+	return nil
+}
+
+// advanceRange moves the range of a pass starting at lo to its new cursor (done when it read
+// to its end), in the transaction that stores the records read.
+func (s Store) advanceRange(ctx context.Context, entity string, pass int, lo, cursor string, done bool) error {
+	if s.tx == nil {
+		return errNoTx
+	}
+	if _, err := s.tx.Exec(ctx, `UPDATE bitrix_get_ranges SET cursor = $4, done = $5
+WHERE entity = $1 AND pass = $2 AND lo = $3`, entity, pass, lo, cursor, done); err != nil {
+		return fmt.Errorf("advance ID range after %s of %s: %w", lo, entity, err)
 	}
 	return nil
 }

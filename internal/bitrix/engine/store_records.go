@@ -34,7 +34,8 @@ type FieldValue struct {
 
 // FieldValues returns every record's value of the payload field, in record order.
 func (s Store) FieldValues(ctx context.Context, entity, field string) ([]FieldValue, error) {
-	rows, err := s.db.Query(ctx, `SELECT source_id, coalesce(payload->>$2, '') FROM bitrix_records WHERE entity = $1 ORDER BY id`,
+	rows, err := s.db.Query(ctx, `SELECT source_id, coalesce(payload->>$2, '') FROM bitrix_records WHERE entity = $1 AND `+live("")+`
+ORDER BY id`,
 		entity, field)
 	if err != nil {
 		return nil, fmt.Errorf("read %s of %s: %w", field, entity, err)
@@ -46,10 +47,11 @@ func (s Store) FieldValues(ctx context.Context, entity, field string) ([]FieldVa
 	return out, nil
 }
 
-// CountWithField counts the entity's records whose payload has the field, and those without.
+// CountWithField counts the entity's records whose payload has the field, and those without,
+// leaving out those the portal deleted.
 func (s Store) CountWithField(ctx context.Context, entity, field string) (with, without int64, err error) {
 	err = s.db.QueryRow(ctx, `SELECT count(*) FILTER (WHERE payload ? $2), count(*) FILTER (WHERE NOT payload ? $2)
-FROM bitrix_records WHERE entity = $1`, entity, field).Scan(&with, &without)
+FROM bitrix_records WHERE entity = $1 AND `+live(""), entity, field).Scan(&with, &without)
 	if err != nil {
 		return 0, 0, fmt.Errorf("count %s by %s: %w", entity, field, err)
 	}

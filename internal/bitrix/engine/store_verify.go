@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ingest-dev/ingest/internal/status"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/ingest-dev/ingest/internal/status"
 )
 
 // The store's queries for verify: what is excused, what is not imported.
@@ -25,9 +26,9 @@ func excused(a string, ent *Entity) string {
 }
 
 // countExcused counts the entity's records that are excused.
-func countExcused(ctx context.Context, db status.DB, ent *Entity) (int64, error) {
+func (s Store) countExcused(ctx context.Context, ent *Entity) (int64, error) {
 	var n int64
-	err := db.QueryRow(ctx, `SELECT count(*) FROM bitrix_records r WHERE r.entity = $1 AND `+excused("r", ent), ent.Name).Scan(&n)
+	err := s.db.QueryRow(ctx, `SELECT count(*) FROM bitrix_records r WHERE r.entity = $1 AND `+excused("r", ent), ent.Name).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count acknowledged %s: %w", ent.Name, err)
 	}
@@ -36,10 +37,10 @@ func countExcused(ctx context.Context, db status.DB, ent *Entity) (int64, error)
 
 // notImported lists (up to 50) the entity's records that are not IMPORT_OK and not excused by
 // an acknowledgement.
-func notImported(ctx context.Context, db status.DB, ent *Entity) ([]RecordIssue, error) {
+func (s Store) notImported(ctx context.Context, ent *Entity) ([]RecordIssue, error) {
 	entity := ent.Name
-	rows, err := db.Query(ctx, `SELECT source_id, status, coalesce(last_error, '') FROM bitrix_records r
-WHERE entity = $1 AND status <> $3 AND NOT `+excused("r", ent)+` ORDER BY id LIMIT $2`, entity, MaxListed, string(ImportOK))
+	rows, err := s.db.Query(ctx, `SELECT source_id, status, coalesce(last_error, '') FROM bitrix_records r
+WHERE entity = $1 AND status <> $3 AND NOT `+excused("r", ent)+` AND NOT `+waitsForParent("r", ent)+` AND `+live("r")+` ORDER BY id LIMIT $2`, entity, MaxListed, string(ImportOK))
 	if err != nil {
 		return nil, fmt.Errorf("list unimported %s: %w", entity, err)
 	}
@@ -54,9 +55,10 @@ WHERE entity = $1 AND status <> $3 AND NOT `+excused("r", ent)+` ORDER BY id LIM
 	return out, nil
 }
 
-// countByStatus counts the entity's records by status, and all of them.
-func countByStatus(ctx context.Context, db status.DB, entity string) (map[string]int64, int64, error) {
-	rows, err := db.Query(ctx, `SELECT status, count(*) FROM bitrix_records WHERE entity = $1 GROUP BY 1`, entity)
+// countByStatus counts the entity's records by status, and all of them the portal still has
+// (deleted ones are counted by status only).
+func (s Store) countByStatus(ctx context.Context, entity string) (map[string]int64, int64, error) {
+	rows, err := s.db.Query(ctx, `SELECT status, count(*) FROM bitrix_records WHERE entity = $1 GROUP BY 1`, entity)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -66,7 +68,9 @@ func countByStatus(ctx context.Context, db status.DB, entity string) (map[string
 	var n int64
 	if _, err := pgx.ForEachRow(rows, []any{&st, &n}, func() error {
 		out[st] = n
-		all += n
+		if !IsDeleted(status.Status(st)) {
+			all += n
+		}
 		return nil
 	}); err != nil {
 		return nil, 0, err
@@ -77,10 +81,11 @@ func countByStatus(ctx context.Context, db status.DB, entity string) (map[string
 // eachChildNotImported hands fn the child entity's records that are not IMPORT_OK and not
 // excused (up to MaxListed, in record order), each with its parent's source id and whether that
 // parent is IMPORT_OK.
-func eachChildNotImported(ctx context.Context, db status.DB, child, parent *Entity, fn func(sourceID, status, reason, parentID string, parentOK bool)) error {
-	rows, err := db.Query(ctx, `SELECT c.source_id, c.status, coalesce(c.last_error, ''), coalesce(c.parent_source_id, ''),
+func (s Store) eachChildNotImported(ctx context.Context, child, parent *Entity, fn func(sourceID, status, reason, parentID string, parentOK bool)) error {
+	rows, err := s.db.Query(ctx, `SELECT c.source_id, c.status, coalesce(c.last_error, ''), coalesce(c.parent_source_id, ''),
     EXISTS (SELECT 1 FROM bitrix_records p WHERE p.entity = $3 AND p.source_id = c.parent_source_id AND p.status = $4)
-FROM bitrix_records c WHERE c.entity = $1 AND c.status <> $4 AND NOT `+excused("c", child)+` ORDER BY c.id LIMIT $2`,
+FROM bitrix_records c WHERE c.entity = $1 AND c.status <> $4 AND NOT `+excused("c", child)+` AND NOT `+waitsForParent("c", child)+` AND `+live("c")+`
+ORDER BY c.id LIMIT $2`,
 		child.Name, MaxListed, parent.Name, string(ImportOK))
 	if err != nil {
 		return err
@@ -95,16 +100,16 @@ FROM bitrix_records c WHERE c.entity = $1 AND c.status <> $4 AND NOT `+excused("
 }
 
 // countFetchedSince counts the entity's records read (stored or seen unchanged) since t.
-func countFetchedSince(ctx context.Context, db status.DB, entity string, t time.Time) (int64, error) {
+func (s Store) countFetchedSince(ctx context.Context, entity string, t time.Time) (int64, error) {
 	var n int64
-	err := db.QueryRow(ctx, `SELECT count(*) FROM bitrix_records WHERE entity = $1 AND fetched_at >= $2`, entity, t).Scan(&n)
+	err := s.db.QueryRow(ctx, `SELECT count(*) FROM bitrix_records WHERE entity = $1 AND fetched_at >= $2`, entity, t).Scan(&n)
 	return n, err
 }
 
 // acknowledgedOf lists the acknowledged records of the entities, by entity and record order.
-func acknowledgedOf(ctx context.Context, db status.DB, entities []string) ([]RecordIssue, error) {
-	rows, err := db.Query(ctx, `SELECT entity, source_id, status, coalesce(last_error, ''), coalesce(acknowledged_by, ''),
-coalesce(acknowledged_reason, '') FROM bitrix_records WHERE entity = ANY($1) AND acknowledged_at IS NOT NULL ORDER BY entity, id`, entities)
+func (s Store) acknowledgedOf(ctx context.Context, entities []string) ([]RecordIssue, error) {
+	rows, err := s.db.Query(ctx, `SELECT entity, source_id, status, coalesce(last_error, ''), coalesce(acknowledged_by, ''),
+coalesce(acknowledged_reason, ''), 0::bigint FROM bitrix_records WHERE entity = ANY($1) AND acknowledged_at IS NOT NULL ORDER BY entity, id`, entities)
 	if err != nil {
 		return nil, err
 	}
@@ -113,17 +118,17 @@ coalesce(acknowledged_reason, '') FROM bitrix_records WHERE entity = ANY($1) AND
 
 // countWaitingForAcknowledged counts a child entity's records that are not acknowledged
 // themselves but excused by their acknowledged parent.
-func countWaitingForAcknowledged(ctx context.Context, db status.DB, child *Entity) (int64, error) {
+func (s Store) countWaitingForAcknowledged(ctx context.Context, child *Entity) (int64, error) {
 	var n int64
-	err := db.QueryRow(ctx, `SELECT count(*) FROM bitrix_records r WHERE r.entity = $1 AND r.acknowledged_at IS NULL AND `+
+	err := s.db.QueryRow(ctx, `SELECT count(*) FROM bitrix_records r WHERE r.entity = $1 AND r.acknowledged_at IS NULL AND `+
 		excused("r", child), child.Name).Scan(&n)
 	return n, err
 }
 
 // unreachableOf lists the entity's records that cannot be migrated, with the reason, in record
 // order.
-func unreachableOf(ctx context.Context, db status.DB, entity string) ([]RecordIssue, error) {
-	rows, err := db.Query(ctx, `SELECT source_id, status, payload->>$2 FROM bitrix_records
+func (s Store) unreachableOf(ctx context.Context, entity string) ([]RecordIssue, error) {
+	rows, err := s.db.Query(ctx, `SELECT source_id, status, payload->>$2 FROM bitrix_records
 WHERE entity = $1 AND payload ? $2 ORDER BY id`, entity, UnreachableKey)
 	if err != nil {
 		return nil, err
@@ -132,4 +137,14 @@ WHERE entity = $1 AND payload ? $2 ORDER BY id`, entity, UnreachableKey)
 		i := RecordIssue{Entity: entity}
 		return i, row.Scan(&i.SourceID, &i.Status, &i.Reason)
 	})
+}
+
+// waitsForParent is the SQL condition, over the bitrix_records row aliased a of entity ent, of a
+// child waiting for a parent that is stored and not imported.
+func waitsForParent(a string, ent *Entity) string {
+	if ent.Parent == "" {
+		return "false"
+	}
+	return fmt.Sprintf(`(%[1]s.status = '%[2]s' AND EXISTS (SELECT 1 FROM bitrix_records wp WHERE wp.entity = '%[3]s'
+    AND wp.source_id = %[1]s.parent_source_id AND wp.status <> '%[4]s'))`, a, New, ent.Parent, ImportOK)
 }

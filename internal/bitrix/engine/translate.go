@@ -75,17 +75,17 @@ func loadRefs(ctx context.Context, db status.DB, ent *Entity, recs []Record) (*R
 			wanted[ref.Entity] = append(wanted[ref.Entity], ref.ids(fields)...)
 		}
 	}
-	enums, err := loadEnumFields(ctx, db, ent)
+	enums, err := NewStore(db).loadEnumFields(ctx, ent)
 	if err != nil {
 		return nil, err
 	}
-	custom, err := loadCustomFields(ctx, db, ent)
+	custom, err := NewStore(db).loadCustomFields(ctx, ent)
 	if err != nil {
 		return nil, err
 	}
 	out := &Refs{Maps: map[string]IDMap{}, Enums: enums, custom: custom}
 	for name, ids := range wanted {
-		m, err := loadIDMap(ctx, db, name, ids)
+		m, err := NewStore(db).loadIDMap(ctx, name, ids)
 		if err != nil {
 			return nil, err
 		}

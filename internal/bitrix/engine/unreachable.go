@@ -37,7 +37,7 @@ func MarkUnreachable(fields map[string]json.RawMessage, reason string) map[strin
 // listUnreachable adds the entity's records that cannot be migrated to the report, by portal id
 // with the reason (up to maxListed; the count is exact).
 func (e *Engine) listUnreachable(ctx context.Context, ent *Entity, r *VerifyReport) error {
-	issues, err := unreachableOf(ctx, e.Pool, ent.Name)
+	issues, err := e.store().unreachableOf(ctx, ent.Name)
 	if err != nil {
 		return fmt.Errorf("list unreachable %s: %w", ent.Name, err)
 	}

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/ingest-dev/ingest/internal/importapi"
 )
 
@@ -61,10 +59,13 @@ func (e *Engine) Verify(ctx context.Context, entity string) (VerifyReport, error
 			return r, err
 		}
 	}
+	if err := e.countWaiting(ctx, family, &r); err != nil {
+		return r, err
+	}
 	if r.MismatchedRecords > 0 {
 		r.Problem("%d of %d sampled records differ from the target", r.MismatchedRecords, r.Sampled)
 	}
-	if err := saveVerify(ctx, e.Pool, ent.Name, r); err != nil {
+	if err := e.store().saveVerify(ctx, ent.Name, r); err != nil {
 		return r, err
 	}
 	if r.Clean() {
@@ -102,18 +103,24 @@ func (e *Engine) verifyCounts(ctx context.Context, k *Entity, r *VerifyReport) e
 			records += c.N
 		}
 	}
-	inv, err := loadInventory(ctx, e.Pool, k.Name)
+	inv, err := e.store().loadInventory(ctx, k.Name)
 	if err != nil {
 		return err
 	}
-	acked, err := countExcused(ctx, e.Pool, k)
+	acked, err := e.store().countExcused(ctx, k)
 	if err != nil {
 		return err
 	}
-	r.Expected = r.SourceCount - acked
+	// The portal no longer has the records it deleted; the target holds those set has not removed.
+	records -= deletedRecords(r.ByStatus)
+	kept, err := e.store().keptOnTarget(ctx, k.Name)
+	if err != nil {
+		return err
+	}
+	r.Expected = r.SourceCount - acked + kept
 	if inv.Limit != nil {
 		r.TestLimit = inv.Limit
-		r.Expected = records - acked
+		r.Expected = records - acked + kept
 	}
 	if r.TargetCount != r.Expected {
 		r.Problem("target holds %d %s, expected %d", r.TargetCount, k.Name, r.Expected)
@@ -123,7 +130,7 @@ func (e *Engine) verifyCounts(ctx context.Context, k *Entity, r *VerifyReport) e
 	}
 	if n := records - r.ByStatus[string(ImportOK)] - acked; n > 0 {
 		r.Problem("%d %s records are not IMPORT_OK", n, k.Name)
-		issues, err := notImported(ctx, e.Pool, k)
+		issues, err := e.store().notImported(ctx, k)
 		if err != nil {
 			return err
 		}
@@ -143,25 +150,9 @@ func (e *Engine) verifyChildren(ctx context.Context, child *Entity, r *VerifyRep
 	byParent := map[string]*ParentCounts{}
 	var order []string
 	for after := int64(0); ; {
-		rows, err := e.Pool.Query(ctx, `SELECT c.id, c.source_id, c.parent_source_id,
-    EXISTS (SELECT 1 FROM bitrix_records p WHERE p.entity = $3 AND p.source_id = c.parent_source_id AND p.status = $4)
-FROM bitrix_records c WHERE c.entity = $5 AND c.id > $1 AND NOT `+excused("c", child)+` AND NOT c.payload ? $6
-ORDER BY c.id LIMIT $2`, after, importapi.MaxItems, child.Parent, string(ImportOK), child.Name, UnreachableKey)
+		recs, err := e.store().childPage(ctx, child, after, importapi.MaxItems)
 		if err != nil {
-			return fmt.Errorf("verify %s: %w", child.Name, err)
-		}
-		type record struct {
-			id               int64
-			sourceID, parent string
-			parentImported   bool
-		}
-		recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (record, error) {
-			var m record
-			err := row.Scan(&m.id, &m.sourceID, &m.parent, &m.parentImported)
-			return m, err
-		})
-		if err != nil {
-			return fmt.Errorf("verify %s: %w", child.Name, err)
+			return err
 		}
 		if len(recs) == 0 {
 			break
@@ -206,8 +197,12 @@ ORDER BY c.id LIMIT $2`, after, importapi.MaxItems, child.Parent, string(ImportO
 		parent, _ := e.registry().Entity(child.Parent)
 		r.Problem("%d %s of %d %s are missing on the target", cov.Missing, child.noun(), parents, parent.noun())
 	}
-	if cov.Target != cov.Read {
-		r.Problem("target holds %d %s, %d were read from the source", cov.Target, child.Name, cov.Read)
+	kept, err := e.store().keptOnTarget(ctx, child.Name)
+	if err != nil {
+		return err
+	}
+	if cov.Target != cov.Read+kept {
+		r.Problem("target holds %d %s, %d were read from the source", cov.Target, child.Name, cov.Read+kept)
 	}
 	r.Children = append(r.Children, cov)
 	return nil
@@ -237,25 +232,9 @@ func (e *Engine) verifyRefs(ctx context.Context, ent *Entity, r *VerifyReport) e
 func (e *Engine) verifyRef(ctx context.Context, ent *Entity, ref Ref, r *VerifyReport) error {
 	unresolved := 0
 	for after := int64(0); ; {
-		rows, err := e.Pool.Query(ctx, `SELECT x.id, x.source_id, x.status, coalesce(x.payload->>$3, ''), m.target_id
-FROM bitrix_records x LEFT JOIN bitrix_id_map m ON m.entity = $4 AND m.source_id = x.payload->>$3
-WHERE x.entity = $5 AND x.id > $1 AND NOT ($6 AND coalesce(x.payload->>$3, '') IN ('', '0')) AND NOT x.payload ? $7
-ORDER BY x.id LIMIT $2`, after, importapi.MaxItems, ref.Field, ref.Entity, ent.Name, ref.Optional, UnreachableKey)
+		recs, err := e.store().refPage(ctx, ent, ref, after, importapi.MaxItems)
 		if err != nil {
-			return fmt.Errorf("verify %s %s: %w", ent.Name, ref.Field, err)
-		}
-		type record struct {
-			id                      int64
-			sourceID, status, value string
-			target                  *string
-		}
-		recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (record, error) {
-			var g record
-			err := row.Scan(&g.id, &g.sourceID, &g.status, &g.value, &g.target)
-			return g, err
-		})
-		if err != nil {
-			return fmt.Errorf("verify %s %s: %w", ent.Name, ref.Field, err)
+			return err
 		}
 		if len(recs) == 0 {
 			break
@@ -332,14 +311,9 @@ func (e *Engine) compareSample(ctx context.Context, k *Entity, r *VerifyReport,
 	if size <= 0 {
 		size = 50
 	}
-	rows, err := e.Pool.Query(ctx, `SELECT `+recordColumns+` FROM bitrix_records WHERE entity = $1 AND status = $3
-ORDER BY random() LIMIT $2`, k.Name, size, string(ImportOK))
+	recs, err := e.store().sample(ctx, k.Name, size)
 	if err != nil {
-		return fmt.Errorf("verify %s: sample: %w", k.Name, err)
-	}
-	recs, err := pgx.CollectRows(rows, scanRecord)
-	if err != nil {
-		return fmt.Errorf("verify %s: sample: %w", k.Name, err)
+		return err
 	}
 	for chunk := range slices.Chunk(recs, importapi.MaxItems) {
 		compare, err := prepare(ctx, chunk)

@@ -83,6 +83,9 @@ func (e *Engine) verifyAll(ctx context.Context, ent *Entity, r *VerifyReport) er
 	if err := e.diffSuspects(ctx, ent, r, suspects, wants); err != nil {
 		return err
 	}
+	if err := e.setAsideDeleted(ctx, ent, r, onTarget); err != nil {
+		return err
+	}
 	e.extras(ctx, ent, r, onTarget)
 	if r.MissingCount > 0 {
 		r.Problem("%d %s are IMPORT_OK here but missing on the target", r.MissingCount, ent.noun())
@@ -164,7 +167,7 @@ func (e *Engine) extras(ctx context.Context, ent *Entity, r *VerifyReport, left 
 		}
 		issue := RecordIssue{Entity: ent.Name, SourceID: strings.TrimPrefix(key, prefix),
 			Reason: fmt.Sprintf("on the target as %s (key %s), but never read from the source", left[key].targetID, key)}
-		if rec, err := GetRecord(ctx, e.Pool, ent.Name, issue.SourceID); err == nil {
+		if rec, err := e.store().Record(ctx, ent.Name, issue.SourceID); err == nil {
 			issue.Status = string(rec.Status)
 			issue.Reason = fmt.Sprintf("on the target as %s, but %s here: run `ingest bitrix %s set`", left[key].targetID,
 				rec.Status, verifiedAs(e.registry(), ent))

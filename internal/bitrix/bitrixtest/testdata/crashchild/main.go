@@ -52,6 +52,12 @@ func run(ctx context.Context) error {
 	}
 	e := &engine.Engine{Registry: bitrix.Catalog(), Pool: pool, Source: source, Target: target, Log: log, Metrics: metrics.New(),
 		Actor: "crash test", RetryPolicy: retry.Policy{Delays: []time.Duration{0, 0, 0}}}
+	if e.Deletions, err = engine.ParseDeletions(os.Getenv("BITRIX_DELETIONS")); err != nil {
+		return err
+	}
+	if e.Deletions, err = engine.ParseDeletions(os.Getenv("BITRIX_DELETIONS")); err != nil {
+		return err
+	}
 	entities := bitrix.Catalog().CommandNames()
 	if list := os.Getenv("BITRIX_CRASH_ENTITIES"); list != "" {
 		entities = strings.Split(list, ",")

@@ -1,0 +1,341 @@
+package bitrix_test
+
+import (
+	"encoding/json"
+	"errors"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
+	"github.com/ingest-dev/ingest/internal/bitrix/rest"
+	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
+	"github.com/ingest-dev/ingest/internal/retry"
+	"github.com/ingest-dev/ingest/internal/status"
+)
+
+// policies are both deletion policies, for tests that run under each.
+var policies = []engine.Deletions{engine.DeletionsKeep, engine.DeletionsPropagate}
+
+// deleteOnPortal deletes a record on the fake portal, as a person does.
+func (v *env) deleteOnPortal(entity, sourceID string) {
+	v.t.Helper()
+	id, err := strconv.Atoi(sourceID)
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	if err := v.portal.Delete(entity, id); err != nil {
+		v.t.Fatal(err)
+	}
+}
+
+// pick returns the first value of a one-column query, failing when there is none.
+func (v *env) pick(sql string, args ...any) string {
+	v.t.Helper()
+	var s string
+	if err := v.pool.QueryRow(v.ctx, sql, args...).Scan(&s); err != nil {
+		v.t.Fatalf("%s: %v", sql, err)
+	}
+	return s
+}
+
+// requireDeleted checks a record and its children after the deletion of the record on the
+// portal and a set under the policy: their status, and whether the target holds the record.
+func (v *env) requireDeleted(policy engine.Deletions, entity, sourceID string, children ...string) {
+	v.t.Helper()
+	want := engine.DeletedAtSource
+	if policy == engine.DeletionsPropagate {
+		want = engine.DeletedOnTarget
+	}
+	if r := v.record(entity, sourceID); r.Status != want {
+		v.t.Errorf("%s %s deleted on the portal: %s %q, want %s", entity, sourceID, r.Status, r.LastError, want)
+	}
+	_, held := v.target.Lookup(entity, "source:"+entity+":"+sourceID)
+	if held != (policy == engine.DeletionsKeep) {
+		v.t.Errorf("%s %s deleted on the portal, policy %s: the target holds it: %v", entity, sourceID, policy, held)
+	}
+	for _, child := range children {
+		n := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = $1 AND parent_source_id = $2`, child, sourceID)
+		followed := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = $1 AND parent_source_id = $2 AND status = $3`,
+			child, sourceID, string(want))
+		if n == 0 || followed != n {
+			v.t.Errorf("%s of %s %s: %d of %d followed it to %s", child, entity, sourceID, followed, n, want)
+		}
+	}
+}
+
+// requireCountsHold fails on any verify problem of counts: a deletion must not leave the target
+// "holding more than expected", nor the records read "more than the portal has".
+func requireCountsHold(t *testing.T, r engine.VerifyReport) {
+	t.Helper()
+	for _, p := range r.Problems {
+		if strings.Contains(p, "target holds") || strings.Contains(p, "the source has") || strings.Contains(p, "deleted on the portal") {
+			t.Errorf("verify %s after a deletion: %s", r.Entity, p)
+		}
+	}
+}
+
+func TestDeletedDealUnderEachPolicy(t *testing.T) {
+	t.Parallel()
+	for _, policy := range policies {
+		t.Run(string(policy), func(t *testing.T) {
+			t.Parallel()
+			v := newEnv(t, crmOptions(41))
+			e := v.engine()
+			e.Deletions = policy
+			chain := []string{bitrix.Users, bitrix.CRMTypes, bitrix.CRMCategories, bitrix.Companies, bitrix.Contacts, bitrix.Deals,
+				bitrix.DealProducts, bitrix.CRMComments, bitrix.Smart, bitrix.Workflows}
+			for _, ent := range chain {
+				v.phases(e, ent, "get", "set", "verify")
+			}
+			deal := v.pick(`SELECT c.payload->>'ENTITY_ID' FROM bitrix_records c JOIN bitrix_records d ON d.entity = 'deals'
+AND d.source_id = c.payload->>'ENTITY_ID' AND d.status = 'IMPORT_OK'
+WHERE c.entity = 'crm_comments' AND lower(c.payload->>'ENTITY_TYPE') = 'deal' ORDER BY c.id LIMIT 1`)
+			v.deleteOnPortal(bitrixfake.DeleteDeals, deal)
+
+			// The chain after deals still runs: comments get no longer asks for the deleted deal's.
+			for _, ent := range chain[5:] {
+				v.phases(e, ent, "get", "set", "verify")
+			}
+			v.requireDeleted(policy, bitrix.Deals, deal)
+			left := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'crm_comments' AND lower(payload->>'ENTITY_TYPE') = 'deal'
+AND payload->>'ENTITY_ID' = $1 AND status NOT IN ('DELETED_AT_SOURCE', 'DELETED_ON_TARGET')`, deal)
+			if left != 0 {
+				t.Errorf("%d comments of the deleted deal %s are not deleted", left, deal)
+			}
+			r := v.lastVerify(bitrix.Deals)
+			requireCountsHold(t, r)
+			if policy == engine.DeletionsKeep && (r.DeletedAtSourceCount != 1 || r.DeletedAtSource[0].SourceID != deal) {
+				t.Errorf("verify under keep lists %d deleted deals %+v, want deal %s", r.DeletedAtSourceCount, r.DeletedAtSource, deal)
+			}
+			rep, err := e.Report(v.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(reportText(t, rep), deal) {
+				t.Errorf("bitrix status does not name the deleted deal %s", deal)
+			}
+		})
+	}
+}
+
+func TestDeletedContactUnderEachPolicy(t *testing.T) {
+	t.Parallel()
+	for _, policy := range policies {
+		t.Run(string(policy), func(t *testing.T) {
+			t.Parallel()
+			v := newEnv(t, crmOptions(42))
+			e := v.engine()
+			e.Deletions = policy
+			chain := []string{bitrix.Users, bitrix.CRMTypes, bitrix.CRMCategories, bitrix.Companies, bitrix.Contacts, bitrix.Deals}
+			for _, ent := range chain {
+				v.phases(e, ent, "get", "set", "verify")
+			}
+			contact := v.pick(`SELECT c.source_id FROM bitrix_records c WHERE c.entity = 'contacts' AND c.status = 'IMPORT_OK'
+AND EXISTS (SELECT 1 FROM bitrix_records d WHERE d.entity = 'deals' AND d.payload->>'contactId' = c.source_id) ORDER BY c.id LIMIT 1`)
+			v.deleteOnPortal(bitrixfake.DeleteContacts, contact)
+			for _, ent := range chain[4:] {
+				v.phases(e, ent, "get", "set", "verify")
+			}
+			v.requireDeleted(policy, bitrix.Contacts, contact)
+			if policy == engine.DeletionsPropagate && v.metric(`records_processed_total{entity=contacts,outcome=DELETED_ON_TARGET}`) != 1 {
+				t.Errorf("records_processed_total{outcome=DELETED_ON_TARGET} = %v, want 1", v.metric(`records_processed_total{entity=contacts,outcome=DELETED_ON_TARGET}`))
+			}
+			requireCountsHold(t, v.lastVerify(bitrix.Contacts))
+			deal := v.pick(`SELECT source_id FROM bitrix_records WHERE entity = 'deals' AND payload->>'contactId' = $1 ORDER BY id LIMIT 1`, contact)
+			got := jsonText(v.onTarget(bitrix.Deals, deal)["contactId"])
+			if policy == engine.DeletionsPropagate && got != "null" && got != "" {
+				t.Errorf("deal %s names the removed contact %s: contactId %s on the target, want null", deal, contact, got)
+			}
+			if policy == engine.DeletionsKeep && (got == "null" || got == "") {
+				t.Errorf("deal %s lost its link to the contact %s the target keeps", deal, contact)
+			}
+		})
+	}
+}
+
+func TestDeletedTaskUnderEachPolicy(t *testing.T) {
+	t.Parallel()
+	for _, policy := range policies {
+		t.Run(string(policy), func(t *testing.T) {
+			t.Parallel()
+			v := newEnv(t, bitrixfake.Options{Users: 40, Groups: 6, Tasks: 80, TaskComments: 3, Seed: 43})
+			e := v.engine()
+			e.Deletions = policy
+			v.migrateBase(e)
+			_ = e.Run(v.ctx, bitrix.Tasks) // verify names the tasks the webhook's user cannot see; set is what matters
+			task := v.pick(`SELECT t.source_id FROM bitrix_records t WHERE t.entity = 'tasks' AND t.status = 'IMPORT_OK'
+AND EXISTS (SELECT 1 FROM bitrix_records c WHERE c.entity = 'task_comments' AND c.parent_source_id = t.source_id AND c.status = 'IMPORT_OK')
+ORDER BY t.id LIMIT 1`)
+			v.deleteOnPortal(bitrixfake.DeleteTasks, task)
+			v.phases(e, bitrix.Tasks, "get", "set")
+			if _, err := e.Verify(v.ctx, bitrix.Tasks); err != nil {
+				t.Fatal(err)
+			}
+			v.requireDeleted(policy, bitrix.Tasks, task, bitrix.TaskComments)
+			requireCountsHold(t, v.lastVerify(bitrix.Tasks))
+		})
+	}
+}
+
+func TestDeletedPostUnderEachPolicy(t *testing.T) {
+	t.Parallel()
+	for _, policy := range policies {
+		t.Run(string(policy), func(t *testing.T) {
+			t.Parallel()
+			v := newEnv(t, bitrixfake.Options{Users: 40, Groups: 6, Posts: 60, PostComments: 3, Seed: 44})
+			e := v.engine()
+			e.Deletions = policy
+			v.migrateBase(e)
+			_ = e.Run(v.ctx, bitrix.Feed) // verify names the comments out of reach; set is what matters
+			post := v.pick(`SELECT p.source_id FROM bitrix_records p WHERE p.entity = 'feed' AND p.status = 'IMPORT_OK'
+AND EXISTS (SELECT 1 FROM bitrix_records c WHERE c.entity = 'feed_comments' AND c.parent_source_id = p.source_id AND c.status = 'IMPORT_OK')
+ORDER BY p.id LIMIT 1`)
+			v.deleteOnPortal(bitrixfake.DeleteFeed, post)
+			v.phases(e, bitrix.Feed, "get", "set")
+			if _, err := e.Verify(v.ctx, bitrix.Feed); err != nil {
+				t.Fatal(err)
+			}
+			v.requireDeleted(policy, bitrix.Feed, post, bitrix.FeedComments, bitrix.FeedRecipients)
+			requireCountsHold(t, v.lastVerify(bitrix.Feed))
+		})
+	}
+}
+
+func TestMassDeleteRefusedUnlessAllowed(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, crmOptions(45))
+	e := v.engine()
+	for _, ent := range []string{bitrix.Users, bitrix.CRMTypes, bitrix.CRMCategories, bitrix.Companies, bitrix.Contacts} {
+		v.phases(e, ent, "get", "set", "verify")
+	}
+	ids := v.portal.PortalIDs(bitrixfake.DeleteContacts)
+	gone := len(ids)/10 + 1 // just over a tenth
+	for _, id := range ids[:gone] {
+		v.deleteOnPortal(bitrixfake.DeleteContacts, strconv.Itoa(id))
+	}
+	// A test_limit pass does not see the whole portal: it concludes nothing.
+	e.TestLimit = 5
+	if _, err := e.Get(v.ctx, bitrix.Contacts); err != nil {
+		t.Fatalf("get with test_limit: %v", err)
+	}
+	if n := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'contacts' AND status = 'DELETED_AT_SOURCE'`); n != 0 {
+		t.Fatalf("a test_limit get marked %d contacts deleted", n)
+	}
+	e.TestLimit = 0
+	_, err := e.Get(v.ctx, bitrix.Contacts)
+	if !errors.Is(err, engine.ErrMassDelete) || !strings.Contains(err.Error(), strconv.Itoa(gone)+" of the "+strconv.Itoa(len(ids))) {
+		t.Fatalf("get after %d of %d contacts deleted: %v, want a refusal naming the count", gone, len(ids), err)
+	}
+	if n := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'contacts' AND status = 'DELETED_AT_SOURCE'`); n != 0 {
+		t.Fatalf("a refused get marked %d contacts deleted", n)
+	}
+	e.AllowMassDelete = true
+	st, err := e.Get(v.ctx, bitrix.Contacts)
+	if err != nil || st.Deleted != gone {
+		t.Fatalf("get with --allow-mass-delete: %d deleted, %v; want %d", st.Deleted, err, gone)
+	}
+	v.phases(e, bitrix.Contacts, "set", "verify")
+}
+
+func TestReappearingRecordGoesBackToTheFlow(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, crmOptions(46))
+	e := v.engine()
+	e.Deletions = engine.DeletionsPropagate
+	for _, ent := range []string{bitrix.Users, bitrix.CRMTypes, bitrix.CRMCategories, bitrix.Companies} {
+		v.phases(e, ent, "get", "set", "verify")
+	}
+	// A company a get concluded deleted (say, while the webhook's user could not see it) and set
+	// removed from the target, that the portal then lists again.
+	company := v.pick(`SELECT source_id FROM bitrix_records WHERE entity = 'companies' ORDER BY id LIMIT 1`)
+	r := v.record(bitrix.Companies, company)
+	c := status.Change{Reason: "test: deleted", Code: engine.CodeDeletedAtSource, Actor: "test"}
+	if _, err := engine.Machine.MoveMany(v.ctx, v.pool, []int64{r.ID}, engine.ImportOK, engine.DeletedAtSource, c); err != nil {
+		t.Fatal(err)
+	}
+	v.phases(e, bitrix.Companies, "set")
+	v.requireDeleted(engine.DeletionsPropagate, bitrix.Companies, company)
+	v.phases(e, bitrix.Companies, "get", "set", "verify")
+	if r := v.record(bitrix.Companies, company); r.Status != engine.ImportOK {
+		t.Fatalf("company %s listed again: %s %q, want IMPORT_OK", company, r.Status, r.LastError)
+	}
+	v.onTarget(bitrix.Companies, company)
+}
+
+// reportText is `bitrix status` as people read it.
+func reportText(t *testing.T, rep engine.StatusReport) string {
+	t.Helper()
+	var out strings.Builder
+	if err := rep.WriteText(&out); err != nil {
+		t.Fatal(err)
+	}
+	return out.String()
+}
+
+// TestShiftedPostIsNotDeleted deletes a post of the feed's first page while get reads it, so
+// that the next page, by offset, skips a post the portal still has: the skipped one is confirmed
+// by id and left alone, and the next pass concludes the deleted one, and only it.
+func TestShiftedPostIsNotDeleted(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, bitrixfake.Options{Users: 30, Groups: 4, Posts: 70, Seed: 47})
+	e := v.engine()
+	v.migrateBase(e)
+	v.phases(e, bitrix.Feed, "get")
+	var armed atomic.Bool
+	var victim atomic.Int64
+	shifting := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		v.portal.ServeHTTP(rec, r)
+		if strings.Contains(r.URL.Path, "log.blogpost.get") && armed.CompareAndSwap(true, false) {
+			var page struct {
+				Result []struct {
+					ID string `json:"ID"`
+				} `json:"result"`
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &page); err != nil || len(page.Result) == 0 {
+				t.Errorf("first page of posts: %v %s", err, rec.Body.String())
+			} else {
+				id, _ := strconv.Atoi(page.Result[0].ID)
+				victim.Store(int64(id))
+				if err := v.portal.Delete(bitrixfake.DeleteFeed, id); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+		maps.Copy(w.Header(), rec.Header())
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
+	})
+	srv := httptest.NewServer(shifting)
+	defer srv.Close()
+	src, err := rest.New(srv.URL+v.portal.WebhookPath(), rest.Options{Limiter: rate.NewLimiter(rate.Inf, 1),
+		Retry: retry.Policy{Delays: []time.Duration{0, 0, 0}}, Logger: v.logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Source = src
+	armed.Store(true)
+	v.phases(e, bitrix.Feed, "get")
+	if !strings.Contains(v.log.String(), "records the pass missed are still on the portal") {
+		t.Fatal("the pass missed no post: the pages did not shift, the test proves nothing")
+	}
+	// The deleted post was read before it went: the next pass concludes it, and only it.
+	deleted := `SELECT count(*) FROM bitrix_records WHERE entity = 'feed' AND status = 'DELETED_AT_SOURCE'`
+	if n := v.count(deleted); n != 0 {
+		t.Fatalf("%d posts concluded deleted by the pass that missed a live one", n)
+	}
+	v.phases(e, bitrix.Feed, "get")
+	rows := v.count(deleted)
+	if rows != 1 || v.record(bitrix.Feed, strconv.FormatInt(victim.Load(), 10)).Status != engine.DeletedAtSource {
+		t.Errorf("%d posts concluded deleted; want only the deleted post %d", rows, victim.Load())
+	}
+}

@@ -1,0 +1,15 @@
+package engine
+
+import (
+	"slices"
+
+	"github.com/ingest-dev/ingest/internal/bitrix/rest"
+)
+
+// Delegates lists the portal user ids whose own webhooks the run has (Engine.Delegates), in
+// ascending order.
+func (v Env) Delegates() []string {
+	ids := SortedKeys(v.e.Delegates)
+	slices.SortFunc(ids, rest.CompareIDs)
+	return ids
+}

@@ -1,0 +1,277 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/ingest-dev/ingest/internal/status"
+)
+
+// Deletions on the portal are an outcome of the migration, not an error: a complete get pass that
+// no longer sees a record moves it, and the records of its children, to DELETED_AT_SOURCE; set
+// then keeps it on the target or removes it there (Engine.Deletions), and verify counts it apart.
+// The pass is generic: every entity whose lister reads the whole portal concludes it; a lister
+// that cannot (PartialLister), a pass cut short or limited by test_limit never does.
+
+// Deletions is what set does with the records the portal deleted (BITRIX_DELETIONS).
+type Deletions string
+
+const (
+	// DeletionsKeep leaves them on the target; verify counts them apart and passes. The default.
+	DeletionsKeep Deletions = "keep"
+	// DeletionsPropagate has set remove them (and their children) from the target through
+	// import.<entity>.delete; they end in DELETED_ON_TARGET.
+	DeletionsPropagate Deletions = "propagate"
+)
+
+// ParseDeletions reads a BITRIX_DELETIONS value; empty is keep.
+func ParseDeletions(s string) (Deletions, error) {
+	switch d := Deletions(s); d {
+	case "", DeletionsKeep:
+		return DeletionsKeep, nil
+	case DeletionsPropagate:
+		return d, nil
+	}
+	return "", fmt.Errorf("BITRIX_DELETIONS must be %s or %s, got %q", DeletionsKeep, DeletionsPropagate, s)
+}
+
+// MassDeletePercent is the share of an entity's records (in percent) a get may mark deleted at
+// once without AllowMassDelete: more is far likelier a permission change on the portal (the
+// webhook's user lost access to a funnel, a project) than people deleting records, and must
+// not empty the target.
+const MassDeletePercent = 10
+
+// ErrMassDelete is the refusal of a get that would mark too many records deleted (MassDeleteError).
+var ErrMassDelete = errors.New("refusing to mark so many records deleted at the source")
+
+// MassDeleteError is a get's refusal to mark more than MassDeletePercent of an entity's
+// records deleted; nothing was marked.
+type MassDeleteError struct {
+	Entity string
+	// Gone of the entity's Live records (those not already deleted) were not seen by the pass.
+	Gone, Live int64
+}
+
+func (e *MassDeleteError) Error() string {
+	return fmt.Sprintf("%s: the portal no longer lists %d of the %d %s read before (more than %d%%): refusing to mark them "+
+		"deleted at the source, since a permission change on the portal looks the same; check the webhook user's access, "+
+		"or run get again with --allow-mass-delete (BITRIX_ALLOW_MASS_DELETE=true) if they were deleted",
+		e.Entity, e.Gone, e.Live, e.Entity, MassDeletePercent)
+}
+
+// Is makes errors.Is(err, ErrMassDelete) true.
+func (e *MassDeleteError) Is(target error) bool { return target == ErrMassDelete }
+
+// PartialLister is a Lister whose complete pass still may not see every record the portal has
+// (the chats of the webhook's user: a chat it left is not deleted). Partial says why, or
+// nothing when it can conclude after all; the records such a lister does not see are never
+// concluded deleted.
+type PartialLister interface {
+	Lister
+	Partial() string
+}
+
+// OwnedLister is a Lister that reads an entity record by record of other entities, its owners
+// (PerRecord: a deal's product rows, a record's timeline comments). When an owner is deleted its
+// records vanish with it: they follow it, and do not count towards the mass-delete refusal.
+type OwnedLister interface {
+	Lister
+	Owners() []string
+}
+
+// Owners makes PerRecord an OwnedLister.
+func (p *PerRecord) Owners() []string { return p.Of }
+
+// Reason codes of the records the deletion pass moves (status_history, reason_code).
+const (
+	CodeDeletedAtSource = "deleted_at_source"
+	CodeParentDeleted   = "parent_deleted_at_source"
+)
+
+// deletedStatuses are the statuses of records the portal no longer has.
+var deletedStatuses = []status.Status{DeletedAtSource, DeletedOnTarget}
+
+// IsDeleted reports whether a status is one of a record the portal deleted.
+func IsDeleted(s status.Status) bool { return slices.Contains(deletedStatuses, s) }
+
+// concludeDeletions ends a get of ent: when its pass read the whole portal, the records it did not
+// see move to DELETED_AT_SOURCE, with the records of their children, in one transaction. It
+// refuses (MassDeleteError) when they are more than MassDeletePercent of the records, unless
+// AllowMassDelete.
+func (e *Engine) concludeDeletions(ctx context.Context, ent *Entity) (int, error) {
+	if why, ok := e.cannotConclude(ctx, ent); ok {
+		e.Log.Debug("no deletions concluded", "entity", ent.Name, "why", why)
+		return 0, nil
+	}
+	inv, err := e.store().loadInventory(ctx, ent.Name)
+	if err != nil {
+		return 0, err
+	}
+	s := e.store()
+	gone, live, err := s.unseen(ctx, ent.Name, *inv.StartedAt)
+	if err != nil || len(gone) == 0 {
+		return 0, err
+	}
+	gone, followers, err := e.splitFollowers(ctx, ent, gone)
+	if err != nil {
+		return 0, err
+	}
+	if int64(len(gone))*100 > (live-int64(len(followers)))*MassDeletePercent && !e.AllowMassDelete {
+		return 0, &MassDeleteError{Entity: ent.Name, Gone: int64(len(gone)), Live: live - int64(len(followers))}
+	}
+	if gone, err = e.confirmGone(ctx, ent, gone); err != nil || len(gone)+len(followers) == 0 {
+		return 0, err
+	}
+	moved := 0
+	err = s.Tx(ctx, func(tx Store) error {
+		moved = 0
+		c := status.Change{Reason: fmt.Sprintf("deleted on the portal: get pass %d read the whole portal and no longer saw it", inv.Pass),
+			Code: CodeDeletedAtSource, Actor: e.Actor, RunID: e.RunID}
+		n, err := tx.markDeleted(ctx, ent.Name, gone, c)
+		if err != nil {
+			return err
+		}
+		moved += n
+		c.Reason, c.Code = "deleted on the portal with the record it belongs to", CodeParentDeleted
+		if n, err = tx.markDeleted(ctx, ent.Name, followers, c); err != nil {
+			return err
+		}
+		moved += n
+		all := append(slices.Clip(gone), followers...)
+		sourceIDs := make([]string, len(all))
+		for i, g := range all {
+			sourceIDs[i] = g.sourceID
+		}
+		n, err = e.deleteChildren(ctx, tx, ent, sourceIDs)
+		moved += n
+		if err != nil {
+			return err
+		}
+		// A walked child counts what it stored as the portal's total (finishWalk): its walk ended
+		// before its deleted records were known, so its total is counted again.
+		for _, child := range e.registry().Children(ent) {
+			if child.Walk != nil {
+				if err := tx.recountWalked(ctx, child.Name); err != nil {
+					return err
+				}
+			}
+		}
+		return tx.unverify(ctx, ent.Name)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("mark deleted %s: %w", ent.Name, err)
+	}
+	e.Metrics.Processed.WithLabelValues(ent.Name, string(DeletedAtSource)).Add(float64(moved))
+	e.Log.Warn("records deleted on the portal", "entity", ent.Name, "count", len(gone), "with_their_owner", len(followers), "with_children", moved-len(gone)-len(followers),
+		"policy", e.deletions())
+	return moved, nil
+}
+
+// cannotConclude says why the entity's last get cannot conclude deletions, if it cannot.
+func (e *Engine) cannotConclude(ctx context.Context, ent *Entity) (string, bool) {
+	if p, ok := ent.Lister.(PartialLister); ok && p.Partial() != "" {
+		return p.Partial(), true
+	}
+	if e.TestLimit > 0 {
+		return "test_limit", true
+	}
+	inv, err := e.store().loadInventory(ctx, ent.Name)
+	switch {
+	case err != nil:
+		return err.Error(), true
+	case inv.Pass == 0 || !inv.Complete || inv.StartedAt == nil:
+		return "the get pass is not complete", true
+	case inv.Limit != nil:
+		return "the get pass ran with test_limit", true
+	}
+	return "", false
+}
+
+// deleteChildren moves the records of ent's children (and theirs) whose parents are among
+// sourceIDs to DELETED_AT_SOURCE: a child cannot outlive its parent.
+func (e *Engine) deleteChildren(ctx context.Context, tx Store, ent *Entity, sourceIDs []string) (int, error) {
+	moved := 0
+	for _, child := range e.registry().Children(ent) {
+		c := status.Change{Reason: fmt.Sprintf("its %s was deleted on the portal", singular(ent.noun())),
+			Code: CodeParentDeleted, Actor: e.Actor, RunID: e.RunID}
+		ids, err := tx.markChildrenDeleted(ctx, child.Name, sourceIDs, c)
+		if err != nil {
+			return moved, err
+		}
+		moved += len(ids)
+		n, err := e.deleteChildren(ctx, tx, child, ids)
+		moved += n
+		if err != nil {
+			return moved, err
+		}
+	}
+	return moved, nil
+}
+
+// singular is a noun's singular, good enough for the registry's plural entity names.
+func singular(noun string) string {
+	if len(noun) > 1 && noun[len(noun)-1] == 's' {
+		return noun[:len(noun)-1]
+	}
+	return noun
+}
+
+func (e *Engine) deletions() Deletions {
+	if e.Deletions == "" {
+		return DeletionsKeep
+	}
+	return e.Deletions
+}
+
+// splitFollowers parts the records a pass of an OwnedLister did not see into those whose owner
+// the portal deleted (followers) and the others.
+func (e *Engine) splitFollowers(ctx context.Context, ent *Entity, gone []goneRecord) (others, followers []goneRecord, err error) {
+	ol, ok := ent.Lister.(OwnedLister)
+	if !ok || len(gone) == 0 {
+		return gone, nil, nil
+	}
+	ids := make([]int64, len(gone))
+	for i, g := range gone {
+		ids[i] = g.id
+	}
+	owned, err := e.store().linksToDeleted(ctx, ent, ol.Owners(), ids)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, g := range gone {
+		if owned[g.id] {
+			followers = append(followers, g)
+		} else {
+			others = append(others, g)
+		}
+	}
+	return others, followers, nil
+}
+
+// confirmGone keeps, for a Confirmer, only the records the portal confirms are gone.
+func (e *Engine) confirmGone(ctx context.Context, ent *Entity, gone []goneRecord) ([]goneRecord, error) {
+	c, ok := ent.Lister.(Confirmer)
+	if !ok || len(gone) == 0 {
+		return gone, nil
+	}
+	ids := make([]string, len(gone))
+	for i, g := range gone {
+		ids[i] = g.sourceID
+	}
+	confirmed, err := c.ConfirmGone(ctx, e.env(), ent, ids)
+	if err != nil {
+		return nil, fmt.Errorf("get %s: confirm the records the pass did not see: %w", ent.Name, err)
+	}
+	out := gone[:0:0]
+	for _, g := range gone {
+		if slices.Contains(confirmed, g.sourceID) {
+			out = append(out, g)
+		}
+	}
+	if missed := len(gone) - len(out); missed > 0 {
+		e.Log.Info("records the pass missed are still on the portal (offset pages shifted)", "entity", ent.Name, "count", missed)
+	}
+	return out, nil
+}
