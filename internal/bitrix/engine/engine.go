@@ -69,7 +69,9 @@ type Engine struct {
 	// SampleSize is how many IMPORT_OK records verify compares field by field; 0 means 50.
 	SampleSize int
 	// Concurrency is how many requests a phase keeps in flight at once (BITRIX_CONCURRENCY):
-	// get's ID ranges and walks, set's import calls. 0 means 8. Every request to
+	// get's ID ranges and walks, set's import calls. 0 means 8. At 8 or more, a get whose open ID
+	// ranges fit the bucket's burst reads up to 32 of them at once, and the child batches of a
+	// page of records go up to Concurrency at once beside the listing. Every request to
 	// the portal still waits for the shared rate limiter; concurrency only overlaps answer times.
 	Concurrency int
 	// Deletions is what set does with the records the portal deleted (BITRIX_DELETIONS): keep

@@ -192,13 +192,33 @@ func (w *rangeWalk) release(job rangeJob) {
 	}
 }
 
+// oneRound is how many requests a range walk may have in flight while the portal's bucket has
+// room: BITRIX_CONCURRENCY's max.
+const oneRound = 32
+
+// workers is how many requests the walk keeps in flight: one for a pass read in order; as many
+// as there are open ranges, up to oneRound, when they all fit in the standard plan's burst (50,
+// less the clock probe and the bounds), so that a small portal is read in one or two rounds of
+// answers instead of one round per Concurrency ranges; Concurrency otherwise, where the rate
+// limit sets the pace and more in flight would only hold more pages in memory. A Concurrency
+// set below the default is kept as a cap: whoever lowered it shares the portal's bucket with
+// something else.
+func (w *rangeWalk) workers() int {
+	if w.density <= 0 {
+		return 1
+	}
+	workers := w.g.Env.e.concurrency()
+	burst := rest.DefaultRate().Burst - 2
+	if open := countOpen(w.ranges); workers >= defaultConcurrency && open > workers && open <= burst {
+		workers = min(open, max(workers, oneRound))
+	}
+	return workers
+}
+
 // run walks the open ranges with Concurrency requests in flight, storing each answer as it
 // comes, until every range is read.
 func (w *rangeWalk) run(ctx context.Context) error {
-	workers := w.g.Env.e.concurrency()
-	if w.density <= 0 {
-		workers = 1 // one range, read in order
-	}
+	workers := w.workers()
 	err := runPool(ctx, workers, w.take, func(ctx context.Context, job rangeJob) error {
 		began := time.Now()
 		pages, err := w.g.Env.e.Source.ScanSegments(ctx, w.scan.Scan, job.segs)

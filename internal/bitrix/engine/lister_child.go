@@ -63,7 +63,9 @@ func (f *ChildFetch) fetch(ctx context.Context, e *Engine, child *Entity, parent
 		cmds = append(cmds, rest.Command{Key: "p" + p.sourceID, Method: f.Method, Params: params})
 	}
 	var out []Incoming
-	err := e.batchEach(ctx, cmds, func(key string, r *rest.Response) error {
+	// A page's parents are independent: their batches go at once (up to Concurrency), so a
+	// small portal read in one range does not fetch its children one batch after another.
+	err := e.batchEachConcurrently(ctx, cmds, func(key string, r *rest.Response) error {
 		parent := strings.TrimPrefix(key, "p")
 		rows, err := r.Rows()
 		if err != nil {

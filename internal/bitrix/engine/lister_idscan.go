@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/status"
@@ -89,47 +90,23 @@ func (s *IDScan) Get(ctx context.Context, g *GetRun) error {
 	if err != nil {
 		return err
 	}
-	zone, err := e.sourceZone(ctx, ent.Name, s.Scan)
-	if err != nil {
-		return err
-	}
-	scope := s.scope(ent)
-	inv, err := e.store().loadInventory(ctx, scope)
-	if err != nil {
-		return err
-	}
-	w := &rangeWalk{g: g, scan: s, zone: zone}
-	g.Stats.Resumed = inv.Pass > 0 && !inv.Complete
+	w := &rangeWalk{g: g, scan: s}
+	// The clock probe and the listing's first request go at once: neither needs the other's
+	// answer, and while the bucket has room a second round of answers is what a small portal
+	// would wait for.
+	var inv Inventory
 	var first *rest.Page
-	if g.Stats.Resumed {
-		if w.ranges, err = e.store().loadRanges(ctx, scope, inv); err != nil {
-			return err
-		}
-		w.density, w.total = densityOf(w.ranges, inv.SourceTotal), inv.SourceTotal
-		e.Log.Info("resuming an interrupted get where each ID range stopped", "entity", ent.Name, "pass", inv.Pass,
-			"ranges_open", countOpen(w.ranges), "rows_so_far", inv.PassRows)
-	} else {
-		b, err := e.Source.ScanBounds(ctx, s.Scan, "0")
-		if err != nil {
-			return err
-		}
-		w.ranges, w.density = newRanges(b, e.TestLimit)
-		if b.Total >= 0 {
-			t := int64(b.Total)
-			w.total = &t
-		}
-		err = pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
-			if inv, err = NewStore(tx).startPass(ctx, scope, e.TestLimit); err != nil {
-				return err
-			}
-			return NewStore(tx).saveRanges(ctx, scope, inv.Pass, w.ranges)
-		})
-		if err != nil {
-			return err
-		}
-		first = &b.First
-		e.Log.Info("get started", "entity", ent.Name, "pass", inv.Pass, "test_limit", e.TestLimit, "total", b.Total,
-			"last_id", b.Last, "ranges", len(w.ranges))
+	grp, gctx := errgroup.WithContext(ctx)
+	grp.Go(func() (err error) {
+		w.zone, err = e.sourceZone(gctx, ent.Name, s.Scan)
+		return err
+	})
+	grp.Go(func() (err error) {
+		inv, first, err = s.begin(gctx, w)
+		return err
+	})
+	if err := grp.Wait(); err != nil {
+		return err
 	}
 	w.pass, w.before = inv.Pass, inv.PassRows
 	g.Stats.Pass, g.Stats.Cursor = inv.Pass, inv.Cursor
@@ -143,6 +120,47 @@ func (s *IDScan) Get(ctx context.Context, g *GetRun) error {
 		}
 	}
 	return w.run(ctx)
+}
+
+// begin plans the walk's ranges: those of an interrupted pass where each stopped, or a new
+// pass from the listing's bounds, whose first page it returns to be stored.
+func (s *IDScan) begin(ctx context.Context, w *rangeWalk) (inv Inventory, first *rest.Page, err error) {
+	e, ent, g := w.g.Env.e, w.g.Ent, w.g
+	scope := s.scope(ent)
+	if inv, err = e.store().loadInventory(ctx, scope); err != nil {
+		return inv, nil, err
+	}
+	g.Stats.Resumed = inv.Pass > 0 && !inv.Complete
+	if g.Stats.Resumed {
+		if w.ranges, err = e.store().loadRanges(ctx, scope, inv); err != nil {
+			return inv, nil, err
+		}
+		w.density, w.total = densityOf(w.ranges, inv.SourceTotal), inv.SourceTotal
+		e.Log.Info("resuming an interrupted get where each ID range stopped", "entity", ent.Name, "pass", inv.Pass,
+			"ranges_open", countOpen(w.ranges), "rows_so_far", inv.PassRows)
+		return inv, nil, nil
+	}
+	b, err := e.Source.ScanBounds(ctx, s.Scan, "0")
+	if err != nil {
+		return inv, nil, err
+	}
+	w.ranges, w.density = newRanges(b, e.TestLimit)
+	if b.Total >= 0 {
+		t := int64(b.Total)
+		w.total = &t
+	}
+	err = pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
+		if inv, err = NewStore(tx).startPass(ctx, scope, e.TestLimit); err != nil {
+			return err
+		}
+		return NewStore(tx).saveRanges(ctx, scope, inv.Pass, w.ranges)
+	})
+	if err != nil {
+		return inv, nil, err
+	}
+	e.Log.Info("get started", "entity", ent.Name, "pass", inv.Pass, "test_limit", e.TestLimit, "total", b.Total,
+		"last_id", b.Last, "ranges", len(w.ranges))
+	return inv, &b.First, nil
 }
 
 func countOpen(ranges []*idRange) int {
