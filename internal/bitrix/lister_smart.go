@@ -29,16 +29,13 @@ func (smartItems) Get(ctx context.Context, g *engine.GetRun) error {
 	if err != nil {
 		return err
 	}
-	inv, err := e.Store().Inventory(ctx, ent.Name)
+	inv, err := g.ResumeOrStart(ctx)
 	if err != nil {
 		return err
 	}
-	g.Stats.Resumed = inv.Pass > 0 && !inv.Complete
 	after := 0
 	if g.Stats.Resumed {
 		after, _ = strconv.Atoi(inv.Cursor)
-	} else if inv, err = e.Store().StartPass(ctx, ent.Name, e.TestLimit()); err != nil {
-		return err
 	}
 	g.Stats.Pass, g.Stats.Cursor = inv.Pass, inv.Cursor
 	var scopes []string

@@ -126,10 +126,25 @@ type Lister interface {
 	Plan(ctx context.Context, env Env, ent *Entity) ([]EntityPlan, error)
 }
 
-// getRun is one Get call: the entity, its counters and where it started.
+// GetRun is one Get call: the entity, its counters and where it started.
 type GetRun struct {
 	Env   Env
 	Ent   *Entity
 	Stats *GetStats
 	Start time.Time
+}
+
+// ResumeOrStart returns the entity's get pass: the interrupted one where it stopped (Stats.Resumed
+// set), or a new one from the start. Every lister that keeps one cursor per pass begins here.
+func (g *GetRun) ResumeOrStart(ctx context.Context) (Inventory, error) {
+	store := g.Env.Store()
+	inv, err := store.Inventory(ctx, g.Ent.Name)
+	if err != nil {
+		return inv, err
+	}
+	g.Stats.Resumed = inv.Pass > 0 && !inv.Complete
+	if g.Stats.Resumed {
+		return inv, nil
+	}
+	return store.StartPass(ctx, g.Ent.Name, g.Env.TestLimit())
 }

@@ -46,15 +46,9 @@ type owner struct {
 
 func (p *PerRecord) Get(ctx context.Context, g *GetRun) error {
 	e, ent := g.Env.e, g.Ent
-	inv, err := e.store().loadInventory(ctx, ent.Name)
+	inv, err := g.ResumeOrStart(ctx)
 	if err != nil {
 		return err
-	}
-	g.Stats.Resumed = inv.Pass > 0 && !inv.Complete
-	if !g.Stats.Resumed {
-		if inv, err = e.store().startPass(ctx, ent.Name, e.TestLimit); err != nil {
-			return err
-		}
 	}
 	cursor, err := strconv.ParseInt(inv.Cursor, 10, 64)
 	if err != nil {
