@@ -1,9 +1,10 @@
 // Package rawjson splits JSON that is already known to be valid into its parts without decoding
 // them: the elements of an array, the members of an object. It exists because a large answer is
-// validated once when it arrives (json.Unmarshal of its envelope), and decoding every nested
+// validated once when it arrives (json.Valid), and decoding every nested
 // level again with encoding/json (which validates each input in full before decoding it) was
 // most of the cost of reading a Bitrix24 listing. Given invalid JSON its results are undefined
-// but it never panics; callers pass only bytes that came out of a successful json.Unmarshal.
+// but it never panics; callers pass only bytes that passed json.Valid (or came out of a successful
+// json.Unmarshal, or out of Postgres' json or jsonb columns).
 package rawjson
 
 import (
@@ -74,6 +75,15 @@ func Object(b []byte) (map[string]json.RawMessage, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// String returns the text of a JSON string; ErrKind when the value is not a string.
+func String(b []byte) (string, error) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '"' {
+		return "", ErrKind
+	}
+	return unquote(b[i:valueEnd(b, i)])
 }
 
 func unquote(q []byte) (string, error) {

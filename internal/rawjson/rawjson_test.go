@@ -36,13 +36,21 @@ func check(t *testing.T, b []byte) {
 	} else if _, err := Object(b); err == nil && !bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
 		t.Fatalf("Object(%q) of a non-object: no error", b)
 	}
+	var str string
+	if trimmed := bytes.TrimSpace(b); len(trimmed) > 0 && trimmed[0] == '"' && json.Unmarshal(b, &str) == nil {
+		if got, err := String(b); err != nil || got != str {
+			t.Fatalf("String(%q) = %q, %v; want %q", b, got, err, str)
+		}
+	} else if _, err := String(b); err == nil {
+		t.Fatalf("String(%q) of a non-string: no error", b)
+	}
 }
 
 func TestSplit(t *testing.T) {
 	for _, s := range []string{
 		`[]`, ` [ ] `, `[1, "a,]", {"b":[1,{"c":"}"}]}, null, true, -1.5e3]`,
 		`{}`, `{"a":1,"b":"x\"y","a":2, "\u0418":[{"k":"]"}], "é": {} }`,
-		`"str"`, `12`, `[[],[[]],{"":""}]`, "{\n\t\"a\" :\r\n 1 }",
+		`"str"`, ` "a\"b\u0418\\" `, `"И\n"`, `12`, `[[],[[]],{"":""}]`, "{\n\t\"a\" :\r\n 1 }",
 	} {
 		check(t, []byte(s))
 	}

@@ -63,12 +63,11 @@ func appendCanonical(buf []byte, raw []byte) ([]byte, error) {
 	}
 	switch raw[0] {
 	case '{':
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &m); err != nil {
+		m, err := rawjson.Object(raw)
+		if err != nil {
 			return nil, err
 		}
 		buf = append(buf, '{')
-		var err error
 		for i, k := range slices.Sorted(maps.Keys(m)) {
 			if i > 0 {
 				buf = append(buf, ',')
@@ -81,12 +80,11 @@ func appendCanonical(buf []byte, raw []byte) ([]byte, error) {
 		}
 		return append(buf, '}'), nil
 	case '[':
-		var list []json.RawMessage
-		if err := json.Unmarshal(raw, &list); err != nil {
+		list, err := rawjson.Elements(raw)
+		if err != nil {
 			return nil, err
 		}
 		buf = append(buf, '[')
-		var err error
 		for i, v := range list {
 			if i > 0 {
 				buf = append(buf, ',')
@@ -114,29 +112,37 @@ func appendCanonical(buf []byte, raw []byte) ([]byte, error) {
 // no escapes, and nothing it would escape (control characters, <, >, &, U+2028, U+2029, invalid
 // UTF-8).
 func plainString(raw []byte) bool {
-	body := raw[1 : len(raw)-1]
-	for i := 0; i < len(body); {
-		c := body[i]
-		if c < utf8.RuneSelf {
-			if c < 0x20 || c == '\\' || c == '"' || c == '<' || c == '>' || c == '&' {
-				return false
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRune(body[i:])
-		if r == utf8.RuneError || r == '\u2028' || r == '\u2029' {
+	for _, r := range string(raw[1 : len(raw)-1]) { // ranging over a conversion does not copy
+		if !plainRune(r) {
 			return false
 		}
-		i += size
 	}
 	return true
 }
 
+// plainText reports whether s, quoted, is a string as encoding/json writes it (plainString).
+func plainText(s string) bool {
+	for _, r := range s {
+		if !plainRune(r) {
+			return false
+		}
+	}
+	return true
+}
+
+func plainRune(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r >= 0x20 && r != '\\' && r != '"' && r != '<' && r != '>' && r != '&'
+	}
+	return r != utf8.RuneError && r != '\u2028' && r != '\u2029'
+}
+
 // appendCanonicalString appends s as encoding/json writes a string.
 func appendCanonicalString(buf []byte, s string) []byte {
-	if q := `"` + s + `"`; plainString([]byte(q)) {
-		return append(buf, q...)
+	if plainText(s) {
+		buf = append(buf, '"')
+		buf = append(buf, s...)
+		return append(buf, '"')
 	}
 	b, _ := json.Marshal(s) // a string always marshals
 	return append(buf, b...)
@@ -156,16 +162,17 @@ func FieldsOf(payload json.RawMessage) (map[string]json.RawMessage, error) {
 // empty for null or a missing field.
 func Text(fields map[string]json.RawMessage, name string) string {
 	raw := bytes.TrimSpace(fields[name])
-	if len(raw) == 0 || string(raw) == "null" {
+	if len(raw) == 0 {
 		return ""
 	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	// Fields come out of a validated answer or a json column: a value starting with a quote is a
+	// string, one starting with a digit or a minus sign a number.
+	switch c := raw[0]; {
+	case c == '"':
+		s, _ := rawjson.String(raw)
 		return s
-	}
-	var n json.Number
-	if json.Unmarshal(raw, &n) == nil {
-		return n.String()
+	case c == '-' || c >= '0' && c <= '9':
+		return string(raw)
 	}
 	return ""
 }

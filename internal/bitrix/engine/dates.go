@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
+	"github.com/ingest-dev/ingest/internal/rawjson"
 )
 
 // Date is one date field of a record as seed 000 "Часовые пояса" asks to keep it: the value as
@@ -45,8 +46,8 @@ func ParseDate(raw json.RawMessage, zone *time.Location) (d Date, ok bool, err e
 	if IsEmptyValue(raw) {
 		return Date{}, false, nil
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
+	s, err := rawjson.String(raw)
+	if err != nil {
 		d.Raw = string(raw)
 		return d, true, fmt.Errorf("%w: a JSON %s, not a string", ErrDate, jsonKind(raw))
 	}

@@ -197,9 +197,38 @@ ON CONFLICT (entity, source_id) DO NOTHING`, append([]any{entity}, columns(recs)
 // uniqueViolation is Postgres' SQLSTATE for a duplicate key.
 const uniqueViolation = "23505"
 
+// datesJSON writes a record's dates as json.Marshal does (keys sorted, the same escapes and
+// omitted fields), by hand: through reflection it was a tenth of the cost of storing a row.
 func datesJSON(d map[string]Date) string {
-	b, _ := json.Marshal(d) // a map of plain structs always marshals
-	return string(b)
+	buf := make([]byte, 0, 96*len(d)+2)
+	buf = append(buf, '{')
+	for i, name := range SortedKeys(d) {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		v := d[name]
+		buf = appendCanonicalString(buf, name)
+		buf = append(buf, `:{"raw":`...)
+		buf = appendCanonicalString(buf, v.Raw)
+		if !v.UTC.IsZero() {
+			buf = append(buf, `,"utc":"`...)
+			buf = v.UTC.AppendFormat(buf, time.RFC3339Nano)
+			buf = append(buf, '"')
+		}
+		if v.Offset != "" {
+			buf = append(buf, `,"offset":`...)
+			buf = appendCanonicalString(buf, v.Offset)
+		}
+		if v.Assumed {
+			buf = append(buf, `,"assumed":true`...)
+		}
+		if v.Err != "" {
+			buf = append(buf, `,"error":`...)
+			buf = appendCanonicalString(buf, v.Err)
+		}
+		buf = append(buf, '}')
+	}
+	return string(append(buf, '}'))
 }
 
 // columns turns records into the parallel arrays the unnest statements take. Payloads and dates

@@ -29,6 +29,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/ingest-dev/ingest/internal/rawjson"
 	"github.com/ingest-dev/ingest/internal/retry"
 )
 
@@ -502,8 +503,8 @@ type envelope struct {
 }
 
 func decodeAnswer(method string, status int, contentType string, data []byte) (*envelope, error) {
-	var env envelope
-	if err := json.Unmarshal(data, &env); err != nil {
+	env, err := splitEnvelope(data)
+	if err != nil {
 		if contentType == "" {
 			contentType = "no content type"
 		}
@@ -518,6 +519,43 @@ func decodeAnswer(method string, status int, contentType string, data []byte) (*
 	}
 	if status < 200 || status > 299 {
 		return nil, &APIError{Method: method, HTTPStatus: status, Description: "result with an error status"}
+	}
+	return env, nil
+}
+
+// splitEnvelope reads an answer as json.Unmarshal into an envelope would (member names matched
+// regardless of case, the last of a repeated member winning), validating the answer once and
+// then splitting it: decoding it in full scanned a listing's megabytes twice, and result is
+// only split further, never decoded, by the callers. Result points into data.
+func splitEnvelope(data []byte) (*envelope, error) {
+	if !json.Valid(data) {
+		return nil, errors.New("not JSON")
+	}
+	var env envelope
+	var err error
+	splitErr := rawjson.Members(data, func(k string, v json.RawMessage) {
+		var e error
+		switch strings.ToLower(k) {
+		case "result":
+			env.Result = v
+		case "next":
+			e = json.Unmarshal(v, &env.Next)
+		case "total":
+			e = json.Unmarshal(v, &env.Total)
+		case "time":
+			e = json.Unmarshal(v, &env.Time)
+		case "error":
+			env.Error = v
+			if string(v) == "null" {
+				env.Error = nil
+			}
+		case "error_description":
+			e = json.Unmarshal(v, &env.ErrorDescription)
+		}
+		err = errors.Join(err, e)
+	})
+	if err = errors.Join(splitErr, err); err != nil {
+		return nil, err
 	}
 	return &env, nil
 }
