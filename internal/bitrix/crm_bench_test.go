@@ -2,7 +2,6 @@ package bitrix_test
 
 import (
 	"context"
-	"math"
 	"net/http/httptest"
 	"net/url"
 	"testing"
@@ -26,8 +25,7 @@ import (
 // of 50, BITRIX_CONCURRENCY 8. "drained" starts with the client's bucket full (another job just
 // used it), so every request waits its turn and the floor is calls / 2 s; "fresh" starts with it
 // empty (the first 49 requests go at once). Reported as BenchmarkGetUsersSlowPortal, with
-// min_calls the fewest requests any client needs: the clock probe, the first page with the
-// count and the highest id, ceil((N - 50) / 2,500) pages of 2,500, one short page to end.
+// min_calls the fewest requests any client needs (minGetCalls).
 func BenchmarkGetDealsSlowPortal(b *testing.B) {
 	deals := envInt(b, "BITRIX_BENCH_DEALS", 100_000)
 	std := rest.DefaultRate()
@@ -65,7 +63,7 @@ func BenchmarkGetDealsSlowPortal(b *testing.B) {
 					b.Fatalf("get read %d deals, want %d: %+v", st.Of(bitrix.Deals).Rows, deals, st)
 				}
 				reportAgainstFloor(b, src.Stats(), std, drained, wall)
-				minCalls := 1 + 1 + math.Ceil(float64(deals-rest.PageSize)/2_500) + 1
+				minCalls := minGetCalls(deals)
 				b.ReportMetric(minCalls, "min_calls")
 				b.ReportMetric(float64(deals)/wall, "deals/s")
 				b.StartTimer()

@@ -14,7 +14,7 @@ import (
 )
 
 // TestGetWaitsOutAFullBucketAtItsFirstCalls starts get against a portal whose bucket another
-// client has filled: the clock probe and the count batch, the very first calls, are refused
+// client has filled: the count batch, the very first call, is refused
 // over and over (and then answered with 502s) and must be waited out as any later call is,
 // with the client's own schedule, never sooner than the bucket drains.
 func TestGetWaitsOutAFullBucketAtItsFirstCalls(t *testing.T) {

@@ -134,7 +134,8 @@ func (e *Engine) sleep(ctx context.Context, d time.Duration) error {
 // sourceZone returns the portal's time zone: SourceZone, or the fixed offset of the portal's
 // clock as its answers show it (PHP date('c') in the server's zone). The probe is the entity's
 // own list method for an ID that does not exist, without counting: the cheapest call the
-// webhook is sure to be allowed.
+// webhook is sure to be allowed. A get that reads the listing's bounds learns the zone from
+// that answer instead, saving the probe's request.
 func (e *Engine) sourceZone(ctx context.Context, entity string, scan rest.Scan) (*time.Location, error) {
 	if e.SourceZone != nil {
 		return e.SourceZone, nil
@@ -153,12 +154,18 @@ func (e *Engine) sourceZone(ctx context.Context, entity string, scan rest.Scan) 
 	if err != nil {
 		return nil, fmt.Errorf("get %s: learn the portal's time zone: %w", entity, err)
 	}
-	t, err := time.Parse(time.RFC3339, resp.Time.DateStart)
-	if err != nil {
-		return nil, fmt.Errorf("get %s: the portal's time.date_start %q is not ISO 8601; set the portal's time zone explicitly", entity, resp.Time.DateStart)
+	return e.clockZone(entity, resp.Time)
+}
+
+// clockZone is zoneOf for a get of entity, logged.
+func (e *Engine) clockZone(entity string, clock rest.Time) (*time.Location, error) {
+	if e.SourceZone != nil {
+		return e.SourceZone, nil
 	}
-	_, offset := t.Zone()
-	zone := time.FixedZone(offsetOf(t), offset)
+	zone, err := e.zoneOf(&rest.Response{Time: clock})
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", entity, err)
+	}
 	e.Log.Info("portal time zone learned from its clock", "entity", entity, "offset", zone.String())
 	return zone, nil
 }

@@ -198,7 +198,7 @@ const oneRound = 32
 
 // workers is how many requests the walk keeps in flight: one for a pass read in order; as many
 // as there are open ranges, up to oneRound, when they all fit in the standard plan's burst (50,
-// less the clock probe and the bounds), so that a small portal is read in one or two rounds of
+// less the bounds' request), so that a small portal is read in one or two rounds of
 // answers instead of one round per Concurrency ranges; Concurrency otherwise, where the rate
 // limit sets the pace and more in flight would only hold more pages in memory. A Concurrency
 // set below the default is kept as a cap: whoever lowered it shares the portal's bucket with
@@ -208,7 +208,7 @@ func (w *rangeWalk) workers() int {
 		return 1
 	}
 	workers := w.g.Env.e.concurrency()
-	burst := rest.DefaultRate().Burst - 2
+	burst := rest.DefaultRate().Burst - 1
 	if open := countOpen(w.ranges); workers >= defaultConcurrency && open > workers && open <= burst {
 		workers = min(open, max(workers, oneRound))
 	}

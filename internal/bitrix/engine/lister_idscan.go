@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/status"
@@ -91,21 +90,8 @@ func (s *IDScan) Get(ctx context.Context, g *GetRun) error {
 		return err
 	}
 	w := &rangeWalk{g: g, scan: s}
-	// The clock probe and the listing's first request go at once: neither needs the other's
-	// answer, and while the bucket has room a second round of answers is what a small portal
-	// would wait for.
-	var inv Inventory
-	var first *rest.Page
-	grp, gctx := errgroup.WithContext(ctx)
-	grp.Go(func() (err error) {
-		w.zone, err = e.sourceZone(gctx, ent.Name, s.Scan)
-		return err
-	})
-	grp.Go(func() (err error) {
-		inv, first, err = s.begin(gctx, w)
-		return err
-	})
-	if err := grp.Wait(); err != nil {
+	inv, first, err := s.begin(ctx, w)
+	if err != nil {
 		return err
 	}
 	w.pass, w.before = inv.Pass, inv.PassRows
@@ -122,8 +108,9 @@ func (s *IDScan) Get(ctx context.Context, g *GetRun) error {
 	return w.run(ctx)
 }
 
-// begin plans the walk's ranges: those of an interrupted pass where each stopped, or a new
-// pass from the listing's bounds, whose first page it returns to be stored.
+// begin plans the walk's ranges (those of an interrupted pass where each stopped, or a new pass
+// from the listing's bounds, whose first page it returns to be stored) and learns the portal's
+// time zone.
 func (s *IDScan) begin(ctx context.Context, w *rangeWalk) (inv Inventory, first *rest.Page, err error) {
 	e, ent, g := w.g.Env.e, w.g.Ent, w.g
 	scope := s.scope(ent)
@@ -138,10 +125,16 @@ func (s *IDScan) begin(ctx context.Context, w *rangeWalk) (inv Inventory, first 
 		w.density, w.total = densityOf(w.ranges, inv.SourceTotal), inv.SourceTotal
 		e.Log.Info("resuming an interrupted get where each ID range stopped", "entity", ent.Name, "pass", inv.Pass,
 			"ranges_open", countOpen(w.ranges), "rows_so_far", inv.PassRows)
-		return inv, nil, nil
+		w.zone, err = e.sourceZone(ctx, ent.Name, s.Scan)
+		return inv, nil, err
 	}
+	// The bounds' answer shows the portal's clock: a new pass learns the zone from it, one
+	// request fewer than a probe of its own.
 	b, err := e.Source.ScanBounds(ctx, s.Scan, "0")
 	if err != nil {
+		return inv, nil, err
+	}
+	if w.zone, err = e.clockZone(ent.Name, b.Time); err != nil {
 		return inv, nil, err
 	}
 	w.ranges, w.density = newRanges(b, e.TestLimit)

@@ -87,7 +87,7 @@ func (e *Engine) planOf(ctx context.Context, rate rest.Rate, ents []*Entity) (Pl
 }
 
 // plan of an ID scan: the portal's count, then the calls of a get over that many rows (the
-// clock probe, the first page with the count and the highest ID, the ranges' pages 50 to a
+// first page with the count and the highest ID, whose answer also shows the portal's clock, the ranges' pages 50 to a
 // request, one short page ending each range), and for children read per parent one command per
 // parent, 50 to a request.
 func (s *IDScan) Plan(ctx context.Context, env Env, ent *Entity) ([]EntityPlan, error) {
@@ -131,12 +131,12 @@ type WalksParents interface {
 // idScanCalls is how many calls an ID-scan get of n rows sends (see newRanges).
 func IDScanCalls(n int64) int {
 	if n <= rest.PageSize {
-		return 2
+		return 1
 	}
 	left := n - rest.PageSize
 	ranges := CeilDiv(left, rangeRows)
 	pages := CeilDiv(left, rest.PageSize) + ranges + 1
-	return 2 + CeilDiv(int64(pages), rest.MaxBatch)
+	return 1 + CeilDiv(int64(pages), rest.MaxBatch)
 }
 
 // fetchCalls is how many calls a ChildFetch sends in an ID-scan get of n rows, parents of which

@@ -23,6 +23,9 @@ type Bounds struct {
 	Total int
 	// Last is the highest ID after the cursor; "" when there is none.
 	Last string
+	// Time is the answer's time block: its date_start shows the portal's clock with the portal's
+	// offset, so a new pass needs no request of its own to learn the portal's time zone.
+	Time Time
 }
 
 // ScanBounds reads, in one batch request, the first page after the cursor with the count of the
@@ -45,7 +48,7 @@ func (c *Client) ScanBounds(ctx context.Context, s Scan, after string) (Bounds, 
 	if err != nil {
 		return Bounds{}, fmt.Errorf("list %s after %s: %w", s.Method, after, err)
 	}
-	b := Bounds{Total: -1}
+	b := Bounds{Total: -1, Time: br.Time}
 	resp, err := br.Response("first")
 	if err != nil {
 		return Bounds{}, fmt.Errorf("list %s after %s: %w", s.Method, after, err)
