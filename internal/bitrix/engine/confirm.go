@@ -3,10 +3,16 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 )
+
+// ErrFilterIgnored is the failure of a confirmation whose answer holds records it did not ask
+// for: the method ignored the filter on ids, so it cannot tell which records are gone.
+var ErrFilterIgnored = errors.New("the portal ignored the filter on ids")
 
 // presenceAsk is one command asking the portal for records by id: ids are the records it asks for.
 type presenceAsk struct {
@@ -40,6 +46,11 @@ func askGone(ctx context.Context, env Env, ent *Entity, asks []presenceAsk, rows
 			id, err := rowID(row)
 			if err != nil {
 				return fmt.Errorf("%s %s: %w", ent.Name, askedText(a.ids), err)
+			}
+			// A row not asked for means the method ignored the id filter: its answer proves no
+			// absence, and taking it for one would delete records the portal has.
+			if !slices.Contains(a.ids, id) {
+				return fmt.Errorf("%s %s: %s answered %s, not asked for: %w", ent.Name, askedText(a.ids), a.cmd.Method, id, ErrFilterIgnored)
 			}
 			there[id] = true
 		}
