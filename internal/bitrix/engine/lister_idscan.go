@@ -185,24 +185,19 @@ func (s *IDScan) Total(ctx context.Context, env Env, ent *Entity) (int64, error)
 	return int64(*resp.Total), nil
 }
 
-// byIDs reads the records with the given ids (a filter on @ID, 50 to a page, pages batched).
+// byIDs reads the records with the given ids (askByIDs: a filter on @ID, 50 to a page, pages batched).
 func (s *IDScan) byIDs(ctx context.Context, e *Engine, ent *Entity, ids []string, zone *time.Location) ([]Incoming, error) {
 	s, err := s.prepared(ctx, e, ent)
 	if err != nil {
 		return nil, err
 	}
-	filterParam := s.Scan.FilterParam
-	if filterParam == "" {
-		filterParam = "filter"
+	asks, err := s.askByIDs(ids, nil)
+	if err != nil {
+		return nil, err
 	}
-	var cmds []rest.Command
-	for chunk := range slices.Chunk(ids, rest.PageSize) {
-		params := map[string]any{}
-		for key, v := range s.Scan.Params {
-			params[key] = v
-		}
-		params[filterParam] = map[string]any{"@" + s.Scan.IDFilterField(): chunk}
-		cmds = append(cmds, rest.Command{Key: fmt.Sprintf("p%d", len(cmds)), Method: s.Scan.Method, Params: params})
+	cmds := make([]rest.Command, len(asks))
+	for i, a := range asks {
+		cmds[i] = a.cmd
 	}
 	var out []Incoming
 	err = e.batchEach(ctx, cmds, func(_ string, r *rest.Response) error {

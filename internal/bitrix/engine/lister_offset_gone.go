@@ -29,35 +29,16 @@ type Confirmer interface {
 	ConfirmGone(ctx context.Context, env Env, ent *Entity, ids []string) ([]string, error)
 }
 
-// ConfirmGone asks the portal for each record by id (ByID's parameters), 50 to a batch, and
-// returns those it answers no row for.
+// ConfirmGone asks the portal for each record by id (ByID's parameters), one command a record and
+// 50 to a batch, and returns those it answers no row for.
 func (o *OffsetPages) ConfirmGone(ctx context.Context, env Env, ent *Entity, ids []string) ([]string, error) {
 	if o.ByID == nil {
 		return nil, fmt.Errorf("%s: %s cannot be asked for a record by id", ent.Name, o.List.Method)
 	}
-	cmds := make([]rest.Command, len(ids))
+	asks := make([]presenceAsk, len(ids))
 	for i, id := range ids {
-		cmds[i] = rest.Command{Key: "r" + strings.NewReplacer(":", "_").Replace(id), Method: o.List.Method, Params: o.ByID(id)}
+		key := "r" + strings.NewReplacer(":", "_").Replace(id)
+		asks[i] = presenceAsk{cmd: rest.Command{Key: key, Method: o.List.Method, Params: o.ByID(id)}, ids: ids[i : i+1]}
 	}
-	byKey := map[string]string{}
-	for i, c := range cmds {
-		byKey[c.Key] = ids[i]
-	}
-	var gone []string
-	err := env.BatchEach(ctx, cmds, func(key string, r *rest.Response) error {
-		rows, err := r.Rows(o.List.RowsPath...)
-		if err != nil {
-			return fmt.Errorf("%s %s: %w", ent.Name, byKey[key], err)
-		}
-		if len(rows) == 0 {
-			gone = append(gone, byKey[key])
-		}
-		return nil
-	}, func(key string, err error) error {
-		return fmt.Errorf("%s %s: is it still on the portal: %w", ent.Name, byKey[key], err)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return gone, nil
+	return askGone(ctx, env, ent, asks, o.List.RowsPath, nil)
 }

@@ -188,6 +188,7 @@ type Portal struct {
 	bucket         leakyBucket
 	windows        map[string]*operatingWindow
 	faults         map[string][]Fault
+	emptyPages     map[string][]int // method: the >ID of listings to answer empty (faults_empty.go)
 	im             imState
 	tasks          taskState
 	feed           feedState
@@ -259,6 +260,7 @@ func New(opts Options) *Portal {
 		bucket:         leakyBucket{rate: opts.Rate, burst: float64(opts.Burst)},
 		windows:        map[string]*operatingWindow{},
 		faults:         map[string][]Fault{},
+		emptyPages:     map[string][]int{},
 		stats:          Stats{Calls: map[string]int{}},
 	}
 	p.users = slices.Clone(p.allUsers)
@@ -462,7 +464,7 @@ func (p *Portal) execute(method string, params map[string]any, now time.Time) an
 		p.stats.OperationLimit++
 		return fail(http.StatusTooManyRequests, "OPERATION_TIME_LIMIT", "Method is blocked due to operation time limit.")
 	}
-	a := h(params)
+	a := h(p.emptied(method, params))
 	p.stats.Calls[method]++
 	if d, ok := p.opts.MethodLatency[method]; ok {
 		p.held += d
