@@ -49,6 +49,7 @@ func crmScan(entityTypeID int) rest.Scan {
 		IDField:  "id",
 		RowsPath: []string{"items"},
 		Order:    map[string]any{"order": map[string]any{"id": "ASC"}},
+		IDListOp: "@",
 	}
 }
 

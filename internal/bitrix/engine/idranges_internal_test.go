@@ -15,8 +15,8 @@ func TestRangeWalkWorkers(t *testing.T) {
 	}{
 		{concurrency: 0, open: 10, density: 1, want: 10},       // 20k users: one round, not two
 		{concurrency: 8, open: 42, density: 1, want: oneRound}, // 100k deals: capped at 32
-		{concurrency: 8, open: 48, density: 1, want: oneRound}, // 48: the burst after the bounds
-		{concurrency: 8, open: 49, density: 1, want: 8},
+		{concurrency: 8, open: 49, density: 1, want: oneRound}, // 49: the burst after the bounds
+		{concurrency: 8, open: 50, density: 1, want: 8},
 		{concurrency: 8, open: 82, density: 1, want: 8},            // 200k users: the bucket binds
 		{concurrency: 8, open: 5, density: 1, want: 8},             // fewer ranges than workers
 		{concurrency: 1, open: 4, density: 1, want: 1},             // lowered on purpose: kept

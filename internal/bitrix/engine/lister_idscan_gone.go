@@ -19,8 +19,8 @@ import (
 // range, reads them again.
 
 // ConfirmGone makes IDScan a Confirmer: it asks the scan's own method, with its own filter and the
-// ID in a list (@ID, 50 ids to a command, 50 commands to a batch: 1,000 records cost one
-// request), for the records by id, reading only what CountParams select, and returns those it
+// ID in a list where the method documents one (IDListOp, 50 ids to a command, 50 commands to a
+// batch: 1,000 records cost one request; else one id to a command), for the records by id, reading only what CountParams select, and returns those it
 // answers no row for.
 func (s *IDScan) ConfirmGone(ctx context.Context, env Env, ent *Entity, ids []string) ([]string, error) {
 	bare := make([]string, len(ids))
@@ -56,14 +56,19 @@ func (s *IDScan) ConfirmGone(ctx context.Context, env Env, ent *Entity, ids []st
 
 // askByIDs are the commands that read the records with the given ids (the rows' own, without
 // IDPrefix) with the scan's method, its parameters (over's keys replacing theirs) and its filter
-// with the ID in a list, 50 ids to a command, without counting. Each ask's ids are its own copy.
+// with the ID in a list, 50 ids to a command (or, for a method without a documented list
+// operator, the ID equal to one id a command), without counting. Each ask's ids are its own copy.
 func (s *IDScan) askByIDs(ids []string, over map[string]any) ([]presenceAsk, error) {
 	filterParam := s.Scan.FilterParam
 	if filterParam == "" {
 		filterParam = "filter"
 	}
 	var asks []presenceAsk
-	for chunk := range slices.Chunk(ids, rest.PageSize) {
+	perAsk := rest.PageSize
+	if s.Scan.IDListOp == "" {
+		perAsk = 1
+	}
+	for chunk := range slices.Chunk(ids, perAsk) {
 		params := maps.Clone(s.Scan.Params)
 		if params == nil {
 			params = map[string]any{}
@@ -77,7 +82,11 @@ func (s *IDScan) askByIDs(ids []string, over map[string]any) ([]presenceAsk, err
 			}
 			maps.Copy(filter, fm)
 		}
-		filter["@"+s.Scan.IDFilterField()] = slices.Clone(chunk)
+		if s.Scan.IDListOp == "" {
+			filter[s.Scan.IDFilterField()] = chunk[0]
+		} else {
+			filter[s.Scan.IDListOp+s.Scan.IDFilterField()] = slices.Clone(chunk)
+		}
 		params[filterParam] = filter
 		params["start"] = -1 // no count: the answer is at most one page
 		cmd := rest.Command{Key: fmt.Sprintf("p%d", len(asks)), Method: s.Scan.Method, Params: params}

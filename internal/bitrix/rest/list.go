@@ -62,6 +62,11 @@ type Scan struct {
 	// rows) that saves the first request; pages then report Total -1 and
 	// every batch carries 50 commands, the last one partly wasted.
 	SkipCount bool
+	// IDListOp is the filter prefix the method documents for "ID in a list" ("@" for user.get
+	// and crm.item.list); "" when its documentation lists none (tasks.task.list and
+	// sonet_group.get document ! < <= > >= and the like): records are then asked for one id to
+	// a command, by plain equality, which every list method takes.
+	IDListOp string
 }
 
 // UsersScan walks user.get, which takes its sort as two top-level
@@ -72,6 +77,7 @@ func UsersScan(params map[string]any) Scan {
 		Params:      params,
 		FilterParam: "FILTER",
 		Order:       map[string]any{"sort": "ID", "order": "ASC"},
+		IDListOp:    "@",
 	}
 }
 
