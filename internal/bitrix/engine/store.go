@@ -130,7 +130,7 @@ WHERE entity = $1 AND source_id = ANY($2) ORDER BY id FOR UPDATE`, entity, ids)
 	}
 	if len(changed) > 0 {
 		_, err := s.tx.Exec(ctx, `UPDATE bitrix_records r SET parent_source_id = NULLIF(u.p, ''), payload = u.pl::jsonb,
-checksum = u.c, dates = u.d::jsonb, fetched_at = now(), updated_at = now()
+checksum = u.c, dates = u.d::json, fetched_at = now(), updated_at = now()
 FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(s, p, pl, c, d)
 WHERE r.entity = $1 AND r.source_id = u.s`, append([]any{entity}, columns(changed)...)...)
 		if err != nil {
@@ -186,7 +186,7 @@ func (s Store) insertRecords(ctx context.Context, entity string, recs []Incoming
 		return 0, fmt.Errorf("insert %s records: %w", entity, err)
 	}
 	tag, err := s.tx.Exec(ctx, `INSERT INTO bitrix_records (entity, source_id, parent_source_id, payload, checksum, dates)
-SELECT $1, s, NULLIF(p, ''), pl::jsonb, c, d::jsonb FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(s, p, pl, c, d)
+SELECT $1, s, NULLIF(p, ''), pl::jsonb, c, d::json FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(s, p, pl, c, d)
 ON CONFLICT (entity, source_id) DO NOTHING`, append([]any{entity}, columns(recs)...)...)
 	if err != nil {
 		return 0, fmt.Errorf("insert %s records: %w", entity, err)
@@ -232,7 +232,7 @@ func datesJSON(d map[string]Date) string {
 }
 
 // columns turns records into the parallel arrays the unnest statements take. Payloads and dates
-// go as text and are cast to jsonb by the server, which checks them anyway: as jsonb[]
+// go as text and are cast to jsonb and json by the server, which checks them anyway: as jsonb[]
 // parameters the driver would re-validate every document on the client first.
 func columns(recs []Incoming) []any {
 	sids := make([]string, len(recs))
