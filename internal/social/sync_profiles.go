@@ -153,7 +153,7 @@ func (s *Syncer) profileOne(ctx context.Context, a *accountRow, st *Stats) (bool
 			return false, fmt.Errorf("look up ig user id: %w", err)
 		}
 	}
-	newCycle := a.Status != SyncRetry
+	newCycle := a.Status != SyncRetry || !a.cycleUnfinished()
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		rawID, at, err := insertRaw(ctx, tx, rawPage{AccountID: a.ID, Endpoint: profileRequest(c, a).Endpoint,
 			Request: profileRequest(c, a).String(), Items: 1, RunID: s.RunID, Body: resp.Body})
