@@ -70,6 +70,7 @@ type Stats struct {
 	Parked     []string       // keys parked during the run, each once: the rest of the run went on without them
 	Incomplete int            // walks stopped short of the platform's end (empty pages): resumed by the next run
 	Repairs    int            // accounts and posts sent to be walked again in full (Repair)
+	Unfinished int            // attempts of earlier runs that never finished, counted as failed ones as this run started
 	Truncated  bool           // stopped early (the context ended)
 }
 

@@ -29,7 +29,17 @@ func (s *Syncer) SyncProfiles(ctx context.Context) (Stats, error) {
 		return st, err
 	}
 	st.Repairs = rs.Accounts + rs.Posts
-	err = s.eachAccount(ctx, profilePicked, &st, s.profileOne)
+	if err := s.countUnfinished(ctx, Accounts, profilePicked, "id", &st); err != nil {
+		return st, err
+	}
+	err = s.eachAccount(ctx, profilePicked, &st, func(ctx context.Context, a *accountRow, st *Stats) (stop bool, err error) {
+		_, err = Accounts.Attempt(ctx, s.Pool, a.ID, a.Status, s.RunID, func() error {
+			var perr error
+			stop, perr = s.profileOne(ctx, a, st)
+			return perr
+		})
+		return stop, err
+	})
 	return st, err
 }
 
