@@ -4,9 +4,12 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ingest-dev/ingest/internal/fakes/graphfake"
+	"github.com/ingest-dev/ingest/internal/retry"
 	"github.com/ingest-dev/ingest/internal/social"
+	"github.com/ingest-dev/ingest/internal/status"
 )
 
 // A process killed during a profile read or a comment walk leaves the attempt open, as this test
@@ -97,5 +100,95 @@ func TestSyncCountsAttemptsThatNeverFinished(t *testing.T) {
 	}
 	if n := e.count(`SELECT count(*) FROM status_history WHERE machine = $1 AND reason LIKE '%never finished%'`, social.Accounts.Name); n != 2 {
 		t.Errorf("%d deaths of accounts counted, want 2: the other shard's by the unsharded sync", n)
+	}
+}
+
+// An account or a post whose process dies in every attempt (a poison profile, a listing that
+// runs it out of memory) is given up on once its retries are used, with the code
+// attempt_unfinished, instead of being retried by every run. Each death is left here as the
+// process leaves it, an attempt started and never finished, before the next run; the retries are
+// an hour apart, so no run reads the record itself.
+func TestRecordThatAlwaysKillsTheProcessEndsFailed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, graphfake.Options{Seed: 24, NoFixtureAccounts: true, Accounts: []graphfake.AccountSpec{
+		{Username: "c_poison", Connected: true, Posts: 3, Comments: 9},
+	}})
+	e.addAll()
+	s := e.syncer(0, 0)
+	s.RetryPolicy = retry.Policy{Delays: []time.Duration{time.Hour, time.Hour}}
+	type rec struct {
+		m    *status.Machine
+		sync func(context.Context) (social.Stats, error)
+		id   int64
+	}
+	die := func(r rec, want status.Status) {
+		t.Helper()
+		cur, err := r.m.Current(e.ctx, e.pool, r.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := r.m.StartAttempt(e.ctx, e.pool, r.id, cur, 0); err != nil || !ok {
+			t.Fatalf("start %s %d in %s: %v %v", r.m.Name, r.id, cur, ok, err)
+		}
+		st, err := r.sync(e.ctx)
+		if err != nil || st.Unfinished != 1 {
+			t.Fatalf("%s: %+v, %v; want the death counted", r.m.Name, st, err)
+		}
+		if got, _ := r.m.Current(e.ctx, e.pool, r.id); got != want {
+			t.Fatalf("%s %d after a death: %s, want %s", r.m.Name, r.id, got, want)
+		}
+		// The retry is due: the next run picks the record, and its process dies again.
+		if _, err := e.pool.Exec(e.ctx, `UPDATE `+r.m.Table+` SET next_attempt_at = now() WHERE id = $1`, r.id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantGivenUp := func(r rec) {
+		t.Helper()
+		var lastErr, code string
+		if err := e.pool.QueryRow(e.ctx, `SELECT last_error, coalesce(reason_code, '') FROM `+r.m.Table+` WHERE id = $1`, r.id).Scan(&lastErr, &code); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(lastErr, "gave up after 3 attempts") || !strings.Contains(lastErr, "never finished: the process died") ||
+			code != status.AttemptUnfinished {
+			t.Errorf("%s %d: last_error %q, code %q; want given up after the deaths, with code %s", r.m.Name, r.id, lastErr, code, status.AttemptUnfinished)
+		}
+	}
+
+	var account int64
+	if err := e.pool.QueryRow(e.ctx, `SELECT id FROM social_accounts`).Scan(&account); err != nil {
+		t.Fatal(err)
+	}
+	acc := rec{social.Accounts, s.SyncProfiles, account}
+	die(acc, social.SyncRetry)
+	die(acc, social.SyncRetry)
+	die(acc, social.SyncFailed)
+	wantGivenUp(acc)
+
+	// A post: the account is read, then every walk of the post's comments kills the process.
+	if _, err := e.pool.Exec(e.ctx, `UPDATE social_accounts SET status = 'profile_pending'`); err != nil {
+		t.Fatal(err)
+	}
+	e.syncAll(s)
+	var post int64
+	if err := e.pool.QueryRow(e.ctx, `SELECT min(id) FROM social_posts WHERE comments_count > 0`).Scan(&post); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(e.ctx, `UPDATE social_posts SET status = 'comments_pending' WHERE id = $1`, post); err != nil {
+		t.Fatal(err)
+	}
+	p := rec{social.Posts, s.SyncComments, post}
+	die(p, social.CommentsRetry)
+	die(p, social.CommentsRetry)
+	die(p, social.CommentsFailed)
+	wantGivenUp(p)
+	// A later success clears the code with the error.
+	if _, err := e.pool.Exec(e.ctx, `UPDATE social_posts SET status = 'comments_pending' WHERE id = $1`, post); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SyncComments(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.count(`SELECT count(*) FROM social_posts WHERE id = $1 AND status = 'fetched' AND reason_code IS NULL`, post); n != 1 {
+		t.Error("the walked post kept its reason code")
 	}
 }
