@@ -9,5 +9,7 @@
 // and normalization), enrichments (one per post and provider) and enrichment jobs. Every
 // command picks by status in fixed batches, one record after another within its shard, and
 // commits each record's outcome (each page, for walks) on its own, so a killed run loses at
-// most the page in flight and a rerun continues from the stored cursor.
+// most the page in flight and a rerun continues from the stored cursor. Profile reads and
+// comment walks are attempts in flight (attempts.go): an account or post whose process dies in
+// every attempt ends failed instead of being retried by every run.
 package social

@@ -97,6 +97,11 @@ var Accounts = &status.Machine{
 	Waiting:   []status.Status{Synced},
 	Retry: &status.Retry{Status: SyncRetry, GiveUp: SyncFailed,
 		Policy: retry.Policy{Delays: []time.Duration{time.Minute, 10 * time.Minute, time.Hour}, Jitter: 0.2}},
+	// A profile read is an attempt in flight (attempts.go): an account whose profile kills the
+	// process every time ends in sync_failed instead of stopping every later sync, with the
+	// code attempt_unfinished (reason_code, migration 00014).
+	InFlight:    true,
+	ReasonCodes: true,
 }
 
 var postStatuses = []status.Status{CommentsPending, CommentsRetry, CommentsFailed, Fetched, Normalized, PostInvalid}
@@ -117,6 +122,9 @@ var Posts = &status.Machine{
 	Attention: []status.Status{CommentsRetry, CommentsFailed, PostInvalid},
 	Retry: &status.Retry{Status: CommentsRetry, GiveUp: CommentsFailed,
 		Policy: retry.Policy{Delays: []time.Duration{time.Minute, 10 * time.Minute, time.Hour}, Jitter: 0.2}},
+	// A comment walk is an attempt in flight (attempts.go), as a profile read is.
+	InFlight:    true,
+	ReasonCodes: true,
 }
 
 // Enrichments is the enrichment machine (table social_enrichments), scoped by provider.

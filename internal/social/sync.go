@@ -70,6 +70,7 @@ type Stats struct {
 	Parked     []string       // keys parked during the run, each once: the rest of the run went on without them
 	Incomplete int            // walks stopped short of the platform's end (empty pages): resumed by the next run
 	Repairs    int            // accounts and posts sent to be walked again in full (Repair)
+	Unfinished int            // attempts of earlier runs that never finished, counted as failed ones as this run started
 	Truncated  bool           // stopped early (the context ended)
 }
 
@@ -144,6 +145,15 @@ type accountRow struct {
 // doneThisCycle reports whether a step completed at t belongs to the current cycle.
 func (a *accountRow) doneThisCycle(t *time.Time) bool {
 	return t != nil && a.CycleStarted != nil && !t.Before(*a.CycleStarted)
+}
+
+// cycleUnfinished reports whether the account's current cycle started and still has a posts
+// step to do: a retry from sync_retry goes on with that cycle (its listing resumes from its
+// cursor). A sync_retry without one is a profile read that failed as its cycle began (never
+// begun, or the last one complete): the retried read starts the cycle, or a listing completed in
+// it would not count as done and a rerun of the posts step would list its pages again.
+func (a *accountRow) cycleUnfinished() bool {
+	return a.CycleStarted != nil && !(a.doneThisCycle(a.ListedAt) && (a.Access != Connected || a.doneThisCycle(a.StoriesAt)))
 }
 
 func loadAccount(ctx context.Context, db status.DB, id int64) (*accountRow, error) {

@@ -26,6 +26,9 @@ func (s *Syncer) SyncComments(ctx context.Context) (Stats, error) {
 	if _, err := EnsurePartitions(ctx, s.Pool, PartitionsAhead); err != nil {
 		return st, err
 	}
+	if err := s.countUnfinished(ctx, Posts, commentsPicked, "account_id", &st); err != nil {
+		return st, err
+	}
 	parent := &status.ParentPick{Column: "account_id", Machine: Accounts, Statuses: []status.Status{Synced}}
 	cache := map[int64]credsOrErr{}
 	var after int64
@@ -87,6 +90,17 @@ FROM social_posts WHERE id = $1`, id).Scan(&p.AccountID, &p.MediaID, &stName, &c
 	if !slicesContains(commentsPicked, p.Status) {
 		return false, nil
 	}
+	var stop bool
+	_, err = Posts.Attempt(ctx, s.Pool, p.ID, p.Status, s.RunID, func() error {
+		var werr error
+		stop, werr = s.walkComments(ctx, p, cache, st)
+		return werr
+	})
+	return stop, err
+}
+
+// walkComments walks the comments of post p, in status p.Status, as one attempt.
+func (s *Syncer) walkComments(ctx context.Context, p postRow, cache map[int64]credsOrErr, st *Stats) (bool, error) {
 	st.Records++
 	ac, ok := cache[p.AccountID]
 	if !ok {
@@ -120,7 +134,7 @@ FROM social_posts WHERE id = $1`, id).Scan(&p.AccountID, &p.MediaID, &stName, &c
 	w.before = func(ctx context.Context, items []json.RawMessage) ([]rawPage, error) {
 		return s.longThreads(ctx, c, items, calls, st)
 	}
-	err = w.run(ctx, p.MediaID, start, bound, func(tx pgx.Tx, e *graph.Edge, rawID int64, at time.Time, items []listedItem, next string, last bool) error {
+	err := w.run(ctx, p.MediaID, start, bound, func(tx pgx.Tx, e *graph.Edge, rawID int64, at time.Time, items []listedItem, next string, last bool) error {
 		for _, it := range items {
 			if it.TakenAt != nil && (newest == nil || it.TakenAt.After(*newest)) {
 				t := *it.TakenAt

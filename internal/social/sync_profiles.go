@@ -29,7 +29,17 @@ func (s *Syncer) SyncProfiles(ctx context.Context) (Stats, error) {
 		return st, err
 	}
 	st.Repairs = rs.Accounts + rs.Posts
-	err = s.eachAccount(ctx, profilePicked, &st, s.profileOne)
+	if err := s.countUnfinished(ctx, Accounts, profilePicked, "id", &st); err != nil {
+		return st, err
+	}
+	err = s.eachAccount(ctx, profilePicked, &st, func(ctx context.Context, a *accountRow, st *Stats) (stop bool, err error) {
+		_, err = Accounts.Attempt(ctx, s.Pool, a.ID, a.Status, s.RunID, func() error {
+			var perr error
+			stop, perr = s.profileOne(ctx, a, st)
+			return perr
+		})
+		return stop, err
+	})
 	return st, err
 }
 
@@ -153,7 +163,7 @@ func (s *Syncer) profileOne(ctx context.Context, a *accountRow, st *Stats) (bool
 			return false, fmt.Errorf("look up ig user id: %w", err)
 		}
 	}
-	newCycle := a.Status != SyncRetry
+	newCycle := a.Status != SyncRetry || !a.cycleUnfinished()
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		rawID, at, err := insertRaw(ctx, tx, rawPage{AccountID: a.ID, Endpoint: profileRequest(c, a).Endpoint,
 			Request: profileRequest(c, a).String(), Items: 1, RunID: s.RunID, Body: resp.Body})

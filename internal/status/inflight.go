@@ -46,6 +46,26 @@ WHERE id = ANY($1) AND status = ANY($2) RETURNING id`, m.table()), ids, statusNa
 	return started, nil
 }
 
+// Attempt runs fn as one attempt at record id, picked in status in, its start committed before
+// fn runs; it reports false, without running fn, when the record has left in since. An attempt
+// that fn's outcome left open is ended unrecorded when fn returns nil (the record was left for
+// later) or the run stops (ctx ended): neither is the record's fault. When fn fails otherwise
+// the attempt stays open, and the next run counts it (FailUnfinished), as it does when the
+// process dies during fn.
+func (m *Machine) Attempt(ctx context.Context, db DB, id int64, in Status, runID int64, fn func() error) (bool, error) {
+	started, err := m.StartAttempt(ctx, db, id, in, runID)
+	if err != nil || !started {
+		return false, err
+	}
+	err = fn()
+	if err == nil || ctx.Err() != nil {
+		if aerr := m.AbandonAttempts(ctx, db, []int64{id}); aerr != nil && err == nil {
+			err = aerr
+		}
+	}
+	return true, err
+}
+
 // EndAttempt clears an attempt that ends without a move (the run is stopping, or the record is
 // left for later): it is not held against the record.
 func (m *Machine) EndAttempt(ctx context.Context, db DB, id int64) error {
@@ -82,6 +102,9 @@ type UnfinishedParams struct {
 	Statuses []Status
 	// ScopeValue limits the records to one value of Machine.Scope (required when it has one).
 	ScopeValue string
+	// Shard, when set, limits the records to the run's shard: another shard's attempts may be
+	// in flight in a run of their own.
+	Shard *Shard
 	// Now is when the run starts (zero: time.Now()); Policy, when it has Delays, replaces the
 	// machine's schedule (see Failure).
 	Now    time.Time
@@ -127,6 +150,13 @@ func (m *Machine) FailUnfinished(ctx context.Context, db DB, p UnfinishedParams,
 	if m.Scope != "" {
 		sel.where += fmt.Sprintf(" AND %s = $%%d", pgx.Identifier{m.Scope}.Sanitize())
 		sel.args = append(sel.args, p.ScopeValue)
+	}
+	if p.Shard != nil {
+		if err := p.Shard.Validate(); err != nil {
+			return nil, fmt.Errorf("count the unfinished attempts at %s: %w", m.Name, err)
+		}
+		sel.where += fmt.Sprintf(" AND %s %%%% $%%d = $%%d", pgx.Identifier{p.Shard.Column}.Sanitize())
+		sel.args = append(sel.args, p.Shard.Count, p.Shard.Index)
 	}
 	out, err := m.fail(ctx, db, sel, f, c)
 	if err != nil {

@@ -268,6 +268,15 @@ func TestFailUnfinishedKeepsToItsScope(t *testing.T) {
 	if got := b.text(t, `SELECT string_agg(id || status, ',' ORDER BY id) FROM coded`); got != "1failed,2pending,3pending" {
 		t.Errorf("records: %s", got)
 	}
+	// A shard counts its own records only.
+	if _, err := b.pool.Exec(b.ctx, `INSERT INTO coded (id, parent, attempt_started_at) VALUES (4, 'a', now()), (5, 'a', now())`); err != nil {
+		t.Fatal(err)
+	}
+	got, err = scoped.FailUnfinished(b.ctx, b.pool, status.UnfinishedParams{Statuses: []status.Status{pending}, ScopeValue: "a",
+		Shard: &status.Shard{Column: "id", Count: 2, Index: 0}}, status.Change{Actor: "t"})
+	if err != nil || len(got) != 1 || got[0].ID != 4 {
+		t.Errorf("shard 0 of 2: %+v, %v; want record 4 alone", got, err)
+	}
 }
 
 func (b *testBundle) statusOf(t *testing.T, id int64) status.Status {
