@@ -37,6 +37,10 @@ type Case struct {
 	// Env is more of the child's environment, in every run of both worlds
 	// ("BITRIX_DELETIONS=propagate").
 	Env []string
+	// TargetLatency holds every answer of both worlds' targets back (targetfake.Options.Latency):
+	// for an entity whose set is one or two calls, so that a kill aimed early in the set lands
+	// in it however fast the machine is at that moment, not after it.
+	TargetLatency time.Duration
 	// Change, when set, changes the portal (records deleted, say) after both worlds migrated it
 	// once without interruption; the runs compared, uninterrupted and killed, come after it, so
 	// that the kills land in the work the change makes (a deletion pass and its propagation).
@@ -93,7 +97,7 @@ func (h *Harness) Conformance(t *testing.T, c Case) {
 	entity := []string{c.Entity}
 	rng := rand.New(rand.NewPCG(c.Portal.Seed, 19))
 
-	ref, crashed := newWorld(t, c.Env), newWorld(t, c.Env)
+	ref, crashed := newWorld(t, c), newWorld(t, c)
 	first := append(slices.Clone(p.before), c.Entity) // what the uninterrupted run migrates
 	if c.Change != nil {
 		// Both worlds hold the portal as it was; the compared runs migrate the change.

@@ -3,6 +3,7 @@ package bitrixtest_test
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
 	"github.com/ingest-dev/ingest/internal/bitrix/bitrixtest"
@@ -18,17 +19,20 @@ var cases = map[string]bitrixtest.Case{
 	// 2,450) and walks them and the open one after the last ID at once, so kills land between
 	// ranges stored and ranges on their way; each rerun resumes every range where it stopped.
 	bitrix.Users:  {Portal: bitrixfake.Options{Users: 2_600, Seed: 54}, GetKills: 4},
-	bitrix.Groups: {Portal: bitrixfake.Options{Users: 40, Groups: 16, Seed: 51}},
+	bitrix.Groups: {Portal: bitrixfake.Options{Users: 40, Groups: 16, Seed: 51, Latency: 50 * time.Millisecond}, TargetLatency: 150 * time.Millisecond},
 	bitrix.Chats: {Portal: bitrixfake.Options{Users: 40, Groups: 4, Chats: 24, OpenLines: 1, MessagesPerChat: 25, Seed: 55},
 		// The Open Channel conversation's guest is no portal user: the chat and its messages
 		// cannot be migrated, and verify says so until a person acknowledges it (README).
 		Problems: []string{"target holds 25 chats, expected 26", "1 readable chats are not IMPORT_OK",
 			"target holds 625 chat messages, 650 were read", "25 chat messages are not IMPORT_OK",
 			"1 of 132 chat participants have no target id"}},
-	bitrix.Feed:          {Portal: bitrixfake.Options{Users: 30, Groups: 4, Posts: 60, PostComments: 3, Seed: 52}},
-	bitrix.Tasks:         {Portal: bitrixfake.Options{Users: 30, Groups: 4, Tasks: 120, TaskComments: 3, Seed: 56}},
-	bitrix.CRMTypes:      {Portal: bitrixfake.Options{Users: 20, SmartItems: 10, Seed: 57}},
-	bitrix.CRMCategories: {Portal: bitrixfake.Options{Users: 20, Deals: 30, SmartItems: 10, Seed: 58}},
+	bitrix.Feed:  {Portal: bitrixfake.Options{Users: 30, Groups: 4, Posts: 60, PostComments: 3, Seed: 52}},
+	bitrix.Tasks: {Portal: bitrixfake.Options{Users: 30, Groups: 4, Tasks: 120, TaskComments: 3, Seed: 56}},
+	// Two smart process types and a handful of funnels (and the 16 groups above): their gets and
+	// sets are a few calls, held back (portal and target latency) so that a kill aimed at them
+	// lands in them (a set of 2 records once ended before its kill on a loaded machine).
+	bitrix.CRMTypes:      {Portal: bitrixfake.Options{Users: 20, SmartItems: 10, Seed: 57, Latency: 50 * time.Millisecond}, TargetLatency: 150 * time.Millisecond},
+	bitrix.CRMCategories: {Portal: bitrixfake.Options{Users: 20, Deals: 30, SmartItems: 10, Seed: 58, Latency: 50 * time.Millisecond}, TargetLatency: 150 * time.Millisecond},
 	bitrix.Companies:     {Portal: bitrixfake.Options{Users: 20, Companies: 100, Seed: 53}},
 	bitrix.Contacts:      {Portal: bitrixfake.Options{Users: 20, Companies: 20, Contacts: 100, Seed: 59}},
 	bitrix.Deals:         {Portal: bitrixfake.Options{Users: 20, Companies: 20, Contacts: 20, Deals: 200, Seed: 60}},

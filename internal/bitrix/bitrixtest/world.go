@@ -23,9 +23,9 @@ type world struct {
 	env    []string // more of the child's environment (Case.Env)
 }
 
-func newWorld(t *testing.T, env []string) *world {
+func newWorld(t *testing.T, c Case) *world {
 	t.Helper()
-	w := &world{dbURL: dbtest.URL(t), target: targetfake.New(targetfake.Options{StableIDs: true}), env: env}
+	w := &world{dbURL: dbtest.URL(t), target: targetfake.New(targetfake.Options{StableIDs: true, Latency: c.TargetLatency}), env: c.Env}
 	srv := httptest.NewServer(w.target)
 	t.Cleanup(srv.Close)
 	u, err := url.Parse(srv.URL + "/api/")
