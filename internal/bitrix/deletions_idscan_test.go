@@ -1,6 +1,7 @@
 package bitrix_test
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -102,4 +103,33 @@ ORDER BY split_part(source_id, ':', 2)::int OFFSET 49 LIMIT 1`)
 		t.Error("the items the pass missed were not reported as still on the portal")
 	}
 	v.phases(e, bitrix.Smart, "set", "verify")
+}
+
+// TestIgnoredIDFilterDeletesNothing has a portal whose crm.item.list leaves the @id filter out
+// (lists as if it were not there) while a page of the deals' range is answered empty: the
+// confirmation's answers hold deals it did not ask for, which proves nothing about the ones it
+// did, so the get fails naming that (ErrFilterIgnored) and no deal is concluded deleted.
+func TestIgnoredIDFilterDeletesNothing(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, crmOptions(49))
+	e := v.engine()
+	e.AllowMassDelete = true
+	for _, ent := range []string{bitrix.Users, bitrix.CRMTypes, bitrix.CRMCategories, bitrix.Companies, bitrix.Contacts, bitrix.Deals} {
+		v.phases(e, ent, "get", "set", "verify")
+	}
+	ids := v.portal.PortalIDs(bitrixfake.DeleteDeals)
+	v.portal.EmptyPageAfter("crm.item.list", ids[49])
+	v.portal.IgnoreFilterKey("crm.item.list", "@id")
+	faults := v.portal.Stats().Faults
+
+	_, err := e.Get(v.ctx, bitrix.Deals)
+	if !errors.Is(err, engine.ErrFilterIgnored) {
+		t.Fatalf("get whose confirmation the portal answered without its id filter: %v, want ErrFilterIgnored", err)
+	}
+	if v.portal.Stats().Faults < faults+2 {
+		t.Fatal("the portal neither answered a page empty nor left a filter out: the test proves nothing")
+	}
+	if n := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'deals' AND status = 'DELETED_AT_SOURCE'`); n != 0 {
+		t.Fatalf("%d deals concluded deleted from answers that ignored the filter", n)
+	}
 }

@@ -188,7 +188,8 @@ type Portal struct {
 	bucket         leakyBucket
 	windows        map[string]*operatingWindow
 	faults         map[string][]Fault
-	emptyPages     map[string][]int // method: the >ID of listings to answer empty (faults_empty.go)
+	emptyPages     map[string][]int    // method: the >ID of listings to answer empty (faults_empty.go)
+	ignoredKeys    map[string][]string // method: filter keys it leaves out (faults_filter.go)
 	im             imState
 	tasks          taskState
 	feed           feedState
@@ -261,6 +262,7 @@ func New(opts Options) *Portal {
 		windows:        map[string]*operatingWindow{},
 		faults:         map[string][]Fault{},
 		emptyPages:     map[string][]int{},
+		ignoredKeys:    map[string][]string{},
 		stats:          Stats{Calls: map[string]int{}},
 	}
 	p.users = slices.Clone(p.allUsers)
@@ -464,7 +466,7 @@ func (p *Portal) execute(method string, params map[string]any, now time.Time) an
 		p.stats.OperationLimit++
 		return fail(http.StatusTooManyRequests, "OPERATION_TIME_LIMIT", "Method is blocked due to operation time limit.")
 	}
-	a := h(p.emptied(method, params))
+	a := h(p.unfiltered(method, p.emptied(method, params)))
 	p.stats.Calls[method]++
 	if d, ok := p.opts.MethodLatency[method]; ok {
 		p.held += d
