@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
@@ -55,42 +53,15 @@ func (s *IDScan) ConfirmGone(ctx context.Context, env Env, ent *Entity, ids []st
 }
 
 // askByIDs are the commands that read the records with the given ids (the rows' own, without
-// IDPrefix) with the scan's method, its parameters (over's keys replacing theirs) and its filter
-// with the ID in a list, 50 ids to a command (or, for a method without a documented list
-// operator, the ID equal to one id a command), without counting. Each ask's ids are its own copy.
+// IDPrefix): rest.Scan.ByIDs, each ask with its own key.
 func (s *IDScan) askByIDs(ids []string, over map[string]any) ([]presenceAsk, error) {
-	filterParam := s.Scan.FilterParam
-	if filterParam == "" {
-		filterParam = "filter"
+	queries, err := s.Scan.ByIDs(ids, over)
+	if err != nil {
+		return nil, err
 	}
-	var asks []presenceAsk
-	perAsk := rest.PageSize
-	if s.Scan.IDListOp == "" {
-		perAsk = 1
-	}
-	for chunk := range slices.Chunk(ids, perAsk) {
-		params := maps.Clone(s.Scan.Params)
-		if params == nil {
-			params = map[string]any{}
-		}
-		maps.Copy(params, over)
-		filter := map[string]any{}
-		if f, ok := params[filterParam]; ok {
-			fm, ok := f.(map[string]any)
-			if !ok {
-				return nil, fmt.Errorf("%s: %s must be a map[string]any, not %T", s.Scan.Method, filterParam, f)
-			}
-			maps.Copy(filter, fm)
-		}
-		if s.Scan.IDListOp == "" {
-			filter[s.Scan.IDFilterField()] = chunk[0]
-		} else {
-			filter[s.Scan.IDListOp+s.Scan.IDFilterField()] = slices.Clone(chunk)
-		}
-		params[filterParam] = filter
-		params["start"] = -1 // no count: the answer is at most one page
-		cmd := rest.Command{Key: fmt.Sprintf("p%d", len(asks)), Method: s.Scan.Method, Params: params}
-		asks = append(asks, presenceAsk{cmd: cmd, ids: slices.Clone(chunk)})
+	asks := make([]presenceAsk, len(queries))
+	for i, q := range queries {
+		asks[i] = presenceAsk{cmd: rest.Command{Key: fmt.Sprintf("p%d", i), Method: s.Scan.Method, Params: q.Params}, ids: q.IDs}
 	}
 	return asks, nil
 }

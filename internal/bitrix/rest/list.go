@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -119,9 +120,24 @@ func (s Scan) order() map[string]any {
 // up to and including the ID upTo unless it is "". after and upTo are
 // string IDs or $result references.
 func (s Scan) params(after, upTo string, start int) (map[string]any, error) {
-	p := make(map[string]any, len(s.Params)+3)
+	cond := map[string]any{">" + s.filterField(): after}
+	if upTo != "" {
+		cond["<="+s.filterField()] = upTo
+	}
+	p, err := s.withFilter(s.order(), cond)
+	if err != nil {
+		return nil, err
+	}
+	p["start"] = start
+	return p, nil
+}
+
+// withFilter returns the scan's parameters with over's keys replacing theirs and cond's
+// conditions added to the scan's own filter.
+func (s Scan) withFilter(over, cond map[string]any) (map[string]any, error) {
+	p := make(map[string]any, len(s.Params)+len(over)+2)
 	maps.Copy(p, s.Params)
-	maps.Copy(p, s.order())
+	maps.Copy(p, over)
 	filterParam := orDefault(s.FilterParam, "filter")
 	filter := map[string]any{}
 	if f, ok := p[filterParam]; ok {
@@ -131,13 +147,40 @@ func (s Scan) params(after, upTo string, start int) (map[string]any, error) {
 		}
 		maps.Copy(filter, fm)
 	}
-	filter[">"+s.filterField()] = after
-	if upTo != "" {
-		filter["<="+s.filterField()] = upTo
-	}
+	maps.Copy(filter, cond)
 	p[filterParam] = filter
-	p["start"] = start
 	return p, nil
+}
+
+// IDQuery is one command's share of a listing by ids: the ids it asks for and its parameters.
+type IDQuery struct {
+	IDs    []string
+	Params map[string]any
+}
+
+// ByIDs returns the commands that list the rows with the given ids with the scan's method, its
+// parameters (over's keys replacing theirs) and its filter: the ID in a list, 50 ids a command,
+// where the method documents a list operator (IDListOp), else the ID equal to one id a command.
+// None counts (start -1): an answer is at most one page.
+func (s Scan) ByIDs(ids []string, over map[string]any) ([]IDQuery, error) {
+	perQuery := PageSize
+	if s.IDListOp == "" {
+		perQuery = 1
+	}
+	var out []IDQuery
+	for chunk := range slices.Chunk(ids, perQuery) {
+		cond := map[string]any{s.filterField(): chunk[0]}
+		if s.IDListOp != "" {
+			cond = map[string]any{s.IDListOp + s.filterField(): slices.Clone(chunk)}
+		}
+		p, err := s.withFilter(over, cond)
+		if err != nil {
+			return nil, err
+		}
+		p["start"] = -1
+		out = append(out, IDQuery{IDs: slices.Clone(chunk), Params: p})
+	}
+	return out, nil
 }
 
 // ListByID walks a list method by ID from the cursor after ("" or "0" for
