@@ -18,6 +18,7 @@ import (
 	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/importapi"
+	"github.com/ingest-dev/ingest/internal/memlimit"
 	"github.com/ingest-dev/ingest/internal/redact"
 	"github.com/ingest-dev/ingest/internal/run"
 	"github.com/ingest-dev/ingest/internal/status"
@@ -220,7 +221,7 @@ func (c *bitrixCmd) check(phase string, redact func(string)) error {
 func (app *app) bitrixEngine(c *bitrixCmd, r *run.Run) (*engine.Engine, error) {
 	e := &engine.Engine{Registry: bitrix.Catalog(bitrix.ChatRescan(c.Chats.ChatRescan)), Pool: app.pool, Log: r.Log, Metrics: r.Metrics,
 		Actor: r.Actor(), RunID: r.ID, TestLimit: c.TestLimit, Concurrency: c.Concurrency,
-		AllowMassDelete: c.AllowMassDelete}
+		AllowMassDelete: c.AllowMassDelete, MemoryLimit: memlimit.Process()}
 	e.Deletions, _ = engine.ParseDeletions(c.Deletions) // checked before the run
 	rt, _ := rest.ParseRate(c.Rate)                     // checked before the run
 	if c.WebhookURL != "" {

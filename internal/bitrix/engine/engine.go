@@ -74,6 +74,10 @@ type Engine struct {
 	// page of records go up to Concurrency at once beside the listing. Every request to
 	// the portal still waits for the shared rate limiter; concurrency only overlaps answer times.
 	Concurrency int
+	// MemoryLimit is the memory the process may use, in bytes (GOMEMLIMIT or the container's
+	// limit: cmd/ingest); 0 means 512 MiB, the limit of the pods in deploy/. A get keeps no
+	// more answers in flight than half of it holds (memory.go).
+	MemoryLimit int64
 	// Deletions is what set does with the records the portal deleted (BITRIX_DELETIONS): keep
 	// them on the target (the zero value) or propagate the deletion (deletions.go).
 	Deletions Deletions

@@ -51,6 +51,11 @@ type rangeWalk struct {
 	ranges []*idRange // ordered by lo
 	stored int64      // rows stored by this get (clipped to test_limit)
 	limit  bool       // test_limit reached
+	// size is the rows' mean size so far, held what the requests in flight hold until stored
+	// (memory.go).
+	size     rowSize
+	held     float64
+	heldBack bool // logged once
 }
 
 // newRanges plans a new pass from the listing's bounds: the IDs after the first page up to the
@@ -121,16 +126,19 @@ func (w *rangeWalk) pagesFor(r *idRange) int {
 	return min(max(n, 1), rest.MaxBatch)
 }
 
-// rangeJob is one request: segments of some ranges.
+// rangeJob is one request: segments of some ranges, and the memory its answer is expected to
+// hold until stored.
 type rangeJob struct {
 	rs   []*idRange
 	segs []rest.Segment
+	held float64
 }
 
 // take picks the next request: segments of free ranges, in ID order, as many as fit in one
 // batch, marking them busy. A range expected to hold more than two batches is split first, so idle
-// requests find work. It has none while every open range is busy, or when the pass is read (or
-// test_limit reached).
+// requests find work. It has none while every open range is busy, while the answers in flight
+// leave no room in the memory budget for one more, or when the pass is read (or test_limit
+// reached).
 func (w *rangeWalk) take(ctx context.Context) (rangeJob, bool, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -158,7 +166,21 @@ func (w *rangeWalk) take(ctx context.Context) (rangeJob, bool, error) {
 		job.rs = append(job.rs, r)
 		job.segs = append(job.segs, rest.Segment{After: r.cursor, UpTo: r.hi, Pages: n})
 	}
-	return job, len(job.rs) > 0, nil
+	job.held = w.size.held(rest.MaxBatch - budget)
+	limit := w.g.Env.e.memoryBudget()
+	if len(job.rs) == 0 || !fits(w.held, job.held, limit) {
+		for _, r := range job.rs {
+			r.busy = false
+		}
+		if len(job.rs) > 0 && !w.heldBack {
+			w.heldBack = true
+			w.g.Env.e.Log.Info("memory limit holds requests back: the answers in flight would not fit", "entity", w.g.Ent.Name,
+				"held_mb", int(w.held)>>20, "budget_mb", int(limit)>>20, "row_bytes", int(w.size.bytes/w.size.rows))
+		}
+		return rangeJob{}, false, nil
+	}
+	w.held += job.held
+	return job, true, nil
 }
 
 // split halves every free range expected to hold more than two batches of rows, recording the
@@ -190,6 +212,7 @@ func (w *rangeWalk) release(job rangeJob) {
 	for _, r := range job.rs {
 		r.busy = false
 	}
+	w.held -= job.held
 }
 
 // oneRound is how many requests a range walk may have in flight while the portal's bucket has
@@ -329,6 +352,11 @@ func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Pag
 		m.r.cursor, m.r.done = m.cursor, m.done || limited
 		w.g.Stats.Pages += len(m.pages)
 		w.stored += int64(m.rows)
+	}
+	for _, ps := range pages {
+		for _, p := range ps {
+			w.size.add(p.Rows)
+		}
 	}
 	for name, c := range st.Counts {
 		w.g.Stats.Add(name, c.Rows, Saved{c.Inserted, c.Changed, c.Unchanged})

@@ -125,6 +125,9 @@ func (s *IDScan) begin(ctx context.Context, w *rangeWalk) (inv Inventory, first 
 		w.density, w.total = densityOf(w.ranges, inv.SourceTotal), inv.SourceTotal
 		e.Log.Info("resuming an interrupted get where each ID range stopped", "entity", ent.Name, "pass", inv.Pass,
 			"ranges_open", countOpen(w.ranges), "rows_so_far", inv.PassRows)
+		if w.size, err = e.store().storedRowSize(ctx, ent.Name); err != nil {
+			return inv, nil, err
+		}
 		w.zone, err = e.sourceZone(ctx, ent.Name, s.Scan)
 		return inv, nil, err
 	}
