@@ -75,3 +75,33 @@ AND status IN ('DELETED_AT_SOURCE', 'DELETED_ON_TARGET') ORDER BY source_id`, en
 		t.Errorf("%s in a deleted status: %v; want exactly those deleted on the portal: %v", entity, got, want)
 	}
 }
+
+// TestKilledConfirmationConverges deletes 3 of 120 deals on the portal and has it answer a page of
+// the deals' ID range empty in every pass, so that each pass misses the 70 deals after it besides
+// the deleted ones: more than 10%, so a sample of 50 is asked for by id, then every unseen deal.
+// Kills land inside those asks (ConfirmKills): a get killed there concludes nothing, and the next
+// pass, which reads the missed deals again, concludes it. Then get and set are killed at random as
+// in every case: the killed runs must end as the uninterrupted one did, the 3 deals removed from
+// the target once, no deal the portal still has marked deleted.
+func TestKilledConfirmationConverges(t *testing.T) {
+	t.Parallel()
+	var emptyAfter int
+	var deleted []string
+	bitrixtest.Conformance(t, bitrixtest.Case{Entity: bitrix.Deals, Env: []string{"BITRIX_DELETIONS=propagate"},
+		Portal:       bitrixfake.Options{Users: 20, Companies: 10, Contacts: 10, Deals: 120, Seed: 66},
+		ConfirmKills: 4,
+		Change: func(p *bitrixfake.Portal) {
+			ids := p.PortalIDs(bitrixfake.DeleteDeals)
+			for _, i := range []int{3, 60, 100} {
+				if err := p.Delete(bitrixfake.DeleteDeals, ids[i]); err != nil {
+					t.Fatal(err)
+				}
+				deleted = append(deleted, strconv.Itoa(ids[i]))
+			}
+			emptyAfter = p.PortalIDs(bitrixfake.DeleteDeals)[49] // the last of the first page
+		},
+		EachRun: func(p *bitrixfake.Portal) { p.EmptyPageAfter("crm.item.list", emptyAfter) },
+		Check: func(t *testing.T, query func(q string, args ...any) []string) {
+			requireDeleted(t, query, bitrix.Deals, deleted)
+		}})
+}
