@@ -78,7 +78,9 @@ func (k *confirmKiller) count() int {
 }
 
 // killConfirming runs the entity's command in w c.ConfirmKills times, killing the child each time
-// at a random one of the listings by id the uninterrupted run made (asks of them), and requires
+// at one of the listings by id the uninterrupted run made (asks of them): from a random one on,
+// each next in turn, so that every one is cut when there are as many kills (the first ask of a
+// get may be the sample of a mass deletion, the others its confirmation), and requires
 // each killed get to have completed its pass and concluded no deletion.
 func (h *Harness) killConfirming(t *testing.T, c Case, w *world, k *confirmKiller, asks int, start func() *crashtest.Child,
 	rng *rand.Rand) {
@@ -88,9 +90,10 @@ func (h *Harness) killConfirming(t *testing.T, c Case, w *world, k *confirmKille
 			"while it confirms deletions", c.Entity)
 	}
 	var ats []int
+	first := rng.IntN(asks)
 	for i := range c.ConfirmKills {
 		child := start()
-		at := 1 + rng.IntN(asks)
+		at := 1 + (first+i)%asks
 		ats = append(ats, at)
 		k.arm(child.Pid(), at)
 		code := child.Wait(t)
