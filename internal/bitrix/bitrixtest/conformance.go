@@ -41,6 +41,10 @@ type Case struct {
 	// for an entity whose set is one or two calls, so that a kill aimed early in the set lands
 	// in it however fast the machine is at that moment, not after it.
 	TargetLatency time.Duration
+	// TargetMethodLatency holds back the answers of the target's methods it names instead
+	// (targetfake.Options.MethodLatency): for a set that is one call, a delete after a deletion,
+	// without slowing every call of the prerequisites' runs.
+	TargetMethodLatency map[string]time.Duration
 	// Change, when set, changes the portal (records deleted, say) after both worlds migrated it
 	// once without interruption; the runs compared, uninterrupted and killed, come after it, so
 	// that the kills land in the work the change makes (a deletion pass and its propagation).

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
 	"github.com/ingest-dev/ingest/internal/bitrix/bitrixtest"
@@ -42,6 +43,7 @@ func TestKilledDeletionsConverge(t *testing.T) {
 			t.Parallel()
 			var deleted []string
 			h.Conformance(t, bitrixtest.Case{Entity: c.entity, Portal: c.opts, Env: []string{"BITRIX_DELETIONS=propagate"},
+				TargetMethodLatency: deleteHeld(c.entity),
 				Change: func(p *bitrixfake.Portal) {
 					ids := p.PortalIDs(c.portalEntity)
 					for _, i := range c.at {
@@ -92,8 +94,9 @@ func confirmationCase(t *testing.T) bitrixtest.Case {
 	var emptyAfter int
 	var deleted []string
 	return bitrixtest.Case{Entity: bitrix.Deals, Env: []string{"BITRIX_DELETIONS=propagate"},
-		Portal:       bitrixfake.Options{Users: 20, Companies: 10, Contacts: 10, Deals: 120, Seed: 66},
-		ConfirmKills: 4,
+		Portal:              bitrixfake.Options{Users: 20, Companies: 10, Contacts: 10, Deals: 120, Seed: 66},
+		ConfirmKills:        4,
+		TargetMethodLatency: deleteHeld(bitrix.Deals),
 		Change: func(p *bitrixfake.Portal) {
 			ids := p.PortalIDs(bitrixfake.DeleteDeals)
 			for _, i := range []int{3, 60, 100} {
@@ -108,4 +111,11 @@ func confirmationCase(t *testing.T) bitrixtest.Case {
 		Check: func(t *testing.T, query func(q string, args ...any) []string) {
 			requireDeleted(t, query, bitrix.Deals, deleted)
 		}}
+}
+
+// deleteHeld holds the target's delete of the entity back 100 ms: where the set after the deletions
+// is that one call (the deals have no children to delete), a kill aimed at it lands in it, while
+// the delete is applied and its answer not yet given, so that the rerun deletes again.
+func deleteHeld(entity string) map[string]time.Duration {
+	return map[string]time.Duration{"import." + entity + ".delete": 100 * time.Millisecond}
 }
