@@ -41,10 +41,23 @@ type Case struct {
 	// for an entity whose set is one or two calls, so that a kill aimed early in the set lands
 	// in it however fast the machine is at that moment, not after it.
 	TargetLatency time.Duration
+	// TargetMethodLatency holds back the answers of the target's methods it names instead
+	// (targetfake.Options.MethodLatency): for a set that is one call, a delete after a deletion,
+	// without slowing every call of the prerequisites' runs.
+	TargetMethodLatency map[string]time.Duration
 	// Change, when set, changes the portal (records deleted, say) after both worlds migrated it
 	// once without interruption; the runs compared, uninterrupted and killed, come after it, so
 	// that the kills land in the work the change makes (a deletion pass and its propagation).
 	Change func(p *bitrixfake.Portal)
+	// ConfirmKills, with a Change that deletes records of an entity whose lister confirms its
+	// unseen records by id (engine.Confirmer), kills the child that many times inside those asks
+	// first, at a listing by id the portal received and has not answered: each killed get must have
+	// completed its pass and concluded nothing. The get and set kills follow.
+	ConfirmKills int
+	// EachRun, when set, is called before every run of the entity's command that is compared (the
+	// uninterrupted one, each killed one and the reruns, in both worlds): to arm a fault of the
+	// portal for each pass, such as a page answered empty (bitrixfake.Portal.EmptyPageAfter).
+	EachRun func(p *bitrixfake.Portal)
 	// Check, when set, checks the killed world's database once it ended equal to the
 	// uninterrupted one; query returns a query's rows as text, one string a row.
 	Check func(t *testing.T, query func(q string, args ...any) []string)
@@ -90,12 +103,22 @@ func (h *Harness) Conformance(t *testing.T, c Case) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	portal := bitrixfake.New(c.Portal)
+	killer := &confirmKiller{next: c.Portal.Observe}
+	opts := c.Portal
+	opts.Observe = killer.observe
+	portal := bitrixfake.New(opts)
 	psrv := httptest.NewServer(portal)
 	t.Cleanup(psrv.Close)
 	webhook := psrv.URL + portal.WebhookPath()
 	entity := []string{c.Entity}
 	rng := rand.New(rand.NewPCG(c.Portal.Seed, 19))
+	// compared starts a compared run of the entity's command (the phases given; all when none).
+	compared := func(w *world, phases []string) *crashtest.Child {
+		if c.EachRun != nil {
+			c.EachRun(portal)
+		}
+		return w.start(t, h.bin, webhook, entity, phases)
+	}
 
 	ref, crashed := newWorld(t, c), newWorld(t, c)
 	first := append(slices.Clone(p.before), c.Entity) // what the uninterrupted run migrates
@@ -111,15 +134,23 @@ func (h *Harness) Conformance(t *testing.T, c Case) {
 	}
 
 	// The uninterrupted run the killed one must end up equal to.
+	killer.count()
+	if c.EachRun != nil {
+		c.EachRun(portal)
+	}
 	took := ref.start(t, h.bin, webhook, first, nil).TimedPhases(t)
+	asks := killer.count()
 
 	if len(p.before) > 0 && c.Change == nil {
 		if last, _ := crashed.start(t, h.bin, webhook, p.before, nil).Run(t, "", 0, rng); last != "done" {
 			t.Fatalf("the run of %v ended after %q", p.before, last)
 		}
 	}
-	killedIn := h.kill(t, c, crashed, webhook, took, rng)
-	if last, _ := crashed.start(t, h.bin, webhook, entity, nil).Run(t, "", 0, rng); last != "done" {
+	if c.ConfirmKills > 0 {
+		h.killConfirming(t, c, crashed, killer, asks, func() *crashtest.Child { return compared(crashed, nil) }, rng)
+	}
+	killedIn := h.kill(t, c, func() *crashtest.Child { return compared(crashed, nil) }, took, rng)
+	if last, _ := compared(crashed, nil).Run(t, "", 0, rng); last != "done" {
 		t.Fatalf("final run ended after %q", last)
 	}
 	t.Logf("%s: uninterrupted get %v, set %v; kills by phase: %v", c.Entity, took[c.Entity+" get"].Round(time.Millisecond),
@@ -134,7 +165,7 @@ func (h *Harness) Conformance(t *testing.T, c Case) {
 
 	// Everything is on the target: one more set has nothing to send.
 	before := crashed.target.Stats().Items
-	if last, _ := crashed.start(t, h.bin, webhook, entity, []string{"set"}).Run(t, "", 0, rng); last != "done" {
+	if last, _ := compared(crashed, []string{"set"}).Run(t, "", 0, rng); last != "done" {
 		t.Fatalf("set rerun ended after %q", last)
 	}
 	if sent := crashed.target.Stats().Items - before; sent != 0 {
@@ -142,9 +173,10 @@ func (h *Harness) Conformance(t *testing.T, c Case) {
 	}
 }
 
-// kill runs the entity's command in the world until the child has been killed the case's
-// number of times in get and in set, and returns where the kills landed by phase.
-func (h *Harness) kill(t *testing.T, c Case, w *world, webhook string, took map[string]time.Duration, rng *rand.Rand) map[string]int {
+// kill runs the entity's command (start starts a run in the killed world) until the child has
+// been killed the case's number of times in get and in set, and returns where the kills landed by
+// phase.
+func (h *Harness) kill(t *testing.T, c Case, start func() *crashtest.Child, took map[string]time.Duration, rng *rand.Rand) map[string]int {
 	t.Helper()
 	get, set := c.Entity+" get", c.Entity+" set"
 	// Each kill aims at a random moment early in its phase (a small part of the phase's
@@ -169,7 +201,7 @@ func (h *Harness) kill(t *testing.T, c Case, w *world, webhook string, took map[
 			t.Fatalf("after %d runs only %d of %d kills landed where aimed: %v", runs, kills, len(aims), killedIn)
 		}
 		aim := aims[kills]
-		last, killed := w.start(t, h.bin, webhook, []string{c.Entity}, nil).Run(t, aim, window[aim], rng)
+		last, killed := start().Run(t, aim, window[aim], rng)
 		if killed {
 			killedIn[last]++
 		}

@@ -5,10 +5,12 @@
 // It migrates the entity twice from the same portal: once without interruption into a fresh
 // database and target, and once killing the migration (a child process, testdata/crashchild)
 // with SIGKILL at random moments of its get and set, rerunning it each time, as cron would
-// after a node died. Then it requires that verify ends green (or with exactly the problems the
-// Case expects), that the target holds every record once and nothing else, that one more set
-// sends nothing, and that both worlds end equal: statuses, id maps, inventories and the target's
-// records byte for byte, children included.
+// after a node died (and, for a case with ConfirmKills, inside the get's asks by id of the records
+// its pass did not see, before it concludes them deleted). Then it requires that verify ends green
+// (or with exactly the problems the Case expects), that the target holds every record once and
+// nothing else, that it created and removed as many records as the uninterrupted run's target,
+// that one more set sends nothing, and that both worlds end equal: statuses, id maps, inventories
+// and the target's records byte for byte, children included.
 //
 // The fakes and databases live in the test and outlive the kills. The target gives ids by key
 // (targetfake.Options.StableIDs), so the two targets compare byte for byte although the runs

@@ -46,7 +46,8 @@ WHERE entity = $1 AND verify_report IS NOT NULL`, c.Entity)
 	}
 }
 
-// checkTarget requires, for every member of the family, that the killed run's target holds
+// checkTarget requires the killed runs' target to have created and removed as many records as the
+// uninterrupted run's, and, for every member of the family, that the killed run's target holds
 // exactly the records its id map names (each source record once, under its idempotency key,
 // with the id the map keeps, and nothing else), no record twice under keys that differ only in
 // form, and the uninterrupted run's records byte for byte: payloads and checksums, references
@@ -55,6 +56,13 @@ func checkTarget(t *testing.T, c Case, p plan, ref, crashed *world) {
 	t.Helper()
 	if n := crashed.target.Stats().Duplicates; n != 0 {
 		t.Errorf("%d duplicates on the target", n)
+	}
+	// However often the killed runs sent a record or its deletion, the target created it once and
+	// removed it (with what it owns) once: a resent item is unchanged, a repeated delete not_found.
+	// A record created twice was deleted between, and one removed twice was created again.
+	if r, k := ref.target.Stats(), crashed.target.Stats(); k.Created != r.Created || k.Deleted+k.Cascaded != r.Deleted+r.Cascaded {
+		t.Errorf("the killed runs' target created %d records and removed %d (%d by key); the uninterrupted run's %d and %d (%d by key)",
+			k.Created, k.Deleted+k.Cascaded, k.Deleted, r.Created, r.Deleted+r.Cascaded, r.Deleted)
 	}
 	counts := map[string]int{}
 	for _, entity := range p.family {

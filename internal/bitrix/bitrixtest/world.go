@@ -25,7 +25,8 @@ type world struct {
 
 func newWorld(t *testing.T, c Case) *world {
 	t.Helper()
-	w := &world{dbURL: dbtest.URL(t), target: targetfake.New(targetfake.Options{StableIDs: true, Latency: c.TargetLatency}), env: c.Env}
+	w := &world{dbURL: dbtest.URL(t), target: targetfake.New(targetfake.Options{StableIDs: true, Latency: c.TargetLatency,
+		MethodLatency: c.TargetMethodLatency}), env: c.Env}
 	srv := httptest.NewServer(w.target)
 	t.Cleanup(srv.Close)
 	u, err := url.Parse(srv.URL + "/api/")

@@ -117,6 +117,12 @@ type Options struct {
 	MethodLatency map[string]time.Duration
 	// Now is the portal's clock; nil means time.Now.
 	Now func() time.Time
+	// Observe, when set, is called with every method the portal runs (each command of a batch on
+	// its own, not the batch), before it runs, with the parameters as the client sent them: for tests that act at
+	// a given request, such as killing the client while it waits for the answer. It is called with
+	// the portal's lock held, so it must not call the Portal, and it holds every request back for
+	// as long as it runs.
+	Observe func(method string, params map[string]any)
 
 	// Companies, Contacts and Deals are how many of each the portal's CRM holds, and
 	// SmartItems how many items each of its two smart processes holds (none: no smart
@@ -465,6 +471,9 @@ func (p *Portal) execute(method string, params map[string]any, now time.Time) an
 	if p.opts.OperatingLimit > 0 && window.sum(now) >= p.opts.OperatingLimit.Seconds() {
 		p.stats.OperationLimit++
 		return fail(http.StatusTooManyRequests, "OPERATION_TIME_LIMIT", "Method is blocked due to operation time limit.")
+	}
+	if p.opts.Observe != nil {
+		p.opts.Observe(method, params)
 	}
 	a := h(p.unfiltered(method, p.emptied(method, params)))
 	p.stats.Calls[method]++

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"time"
 )
 
 type deleteAnswer struct {
@@ -143,5 +144,21 @@ func TestDeleteErrors(t *testing.T) {
 		if status := c.post("import.feed.delete", body, nil); status != 400 {
 			t.Errorf("delete %s: status %d, want 400", body, status)
 		}
+	}
+}
+
+// TestMethodLatencyHoldsTheMethodsItNames holds back a delete, applied before its answer (as a
+// kill during the wait finds it).
+func TestMethodLatencyHoldsTheMethodsItNames(t *testing.T) {
+	const held = 200 * time.Millisecond
+	s, c := start(t, Options{MethodLatency: map[string]time.Duration{"import.deals.delete": held}})
+	c.batch("deals", `{"key":"source:deals:1","checksum":"a","payload":{}}`)
+	began := time.Now()
+	c.delete("deals", `"source:deals:1"`)
+	if took := time.Since(began); took < held {
+		t.Errorf("the delete took %v, want it held back %v", took, held)
+	}
+	if s.Count("deals") != 0 {
+		t.Error("the held delete did not apply")
 	}
 }

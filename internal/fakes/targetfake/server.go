@@ -32,6 +32,9 @@ type Options struct {
 	// Latency holds every answer back, outside the server's lock, as a
 	// real API's network and work do (concurrent requests overlap it).
 	Latency time.Duration
+	// MethodLatency replaces Latency for the methods it names ("import.deals.delete"): a test
+	// can hold back the one call a kill must land in without slowing every other.
+	MethodLatency map[string]time.Duration
 	// Now stamps updated_at; nil means time.Now.
 	Now func() time.Time
 	// StableIDs derives a new record's target id from its key instead of counting: the same
@@ -151,8 +154,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	answer, err := s.handle(r, method)
-	if s.opts.Latency > 0 {
-		t := time.NewTimer(s.opts.Latency)
+	latency, ok := s.opts.MethodLatency[method]
+	if !ok {
+		latency = s.opts.Latency
+	}
+	if latency > 0 {
+		t := time.NewTimer(latency)
 		select {
 		case <-t.C:
 		case <-r.Context().Done():

@@ -55,9 +55,6 @@ func run(ctx context.Context) error {
 	if e.Deletions, err = engine.ParseDeletions(os.Getenv("BITRIX_DELETIONS")); err != nil {
 		return err
 	}
-	if e.Deletions, err = engine.ParseDeletions(os.Getenv("BITRIX_DELETIONS")); err != nil {
-		return err
-	}
 	entities := bitrix.Catalog().CommandNames()
 	if list := os.Getenv("BITRIX_CRASH_ENTITIES"); list != "" {
 		entities = strings.Split(list, ",")
