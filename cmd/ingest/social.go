@@ -303,6 +303,9 @@ func (app *app) socialStatus(ctx context.Context, c *socialStatusCmd) error {
 		if a.LastError != "" {
 			fmt.Fprintf(app.stdout, "  why: %s\n", oneLine(a.LastError, 200))
 		}
+		if a.ReasonCode != "" {
+			fmt.Fprintf(app.stdout, "  reason code: %s\n", a.ReasonCode)
+		}
 		for _, cp := range a.Capabilities {
 			mark := "no "
 			if cp.Synced {
@@ -321,7 +324,7 @@ func (app *app) socialStatus(ctx context.Context, c *socialStatusCmd) error {
 		if m.Scope != "" {
 			scope = " " + m.Scope
 		}
-		fmt.Fprintf(w, "  %s%s\t%s\t%d\n", m.Machine, scope, m.Status, m.Count)
+		fmt.Fprintf(w, "  %s%s\t%s\t%s\n", m.Machine, scope, m.Status, withCodes(m.Count, m.Codes))
 	}
 	if len(rep.Parks) > 0 {
 		fmt.Fprintln(w, "parked (no call until)")

@@ -22,9 +22,7 @@ func writeAccount(out io.Writer, d social.AccountDetail) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "status\t%s\n", d.Status)
-	if d.LastError != "" {
-		fmt.Fprintf(w, "last error\t%s\n", d.LastError)
-	}
+	writeLastError(w, d.LastError, d.ReasonCode)
 	if d.NextSyncAt != nil {
 		fmt.Fprintf(w, "next sync\t%s\n", d.NextSyncAt.UTC().Format(time.RFC3339))
 	}
@@ -61,13 +59,22 @@ func writeAccount(out io.Writer, d social.AccountDetail) {
 	_ = w.Flush()
 }
 
+// writeLastError shows why a record stands where it does: its last error and, beside it, the
+// reason code that classifies it.
+func writeLastError(w io.Writer, lastError, code string) {
+	if lastError != "" {
+		fmt.Fprintf(w, "last error\t%s\n", lastError)
+	}
+	if code != "" {
+		fmt.Fprintf(w, "reason code\t%s\n", code)
+	}
+}
+
 func writePost(out io.Writer, d social.PostDetail) {
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "post\t%s (id %d) of %s\n", d.MediaID, d.ID, d.Account)
 	fmt.Fprintf(w, "status\t%s\n", d.Status)
-	if d.LastError != "" {
-		fmt.Fprintf(w, "last error\t%s\n", d.LastError)
-	}
+	writeLastError(w, d.LastError, d.ReasonCode)
 	fmt.Fprintf(w, "kind\t%s (media_type %s, media_product_type %s, %s)\n", d.Kind, d.MediaType, d.ProductType, d.Surface)
 	if d.PostedAt != nil {
 		fmt.Fprintf(w, "posted\t%s UTC (as received: %s)\n", d.PostedAt.UTC().Format(time.RFC3339), d.PostedRaw)

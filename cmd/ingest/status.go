@@ -23,9 +23,10 @@ type sourceReport struct {
 }
 
 type countJSON struct {
-	Scope  string `json:"scope,omitempty"`
-	Status string `json:"status"`
-	Count  int64  `json:"count"`
+	Scope  string             `json:"scope,omitempty"`
+	Status string             `json:"status"`
+	Count  int64              `json:"count"`
+	Codes  []status.CodeTally `json:"reason_codes,omitempty"`
 }
 
 type reasonJSON struct {
@@ -56,8 +57,14 @@ func (app *app) status(ctx context.Context, machines []*status.Machine, commands
 		if err != nil {
 			return err
 		}
+		codes, err := m.CodeCounts(ctx, app.pool)
+		if err != nil {
+			return err
+		}
+		byStatus := status.TallyCodes(codes)
 		for _, c := range counts {
-			rep.Counts = append(rep.Counts, countJSON{Scope: c.Scope, Status: string(c.Status), Count: c.N})
+			rep.Counts = append(rep.Counts, countJSON{Scope: c.Scope, Status: string(c.Status), Count: c.N,
+				Codes: byStatus[status.StatusKey{Scope: c.Scope, Status: c.Status}]})
 		}
 		reasons, err := m.TopReasons(ctx, app.pool, m.Attention, 5)
 		if err != nil {
@@ -90,9 +97,9 @@ func (app *app) status(ctx context.Context, machines []*status.Machine, commands
 		}
 		for _, c := range rep.Counts {
 			if scoped {
-				fmt.Fprintf(w, "  %s\t%s\t%d\n", c.Scope, c.Status, c.Count)
+				fmt.Fprintf(w, "  %s\t%s\t%s\n", c.Scope, c.Status, withCodes(c.Count, c.Codes))
 			} else {
-				fmt.Fprintf(w, "  %s\t%d\n", c.Status, c.Count)
+				fmt.Fprintf(w, "  %s\t%s\n", c.Status, withCodes(c.Count, c.Codes))
 			}
 		}
 		if len(rep.Reasons) > 0 {
@@ -121,6 +128,25 @@ func (app *app) status(ctx context.Context, machines []*status.Machine, commands
 		fmt.Fprintf(w, "  %d\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Command, r.StartedAt.UTC().Format("2006-01-02 15:04:05"), took, r.Outcome, detail)
 	}
 	return w.Flush()
+}
+
+// withCodes is a status's count followed by the reason codes its records carry, as every
+// status report shows them: "3: attempt_unfinished 2, http_404 1" ("no code" counts the records
+// without one, failures recorded before codes were kept). A count without codes stays a number.
+func withCodes(n int64, codes []status.CodeTally) string {
+	if len(codes) == 0 {
+		return strconv.FormatInt(n, 10)
+	}
+	parts := make([]string, 0, len(codes)+1)
+	coded := int64(0)
+	for _, c := range codes {
+		parts = append(parts, fmt.Sprintf("%s %d", c.Code, c.Count))
+		coded += c.Count
+	}
+	if n > coded {
+		parts = append(parts, fmt.Sprintf("no code %d", n-coded))
+	}
+	return fmt.Sprintf("%d: %s", n, strings.Join(parts, ", "))
 }
 
 // formatCounters shows a run's per-record outcomes compactly, e.g. "extracted=85

@@ -32,6 +32,7 @@ type AccountReport struct {
 	TokenFingerprint string           `json:"token_fingerprint,omitempty"`
 	Status           string           `json:"status"`
 	LastError        string           `json:"last_error,omitempty"`
+	ReasonCode       string           `json:"reason_code,omitempty"`
 	NextSyncAt       *time.Time       `json:"next_sync_at,omitempty"`
 	ProfileSyncedAt  *time.Time       `json:"profile_synced_at,omitempty"`
 	Followers        *int64           `json:"followers_count,omitempty"`
@@ -88,6 +89,9 @@ type MachineCount struct {
 	Scope   string `json:"scope,omitempty"`
 	Status  string `json:"status"`
 	Count   int64  `json:"count"`
+	// Codes are the reason codes its records carry (machines with reason codes), most common
+	// first; records without one are not listed.
+	Codes []status.CodeTally `json:"reason_codes,omitempty"`
 }
 
 // ReportOptions narrow the report: one account (username, IG user id or record id), or the
@@ -108,8 +112,14 @@ func BuildReport(ctx context.Context, db status.DB, o ReportOptions) (Report, er
 		if err != nil {
 			return r, err
 		}
+		codes, err := m.CodeCounts(ctx, db)
+		if err != nil {
+			return r, err
+		}
+		byStatus := status.TallyCodes(codes)
 		for _, c := range counts {
-			r.Counts = append(r.Counts, MachineCount{Machine: m.Name, Scope: c.Scope, Status: string(c.Status), Count: c.N})
+			r.Counts = append(r.Counts, MachineCount{Machine: m.Name, Scope: c.Scope, Status: string(c.Status), Count: c.N,
+				Codes: byStatus[status.StatusKey{Scope: c.Scope, Status: c.Status}]})
 		}
 	}
 	if err := db.QueryRow(ctx, `SELECT count(*) FROM social_accounts`).Scan(&r.AccountsTotal); err != nil {
@@ -120,7 +130,7 @@ func BuildReport(ctx context.Context, db status.DB, o ReportOptions) (Report, er
 		where, args = accountMatch(2), append(args, o.Account)
 	}
 	rows, err := db.Query(ctx, `SELECT a.id, coalesce(a.username, ''), coalesce(a.ig_user_id, ''), a.access, coalesce(v.username, v.ig_user_id, ''),
-coalesce(a.token_fingerprint, ''), a.status, coalesce(a.last_error, ''), a.next_attempt_at, a.profile_synced_at, a.followers_count, a.follows_count,
+coalesce(a.token_fingerprint, ''), a.status, coalesce(a.last_error, ''), coalesce(a.reason_code, ''), a.next_attempt_at, a.profile_synced_at, a.followers_count, a.follows_count,
 a.media_count, a.posts_hwm_at, a.list_cursor IS NOT NULL, a.cycle_calls, a.last_cycle_calls, a.last_cycle_started_at, a.stories_synced_at,
 a.full_walk, a.walk_version < $`+fmt.Sprint(len(args)+1)+` AND a.listed_at IS NOT NULL
 FROM social_accounts a LEFT JOIN social_accounts v ON v.id = a.via_account_id WHERE `+where+` ORDER BY a.id LIMIT $1`, append(args, WalkVersion)...)
@@ -132,7 +142,7 @@ FROM social_accounts a LEFT JOIN social_accounts v ON v.id = a.via_account_id WH
 		var a AccountReport
 		var cycle, last []byte
 		var stories *time.Time
-		err := row.Scan(&a.ID, &a.Username, &a.IGUserID, &a.Access, &a.Via, &a.TokenFingerprint, &a.Status, &a.LastError, &a.NextSyncAt,
+		err := row.Scan(&a.ID, &a.Username, &a.IGUserID, &a.Access, &a.Via, &a.TokenFingerprint, &a.Status, &a.LastError, &a.ReasonCode, &a.NextSyncAt,
 			&a.ProfileSyncedAt, &a.Followers, &a.Follows, &a.MediaCount, &a.HighWaterMark, &a.ListingCursor, &cycle, &last, &a.LastCycle, &stories,
 			&a.fullWalk, &a.oldWalk)
 		_ = json.Unmarshal(cycle, &a.CycleCalls)

@@ -82,6 +82,7 @@ type PostDetail struct {
 	Surface          string                `json:"surface"`
 	Status           string                `json:"status"`
 	LastError        string                `json:"last_error,omitempty"`
+	ReasonCode       string                `json:"reason_code,omitempty"`
 	Kind             string                `json:"kind,omitempty"`
 	MediaType        string                `json:"media_type,omitempty"`
 	ProductType      string                `json:"media_product_type,omitempty"`
@@ -159,11 +160,11 @@ func ShowPost(ctx context.Context, db status.DB, mediaID string) (PostDetail, er
 	d := PostDetail{MediaID: mediaID, Enrichment: map[string]string{}, commentsByParent: map[string][]CommentLine{}}
 	var kind, mtype, ptype, caption, permalink, lastErr, praw *string
 	var missing *bool
-	err := db.QueryRow(ctx, `SELECT p.id, coalesce(a.username, a.ig_user_id, ''), p.surface, p.status, p.last_error, c.kind, c.media_type,
+	err := db.QueryRow(ctx, `SELECT p.id, coalesce(a.username, a.ig_user_id, ''), p.surface, p.status, p.last_error, coalesce(p.reason_code, ''), c.kind, c.media_type,
 c.media_product_type, c.caption, c.permalink, coalesce(c.posted_at, p.taken_at), coalesce(c.posted_raw, p.taken_raw), c.media_url_missing,
 c.like_count, coalesce(c.comments_count, p.comments_count)
 FROM social_posts p JOIN social_accounts a ON a.id = p.account_id LEFT JOIN social_post_content c ON c.post_id = p.id WHERE p.ig_media_id = $1`, mediaID).
-		Scan(&d.ID, &d.Account, &d.Surface, &d.Status, &lastErr, &kind, &mtype, &ptype, &caption, &permalink, &d.PostedAt, &praw, &missing, &d.Likes, &d.CommentsCount)
+		Scan(&d.ID, &d.Account, &d.Surface, &d.Status, &lastErr, &d.ReasonCode, &kind, &mtype, &ptype, &caption, &permalink, &d.PostedAt, &praw, &missing, &d.Likes, &d.CommentsCount)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return d, ErrNotFound
 	}

@@ -137,6 +137,8 @@ type accountRow struct {
 	// ListedAt and StoriesAt say when the listing and the stories were last completed: a step
 	// completed in the current cycle is not done again by a rerun.
 	ListedAt, StoriesAt *time.Time
+	// ProfileAt is when the profile was last read: the read that starts a cycle.
+	ProfileAt *time.Time
 	// FullWalk: the next listing goes to the platform's end, whatever the high-water mark (a
 	// repair of a listing an earlier version cut short).
 	FullWalk bool
@@ -162,8 +164,9 @@ func loadAccount(ctx context.Context, db status.DB, id int64) (*accountRow, erro
 	var via *int64
 	var st string
 	err := db.QueryRow(ctx, `SELECT access, username, ig_user_id, via_account_id, status, posts_hwm_at, list_cursor, list_cursor_at,
-list_newest_at, cycle_started_at, listed_at, stories_synced_at, full_walk FROM social_accounts WHERE id = $1`, id).
-		Scan(&a.Access, &username, &igID, &via, &st, &a.HWM, &cursor, &a.ListCursorAt, &a.ListNewest, &a.CycleStarted, &a.ListedAt, &a.StoriesAt, &a.FullWalk)
+list_newest_at, cycle_started_at, listed_at, stories_synced_at, full_walk, profile_synced_at FROM social_accounts WHERE id = $1`, id).
+		Scan(&a.Access, &username, &igID, &via, &st, &a.HWM, &cursor, &a.ListCursorAt, &a.ListNewest, &a.CycleStarted, &a.ListedAt, &a.StoriesAt, &a.FullWalk,
+			&a.ProfileAt)
 	if err != nil {
 		return nil, fmt.Errorf("load account %d: %w", id, err)
 	}

@@ -133,6 +133,9 @@ func readProfile(body []byte, discovery bool) (profile, error) {
 }
 
 func (s *Syncer) profileOne(ctx context.Context, a *accountRow, st *Stats) (bool, error) {
+	if a.Status == SyncRetry && a.cycleUnfinished() && a.doneThisCycle(a.ProfileAt) {
+		return false, s.resumeCycle(ctx, a, st)
+	}
 	log := s.Log.With("account_id", a.ID, "account", a.name())
 	calls := map[string]int{}
 	c, err := s.creds(ctx, a)
@@ -209,6 +212,22 @@ VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`, a.ID, at, p.FollowersCount,
 		st.Items++
 	}
 	return false, nil
+}
+
+// resumeCycle sends an account retried from sync_retry on to the listing or stories its cycle
+// still has to do, without reading the profile again: the read that began the cycle is its
+// profile and its one observation of the counts, as a listing completed in it is not listed
+// again (a second read would spend a call of the account's budget and store a second page and
+// observation for the same cycle).
+func (s *Syncer) resumeCycle(ctx context.Context, a *accountRow, st *Stats) error {
+	moved, err := Accounts.Move(ctx, s.Pool, a.ID, SyncRetry, PostsPending, s.change(""))
+	if err != nil {
+		return err
+	}
+	if moved {
+		st.outcome(string(PostsPending))
+	}
+	return nil
 }
 
 // permanent marks an error that retrying cannot fix.

@@ -102,8 +102,9 @@ type UnfinishedParams struct {
 	Statuses []Status
 	// ScopeValue limits the records to one value of Machine.Scope (required when it has one).
 	ScopeValue string
-	// Shard, when set, limits the records to the run's shard: another shard's attempts may be
-	// in flight in a run of their own.
+	// Shard, when set, limits the records to the run's shard. Whatever the shard, the attempts
+	// of a run that still holds its lock are never counted: they are in flight (a sharded and
+	// an unsharded run hold different locks and may run at once).
 	Shard *Shard
 	// Now is when the run starts (zero: time.Now()); Policy, when it has Delays, replaces the
 	// machine's schedule (see Failure).
@@ -128,7 +129,7 @@ const unfinishedCause = `format('attempt started %%s%%s never finished: the proc
     to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
     CASE WHEN run_id <> 0 THEN ' by run ' || run_id ELSE '' END)`
 
-// FailUnfinished records every attempt an earlier run started and never finished as a failed
+// FailUnfinished records every attempt an ended run started and never finished as a failed
 // attempt (code AttemptUnfinished), through the machine's retry schedule, in one statement: its
 // process died during it (killed, out of memory, node lost). Counting them is what lets a record
 // that kills the process every time end in Retry.GiveUp, "gave up after N attempts: attempt started ... never
@@ -158,6 +159,14 @@ func (m *Machine) FailUnfinished(ctx context.Context, db DB, p UnfinishedParams,
 		sel.where += fmt.Sprintf(" AND %s %%%% $%%d = $%%d", pgx.Identifier{p.Shard.Column}.Sanitize())
 		sel.args = append(sel.args, p.Shard.Count, p.Shard.Index)
 	}
+	// Only attempts of runs that ended (or of no run): the attempts of a run that still holds
+	// its lock are in flight (inflight_live.go).
+	ended, err := m.endedRuns(ctx, db, numbered(sel.where), sel.args)
+	if err != nil {
+		return nil, fmt.Errorf("count the unfinished attempts at %s %s: %w", m.Name, p.ScopeValue, err)
+	}
+	sel.where += " AND (attempt_run_id IS NULL OR attempt_run_id = ANY($%d))"
+	sel.args = append(sel.args, append([]int64{}, ended...))
 	out, err := m.fail(ctx, db, sel, f, c)
 	if err != nil {
 		return nil, fmt.Errorf("count the unfinished attempts at %s %s: %w", m.Name, p.ScopeValue, err)
