@@ -29,7 +29,7 @@ func (f *inFlight) ScanSegments(ctx context.Context, s rest.Scan, segs []rest.Se
 // stored, in a new pass (sized by its first page) and in a resumed one (sized by the rows stored).
 func TestGetHoldsTheAnswersItsMemoryLimitAllows(t *testing.T) {
 	t.Parallel()
-	const users = 12_010
+	const users = 6_010
 	v := newEnv(t, bitrixfake.Options{Users: users, Seed: 5})
 
 	free := &inFlight{Source: v.source, now: map[string]int{}, max: map[string]int{}}
