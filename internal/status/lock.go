@@ -30,7 +30,7 @@ type LockedError struct {
 	// because another run holds Name, not because Name could not be taken.
 	Excludes string
 	Holder   string // application_name of the holders' connections, e.g. "ingest extract habr (host-1 pid 42)"
-	Since  time.Time
+	Since    time.Time
 }
 
 func (e *LockedError) Error() string {
