@@ -33,6 +33,11 @@ func socialShardsLock(n int) string { return fmt.Sprintf("%s shards %d", socialS
 // shards of two counts (SOCIAL_SHARDS changed while pods of the old Job still run) split the
 // accounts differently and would pick the same ones. It fences out the unsharded run that lost
 // its lock.
+//
+// A dead shard may stay recorded the holder of "social sync" while the other shards hold it
+// shared, which reads as alive to the attempt rule (status: a run holding a lock it is recorded
+// the holder of). No run that counts its attempts sees that: the next run of its shard, the
+// unsharded run and a shard of another count each claim "social sync" as they start.
 func socialLocks(index, shards int) lockSet {
 	if shards <= 1 {
 		// The shard locks' common prefix: " shard 0/2" cut before its numbers.
