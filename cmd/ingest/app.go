@@ -157,18 +157,32 @@ func (app *app) execLocked(ctx context.Context, command, lockName string, fn fun
 // execLockSet is execLocked taking more locks with lockName, all or none (run.Options.AlsoLocks),
 // and fencing out the runs that held the locks of fenceOut (run.Options.FenceOut).
 func (app *app) execLockSet(ctx context.Context, command, lockName string, also []status.SetLock, fenceOut []string, fn func(ctx context.Context, r *run.Run) error) error {
+	return app.execSet(ctx, command, lockSet{name: lockName, also: also, fenceOut: fenceOut}, fn)
+}
+
+// lockSet is the locks a run takes and the locks of the runs it fences out (run.Options).
+type lockSet struct {
+	name             string
+	also             []status.SetLock
+	fenceOut         []string
+	fenceOutPrefixes []string
+}
+
+// execSet is exec under the lock set set.
+func (app *app) execSet(ctx context.Context, command string, set lockSet, fn func(ctx context.Context, r *run.Run) error) error {
 	// Main has checked the schema (checkSchema) before dispatching here.
 	return run.Exec(ctx, run.Options{
-		Pool:            app.pool,
-		Fence:           app.fence,
-		Command:         command,
-		LockName:        lockName,
-		AlsoLocks:       also,
-		FenceOut:        fenceOut,
-		Log:             app.log.With("cmd", command),
-		PushgatewayURL:  app.args.PushgatewayURL,
-		MetricsTextfile: app.args.MetricsTextfile,
-		Records:         ownedBy(app.pipelines, app.command),
+		Pool:             app.pool,
+		Fence:            app.fence,
+		Command:          command,
+		LockName:         set.name,
+		AlsoLocks:        set.also,
+		FenceOut:         set.fenceOut,
+		FenceOutPrefixes: set.fenceOutPrefixes,
+		Log:              app.log.With("cmd", command),
+		PushgatewayURL:   app.args.PushgatewayURL,
+		MetricsTextfile:  app.args.MetricsTextfile,
+		Records:          ownedBy(app.pipelines, app.command),
 	}, fn)
 }
 

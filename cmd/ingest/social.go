@@ -106,9 +106,10 @@ func (app *app) socialSync(ctx context.Context, command string, c *socialCmd, se
 		return err
 	}
 	defer pool.Close()
-	// One lock per shard for every sync step: profiles, posts, comments and normalize of a
-	// shard never overlap, while shards run side by side and never share an account.
-	return app.execLocked(ctx, command+shardSuffix(c), "social sync"+shardSuffix(c), func(ctx context.Context, r *run.Run) error {
+	// One lock set for every sync step (socialLocks): profiles, posts, comments and normalize of
+	// a shard never overlap, shards of one count run side by side and never share an account,
+	// and nothing else that could pick the same accounts runs beside them.
+	return app.execSet(ctx, command+shardSuffix(c), socialLocks(c.Shard, c.Shards), func(ctx context.Context, r *run.Run) error {
 		g, err := graph.New(graph.Options{BaseURL: c.graphURL(), UserAgent: "ingest/" + version,
 			OnRetry: func(endpoint string, attempt int, err error, wait time.Duration) {
 				r.Log.Warn("graph call retried", "endpoint", endpoint, "attempt", attempt, "wait_s", wait.Seconds(), "error", err)

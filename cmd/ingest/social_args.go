@@ -116,8 +116,8 @@ func (c *socialCmd) check(command string, redact func(string)) (socialSettings, 
 		}
 		*d.to = v
 	}
-	if c.Shards < 1 || c.Shard < 0 || c.Shard >= c.Shards {
-		return s, configError{fmt.Sprintf("shard %d of %d (JOB_COMPLETION_INDEX of SOCIAL_SHARDS): want 0 <= index < shards", c.Shard, c.Shards)}
+	if c.Shards < 1 || c.Shards > maxSocialShards || c.Shard < 0 || c.Shard >= c.Shards {
+		return s, configError{fmt.Sprintf("shard %d of %d (JOB_COMPLETION_INDEX of SOCIAL_SHARDS): want 0 <= index < shards <= %d", c.Shard, c.Shards, maxSocialShards)}
 	}
 	if c.GraphURL != "" {
 		if err := checkHTTPURL(c.GraphURL); err != nil {

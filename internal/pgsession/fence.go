@@ -129,6 +129,18 @@ ON CONFLICT (name) DO UPDATE SET run_id = EXCLUDED.run_id, claimed_at = now()`, 
 	return nil
 }
 
+// ClaimPrefixed records runID as the holder of every lock already recorded whose name starts
+// with prefix, in tx, as Claim does each (a family of locks whose names are not all known,
+// such as "social sync shard I/N" for every N). A lock never recorded has no run to fence out:
+// a run writes only once it has claimed its own.
+func ClaimPrefixed(ctx context.Context, tx pgx.Tx, prefix string, runID int64) error {
+	_, err := tx.Exec(ctx, `UPDATE run_locks SET run_id = $2, claimed_at = now() WHERE starts_with(name, $1)`, prefix, runID)
+	if err != nil {
+		return fmt.Errorf("record run %d as the holder of the locks %q...: %w", runID, prefix, Explain(err))
+	}
+	return nil
+}
+
 // Explain wraps the errors Postgres ends a statement or session with when one of the bounds or
 // the fence stops it, saying what happened in the words of this program; other errors are
 // returned as they are.

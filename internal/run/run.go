@@ -51,6 +51,10 @@ type Options struct {
 	// commands names their locks here, so that one of them that lost its locks (frozen, cut
 	// off) cannot write beside it once it started (bitrix migrate and the entity commands).
 	FenceOut []string
+	// FenceOutPrefixes are FenceOut for families of locks: every lock recorded in run_locks
+	// whose name starts with one of them (an unsharded social sync fences out the shards of
+	// every count, "social sync shard ").
+	FenceOutPrefixes []string
 	// Log receives the run's lines; each carries run_id and cmd.
 	Log *slog.Logger
 	// PushgatewayURL, when set, receives the run's metrics at the end.
@@ -208,6 +212,11 @@ WHERE command = $1 AND outcome = 'running'`, o.Command, Abandoned, abandonedErro
 		}
 		for _, name := range append([]string{lockName}, o.FenceOut...) {
 			if err := pgsession.Claim(ctx, tx, name, r.ID); err != nil {
+				return err
+			}
+		}
+		for _, prefix := range o.FenceOutPrefixes {
+			if err := pgsession.ClaimPrefixed(ctx, tx, prefix, r.ID); err != nil {
 				return err
 			}
 		}

@@ -12,8 +12,9 @@ import (
 	"github.com/ingest-dev/ingest/internal/social"
 )
 
-// An unsharded sync holds the lock "social sync", a sharded one "social sync shard I/N": the
-// two may run at once. The unsharded run counts the open attempt of a shard's run that ended
+// An unsharded sync holds the lock "social sync", a sharded one "social sync shard I/N". Their
+// lock sets keep the commands apart (cmd/ingest socialLocks), but the rule for attempts in
+// flight does not rely on it: here the runs take only their own locks, and the unsharded run counts the open attempt of a shard's run that ended
 // (its lock is free: the process died) as a failed one, and leaves alone the attempt of a
 // shard's run that still holds its lock: that attempt is in flight, not unfinished.
 func TestUnshardedSyncLeavesLiveShardAttemptsAlone(t *testing.T) {

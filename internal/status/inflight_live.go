@@ -9,9 +9,10 @@ import (
 )
 
 // An open attempt belongs to the run that started it (attempt_run_id), and a run that is alive
-// holds its lock. A run's lock covers its own records only: an unsharded social sync ("social
-// sync") and a sharded one ("social sync shard 1/4") hold different locks and run side by side,
-// and so do shards of different counts. FailUnfinished therefore counts the open attempts of
+// holds its lock. A run's lock covers its own records only: shards of a social sync ("social
+// sync shard 1/4") run side by side, each with a lock of its own. (An unsharded sync and the
+// shards, or shards of two counts, no longer run together: their lock sets exclude each other;
+// the rule below does not depend on it.) FailUnfinished therefore counts the open attempts of
 // runs that no longer hold their lock (ended, died, lost it) and of no run, never those of a
 // run that is alive, whichever lock the caller holds.
 

@@ -25,15 +25,22 @@ type LockedError struct {
 	Name string
 	// For is the run's own lock when Name is another lock of its set (LockOptions.Also): the
 	// run was refused because of a different command.
-	For    string
-	Holder string // application_name of the holders' connections, e.g. "ingest extract habr (host-1 pid 42)"
-	Since  time.Time
+	For string
+	// Excludes is the lock of the run's set whose Refuses names Name: the run was refused
+	// because another run holds Name, not because Name could not be taken.
+	Excludes string
+	Holder   string // application_name of the holders' connections, e.g. "ingest extract habr (host-1 pid 42)"
+	Since    time.Time
 }
 
 func (e *LockedError) Error() string {
 	holder := ""
 	if e.Holder != "" {
 		holder = fmt.Sprintf(" (%s, connected since %s)", e.Holder, e.Since.UTC().Format(time.RFC3339))
+	}
+	if e.Excludes != "" {
+		return fmt.Sprintf("`ingest %s` cannot run now: another run holds the lock %q, which its lock %q excludes%s; this run exits without doing anything",
+			e.For, e.Name, e.Excludes, holder)
 	}
 	if e.For != "" && e.For != e.Name {
 		return fmt.Sprintf("`ingest %s` cannot run now: the lock %q it needs is held by another run%s; this run exits without doing anything",
@@ -88,6 +95,12 @@ type SetLock struct {
 	Name string
 	// Shared takes it in shared mode: other shared holders are let in, exclusive ones are not.
 	Shared bool
+	// Refuses are locks whose holders keep the set from being taken: once the whole set is
+	// held, a lock of Refuses held by another session refuses the run. Runs that take one of a
+	// family of locks shared ("social sync shards 4") and refuse the others ("social sync
+	// shards 2", ...) run beside the holders of their own and never beside another's, which
+	// shared and exclusive modes alone cannot say.
+	Refuses []string
 }
 
 // AcquireLock is AcquireLockWith with the default options.
@@ -96,8 +109,9 @@ func AcquireLock(ctx context.Context, cfg *pgx.ConnConfig, name string) (*Lock, 
 }
 
 // AcquireLockWith opens a dedicated connection and takes the lock for name, and the locks of
-// o.Also, without waiting. It returns a *LockedError (errors.Is(err, ErrLocked)) naming the
-// lock and its holders when another session holds one of them; it then holds none.
+// o.Also, without waiting; then it checks that no other session holds a lock of their Refuses.
+// It returns a *LockedError (errors.Is(err, ErrLocked)) naming the lock and its holders when
+// another session holds one of them; it then holds none.
 func AcquireLockWith(ctx context.Context, cfg *pgx.ConnConfig, name string, o LockOptions) (*Lock, error) {
 	cfg = cfg.Copy()
 	host, _ := os.Hostname()
@@ -128,6 +142,7 @@ func AcquireLockWith(ctx context.Context, cfg *pgx.ConnConfig, name string, o Lo
 			_ = conn.QueryRow(ctx, `SELECT string_agg(DISTINCT a.application_name, ', '), min(a.backend_start) FROM pg_locks l
 JOIN pg_stat_activity a ON a.pid = l.pid
 WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND l.pid <> pg_backend_pid()
+  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
   AND ((l.classid::bigint << 32) | l.objid::bigint) = $1 HAVING count(*) > 0`, key).Scan(&lerr.Holder, &lerr.Since)
 			// Closing the connection frees whatever of the set was taken.
 			conn.Close(context.WithoutCancel(ctx))
@@ -135,7 +150,69 @@ WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND l.pid <> pg_b
 		}
 		l.keys = append(l.keys, key)
 	}
+	if lerr, err := refusedBy(ctx, conn, o.Also); err != nil || lerr != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		if err != nil {
+			return nil, fmt.Errorf("lock %q: %w", name, err)
+		}
+		lerr.For = name
+		return nil, lerr
+	}
 	return l, nil
+}
+
+// refusedBy returns the refusal of the first lock of set's Refuses that another session of
+// this database holds, nil when none is held. It runs once the whole set is held: of two runs
+// that refuse each other's lock and start together, each takes its own before it looks for
+// the other's, so whichever looks second finds the other's lock held: at least one of them
+// is refused (both may be, and retry later), never neither.
+func refusedBy(ctx context.Context, conn *pgx.Conn, set []SetLock) (*LockedError, error) {
+	type refusal struct{ name, by string }
+	byKey := map[int64]refusal{}
+	var keys []int64
+	for _, s := range set {
+		for _, name := range s.Refuses {
+			k := LockKey(name)
+			if _, dup := byKey[k]; !dup {
+				byKey[k] = refusal{name: name, by: s.Name}
+				keys = append(keys, k)
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	// Advisory locks belong to a database: a holder in another database refuses nothing.
+	rows, err := conn.Query(ctx, `SELECT k, coalesce(string_agg(DISTINCT a.application_name, ', '), ''), min(a.backend_start)
+FROM pg_locks l CROSS JOIN LATERAL (SELECT (l.classid::bigint << 32) | l.objid::bigint AS k) key
+LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND l.pid <> pg_backend_pid()
+  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+  AND k = ANY($1)
+GROUP BY k`, keys)
+	if err != nil {
+		return nil, fmt.Errorf("look for the holders of the locks the set refuses: %w", err)
+	}
+	held := map[int64]*LockedError{}
+	var k int64
+	var holder string
+	var since *time.Time
+	if _, err := pgx.ForEachRow(rows, []any{&k, &holder, &since}, func() error {
+		e := &LockedError{Name: byKey[k].name, Excludes: byKey[k].by, Holder: holder}
+		if since != nil {
+			e.Since = *since
+		}
+		held[k] = e
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("look for the holders of the locks the set refuses: %w", err)
+	}
+	for _, k := range keys { // the first in the set's order, whatever order the server gave
+		if e := held[k]; e != nil {
+			return e, nil
+		}
+	}
+	return nil, nil
 }
 
 // setDeadPeerTimeout makes the server end the lock's session when its holder goes silent for d,

@@ -3,6 +3,7 @@ package status_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -222,5 +223,79 @@ func TestLockSetSharedAndExclusive(t *testing.T) {
 	}
 	if err := all.Check(ctx); !errors.Is(err, status.ErrLockLost) {
 		t.Errorf("check after the connection died = %v, want ErrLockLost", err)
+	}
+}
+
+// A lock set that refuses other locks: runs of one family member ("fam shards 4", shared) run
+// side by side, and a run of another member is refused while one of them runs, and the other
+// way round, naming the lock it refuses and its holder; a holder in another database refuses
+// nothing.
+func TestLockSetRefuses(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg, err := pgx.ParseConfig(dbtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	member := func(n int) status.LockOptions {
+		s := status.SetLock{Name: fmt.Sprintf("fam shards %d", n), Shared: true}
+		for m := 2; m <= 4; m++ {
+			if m != n {
+				s.Refuses = append(s.Refuses, fmt.Sprintf("fam shards %d", m))
+			}
+		}
+		return status.LockOptions{Also: []status.SetLock{s}}
+	}
+	first, err := status.AcquireLockWith(ctx, cfg, "fam shard 0/4", member(4))
+	if err != nil {
+		t.Fatalf("shard 0/4: %v", err)
+	}
+	second, err := status.AcquireLockWith(ctx, cfg, "fam shard 1/4", member(4))
+	if err != nil {
+		t.Fatalf("shard 1/4 beside 0/4: %v", err)
+	}
+	_, err = status.AcquireLockWith(ctx, cfg, "fam shard 0/2", member(2))
+	var locked *status.LockedError
+	if !errors.As(err, &locked) || !errors.Is(err, status.ErrLocked) {
+		t.Fatalf("shard 0/2 while shards of 4 run = %v, want *LockedError", err)
+	}
+	if locked.Name != "fam shards 4" || locked.Excludes != "fam shards 2" || !strings.Contains(locked.Holder, "ingest fam shard 0/4") ||
+		!strings.Contains(locked.Holder, "ingest fam shard 1/4") ||
+		!strings.Contains(err.Error(), "`ingest fam shard 0/2` cannot run now: another run holds the lock \"fam shards 4\"") {
+		t.Errorf("refusal does not name the refused lock and its holders: %v", err)
+	}
+	// The refused run holds nothing of its set.
+	if probe, err := status.AcquireLockWith(ctx, cfg, "fam shard 0/2", status.LockOptions{Also: []status.SetLock{{Name: "fam shards 2"}}}); err != nil {
+		t.Fatalf("the refused run kept a lock of its set: %v", err)
+	} else if err := probe.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The same names held in another database refuse nothing there.
+	other, err := pgx.ParseConfig(dbtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, err := status.AcquireLockWith(ctx, other, "fam shard 0/2", member(2)); err != nil {
+		t.Errorf("shard 0/2 in another database: %v", err)
+	} else if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, l := range []*status.Lock{first, second} {
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	two, err := status.AcquireLockWith(ctx, cfg, "fam shard 0/2", member(2))
+	if err != nil {
+		t.Fatalf("shard 0/2 once the shards of 4 are gone: %v", err)
+	}
+	defer two.Release(ctx)
+	if err := two.Check(ctx); err != nil {
+		t.Errorf("check a set with refusals: %v", err)
+	}
+	_, err = status.AcquireLockWith(ctx, cfg, "fam shard 3/4", member(4))
+	if !errors.As(err, &locked) || locked.Name != "fam shards 2" || !strings.Contains(locked.Holder, "ingest fam shard 0/2") {
+		t.Fatalf("shard 3/4 while a shard of 2 runs = %v, want a refusal naming it", err)
 	}
 }
