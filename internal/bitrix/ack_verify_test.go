@@ -40,7 +40,7 @@ func listedRecords(r engine.VerifyReport) map[string][]string {
 func TestAcknowledgingEveryListedRecordMakesVerifyPass(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t, bitrixfake.Options{Users: 40, Groups: 5, Chats: 12, OpenLines: 2, MessagesPerChat: 8,
-		Posts: 30, Tasks: 300, Companies: 20, Contacts: 30, Deals: 60, SmartItems: 10, Workflows: 4, Seed: 41})
+		Posts: 30, Tasks: 120, Companies: 20, Contacts: 30, Deals: 60, SmartItems: 10, Workflows: 4, Seed: 41})
 	e := v.engine()
 	for _, ent := range bitrix.Catalog().Commands() {
 		if err := e.Run(v.ctx, ent.Name); err != nil && !errors.Is(err, engine.ErrNotVerified) {
