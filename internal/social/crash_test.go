@@ -155,6 +155,7 @@ FROM social_comments c JOIN social_posts p ON p.id = c.post_id ORDER BY 1`,
 		want, got := dumpRows(t, ref.dbURL, q), dumpRows(t, crashed.dbURL, q)
 		if len(got) != len(want) {
 			t.Errorf("%d rows, want %d: %s", len(got), len(want), q)
+			logRowsApart(t, got, want)
 			continue
 		}
 		for i := range want {
@@ -213,4 +214,27 @@ func dumpRows(t *testing.T, dbURL, q string) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// logRowsApart names the rows one world holds and the other does not, so that a failed
+// comparison says which page or record differs, not only how many.
+func logRowsApart(t *testing.T, got, want []string) {
+	t.Helper()
+	left := map[string]int{}
+	for _, w := range want {
+		left[w]++
+	}
+	for _, g := range got {
+		if left[g] > 0 {
+			left[g]--
+			continue
+		}
+		t.Logf("only in the killed world: %.600s", g)
+	}
+	for _, w := range want {
+		if left[w] > 0 {
+			left[w]--
+			t.Logf("only in the uninterrupted world: %.600s", w)
+		}
+	}
 }

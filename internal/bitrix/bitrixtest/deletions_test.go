@@ -37,7 +37,7 @@ func TestKilledDeletionsConverge(t *testing.T) {
 			true},
 		{bitrix.Tasks, bitrixfake.DeleteTasks, []int{2, 7, 15, 40}, bitrixfake.Options{Users: 30, Groups: 4, Tasks: 120, TaskComments: 3, Seed: 56},
 			true},
-		{bitrix.Deals, bitrixfake.DeleteDeals, []int{1, 13, 27, 38}, bitrixfake.Options{Users: 20, Companies: 10, Contacts: 10, Deals: 40, Seed: 65}, false},
+		// Deals: the confirmation case above (deleted deals propagated under get and set kills).
 	} {
 		t.Run(c.entity, func(t *testing.T) {
 			t.Parallel()
