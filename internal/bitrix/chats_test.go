@@ -190,7 +190,7 @@ func (k *killAfter) Batch(ctx context.Context, cmds []rest.Command, halt bool) (
 
 func TestChatsGetResumesEachChatAfterAKill(t *testing.T) {
 	t.Parallel()
-	v, e := chatEnv(t, bitrixfake.Options{Users: 40, Chats: 120, MessagesPerChat: 130, Seed: 23})
+	v, e := chatEnv(t, bitrixfake.Options{Users: 40, Chats: 80, MessagesPerChat: 130, Seed: 23})
 	readable, _ := portalChats(v.portal)
 	ctx, cancel := context.WithCancel(v.ctx)
 	e.Concurrency = 2
@@ -359,7 +359,7 @@ func (o *orderedTarget) Import(ctx context.Context, entity string, items []impor
 
 func TestChatMessagesAreNeverImportedBeforeTheirChat(t *testing.T) {
 	t.Parallel()
-	v, e := chatEnv(t, bitrixfake.Options{Users: 30, Chats: 25, MessagesPerChat: 120, Seed: 25})
+	v, e := chatEnv(t, bitrixfake.Options{Users: 30, Chats: 25, MessagesPerChat: 60, Seed: 25})
 	readable, _ := portalChats(v.portal)
 	rejected := readable[3]
 	v.target.RejectKey(bitrix.Chats, "source:chats:"+strconv.Itoa(rejected.ID), "chat quota exceeded")
@@ -533,7 +533,7 @@ func TestChatsOutOfReachAreReportedNotLost(t *testing.T) {
 
 func TestChatsGetPacksCursorCallsIntoBatches(t *testing.T) {
 	t.Parallel()
-	const chats, perChat = 100, 120 // pages of 50, 50, 20 per chat
+	const chats, perChat = 50, 120 // pages of 50, 50, 20 per chat
 	v, e := chatEnv(t, bitrixfake.Options{Users: 200, Chats: chats, MessagesPerChat: perChat, Seed: 29})
 	e.Concurrency = 1
 	before := v.portal.Stats()
