@@ -274,7 +274,15 @@ func (s *Server) repliesEdge(c *comment, f field, v view, path string, q url.Val
 	for i, r := range c.replies {
 		ids[i] = r.id
 	}
-	p, err := s.paginate(ids, afterOf(f, q), limitOf(f, q), 50, false, c.media.owner.spec.EmptyCommentPages, "replies:"+c.id)
+	// An edge inlined in its comment's page (q nil) is rendered as it is: only a request of the
+	// edge itself meets the run of empty pages. Were the inlined one to count too, what a
+	// comments page holds would depend on how often it was read before (a rerun after a kill
+	// reads it again), and two readers of the same data would see different pages.
+	empties := c.media.owner.spec.EmptyCommentPages
+	if q == nil {
+		empties = 0
+	}
+	p, err := s.paginate(ids, afterOf(f, q), limitOf(f, q), 50, false, empties, "replies:"+c.id)
 	if err != nil {
 		return nil, err
 	}
