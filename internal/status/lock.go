@@ -133,7 +133,7 @@ func AcquireLockWith(ctx context.Context, cfg *pgx.ConnConfig, name string, o Lo
 		key := LockKey(s.Name)
 		var ok bool
 		if err := conn.QueryRow(ctx, "SELECT "+fn+"($1)", key).Scan(&ok); err != nil {
-			conn.Close(context.WithoutCancel(ctx))
+			freeAndClose(ctx, conn)
 			return nil, fmt.Errorf("lock %q: %w", s.Name, err)
 		}
 		if !ok {
@@ -144,14 +144,13 @@ JOIN pg_stat_activity a ON a.pid = l.pid
 WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND l.pid <> pg_backend_pid()
   AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
   AND ((l.classid::bigint << 32) | l.objid::bigint) = $1 HAVING count(*) > 0`, key).Scan(&lerr.Holder, &lerr.Since)
-			// Closing the connection frees whatever of the set was taken.
-			conn.Close(context.WithoutCancel(ctx))
+			freeAndClose(ctx, conn)
 			return nil, lerr
 		}
 		l.keys = append(l.keys, key)
 	}
 	if lerr, err := refusedBy(ctx, conn, o.Also); err != nil || lerr != nil {
-		conn.Close(context.WithoutCancel(ctx))
+		freeAndClose(ctx, conn)
 		if err != nil {
 			return nil, fmt.Errorf("lock %q: %w", name, err)
 		}
@@ -159,6 +158,15 @@ WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND l.pid <> pg_b
 		return nil, lerr
 	}
 	return l, nil
+}
+
+// freeAndClose gives back every lock of a set that was refused before closing its connection:
+// the server frees a closed session's locks only once its backend has ended, a moment after
+// the client let go, and the refused run's caller may retry at once.
+func freeAndClose(ctx context.Context, conn *pgx.Conn) {
+	ctx = context.WithoutCancel(ctx)
+	_, _ = conn.Exec(ctx, "SELECT pg_advisory_unlock_all()")
+	conn.Close(ctx)
 }
 
 // refusedBy returns the refusal of the first lock of set's Refuses that another session of
