@@ -166,16 +166,16 @@ func (w *rangeWalk) take(ctx context.Context) (rangeJob, bool, error) {
 		job.rs = append(job.rs, r)
 		job.segs = append(job.segs, rest.Segment{After: r.cursor, UpTo: r.hi, Pages: n})
 	}
-	job.held = w.size.held(rest.MaxBatch - budget)
-	limit := w.g.Env.e.memoryBudget()
-	if len(job.rs) == 0 || !fits(w.held, job.held, limit) {
+	job.held = w.size.held(rest.MaxBatch - budget) // budget: the pages left unasked in the batch
+	memory := w.g.Env.e.memoryBudget()
+	if len(job.rs) == 0 || !fits(w.held, job.held, memory) {
 		for _, r := range job.rs {
 			r.busy = false
 		}
 		if len(job.rs) > 0 && !w.heldBack {
 			w.heldBack = true
 			w.g.Env.e.Log.Info("memory limit holds requests back: the answers in flight would not fit", "entity", w.g.Ent.Name,
-				"held_mb", int(w.held)>>20, "budget_mb", int(limit)>>20, "row_bytes", int(w.size.bytes/w.size.rows))
+				"held_mb", int(w.held)>>20, "budget_mb", int(memory)>>20, "row_bytes", int(w.size.bytes/w.size.rows))
 		}
 		return rangeJob{}, false, nil
 	}

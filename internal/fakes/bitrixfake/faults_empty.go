@@ -27,12 +27,7 @@ func (p *Portal) emptied(method string, params map[string]any) map[string]any {
 	if len(due) == 0 {
 		return params
 	}
-	name, filter := "", map[string]any(nil)
-	for k, v := range params {
-		if m, ok := v.(map[string]any); ok && strings.EqualFold(k, "filter") {
-			name, filter = k, m
-		}
-	}
+	name, filter := filterOf(params)
 	for key, v := range filter {
 		if !strings.EqualFold(key, ">ID") {
 			continue
@@ -51,4 +46,15 @@ func (p *Portal) emptied(method string, params map[string]any) map[string]any {
 		}
 	}
 	return params
+}
+
+// filterOf returns the listing's filter parameter and its name as the client spelled it
+// ("filter", "FILTER"), or nil when it has none.
+func filterOf(params map[string]any) (name string, filter map[string]any) {
+	for k, v := range params {
+		if m, ok := v.(map[string]any); ok && strings.EqualFold(k, "filter") {
+			return k, m
+		}
+	}
+	return "", nil
 }

@@ -24,23 +24,20 @@ func (p *Portal) unfiltered(method string, params map[string]any) map[string]any
 	if len(keys) == 0 {
 		return params
 	}
-	out := params
-	for k, v := range params {
-		filter, ok := v.(map[string]any)
-		if !ok || !strings.EqualFold(k, "filter") {
-			continue
-		}
-		kept := maps.Clone(filter)
-		for fk := range filter {
-			for _, ignored := range keys {
-				if strings.EqualFold(fk, ignored) {
-					delete(kept, fk)
-					p.stats.Faults++
-				}
+	name, filter := filterOf(params)
+	if filter == nil {
+		return params
+	}
+	kept := maps.Clone(filter)
+	for fk := range filter {
+		for _, ignored := range keys {
+			if strings.EqualFold(fk, ignored) {
+				delete(kept, fk)
+				p.stats.Faults++
 			}
 		}
-		out = maps.Clone(params)
-		out[k] = kept
 	}
+	out := maps.Clone(params)
+	out[name] = kept
 	return out
 }
