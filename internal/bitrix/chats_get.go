@@ -389,6 +389,7 @@ func saveChats(ctx context.Context, e engine.Env, rows []*chatRow, zone *time.Lo
 			if err != nil {
 				return err
 			}
+			e.NoteSaved(Chats, got)
 			st.Add(Chats, len(chunk), got)
 			for _, reason := range engine.SortedKeys(reasons) {
 				if err := refuse(ctx, e, tx, reasons[reason], reason); err != nil {

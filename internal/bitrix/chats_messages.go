@@ -254,9 +254,11 @@ func markUnreachable(ctx context.Context, e engine.Env, tx engine.Store, chat in
 		return err
 	}
 	e.Log().Warn("chat no longer readable", "entity", Chats, "source_id", id, "reason", refusal(u))
-	if _, err := tx.SaveRecords(ctx, Chats, []engine.Incoming{in}, e.Change("no longer readable")); err != nil {
+	got, err := tx.SaveRecords(ctx, Chats, []engine.Incoming{in}, e.Change("no longer readable"))
+	if err != nil {
 		return err
 	}
+	e.NoteSaved(Chats, got)
 	return refuse(ctx, e, tx, []string{id}, refusal(u))
 }
 

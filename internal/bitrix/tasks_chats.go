@@ -77,9 +77,11 @@ func lostTaskChat(ctx context.Context, e engine.Env, tx engine.Store, child *eng
 	}
 	e.Log().Warn("task chat not readable", "entity", child.Name, "task", task, "chat", chat, "reason", reason)
 	c := e.Change("no longer readable")
-	if _, err := tx.SaveRecords(ctx, child.Name, []engine.Incoming{in}, c); err != nil {
+	got, err := tx.SaveRecords(ctx, child.Name, []engine.Incoming{in}, c)
+	if err != nil {
 		return err
 	}
+	e.NoteSaved(child.Name, got)
 	_, err = tx.RefuseUnreachable(ctx, child.Name, []engine.Incoming{in}, e.Change(""))
 	return err
 }

@@ -45,6 +45,10 @@ type Metrics struct {
 	VerifyMismatch *prometheus.CounterVec
 	// CustomFieldsCreated counts custom fields created on the target (custom_fields_created_total).
 	CustomFieldsCreated *prometheus.CounterVec
+	// TextCleaned counts records (pages, publications) stored with text Postgres could not store
+	// cleaned out of them (records_text_cleaned_total, internal/pgtext): NUL, invalid UTF-8, lone
+	// surrogates.
+	TextCleaned *prometheus.CounterVec
 	// Processed counts per-record outcomes of a run by name, e.g. outcome="extract_failed":
 	// the seed's counters have no place for temporary and structural failures.
 	Processed *prometheus.CounterVec
@@ -80,6 +84,7 @@ func New() *Metrics {
 	m.RetryAttempts = counter("retry_attempts_total", "Retry attempts.", "entity")
 	m.VerifyMismatch = counter("verify_sample_mismatch_total", "Verification mismatches.", "entity")
 	m.CustomFieldsCreated = counter("custom_fields_created_total", "Custom fields created on the target.", "entity")
+	m.TextCleaned = counter("records_text_cleaned_total", "Records stored with NUL, invalid UTF-8 or lone surrogates cleaned out of their text.", "entity")
 	m.Processed = counter("records_processed_total", "Records processed in this run, by outcome.", "entity", "outcome")
 	m.DurationMS = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "duration_ms", Help: "Phase duration in milliseconds."}, []string{"entity", "phase"})
 	m.lastSuccess = prometheus.NewGauge(prometheus.GaugeOpts{Name: lastSuccessName, Help: "When the command last succeeded."})

@@ -99,3 +99,7 @@ func (v Env) Requests() int64 { return v.e.stats() }
 func (v Env) CountExtracted(entity string, n int) {
 	v.e.Metrics.RecordsExtracted.WithLabelValues(entity).Add(float64(n))
 }
+
+// NoteSaved names in the log, and counts in the metrics, the records of a SaveRecords stored with
+// their text cleaned and those Postgres refused (textclean.go).
+func (v Env) NoteSaved(entity string, sv Saved) { v.e.noteSaved(entity, sv) }

@@ -359,7 +359,7 @@ func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Pag
 		}
 	}
 	for name, c := range st.Counts {
-		w.g.Stats.Add(name, c.Rows, Saved{c.Inserted, c.Changed, c.Unchanged})
+		w.g.Stats.Add(name, c.Rows, Saved{Inserted: c.Inserted, Changed: c.Changed, Unchanged: c.Unchanged})
 	}
 	open := slices.ContainsFunc(w.ranges, func(r *idRange) bool { return !r.done })
 	w.g.Stats.Complete = !open || limited

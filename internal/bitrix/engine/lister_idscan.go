@@ -249,6 +249,7 @@ func (e *Engine) saveBatch(ctx context.Context, tx pgx.Tx, batch []EntityRecords
 		if err != nil {
 			return err
 		}
+		e.noteSaved(b.Ent.Name, sv)
 		refused, err := NewStore(tx).refuseUnreachable(ctx, b.Ent.Name, b.Recs, status.Change{Actor: e.Actor, RunID: e.RunID})
 		if err != nil {
 			return err

@@ -141,7 +141,7 @@ func (p *offsetPages) store(ctx context.Context, rows []json.RawMessage, from, n
 		return err
 	}
 	for name, c := range st.Counts {
-		p.g.Stats.Add(name, c.Rows, Saved{c.Inserted, c.Changed, c.Unchanged})
+		p.g.Stats.Add(name, c.Rows, Saved{Inserted: c.Inserted, Changed: c.Changed, Unchanged: c.Unchanged})
 	}
 	p.stored += int64(len(recs))
 	p.g.Stats.Pages++

@@ -233,7 +233,7 @@ func (w *perRecordWalk) store(ctx context.Context, rows []json.RawMessage, from,
 		return err
 	}
 	for name, c := range st.Counts {
-		w.g.Stats.Add(name, c.Rows, Saved{c.Inserted, c.Changed, c.Unchanged})
+		w.g.Stats.Add(name, c.Rows, Saved{Inserted: c.Inserted, Changed: c.Changed, Unchanged: c.Unchanged})
 	}
 	w.stored += int64(len(recs))
 	w.g.Stats.Pages++

@@ -341,6 +341,7 @@ func (k *keyWalker) readJob(ctx context.Context, job []keyJob) error {
 	if err != nil {
 		return err
 	}
+	k.e.noteSaved(k.child.Name, got)
 	k.e.Metrics.RecordsExtracted.WithLabelValues(k.child.Name).Add(float64(len(recs)))
 	k.mu.Lock()
 	defer k.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/ingest-dev/ingest/internal/pgtext"
 	"github.com/ingest-dev/ingest/internal/status"
 )
 
@@ -42,22 +43,29 @@ type Incoming struct {
 	dates            map[string]Date
 	// refused is why the record cannot be migrated (its payload's unreachableKey), if so.
 	refused string
+	// cleaned is what cleanText changed in the payload as the portal sent it (nil: nothing).
+	cleaned []pgtext.Change
 }
 
 // newIncoming prepares a source row, given as its raw JSON and its decoded fields: its checksum
 // and parsed dates.
 func NewIncoming(ent *Entity, sourceID, parent string, payload json.RawMessage, fields map[string]json.RawMessage, zone *time.Location) (Incoming, error) {
+	payload, fields, cleaned := cleanText(payload, fields)
 	sum, err := fieldsChecksum(fields, ent.Volatile)
 	if err != nil {
 		return Incoming{}, fmt.Errorf("%s %s: %w", ent.Name, sourceID, err)
 	}
 	return Incoming{sourceID: sourceID, parent: parent, payload: payload, checksum: sum,
-		dates: parseDates(fields, ent.Dates, zone), refused: Text(fields, UnreachableKey)}, nil
+		dates: parseDates(fields, ent.Dates, zone), refused: Text(fields, UnreachableKey), cleaned: cleaned}, nil
 }
 
 // saved counts what storing a page did.
 type Saved struct {
 	Inserted, Changed, Unchanged int
+	// Cleaned are the records whose text was cleaned before it was stored (textclean.go);
+	// Unstorable those Postgres refused even so, stored as stubs in IMPORT_ERR.
+	Cleaned    []Cleaned
+	Unstorable []Unstorable
 }
 
 // saveRecords stores records of one entity read from the source (seed 000 "Idempotency"): a new
@@ -121,21 +129,30 @@ WHERE entity = $1 AND source_id = ANY($2) ORDER BY id FOR UPDATE`, entity, ids)
 			seen = append(seen, r.sourceID)
 		}
 	}
+	for _, r := range recs {
+		if r.cleaned != nil {
+			out.Cleaned = append(out.Cleaned, Cleaned{SourceID: r.sourceID, Changes: r.cleaned})
+		}
+	}
 	if len(fresh) > 0 {
 		n, err := s.insertRecords(ctx, entity, fresh)
+		if isDataError(err) {
+			// Some record of the page is one Postgres refuses: the others go in without it.
+			var bad []Unstorable
+			n, bad, err = s.insertOneByOne(ctx, entity, fresh)
+			out.Unstorable = append(out.Unstorable, bad...)
+		}
 		if err != nil {
 			return out, err
 		}
 		out.Inserted = n
 	}
 	if len(changed) > 0 {
-		_, err := s.tx.Exec(ctx, `UPDATE bitrix_records r SET parent_source_id = NULLIF(u.p, ''), payload = u.pl::jsonb,
-checksum = u.c, dates = u.d::json, fetched_at = now(), updated_at = now()
-FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(s, p, pl, c, d)
-WHERE r.entity = $1 AND r.source_id = u.s`, append([]any{entity}, columns(changed)...)...)
+		bad, err := s.updateChanged(ctx, entity, changed)
 		if err != nil {
-			return out, fmt.Errorf("update changed %s records: %w", entity, err)
+			return out, err
 		}
+		out.Unstorable = append(out.Unstorable, bad...)
 		out.Changed = len(changed)
 		// A changed record is new work: its next failure starts a fresh schedule.
 		if err := Machine.ResetSchedule(ctx, s.tx, changedIDs); err != nil {
@@ -146,6 +163,9 @@ WHERE r.entity = $1 AND r.source_id = u.s`, append([]any{entity}, columns(change
 				return out, err
 			}
 		}
+	}
+	if err := s.refuseUnstorable(ctx, entity, out.Unstorable, c); err != nil {
+		return out, err
 	}
 	if len(seen) > 0 {
 		_, err := s.tx.Exec(ctx, `UPDATE bitrix_records SET fetched_at = now() WHERE entity = $1 AND source_id = ANY($2)`, entity, seen)
@@ -185,13 +205,18 @@ func (s Store) insertRecords(ctx context.Context, entity string, recs []Incoming
 	if pgErr, ok := errors.AsType[*pgconn.PgError](err); !ok || pgErr.Code != uniqueViolation {
 		return 0, fmt.Errorf("insert %s records: %w", entity, err)
 	}
-	tag, err := s.tx.Exec(ctx, `INSERT INTO bitrix_records (entity, source_id, parent_source_id, payload, checksum, dates)
+	var n int
+	err = pgx.BeginFunc(ctx, s.tx, func(sp pgx.Tx) error {
+		tag, err := sp.Exec(ctx, `INSERT INTO bitrix_records (entity, source_id, parent_source_id, payload, checksum, dates)
 SELECT $1, s, NULLIF(p, ''), pl::jsonb, c, d::json FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(s, p, pl, c, d)
 ON CONFLICT (entity, source_id) DO NOTHING`, append([]any{entity}, columns(recs)...)...)
+		n = int(tag.RowsAffected())
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("insert %s records: %w", entity, err)
 	}
-	return int(tag.RowsAffected()), nil
+	return n, nil
 }
 
 // uniqueViolation is Postgres' SQLSTATE for a duplicate key.

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,7 +26,8 @@ func unreachableReason(payload json.RawMessage) string {
 	if err != nil {
 		return ""
 	}
-	return Text(fields, UnreachableKey)
+	// A stub of a record Postgres refused (textclean.go) is no more importable.
+	return cmp.Or(Text(fields, UnreachableKey), Text(fields, unstorableKey))
 }
 
 // markUnreachable returns fields with the reason the record cannot be migrated.
