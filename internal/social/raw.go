@@ -39,6 +39,7 @@ type rawPage struct {
 // insertRaw appends a page to the raw store and returns its id and fetch time (the partition
 // key, needed to read it back by primary key).
 func insertRaw(ctx context.Context, db status.DB, p rawPage) (int64, time.Time, error) {
+	p.Body = cleanRawBody(p.Body)
 	var id int64
 	var at time.Time
 	err := db.QueryRow(ctx, `INSERT INTO social_raw_pages (account_id, post_id, endpoint, request, cursor, next_cursor, has_next, items, run_id, job_id, body)

@@ -263,6 +263,9 @@ func (s *Syncer) call(ctx context.Context, c creds, req graph.Request, calls map
 		return nil, err
 	}
 	resp, err := s.Graph.Get(ctx, req)
+	if err == nil && resp != nil {
+		s.cleanAnswer(req, resp)
+	}
 	n := graph.CallsOf(err)
 	if resp != nil {
 		n = resp.Calls

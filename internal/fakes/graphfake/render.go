@@ -168,7 +168,10 @@ func (s *Server) renderMedia(m *media, fs []field, v view, path string) (obj, *a
 		case "ig_id":
 			o.add("ig_id", m.id[3:])
 		case "caption":
-			if m.caption != "" {
+			switch {
+			case m.rawCaption != nil:
+				o.add("caption", m.rawCaption)
+			case m.caption != "":
 				o.add("caption", m.caption)
 			}
 		case "comments_count":

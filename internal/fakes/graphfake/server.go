@@ -425,3 +425,17 @@ func endpointName(parts []string, q url.Values) string {
 	}
 	return "other"
 }
+
+// SetRawCaption replaces a post's caption with raw, a JSON string token the answers carry byte
+// for byte: text as people write it and the platform sends it, with what Postgres cannot store
+// (a NUL as \u0000, a lone surrogate escape \ud800, bytes that are not UTF-8). It reports
+// whether the post exists.
+func (s *Server) SetRawCaption(mediaID string, raw json.RawMessage) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.media[mediaID]
+	if ok {
+		m.rawCaption = raw
+	}
+	return ok
+}
