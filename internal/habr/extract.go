@@ -13,6 +13,7 @@ import (
 
 	"github.com/ingest-dev/ingest/internal/fetch"
 	"github.com/ingest-dev/ingest/internal/metrics"
+	"github.com/ingest-dev/ingest/internal/pgtext"
 	"github.com/ingest-dev/ingest/internal/status"
 )
 
@@ -171,7 +172,7 @@ func (e *Extraction) one(ctx context.Context, p Publication, st *ExtractStats) e
 	if p.Status == Failed {
 		e.Metrics.RetryAttempts.WithLabelValues(entity).Inc()
 	}
-	page, fromCache, err := e.page(ctx, p)
+	page, fromCache, pageCleaned, err := e.page(ctx, p)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err() // stopping: the publication keeps its status for the next run
@@ -193,8 +194,13 @@ func (e *Extraction) one(ctx context.Context, p Publication, st *ExtractStats) e
 	if fromCache {
 		st.Cached++
 	}
+	var cleaned []pgtext.Change
+	if pageCleaned != (pgtext.Change{}) {
+		cleaned = append(cleaned, pageCleaned)
+	}
 	art, err := e.Extractor.Extract(p.URL, []byte(page))
 	if err != nil {
+		e.noteCleaned(log, cleaned)
 		log.Warn("publication broken: no complete article body", "status", Broken, "from_cache", fromCache, "error", err)
 		if _, err := e.recordFailure(ctx, p.ID, p.Status, err.Error(), false, st); err != nil {
 			return err
@@ -203,6 +209,7 @@ func (e *Extraction) one(ctx context.Context, p Publication, st *ExtractStats) e
 		st.Done++
 		return nil
 	}
+	e.noteCleaned(log, append(cleaned, cleanArticle(&art)...))
 	moved, err := saveExtracted(ctx, e.Pool, p, art, status.Change{Actor: e.Actor, RunID: e.RunID, Attempt: true})
 	if err != nil {
 		return err
@@ -228,24 +235,26 @@ func (e *Extraction) abandonAttempt(ctx context.Context, id int64, log *slog.Log
 }
 
 // page returns the publication's HTML from the cache when it is within its TTL, otherwise from
-// Habr, caching what arrives.
-func (e *Extraction) page(ctx context.Context, p Publication) (string, bool, error) {
+// Habr, caching what arrives, and what cleanPage replaced in it.
+func (e *Extraction) page(ctx context.Context, p Publication) (string, bool, pgtext.Change, error) {
 	body, ok, err := cachedPage(ctx, e.Pool, p.URL)
 	if err != nil || ok {
-		return body, ok, err
+		return body, ok, pgtext.Change{}, err
 	}
 	resp, err := e.Fetcher.Get(ctx, p.URL)
 	if err != nil {
-		return "", false, err
+		return "", false, pgtext.Change{}, err
 	}
+	// Cleaned before it is cached: the cache stores text, which refuses a NUL or invalid UTF-8.
+	page, cleaned := cleanPage(resp.Body)
 	ttl := e.CacheTTL
 	if ttl == 0 {
 		ttl = CacheTTL
 	}
-	if err := cachePage(ctx, e.Pool, p.URL, resp.ContentType, string(resp.Body), ttl); err != nil {
-		return "", false, err
+	if err := cachePage(ctx, e.Pool, p.URL, resp.ContentType, page, ttl); err != nil {
+		return "", false, pgtext.Change{}, err
 	}
-	return string(resp.Body), false, nil
+	return page, false, cleaned, nil
 }
 
 // recordFailure records a failed attempt through the machine's retry schedule: a retryable one

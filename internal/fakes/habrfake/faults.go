@@ -46,6 +46,10 @@ const (
 	// FaultWindows1251 sends the normal body encoded as windows-1251 and
 	// says so in Content-Type and in the page's own charset declaration.
 	FaultWindows1251 FaultKind = "windows-1251"
+	// FaultBadText puts what Postgres cannot store into the article's text, as real pages
+	// sometimes carry it: a NUL byte and two bytes that are not UTF-8, at the start of the
+	// article body (BadText).
+	FaultBadText FaultKind = "bad-text"
 )
 
 // defaultSlowDelay outlasts fetch.DefaultTimeout (30s).
@@ -115,7 +119,7 @@ func parseFault(s string) (Fault, error) {
 			f.Code = code
 		}
 	case string(FaultTruncated), string(FaultListing), string(FaultMalformedFeed),
-		string(FaultOffSiteItem), string(FaultWindows1251):
+		string(FaultOffSiteItem), string(FaultWindows1251), string(FaultBadText):
 		f = Fault{Kind: FaultKind(name)}
 	default:
 		code, err := strconv.Atoi(name)
@@ -151,7 +155,7 @@ func (f Fault) validate() error {
 		if f.Delay < 0 {
 			return fmt.Errorf("fault %s: negative delay", f.Kind)
 		}
-	case FaultTruncated, FaultListing, FaultMalformedFeed, FaultOffSiteItem, FaultWindows1251:
+	case FaultTruncated, FaultListing, FaultMalformedFeed, FaultOffSiteItem, FaultWindows1251, FaultBadText:
 	default:
 		return fmt.Errorf("unknown fault kind %q", f.Kind)
 	}
@@ -284,4 +288,22 @@ func toWindows1251(res *response) *response {
 		ct = ct[:i]
 	}
 	return &response{status: res.status, contentType: ct + "; charset=windows-1251", location: res.location, body: out}
+}
+
+// BadText is what FaultBadText puts at the start of the article body: a NUL
+// and two bytes that are not UTF-8 (a Latin-1 "é" and a lone continuation byte).
+const BadText = "Bad\x00 text: caf\xe9 \x80. "
+
+// withBadText puts BadText at the start of the article body of a page (inside its xhtml div).
+func withBadText(body []byte) []byte {
+	const div = `<div xmlns="http://www.w3.org/1999/xhtml">`
+	i := bytes.Index(body, []byte(div))
+	if i < 0 {
+		return body
+	}
+	at := i + len(div)
+	out := make([]byte, 0, len(body)+len(BadText))
+	out = append(out, body[:at]...)
+	out = append(out, BadText...)
+	return append(out, body[at:]...)
 }

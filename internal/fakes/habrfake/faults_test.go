@@ -66,6 +66,16 @@ func TestFaults(t *testing.T) {
 				t.Errorf("decoded page lacks the title, or unencodable runes were dropped instead of escaped")
 			}
 		}},
+		{"bad text", articlePath, Fault{Kind: FaultBadText}, func(t *testing.T, r reply) {
+			if r.status != 200 || !bytes.Contains(r.body, []byte(BadText)) || bytes.Count(r.body, []byte{0}) != 1 {
+				t.Errorf("status %d; want the page with BadText, its NUL once", r.status)
+			}
+		}},
+		{"bad text rendered page", renderedPath, Fault{Kind: FaultBadText}, func(t *testing.T, r reply) {
+			if !bytes.Contains(r.body, []byte(BadText)) {
+				t.Error("no BadText in the rendered page")
+			}
+		}},
 		{"windows-1251 rendered page", renderedPath, Fault{Kind: FaultWindows1251}, func(t *testing.T, r reply) {
 			if !strings.Contains(decode(t, r.body, r.header.Get("Content-Type")), "Теория успешного стартапа") {
 				t.Error("decoded page lacks the title")
@@ -303,6 +313,7 @@ func TestParseFault(t *testing.T) {
 		{in: "malformed-feed", want: Fault{Kind: FaultMalformedFeed}},
 		{in: "offsite-item", want: Fault{Kind: FaultOffSiteItem}},
 		{in: "windows-1251", want: Fault{Kind: FaultWindows1251}},
+		{in: "bad-text", want: Fault{Kind: FaultBadText}},
 		{in: "503x1", want: Fault{Kind: FaultStatus, Code: 503, Times: 1}},
 		{in: "deleted:404x3", want: Fault{Kind: FaultDeleted, Code: 404, Times: 3}},
 		{in: "503x0", wantErr: true},

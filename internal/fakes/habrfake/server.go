@@ -185,6 +185,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		res.body = moveFirstItemOffSite(res.body)
 	case FaultWindows1251:
 		res = toWindows1251(res)
+	case FaultBadText:
+		res.body = withBadText(res.body)
 	case FaultTruncated:
 		writeTruncated(w, res)
 		return
