@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/ingest-dev/ingest/internal/pgtext"
 )
 
 // The store's queries of the custom fields read by fields-get (bitrix_fields, bitrix_field_options).
@@ -104,6 +106,8 @@ func (s Store) loadCustomFields(ctx context.Context, ent *Entity) (map[string]cu
 
 // queueField queues in b the upsert of one custom field read by fields-get.
 func queueField(b *pgx.Batch, entity, name string, row []byte, sum string) {
+	// A label people typed may hold what jsonb refuses (textclean.go): stored cleaned, as records are.
+	row, _ = pgtext.JSON(row)
 	b.Queue(`INSERT INTO bitrix_fields (entity, field_name, payload, checksum) VALUES ($1, $2, $3, $4)
 ON CONFLICT (entity, field_name) DO UPDATE SET payload = EXCLUDED.payload, checksum = EXCLUDED.checksum, fetched_at = now()`,
 		entity, name, string(row), sum)
@@ -152,6 +156,7 @@ AND payload->>'USER_TYPE_ID' = 'enumeration' ORDER BY field_name`, entity, fn)
 
 // queueOption queues in b the mapping of one option of an enumeration field to the target's.
 func queueOption(b *pgx.Batch, entity, field, sourceID, targetID, value string) {
+	value, _ = pgtext.String(value)
 	b.Queue(`INSERT INTO bitrix_field_options (entity, field_name, source_option_id, target_option_id, value)
 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (entity, field_name, source_option_id)
 DO UPDATE SET target_option_id = EXCLUDED.target_option_id, value = EXCLUDED.value`, entity, field, sourceID, targetID, value)
