@@ -156,18 +156,35 @@ func cleanJSON(raw []byte) bool {
 	if bytes.IndexByte(raw, 0) >= 0 || !utf8.Valid(raw) {
 		return false
 	}
-	for i := 0; ; {
-		j := bytes.IndexByte(raw[i:], '\\')
-		if j < 0 {
-			return true
+	for i := 0; i < len(raw); {
+		if raw[i] != '\\' { // escapes come in runs: look further only past one
+			j := bytes.IndexByte(raw[i:], '\\')
+			if j < 0 {
+				return true
+			}
+			i += j
 		}
-		i += j
 		if i+1 >= len(raw) {
 			return true
 		}
 		if raw[i+1] != 'u' {
 			i += 2 // \\, \", \n ...: the escaped character is never the start of another escape
 			continue
+		}
+		// Most escapes are neither a NUL nor a surrogate (PHP escapes every letter beyond ASCII):
+		// told apart by their first digits, without decoding them.
+		if i+5 < len(raw) {
+			if c := raw[i+2]; c != 'd' && c != 'D' {
+				if c == '0' && raw[i+3] == '0' && raw[i+4] == '0' && raw[i+5] == '0' {
+					return false
+				}
+				i += 6
+				continue
+			}
+			if c := raw[i+3]; c < '8' || c > '9' && c < 'A' || c > 'F' && c < 'a' || c > 'f' {
+				i += 6 // \uD000-\uD7FF
+				continue
+			}
 		}
 		v, ok := hex4(raw, i+2)
 		switch {
@@ -187,6 +204,7 @@ func cleanJSON(raw []byte) bool {
 			i += 6
 		}
 	}
+	return true
 }
 
 func isHigh(v rune) bool { return v >= 0xD800 && v <= 0xDBFF }
@@ -194,7 +212,7 @@ func isLow(v rune) bool  { return v >= 0xDC00 && v <= 0xDFFF }
 
 // escapeAt reads a \uXXXX escape at i.
 func escapeAt(b []byte, i int) (rune, bool) {
-	if i+1 >= len(b) || b[i] != '\\' || b[i+1] != 'u' {
+	if i < 0 || i+1 >= len(b) || b[i] != '\\' || b[i+1] != 'u' {
 		return 0, false
 	}
 	return hex4(b, i+2)
