@@ -26,19 +26,20 @@ type account struct {
 // media is a post, reel, story or carousel child.
 type media struct {
 	id, caption, mediaType, productType, shortcode string
+	ts                                             time.Time
+	likes                                          int
+	hideLikes                                      bool
+	commentsEnabled                                bool
+	copyrighted                                    bool // media_url omitted (research/social.md §1.2)
+	owner                                          *account
+	children                                       []*media
+	comments                                       []*comment // top level, newest first
+	deleted                                        bool
+	parent                                         *media // for a carousel child
+
 	// rawCaption, when set, is the caption as a JSON string token written into answers byte for
 	// byte (SetRawCaption), in place of caption.
-	rawCaption      json.RawMessage
-	ts              time.Time
-	likes           int
-	hideLikes       bool
-	commentsEnabled bool
-	copyrighted     bool // media_url omitted (research/social.md §1.2)
-	owner           *account
-	children        []*media
-	comments        []*comment // top level, newest first
-	deleted         bool
-	parent          *media // for a carousel child
+	rawCaption json.RawMessage
 }
 
 // commentsCount counts comments and replies, as the platform does.
