@@ -45,12 +45,19 @@ func (c Change) Replaced() string {
 		parts = append(parts, fmt.Sprintf("%d NUL removed", c.NUL))
 	}
 	if c.Invalid > 0 {
-		parts = append(parts, fmt.Sprintf("%d invalid UTF-8 bytes replaced with U+FFFD", c.Invalid))
+		parts = append(parts, fmt.Sprintf("%d invalid UTF-8 %s replaced with U+FFFD", c.Invalid, plural(c.Invalid, "byte")))
 	}
 	if c.Surrogates > 0 {
-		parts = append(parts, fmt.Sprintf("%d lone surrogates replaced with U+FFFD", c.Surrogates))
+		parts = append(parts, fmt.Sprintf("%d lone %s replaced with U+FFFD", c.Surrogates, plural(c.Surrogates, "surrogate")))
 	}
 	return strings.Join(parts, ", ")
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return noun
+	}
+	return noun + "s"
 }
 
 // String is the path and what was replaced: "$.NAME: 1 NUL removed".

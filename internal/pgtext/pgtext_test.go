@@ -141,6 +141,9 @@ func TestReplaced(t *testing.T) {
 	if c.String() != want {
 		t.Errorf("%q, want %q", c.String(), want)
 	}
+	if got := (Change{Invalid: 1, Surrogates: 1}).Replaced(); got != "1 invalid UTF-8 byte replaced with U+FFFD, 1 lone surrogate replaced with U+FFFD" {
+		t.Errorf("one of each: %q", got)
+	}
 }
 
 // The point of it all: Postgres stores what comes out, as jsonb and as text, where it refused
