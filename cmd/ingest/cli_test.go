@@ -153,3 +153,16 @@ func TestChatRescanIsAFlagOfTheChatsCommands(t *testing.T) {
 		t.Errorf("BITRIX_CHAT_RESCAN is read by the chats commands only: users get gave %v, rescan %v", err, b.Chats.ChatRescan)
 	}
 }
+
+func TestUnknownSourceListsTheSources(t *testing.T) {
+	t.Setenv("LOG_FORMAT", "text")
+	code, _, stderr := mainOut(t, "status", "bogus")
+	for _, p := range pipelines() {
+		if !strings.Contains(stderr, p.name) {
+			t.Errorf("ingest status bogus does not name the source %s: %s", p.name, stderr)
+		}
+	}
+	if code != exitUsage || !strings.Contains(stderr, "invalid subcommand: bogus (ingest status takes ") {
+		t.Errorf("ingest status bogus = exit %d: %s", code, stderr)
+	}
+}
