@@ -243,6 +243,6 @@ func (app *app) printJSON(v any) error {
 // writeHistory writes a record's status history, one change per line, for `ingest show`.
 func writeHistory(w io.Writer, hist []status.HistoryEntry) {
 	for _, h := range hist {
-		fmt.Fprintf(w, "  %s\t%s\t-> %s\t%s\t%s\n", h.ChangedAt.UTC().Format(time.RFC3339), h.From, h.To, h.Actor, h.Reason)
+		fmt.Fprintf(w, "  %s\t%s\t-> %s\t%s\t%s\n", h.ChangedAt.UTC().Format(time.RFC3339), h.From, h.To, shown(h.Actor), shown(h.Reason))
 	}
 }
