@@ -55,6 +55,14 @@ func TestHelpAndUsageNeverShowSecrets(t *testing.T) {
 	}
 	visit(nil, root)
 	walkTree(root, nil, visit)
+	// Secrets given as flags: go-arg would show those as defaults too.
+	flagged := []string{"--database-url", "postgres://ingest:FlagPwQz7.example/ingest", "bitrix", "--webhook-url", "https://p.bitrix24.ru/rest/1/FlagWhQz7tok/",
+		"--target-url", "https://import:FlagTgQz7tok@t.example/api/"}
+	never = append(never, "FlagPwQz7", "FlagWhQz7tok", "FlagTgQz7tok")
+	lines = append(lines, append(slices.Clone(flagged), "--help"), append(slices.Clone(flagged), "users", "get", "--help"),
+		append(slices.Clone(flagged), "users", "--no-such-flag"), flagged,
+		[]string{"social", "--token-key", "FlagKeyQz7", "--help"}, []string{"social", "--token-key", "FlagKeyQz7", "sync"})
+	never = append(never, "FlagKeyQz7")
 	sawSet := false
 	for _, format := range []string{"text", "json"} {
 		t.Run(format, func(t *testing.T) {
