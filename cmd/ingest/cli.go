@@ -49,8 +49,8 @@ type cliLine struct {
 // script asking help for a mistyped command fails.
 type errUnknownCommand struct {
 	word string
-	// command is the command whose subcommand was expected ("ingest status"); valid its
-	// subcommands, so the error names what would have been understood.
+	// command is the command whose subcommand was expected ("ingest status"), valid its
+	// subcommands: the error names what would have been understood.
 	command string
 	valid   []string
 }
