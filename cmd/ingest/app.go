@@ -69,8 +69,9 @@ func newApp(ctx context.Context, command string, c parsed, stdout, stderr io.Wri
 	fence := &pgsession.Fence{}
 	pgsession.ConfigurePool(cfg, boundsFor(command), fence)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	timeout := connectTimeout(cfg)
 	if err == nil {
-		pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		pctx, cancel := context.WithTimeout(ctx, timeout)
 		err = pool.Ping(pctx)
 		cancel()
 	}
@@ -82,7 +83,13 @@ func newApp(ctx context.Context, command string, c parsed, stdout, stderr io.Wri
 			log.Error(configPrefix+msg, "database", describeDB(cfg), "exit_code", exitConfig)
 			return nil, exitConfig
 		}
-		log.Error("cannot connect to Postgres", "database", describeDB(cfg), "error", err, "exit_code", exitFailed)
+		msg := "cannot connect to Postgres"
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			// A server that accepts the connection and never answers gives only the deadline:
+			// say whose deadline it was, how long, and where.
+			msg = fmt.Sprintf("cannot connect to Postgres: %s did not answer within the connect timeout (%s; connect_timeout in DATABASE_URL changes it)", describeHost(cfg), timeout)
+		}
+		log.Error(msg, "database", describeDB(cfg), "error", err, "exit_code", exitFailed)
 		publishFailedStart(ctx, command, a, c.pipelines, log)
 		return nil, exitFailed
 	}
@@ -105,6 +112,9 @@ func boundsFor(command string) pgsession.Bounds {
 func validate(command string, a *args, ps []*pipeline, r *redact.Redactor) error {
 	if strings.TrimSpace(a.DatabaseURL) == "" {
 		return configError{"DATABASE_URL (or --database-url) is required, e.g. postgres://ingest@db.example:5432/ingest?sslmode=require (password in the URL or PGPASSWORD)"}
+	}
+	if err := checkDBScheme(a.DatabaseURL); err != nil {
+		return err
 	}
 	cfg, err := pgxpool.ParseConfig(a.DatabaseURL)
 	if err != nil {
@@ -233,6 +243,6 @@ func (app *app) printJSON(v any) error {
 // writeHistory writes a record's status history, one change per line, for `ingest show`.
 func writeHistory(w io.Writer, hist []status.HistoryEntry) {
 	for _, h := range hist {
-		fmt.Fprintf(w, "  %s\t%s\t-> %s\t%s\t%s\n", h.ChangedAt.UTC().Format(time.RFC3339), h.From, h.To, h.Actor, h.Reason)
+		fmt.Fprintf(w, "  %s\t%s\t-> %s\t%s\t%s\n", h.ChangedAt.UTC().Format(time.RFC3339), h.From, h.To, shown(h.Actor), shown(h.Reason))
 	}
 }

@@ -28,7 +28,7 @@ type statusAckCmd struct {
 	IDs    []string `arg:"--id" help:"records, space-separated; required: the portal's ids with --entity, or record ids without it" placeholder:"ID"`
 	Entity string   `arg:"--entity" help:"the entity the --id values belong to, as ingest status lists them" placeholder:"ENTITY"`
 	Reason string   `arg:"--reason" help:"why this record may stay unmigrated; required, kept in the status history" placeholder:"TEXT"`
-	By     string   `arg:"--by,env:USER" help:"who accepts it" placeholder:"NAME"`
+	By     *string  `arg:"--by" help:"who accepts it; default $USER (an empty --by is refused)" placeholder:"NAME"`
 }
 
 type statusSetCmd struct {
@@ -37,7 +37,7 @@ type statusSetCmd struct {
 	Entity string   `arg:"--entity" help:"the entity the --id values belong to, as ingest status lists them (bitrix: users, chats...)" placeholder:"ENTITY"`
 	To     string   `arg:"--to" help:"the new status; required" placeholder:"STATUS"`
 	Reason string   `arg:"--reason" help:"why: kept in the status history; required" placeholder:"TEXT"`
-	By     string   `arg:"--by,env:USER" help:"who is making the change" placeholder:"NAME"`
+	By     *string  `arg:"--by" help:"who is making the change; default $USER (an empty --by is refused)" placeholder:"NAME"`
 }
 
 // version is set at build time with -ldflags "-X main.version=...".

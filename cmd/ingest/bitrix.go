@@ -284,7 +284,7 @@ func (app *app) bitrixStatus(ctx context.Context, asJSON bool) error {
 			case inv.Complete:
 				get = fmt.Sprintf("pass %d complete (%d rows)", inv.Pass, inv.PassRows)
 			default:
-				get = fmt.Sprintf("pass %d interrupted after ID %s (%d rows)", inv.Pass, inv.Cursor, inv.PassRows)
+				get = fmt.Sprintf("pass %d interrupted after ID %s (%d rows)", inv.Pass, shownCut(inv.Cursor, 40), inv.PassRows)
 			}
 			if inv.Limit != nil {
 				get += fmt.Sprintf(", test_limit %d", *inv.Limit)
@@ -305,14 +305,14 @@ func (app *app) bitrixStatus(ctx context.Context, asJSON bool) error {
 		for _, g := range es.NotMigrated {
 			ack := ""
 			if g.Acknowledged {
-				ack = fmt.Sprintf(" [acknowledged by %s: %s]", strings.TrimPrefix(g.AcknowledgedBy, "manual: "), oneLine(g.AcknowledgedReason, 80))
+				ack = fmt.Sprintf(" [acknowledged by %s: %s]", shownCut(strings.TrimPrefix(g.AcknowledgedBy, "manual: "), 80), shownCut(g.AcknowledgedReason, 80))
 			}
 			fmt.Fprintf(app.stdout, "  %s %s x%d%s: %s\n    ids: %s\n", es.Entity, g.Status, len(g.IDs), ack,
-				oneLine(g.Reason, 160), idList(g.IDs, 30))
+				shownCut(g.Reason, 160), idList(g.IDs, 30))
 		}
 		if inv := es.Inventory; inv != nil && inv.LastVerify != nil {
 			v := inv.LastVerify
-			fmt.Fprintf(app.stdout, "  %s last verify %s: %s\n", es.Entity, v.At.UTC().Format(time.RFC3339), oneLine(v.Summary(), 200))
+			fmt.Fprintf(app.stdout, "  %s last verify %s: %s\n", es.Entity, v.At.UTC().Format(time.RFC3339), shownCut(v.Summary(), 200))
 		}
 	}
 	return nil
@@ -351,30 +351,30 @@ func (app *app) showBitrix(ctx context.Context, c *showBitrixCmd) error {
 		})
 	}
 	w := tabwriter.NewWriter(app.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "record\t%d (%s %s, key %s)\n", d.ID, d.Entity, d.SourceID, d.IdempotencyKey())
+	fmt.Fprintf(w, "record\t%d (%s %s, key %s)\n", d.ID, d.Entity, shown(d.SourceID), shown(d.IdempotencyKey()))
 	if d.ParentSourceID != "" {
-		fmt.Fprintf(w, "parent\t%s\n", d.ParentSourceID)
+		fmt.Fprintf(w, "parent\t%s\n", shown(d.ParentSourceID))
 	}
 	fmt.Fprintf(w, "status\t%s (attempts: %d, retries: %d)\n", d.Status, d.Attempts, d.Retries)
 	if d.LastError != "" {
-		fmt.Fprintf(w, "last error\t%s\n", d.LastError)
+		fmt.Fprintf(w, "last error\t%s\n", shown(d.LastError))
 	}
 	if d.AcknowledgedAt != nil {
-		fmt.Fprintf(w, "acknowledged\tas a known exception by %s at %s: %s\n", strings.TrimPrefix(d.AcknowledgedBy, "manual: "),
-			d.AcknowledgedAt.UTC().Format(time.RFC3339), d.AcknowledgedReason)
+		fmt.Fprintf(w, "acknowledged\tas a known exception by %s at %s: %s\n", shown(strings.TrimPrefix(d.AcknowledgedBy, "manual: ")),
+			d.AcknowledgedAt.UTC().Format(time.RFC3339), shown(d.AcknowledgedReason))
 	}
 	if d.NextAttemptAt != nil {
 		fmt.Fprintf(w, "next attempt\t%s\n", d.NextAttemptAt.UTC().Format(time.RFC3339))
 	}
 	if d.TargetID != "" {
-		fmt.Fprintf(w, "on the target\t%s (imported %s)\n", d.TargetID, d.ImportedAt.UTC().Format(time.RFC3339))
+		fmt.Fprintf(w, "on the target\t%s (imported %s)\n", shown(d.TargetID), d.ImportedAt.UTC().Format(time.RFC3339))
 	} else {
 		fmt.Fprintln(w, "on the target\tnot imported")
 	}
 	fmt.Fprintf(w, "read\t%s (payload last changed %s, checksum %s)\n", d.FetchedAt.UTC().Format(time.RFC3339),
-		d.UpdatedAt.UTC().Format(time.RFC3339), d.Checksum)
+		d.UpdatedAt.UTC().Format(time.RFC3339), shown(d.Checksum))
 	for _, name := range slices.Sorted(maps.Keys(d.Dates)) {
-		fmt.Fprintf(w, "date %s\t%s\n", name, describeDate(d.Dates[name]))
+		fmt.Fprintf(w, "date %s\t%s\n", shown(name), describeDate(d.Dates[name]))
 	}
 	fmt.Fprintln(w, "\nhistory")
 	writeHistory(w, hist)
@@ -385,7 +385,7 @@ func (app *app) showBitrix(ctx context.Context, c *showBitrixCmd) error {
 	if err := json.Indent(&payload, d.Payload, "", "  "); err != nil {
 		payload.Write(d.Payload)
 	}
-	fmt.Fprintf(app.stdout, "\npayload (as read from the portal)\n%s\n", payload.String())
+	fmt.Fprintf(app.stdout, "\npayload (as read from the portal)\n%s\n", shownBlock(payload.String()))
 	return nil
 }
 
@@ -394,11 +394,11 @@ func (app *app) showBitrix(ctx context.Context, c *showBitrixCmd) error {
 func describeDate(d engine.Date) string {
 	switch {
 	case d.Err != "":
-		return fmt.Sprintf("%q: unreadable: %s", d.Raw, d.Err)
+		return fmt.Sprintf("%s: unreadable: %s", shown(fmt.Sprintf("%q", d.Raw)), shown(d.Err))
 	case d.Raw == "":
 		return "(empty)"
 	}
-	s := fmt.Sprintf("%q = %s UTC, offset %s", d.Raw, d.UTC.Format(time.RFC3339), d.Offset)
+	s := fmt.Sprintf("%s = %s UTC, offset %s", shown(fmt.Sprintf("%q", d.Raw)), d.UTC.Format(time.RFC3339), shown(d.Offset))
 	if d.Assumed {
 		s += " (assumed: the value had none)"
 	}
@@ -407,8 +407,12 @@ func describeDate(d engine.Date) string {
 
 // idList joins ids for a person, at most max of them: --json lists them all.
 func idList(ids []string, max int) string {
-	if len(ids) <= max {
-		return strings.Join(ids, " ")
+	shownIDs := make([]string, min(len(ids), max))
+	for i := range shownIDs {
+		shownIDs[i] = shownCut(ids[i], 40) // the portal's ids, whatever it sent
 	}
-	return strings.Join(ids[:max], " ") + fmt.Sprintf(" … and %d more (--json lists all)", len(ids)-max)
+	if len(ids) <= max {
+		return strings.Join(shownIDs, " ")
+	}
+	return strings.Join(shownIDs, " ") + fmt.Sprintf(" … and %d more (--json lists all)", len(ids)-max)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 
@@ -46,9 +47,20 @@ type cliLine struct {
 // errUnknownCommand is a word that names no command where a command is expected. It is a usage
 // error even when --help is asked for (go-arg lets --help win over its own errors), so that a
 // script asking help for a mistyped command fails.
-type errUnknownCommand struct{ word string }
+type errUnknownCommand struct {
+	word string
+	// command is the command whose subcommand was expected ("ingest status"), valid its
+	// subcommands: the error names what would have been understood.
+	command string
+	valid   []string
+}
 
-func (e errUnknownCommand) Error() string { return "invalid subcommand: " + e.word }
+func (e errUnknownCommand) Error() string {
+	if len(e.valid) == 0 {
+		return "invalid subcommand: " + e.word
+	}
+	return fmt.Sprintf("invalid subcommand: %s (%s takes %s)", e.word, e.command, strings.Join(e.valid, ", "))
+}
 
 // parseLine matches argv against the tree rooted at root (whose options are globals) and parses
 // it. The returned error is go-arg's (arg.ErrHelp and arg.ErrVersion included) or
@@ -74,7 +86,7 @@ func parseLine(root *cliCommand, globals *args, argv []string, stderr io.Writer)
 	}
 	if len(l.node().subs) > 0 {
 		if word := l.strayWord(); word != "" {
-			return l, errUnknownCommand{word}
+			return l, l.unknown(word)
 		}
 	}
 	return l, l.parser.Parse(l.rest)
@@ -175,9 +187,9 @@ func (l *cliLine) ownParser() *arg.Parser {
 	} else if dest == nil {
 		dest = &struct{}{}
 	}
-	p, err := arg.NewParser(arg.Config{Program: strings.Join(append([]string{"ingest"}, l.words...), " ")}, dest)
+	p, err := arg.NewParser(arg.Config{Program: strings.Join(append([]string{"ingest"}, l.words...), " ")}, blank(dest))
 	if err != nil {
-		return l.parser // the same options parsed before, so this does not happen
+		panic(fmt.Sprintf("ingest %s: options parsed before do not build a parser: %v", strings.Join(l.words, " "), err))
 	}
 	return p
 }
@@ -198,6 +210,13 @@ func (l *cliLine) writeUsage(w io.Writer) {
 // positionals and options, the options of the commands above it as "Global options", its
 // subcommands, and the exit codes.
 func (l *cliLine) writeHelp(w io.Writer) {
+	var b strings.Builder
+	l.writeHelpTo(&b)
+	fmt.Fprint(w, markSetEnv(b.String(), os.LookupEnv))
+}
+
+// writeHelpTo writes the help with go-arg's notes of the variables as they are.
+func (l *cliLine) writeHelpTo(w io.Writer) {
 	epilogue := "\n" + l.globals.Epilogue() + "\n"
 	var own strings.Builder
 	l.ownParser().WriteHelp(&own)
@@ -234,8 +253,13 @@ func (l *cliLine) writeHelp(w io.Writer) {
 // inheritedOptions are the option lines of go-arg's help over the options of the commands above
 // this one, the global ones last.
 func (l *cliLine) inheritedOptions() string {
-	above := &cliLine{globals: l.globals, path: l.path[:len(l.path)-1]}
-	p, err := above.newParser(nil)
+	var dests []any
+	for i := len(l.path) - 2; i > 0; i-- {
+		if o := l.path[i].options; o != nil {
+			dests = append(dests, blank(o))
+		}
+	}
+	p, err := arg.NewParser(arg.Config{Program: "ingest"}, append(dests, blank(l.globals))...)
 	if err != nil {
 		return ""
 	}
@@ -248,3 +272,12 @@ func (l *cliLine) inheritedOptions() string {
 
 // helpColumn is where go-arg starts the description of an option or command.
 const helpColumn = 25
+
+// unknown is the error for word where the line's command expects one of its subcommands.
+func (l *cliLine) unknown(word string) errUnknownCommand {
+	e := errUnknownCommand{word: word, command: strings.Join(append([]string{"ingest"}, l.words...), " ")}
+	for _, s := range l.node().subs {
+		e.valid = append(e.valid, s.name)
+	}
+	return e
+}

@@ -89,7 +89,7 @@ func TestUnknownCommandsAreUsageErrors(t *testing.T) {
 		{"migrate", "nosuch", "--help"},
 	} {
 		code, stdout, stderr := mainOut(t, argv...)
-		if code != exitUsage || !strings.Contains(stderr, `"usage error: invalid subcommand: nosuch"`) || stdout != "" {
+		if code != exitUsage || !strings.Contains(stderr, `"usage error: invalid subcommand: nosuch (ingest `) || stdout != "" {
 			t.Errorf("ingest %v = exit %d\nstdout: %.200s\nstderr: %s\nwant exit %d naming nosuch", argv, code, stdout, stderr, exitUsage)
 		}
 		checkJSONLines(t, argv, stderr)
@@ -151,5 +151,18 @@ func TestChatRescanIsAFlagOfTheChatsCommands(t *testing.T) {
 	t.Setenv("BITRIX_CHAT_RESCAN", "maybe")
 	if _, _, _, b, err := parseForTest(t, "bitrix", "users", "get"); err != nil || b.Chats.ChatRescan {
 		t.Errorf("BITRIX_CHAT_RESCAN is read by the chats commands only: users get gave %v, rescan %v", err, b.Chats.ChatRescan)
+	}
+}
+
+func TestUnknownSourceListsTheSources(t *testing.T) {
+	t.Setenv("LOG_FORMAT", "text")
+	code, _, stderr := mainOut(t, "status", "bogus")
+	for _, p := range pipelines() {
+		if !strings.Contains(stderr, p.name) {
+			t.Errorf("ingest status bogus does not name the source %s: %s", p.name, stderr)
+		}
+	}
+	if code != exitUsage || !strings.Contains(stderr, "invalid subcommand: bogus (ingest status takes ") {
+		t.Errorf("ingest status bogus = exit %d: %s", code, stderr)
 	}
 }

@@ -132,26 +132,26 @@ func (app *app) showHabr(ctx context.Context, c *showHabrCmd) error {
 	}
 	w := tabwriter.NewWriter(app.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "id\t%d\n", p.ID)
-	fmt.Fprintf(w, "url\t%s\n", p.URL)
-	fmt.Fprintf(w, "title\t%s\n", p.Title)
+	fmt.Fprintf(w, "url\t%s\n", shown(p.URL))
+	fmt.Fprintf(w, "title\t%s\n", shown(p.Title))
 	author := p.Author
 	if p.AuthorName != "" {
 		author = fmt.Sprintf("%s (%s)", p.Author, p.AuthorName)
 	}
-	fmt.Fprintf(w, "author\t%s\n", author)
+	fmt.Fprintf(w, "author\t%s\n", shown(author))
 	if p.PublishedAt != nil {
-		fmt.Fprintf(w, "published\t%s (as received: %s)\n", p.PublishedAt.UTC().Format(time.RFC3339), p.PublishedRaw)
+		fmt.Fprintf(w, "published\t%s (as received: %s)\n", p.PublishedAt.UTC().Format(time.RFC3339), shown(p.PublishedRaw))
 	}
 	if p.Company.Alias != "" || p.Company.Name != "" {
-		fmt.Fprintf(w, "company blog\t%s (%s)\n", p.Company.Name, p.Company.Alias)
+		fmt.Fprintf(w, "company blog\t%s (%s)\n", shown(p.Company.Name), shown(p.Company.Alias))
 	}
 	if p.Translation != (habr.Translation{}) {
-		fmt.Fprintf(w, "translation of\t%s, %s\n", p.Translation.OriginalAuthor, p.Translation.OriginalURL)
+		fmt.Fprintf(w, "translation of\t%s, %s\n", shown(p.Translation.OriginalAuthor), shown(p.Translation.OriginalURL))
 	}
-	fmt.Fprintf(w, "hubs\t%s\n", strings.Join(p.Hubs, ", "))
-	fmt.Fprintf(w, "tags\t%s\n", strings.Join(p.Tags, ", "))
-	fmt.Fprintf(w, "feed categories\t%s\n", strings.Join(p.FeedCategories, ", "))
-	fmt.Fprintf(w, "discovered\t%s in %s\n", p.DiscoveredAt.UTC().Format(time.RFC3339), p.Feed)
+	fmt.Fprintf(w, "hubs\t%s\n", shown(strings.Join(p.Hubs, ", ")))
+	fmt.Fprintf(w, "tags\t%s\n", shown(strings.Join(p.Tags, ", ")))
+	fmt.Fprintf(w, "feed categories\t%s\n", shown(strings.Join(p.FeedCategories, ", ")))
+	fmt.Fprintf(w, "discovered\t%s in %s\n", p.DiscoveredAt.UTC().Format(time.RFC3339), shown(p.Feed))
 	fmt.Fprintf(w, "status\t%s (attempts: %d, since %s)\n", p.Status, p.Attempts, p.StatusChangedAt.UTC().Format(time.RFC3339))
 	if p.Status == habr.Failed && p.NextAttemptAt != nil {
 		fmt.Fprintf(w, "next attempt\t%s (retries used: %d of %d)\n", p.NextAttemptAt.UTC().Format(time.RFC3339), p.Retries, habr.RetrySchedule.MaxRetries())
@@ -160,7 +160,7 @@ func (app *app) showHabr(ctx context.Context, c *showHabrCmd) error {
 		fmt.Fprintf(w, "attempt started\t%s, not finished\n", p.AttemptStartedAt.UTC().Format(time.RFC3339))
 	}
 	if p.LastError != "" {
-		fmt.Fprintf(w, "last error\t%s\n", p.LastError)
+		fmt.Fprintf(w, "last error\t%s\n", shown(p.LastError))
 	}
 	fmt.Fprintln(w, "\nhistory")
 	fmt.Fprintf(w, "  %s\t\textract_pending\tdiscovered\n", p.DiscoveredAt.UTC().Format(time.RFC3339))
@@ -172,6 +172,6 @@ func (app *app) showHabr(ctx context.Context, c *showHabrCmd) error {
 		fmt.Fprintln(app.stdout, "\n(no Markdown extracted)")
 		return nil
 	}
-	fmt.Fprintf(app.stdout, "\nmarkdown (extractor %s, sha256 %s, %s)\n\n%s\n", md.ExtractorVersion, md.ContentHash[:12], md.ExtractedAt.UTC().Format(time.RFC3339), md.Text)
+	fmt.Fprintf(app.stdout, "\nmarkdown (extractor %s, sha256 %s, %s)\n\n%s\n", md.ExtractorVersion, md.ContentHash[:12], md.ExtractedAt.UTC().Format(time.RFC3339), shownBlock(md.Text))
 	return nil
 }

@@ -141,7 +141,8 @@ func TestUsageAndConfigErrors(t *testing.T) {
 		{[]string{"status", "set", "habr", "--to", "extracted"}, "", exitUsage, "--id is required"},
 		{[]string{"status", "set", "--id", "1"}, "", exitUsage, "SOURCE is required"},
 		{[]string{"status"}, "DATABASE_URL=", exitConfig, "DATABASE_URL (or --database-url) is required"},
-		{[]string{"status"}, "DATABASE_URL=mysql://x", exitConfig, "not a valid Postgres URL"},
+		{[]string{"status"}, "DATABASE_URL=mysql://x", exitConfig, "the scheme mysql://, not Postgres's"},
+		{[]string{"status"}, "DATABASE_URL=postgres://u@h:notaport/db", exitConfig, "not a valid Postgres URL"},
 		{[]string{"status"}, "LOG_LEVEL=loud", exitConfig, "LOG_LEVEL"},
 		{[]string{"status"}, "", exitFailed, "cannot connect to Postgres"},
 	}

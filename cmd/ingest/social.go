@@ -302,17 +302,17 @@ func (app *app) socialStatus(ctx context.Context, c *socialStatusCmd) error {
 	for _, a := range rep.Accounts {
 		fmt.Fprintf(app.stdout, "\n%s (%s, %s)\n", accountName(a), a.Access, a.Status)
 		if a.LastError != "" {
-			fmt.Fprintf(app.stdout, "  why: %s\n", oneLine(a.LastError, 200))
+			fmt.Fprintf(app.stdout, "  why: %s\n", shownCut(a.LastError, 200))
 		}
 		if a.ReasonCode != "" {
-			fmt.Fprintf(app.stdout, "  reason code: %s\n", a.ReasonCode)
+			fmt.Fprintf(app.stdout, "  reason code: %s\n", shown(a.ReasonCode))
 		}
 		for _, cp := range a.Capabilities {
 			mark := "no "
 			if cp.Synced {
 				mark = "yes"
 			}
-			fmt.Fprintf(app.stdout, "  %s  %-45s %s\n", mark, cp.What, cp.Detail)
+			fmt.Fprintf(app.stdout, "  %s  %-45s %s\n", mark, cp.What, shown(cp.Detail))
 		}
 	}
 	w = tabwriter.NewWriter(app.stdout, 0, 0, 2, ' ', 0)
@@ -323,20 +323,20 @@ func (app *app) socialStatus(ctx context.Context, c *socialStatusCmd) error {
 		}
 		scope := ""
 		if m.Scope != "" {
-			scope = " " + m.Scope
+			scope = " " + shown(m.Scope)
 		}
 		fmt.Fprintf(w, "  %s%s\t%s\t%s\n", m.Machine, scope, m.Status, withCodes(m.Count, m.Codes))
 	}
 	if len(rep.Parks) > 0 {
 		fmt.Fprintln(w, "parked (no call until)")
 		for _, p := range rep.Parks {
-			fmt.Fprintf(w, "  %s\t%s\t%s\n", p.Key, p.Until.UTC().Format(time.RFC3339), p.Reason)
+			fmt.Fprintf(w, "  %s\t%s\t%s\n", shown(p.Key), p.Until.UTC().Format(time.RFC3339), shown(p.Reason))
 		}
 	}
 	if len(rep.InvalidPosts) > 0 || rep.RejectsTotal > 0 {
 		fmt.Fprintf(w, "failed validation (%d posts shown, %d comments or items in social_rejects)\n", len(rep.InvalidPosts), rep.RejectsTotal)
 		for _, x := range append(rep.InvalidPosts, rep.Rejects...) {
-			fmt.Fprintf(w, "  %s %s\t%s\n", x.Kind, x.PlatformID, oneLine(x.Reason, 140))
+			fmt.Fprintf(w, "  %s %s\t%s\n", x.Kind, shown(x.PlatformID), shownCut(x.Reason, 140))
 		}
 	}
 	return w.Flush()
@@ -345,9 +345,9 @@ func (app *app) socialStatus(ctx context.Context, c *socialStatusCmd) error {
 func accountName(a social.AccountReport) string {
 	switch {
 	case a.Username != "":
-		return "@" + a.Username
+		return "@" + shownCut(a.Username, 80)
 	case a.IGUserID != "":
-		return "ig:" + a.IGUserID
+		return "ig:" + shownCut(a.IGUserID, 80)
 	}
 	return fmt.Sprintf("id:%d", a.ID)
 }

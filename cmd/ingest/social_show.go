@@ -12,10 +12,10 @@ import (
 
 func writeAccount(out io.Writer, d social.AccountDetail) {
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "account\tid:%d %s (ig %s)\n", d.ID, accountName(d.AccountReport), d.IGUserID)
+	fmt.Fprintf(w, "account\tid:%d %s (ig %s)\n", d.ID, accountName(d.AccountReport), shown(d.IGUserID))
 	fmt.Fprintf(w, "access\t%s", d.Access)
 	if d.Via != "" {
-		fmt.Fprintf(w, " through %s's token", d.Via)
+		fmt.Fprintf(w, " through %s's token", shown(d.Via))
 	}
 	if d.TokenFingerprint != "" {
 		fmt.Fprintf(w, " (token fingerprint %s; the token itself is sealed)", d.TokenFingerprint)
@@ -26,9 +26,9 @@ func writeAccount(out io.Writer, d social.AccountDetail) {
 	if d.NextSyncAt != nil {
 		fmt.Fprintf(w, "next sync\t%s\n", d.NextSyncAt.UTC().Format(time.RFC3339))
 	}
-	fmt.Fprintf(w, "name\t%s\n", d.Name)
-	fmt.Fprintf(w, "bio\t%s\n", oneLine(d.Biography, 160))
-	fmt.Fprintf(w, "website\t%s\n", d.Website)
+	fmt.Fprintf(w, "name\t%s\n", shown(d.Name))
+	fmt.Fprintf(w, "bio\t%s\n", shownCut(d.Biography, 160))
+	fmt.Fprintf(w, "website\t%s\n", shown(d.Website))
 	fmt.Fprintf(w, "counts\tfollowers %s, follows %s, media %s\n", optInt(d.Followers), optInt(d.Follows), optInt(d.MediaCount))
 	fmt.Fprintf(w, "calls\tlast cycle %s; this cycle %s\n", callsLine(nil, d.LastCycleCalls), callsLine(d.CycleCalls, nil))
 	if d.HighWaterMark != nil {
@@ -40,7 +40,7 @@ func writeAccount(out io.Writer, d social.AccountDetail) {
 		if c.Synced {
 			mark = "yes"
 		}
-		fmt.Fprintf(w, "  %s\t%s\t%s\n", mark, c.What, c.Detail)
+		fmt.Fprintf(w, "  %s\t%s\t%s\n", mark, c.What, shown(c.Detail))
 	}
 	fmt.Fprintln(w, "\ncounts over time")
 	for _, c := range d.Counts {
@@ -52,7 +52,7 @@ func writeAccount(out io.Writer, d social.AccountDetail) {
 		if p.PostedAt != nil {
 			at = p.PostedAt.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", p.MediaID, p.Kind, p.Status, at, oneLine(p.Caption, 60))
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", shown(p.MediaID), p.Kind, p.Status, at, shownCut(p.Caption, 60))
 	}
 	fmt.Fprintln(w, "\nhistory")
 	writeHistory(w, d.History)
@@ -63,26 +63,26 @@ func writeAccount(out io.Writer, d social.AccountDetail) {
 // reason code that classifies it.
 func writeLastError(w io.Writer, lastError, code string) {
 	if lastError != "" {
-		fmt.Fprintf(w, "last error\t%s\n", lastError)
+		fmt.Fprintf(w, "last error\t%s\n", shown(lastError))
 	}
 	if code != "" {
-		fmt.Fprintf(w, "reason code\t%s\n", code)
+		fmt.Fprintf(w, "reason code\t%s\n", shown(code))
 	}
 }
 
 func writePost(out io.Writer, d social.PostDetail) {
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "post\t%s (id %d) of %s\n", d.MediaID, d.ID, d.Account)
+	fmt.Fprintf(w, "post\t%s (id %d) of %s\n", shown(d.MediaID), d.ID, shown(d.Account))
 	fmt.Fprintf(w, "status\t%s\n", d.Status)
 	writeLastError(w, d.LastError, d.ReasonCode)
-	fmt.Fprintf(w, "kind\t%s (media_type %s, media_product_type %s, %s)\n", d.Kind, d.MediaType, d.ProductType, d.Surface)
+	fmt.Fprintf(w, "kind\t%s (media_type %s, media_product_type %s, %s)\n", d.Kind, shown(d.MediaType), shown(d.ProductType), d.Surface)
 	if d.PostedAt != nil {
-		fmt.Fprintf(w, "posted\t%s UTC (as received: %s)\n", d.PostedAt.UTC().Format(time.RFC3339), d.PostedRaw)
+		fmt.Fprintf(w, "posted\t%s UTC (as received: %s)\n", d.PostedAt.UTC().Format(time.RFC3339), shown(d.PostedRaw))
 	}
-	fmt.Fprintf(w, "permalink\t%s\n", d.Permalink)
-	fmt.Fprintf(w, "caption\t%s\n", oneLine(d.Caption, 200))
-	fmt.Fprintf(w, "hashtags\t%s\n", strings.Join(d.Hashtags, " "))
-	fmt.Fprintf(w, "mentions\t%s\n", strings.Join(d.Mentions, " "))
+	fmt.Fprintf(w, "permalink\t%s\n", shown(d.Permalink))
+	fmt.Fprintf(w, "caption\t%s\n", shownCut(d.Caption, 200))
+	fmt.Fprintf(w, "hashtags\t%s\n", shown(strings.Join(d.Hashtags, " ")))
+	fmt.Fprintf(w, "mentions\t%s\n", shown(strings.Join(d.Mentions, " ")))
 	fmt.Fprintf(w, "counts\tlikes %s, comments %s\n", optInt(d.Likes), optInt(d.CommentsCount))
 	if d.MediaURLMissing {
 		fmt.Fprintln(w, "media_url\tomitted by the platform (copyrighted material)")
@@ -95,11 +95,11 @@ func writePost(out io.Writer, d social.PostDetail) {
 			u, _, _ = strings.Cut(*m.URL, "?")
 			u += "?… (CDN URL, signed per call)"
 		}
-		fmt.Fprintf(w, "  %d\t%s\t%s\t%s\n", m.Position, m.MediaID, m.MediaType, u)
+		fmt.Fprintf(w, "  %d\t%s\t%s\t%s\n", m.Position, shown(m.MediaID), shown(m.MediaType), shown(u))
 	}
 	fmt.Fprintln(w, "\nenrichment")
 	for prov, st := range d.Enrichment {
-		fmt.Fprintf(w, "  %s\t%s\n", prov, oneLine(st, 120))
+		fmt.Fprintf(w, "  %s\t%s\n", shown(prov), shownCut(st, 120))
 	}
 	for _, l := range d.Labels {
 		if strings.HasPrefix(l.Subject, "comment:") {
@@ -109,7 +109,7 @@ func writePost(out io.Writer, d social.PostDetail) {
 		if l.Confidence != nil {
 			conf = fmt.Sprintf("%.1f%%", *l.Confidence)
 		}
-		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", l.Provider, l.Subject, l.Label, conf)
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", shown(l.Provider), shown(l.Subject), shown(l.Label), conf)
 	}
 	fmt.Fprintf(w, "\ncomments (%d in all, newest %d threads shown)\n", d.CommentsTotal, len(d.Comments))
 	_ = w.Flush()
@@ -123,7 +123,7 @@ func writePost(out io.Writer, d social.PostDetail) {
 	if len(d.Rejects) > 0 {
 		fmt.Fprintln(w, "\nfailed validation")
 		for _, x := range d.Rejects {
-			fmt.Fprintf(w, "  %s %s\t%s\n", x.Kind, x.PlatformID, x.Reason)
+			fmt.Fprintf(w, "  %s %s\t%s\n", x.Kind, shown(x.PlatformID), shown(x.Reason))
 		}
 	}
 	fmt.Fprintln(w, "\nhistory")
@@ -134,7 +134,7 @@ func writePost(out io.Writer, d social.PostDetail) {
 func writeComment(out io.Writer, c social.CommentLine, indent string) {
 	labels := ""
 	for _, l := range c.Labels {
-		labels += " [" + l.Label + "]"
+		labels += " [" + shownCut(l.Label, 80) + "]"
 	}
 	hidden := ""
 	if c.Hidden {
@@ -142,7 +142,7 @@ func writeComment(out io.Writer, c social.CommentLine, indent string) {
 	}
 	who := "(no username)"
 	if c.Username != "" {
-		who = "@" + c.Username
+		who = "@" + shownCut(c.Username, 80)
 	}
-	fmt.Fprintf(out, "%s%s %s: %s%s%s\n", indent, c.PostedRaw, who, oneLine(c.Text, 120), hidden, labels)
+	fmt.Fprintf(out, "%s%s %s: %s%s%s\n", indent, shown(c.PostedRaw), who, shownCut(c.Text, 120), hidden, labels)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -97,7 +98,7 @@ func (app *app) status(ctx context.Context, machines []*status.Machine, commands
 		}
 		for _, c := range rep.Counts {
 			if scoped {
-				fmt.Fprintf(w, "  %s\t%s\t%s\n", c.Scope, c.Status, withCodes(c.Count, c.Codes))
+				fmt.Fprintf(w, "  %s\t%s\t%s\n", shown(c.Scope), c.Status, withCodes(c.Count, c.Codes))
 			} else {
 				fmt.Fprintf(w, "  %s\t%s\n", c.Status, withCodes(c.Count, c.Codes))
 			}
@@ -105,7 +106,7 @@ func (app *app) status(ctx context.Context, machines []*status.Machine, commands
 		if len(rep.Reasons) > 0 {
 			fmt.Fprintln(w, "  most common reasons:")
 			for _, r := range rep.Reasons {
-				fmt.Fprintf(w, "    %s\t%d\t%s\n", r.Status, r.Count, oneLine(r.Reason, 100))
+				fmt.Fprintf(w, "    %s\t%d\t%s\n", r.Status, r.Count, shownCut(r.Reason, 100))
 			}
 		}
 		fmt.Fprintln(w)
@@ -123,9 +124,9 @@ func (app *app) status(ctx context.Context, machines []*status.Machine, commands
 		}
 		detail := formatCounters(r.Counters)
 		if r.Error != "" {
-			detail = oneLine(r.Error, 100)
+			detail = shownCut(r.Error, 100)
 		}
-		fmt.Fprintf(w, "  %d\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Command, r.StartedAt.UTC().Format("2006-01-02 15:04:05"), took, r.Outcome, detail)
+		fmt.Fprintf(w, "  %d\t%s\t%s\t%s\t%s\t%s\n", r.ID, shown(r.Command), r.StartedAt.UTC().Format("2006-01-02 15:04:05"), took, r.Outcome, detail)
 	}
 	return w.Flush()
 }
@@ -185,14 +186,6 @@ func formatCounters(c map[string]float64) string {
 	return strings.Join(parts, " ")
 }
 
-func oneLine(s string, max int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > max {
-		return string(r[:max-1]) + "…"
-	}
-	return s
-}
-
 // resolveIDs turns the --id values into record ids: numbers as they are, or, with --entity, the
 // source's own ids looked up in that entity. It returns the keys that match no record.
 func (app *app) resolveIDs(ctx context.Context, m *status.Machine, entity string, keys []string) ([]int64, []string, error) {
@@ -247,16 +240,25 @@ func (c *statusSetCmd) check(ps []*pipeline) error {
 	if _, err := m.Parse(c.To); err != nil {
 		return usageError{"status set --to: " + err.Error()}
 	}
-	return checkBy("status set", c.By, "who is making the change")
+	_, err = signer("status set", c.By, "who is making the change", os.Getenv)
+	return err
 }
 
-// checkBy refuses a manual change nobody signs: where $USER is unset (cron, containers) the
-// history would otherwise say "unknown".
-func checkBy(command, by, who string) error {
-	if strings.TrimSpace(by) == "" {
-		return usageError{fmt.Sprintf("%s: --by NAME is required when $USER is not set (%s; kept in the status history)", command, who)}
+// signer is who signs a manual change: --by when it is given, $USER only when it is not. It
+// refuses a change nobody signs: an empty --by (a name is wanted, and an empty one was given
+// on purpose or by a variable that expanded to nothing), or no --by where $USER is unset
+// (cron, containers), where the history would otherwise say "unknown".
+func signer(command string, by *string, who string, getenv func(string) string) (string, error) {
+	if by != nil {
+		if name := strings.TrimSpace(*by); name != "" {
+			return name, nil
+		}
+		return "", usageError{fmt.Sprintf("%s: --by was given empty: it wants a name (%s; kept in the status history); leave --by out to sign as $USER", command, who)}
 	}
-	return nil
+	if name := strings.TrimSpace(getenv("USER")); name != "" {
+		return name, nil
+	}
+	return "", usageError{fmt.Sprintf("%s: --by NAME is required when $USER is not set (%s; kept in the status history)", command, who)}
 }
 
 // machineNamed finds the pipeline called name among ms, or says which names there are.
@@ -314,13 +316,16 @@ func (app *app) statusSet(ctx context.Context, c *statusSetCmd) error {
 	if err != nil {
 		return usageError{"status set --to: " + err.Error()}
 	}
-	by := strings.TrimSpace(c.By)
+	by, err := signer("status set", c.By, "who is making the change", os.Getenv)
+	if err != nil {
+		return err
+	}
 	ids, unknown, err := app.resolveIDs(ctx, m, c.Entity, c.IDs)
 	if err != nil {
 		return err
 	}
 	for _, key := range unknown {
-		fmt.Fprintf(app.stdout, "%s %s %s: refused: no such record\n", m.Name, c.Entity, key)
+		fmt.Fprintf(app.stdout, "%s %s %s: refused: no such record\n", m.Name, shown(c.Entity), shown(key))
 	}
 	results, err := m.SetManual(ctx, app.pool, ids, to, c.Reason, "manual: "+by)
 	if err != nil {
@@ -332,11 +337,11 @@ func (app *app) statusSet(ctx context.Context, c *statusSetCmd) error {
 		switch {
 		case r.Err != nil:
 			refused++
-			fmt.Fprintf(app.stdout, "%s: refused: %v\n", name(r.ID), r.Err)
+			fmt.Fprintf(app.stdout, "%s: refused: %s\n", shown(name(r.ID)), shown(r.Err.Error()))
 		case r.From == to:
-			fmt.Fprintf(app.stdout, "%s: already %s\n", name(r.ID), to)
+			fmt.Fprintf(app.stdout, "%s: already %s\n", shown(name(r.ID)), to)
 		default:
-			fmt.Fprintf(app.stdout, "%s: %s -> %s\n", name(r.ID), r.From, to)
+			fmt.Fprintf(app.stdout, "%s: %s -> %s\n", shown(name(r.ID)), r.From, to)
 		}
 		app.log.Info("manual status change", "source", m.Name, "record", name(r.ID), "id", r.ID, "from", r.From, "to", to, "by", by, "reason", c.Reason, "refused", r.Err != nil)
 	}
@@ -355,7 +360,8 @@ func (c *statusAckCmd) check() error {
 	case strings.TrimSpace(c.Reason) == "":
 		return usageError{"status ack: --reason is required (why the record may stay unmigrated; it is kept in the status history)"}
 	}
-	return checkBy("status ack", c.By, "who accepts the records")
+	_, err := signer("status ack", c.By, "who accepts the records", os.Getenv)
+	return err
 }
 
 // statusAck accepts records as known exceptions: they stay in their failure status, and verify
@@ -375,13 +381,16 @@ func (app *app) statusAck(ctx context.Context, c *statusAckCmd) error {
 	if m == nil {
 		return usageError{fmt.Sprintf("status ack: %q records cannot be acknowledged (only: %s)", c.Source, strings.Join(names, ", "))}
 	}
-	by := strings.TrimSpace(c.By)
+	by, err := signer("status ack", c.By, "who accepts the records", os.Getenv)
+	if err != nil {
+		return err
+	}
 	ids, unknown, err := app.resolveIDs(ctx, m, c.Entity, c.IDs)
 	if err != nil {
 		return err
 	}
 	for _, key := range unknown {
-		fmt.Fprintf(app.stdout, "%s %s %s: refused: no such record\n", m.Name, c.Entity, key)
+		fmt.Fprintf(app.stdout, "%s %s %s: refused: no such record\n", m.Name, shown(c.Entity), shown(key))
 	}
 	results, err := m.Acknowledge(ctx, app.pool, ids, c.Reason, "manual: "+by)
 	if err != nil {
@@ -392,9 +401,9 @@ func (app *app) statusAck(ctx context.Context, c *statusAckCmd) error {
 	for _, r := range results {
 		if r.Err != nil {
 			refused++
-			fmt.Fprintf(app.stdout, "%s: refused: %v\n", name(r.ID), r.Err)
+			fmt.Fprintf(app.stdout, "%s: refused: %s\n", shown(name(r.ID)), shown(r.Err.Error()))
 		} else {
-			fmt.Fprintf(app.stdout, "%s: %s, acknowledged as a known exception\n", name(r.ID), r.From)
+			fmt.Fprintf(app.stdout, "%s: %s, acknowledged as a known exception\n", shown(name(r.ID)), r.From)
 		}
 		app.log.Info("record acknowledged", "source", m.Name, "record", name(r.ID), "id", r.ID, "status", r.From, "by", by, "reason", c.Reason, "refused", r.Err != nil)
 	}

@@ -107,6 +107,9 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
+	if e.refusedToken() {
+		return e.refusal()
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "target %s:", e.Method)
 	if e.HTTPStatus != 0 {
@@ -120,9 +123,6 @@ func (e *Error) Error() string {
 	}
 	if e.Err != nil {
 		fmt.Fprintf(&b, ": %v", e.Err)
-	}
-	if e.HTTPStatus == http.StatusUnauthorized {
-		b.WriteString(" (check the token in TARGET_WEBHOOK_URL)")
 	}
 	return b.String()
 }
@@ -442,7 +442,7 @@ func (t *Client) post(ctx context.Context, method string, data []byte, out any) 
 		if json.Unmarshal(raw, &env) == nil {
 			te.Code, te.Message = env.Error.Code, env.Error.Message
 		} else {
-			te.Message = fmt.Sprintf("answer is not JSON (%s, %d bytes)", resp.Header.Get("Content-Type"), len(raw))
+			te.Message = fmt.Sprintf(notJSON+" (%s, %d bytes)", resp.Header.Get("Content-Type"), len(raw))
 		}
 		var wait time.Duration
 		if resp.StatusCode == http.StatusTooManyRequests {

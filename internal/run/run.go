@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -286,8 +288,9 @@ func finish(ctx context.Context, o Options, r *Run, outcome string, runErr error
 		}
 	}
 	attrs := []any{"outcome", outcome, "duration_s", took.Seconds()}
-	for k, v := range counters {
-		attrs = append(attrs, k, v)
+	// The counters in a stable order; a migration has hundreds of them.
+	for _, k := range slices.Sorted(maps.Keys(counters)) {
+		attrs = append(attrs, k, counters[k])
 	}
 	switch outcome {
 	case Succeeded:
@@ -295,7 +298,8 @@ func finish(ctx context.Context, o Options, r *Run, outcome string, runErr error
 	case Interrupted:
 		r.Log.Warn("run interrupted; a rerun continues where it stopped", append(attrs, "cause", runErr)...)
 	default:
-		r.Log.Error("run failed", append(attrs, "error", runErr)...)
+		// The error is the message, first on the line: the counters that follow make it long.
+		r.Log.Error(fmt.Sprintf("run failed: %v", runErr), attrs...)
 	}
 }
 

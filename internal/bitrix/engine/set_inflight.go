@@ -2,7 +2,11 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/ingest-dev/ingest/internal/status"
 )
@@ -27,8 +31,11 @@ func (s *setter) countUnfinished(ctx context.Context, ent *Entity) error {
 			c.Retry++
 		}
 		s.e.Metrics.Processed.WithLabelValues(ent.Name, string(u.To)).Inc()
-		s.e.Log.Warn("import attempt of an earlier run never finished", "entity", ent.Name, "id", u.ID,
-			"started_at", u.StartedAt, "run_id", u.RunID, "status", u.To, "reason", u.Reason)
+	}
+	for _, b := range unfinishedBatches(out) {
+		s.e.Log.Warn("import batch of an earlier run never finished: the process died during it; each record counts a failed attempt",
+			"entity", ent.Name, "run_id", b.runID, "started_at", b.startedAt, "records", len(b.ids),
+			"retry", b.retry, "import_err", b.failed, "ids", logIDs(b.ids), "reason", b.reason)
 	}
 	return nil
 }
@@ -93,4 +100,56 @@ func recordIDs(recs []Record) []int64 {
 		ids[i] = r.ID
 	}
 	return ids
+}
+
+// unfinishedBatch is the records of one import call a dead process left open: one run, one
+// start (StartAttempts starts a batch in one statement).
+type unfinishedBatch struct {
+	runID         int64
+	startedAt     time.Time
+	ids           []int64
+	retry, failed int
+	reason        string // the first record's: they differ in their attempt counts at most
+}
+
+// unfinishedBatches groups unfinished attempts by batch, in the order they come, so that a
+// rerun after a kill logs a line per batch in flight rather than one per record.
+func unfinishedBatches(out []status.Unfinished) []*unfinishedBatch {
+	var batches []*unfinishedBatch
+	for _, u := range out {
+		i := slices.IndexFunc(batches, func(b *unfinishedBatch) bool {
+			return b.runID == u.RunID && b.startedAt.Equal(u.StartedAt)
+		})
+		if i < 0 {
+			batches = append(batches, &unfinishedBatch{runID: u.RunID, startedAt: u.StartedAt, reason: u.Reason})
+			i = len(batches) - 1
+		}
+		b := batches[i]
+		b.ids = append(b.ids, u.ID)
+		if u.To == ImportErr {
+			b.failed++
+		} else {
+			b.retry++
+		}
+	}
+	return batches
+}
+
+// maxLoggedIDs bounds the ids a summary line lists; the rest are counted.
+const maxLoggedIDs = 20
+
+// logIDs is ids for a log line: all of them, or the first maxLoggedIDs and how many more.
+func logIDs(ids []int64) string {
+	var b strings.Builder
+	for i, id := range ids {
+		if i == maxLoggedIDs {
+			fmt.Fprintf(&b, " and %d more", len(ids)-maxLoggedIDs)
+			break
+		}
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(strconv.FormatInt(id, 10))
+	}
+	return b.String()
 }
