@@ -28,6 +28,7 @@ func dealProductsEntity() *engine.Entity {
 		IDField: "id",
 		Refs:    []engine.Ref{{Field: "ownerId", Name: "deal", Entity: Deals}},
 		Batch:   100,
+		Shapes:  engine.Shapes{Decimals: crmMoney},
 		Finish: func(fields map[string]json.RawMessage, _ engine.Record, _ *engine.Refs) error {
 			return decimalStrings(fields, crmMoney)
 		},

@@ -30,7 +30,7 @@ type Shapes struct {
 	Fields []string
 	// Booleans hold a yes/no ("Y"/"N", true/false, "1"/"0"): sent as true or false.
 	Booleans []string
-	// IDs hold ids of the portal's own (not references): sent as strings.
+	// IDs hold ids of the portal's own (not references), or lists of them: sent as strings.
 	IDs []string
 	// Decimals hold amounts: sent as decimal strings without insignificant zeros ("5000.00" and
 	// 5000 are "5000").
@@ -186,7 +186,10 @@ func canonicalField(sh fieldShape, raw json.RawMessage) (json.RawMessage, error)
 	if sh.kind == kindKeep {
 		return raw, nil
 	}
-	if sh.many {
+	// A field of ids, numbers, dates or yes/no may hold a list of them (a multiple custom field,
+	// the departments of a user): each element is one of its kind.
+	elementwise := sh.kind != kindAny && sh.kind != kindText && sh.kind != kindDateTime
+	if sh.many || elementwise && len(raw) > 0 && raw[0] == '[' {
 		if isNoValue(raw, kindText) {
 			return jsonNull, nil
 		}
