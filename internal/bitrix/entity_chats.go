@@ -54,5 +54,7 @@ func chatMessagesEntity() *engine.Entity {
 		Order:    "split_part(source_id, ':', 2)::bigint",
 		NoFields: noChatFields,
 		Payload:  messagePayload,
+		// The message id as a string, as every id is sent (the portal writes ids either way).
+		Shapes: engine.Shapes{IDs: []string{"source_id"}},
 	}
 }

@@ -100,6 +100,7 @@ func feedCommentsEntity() *engine.Entity {
 		// A post's comments reach the target in the order they were written.
 		Order:   "split_part(source_id, ':', 2)::bigint",
 		Payload: commentPayload,
+		Shapes:  engine.Shapes{IDs: []string{"comment_id"}},
 		Advice:  withheldAuthors, // feed_authors.go
 	}
 }

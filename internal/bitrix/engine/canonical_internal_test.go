@@ -46,6 +46,8 @@ func TestCanonicalValue(t *testing.T) {
 		{"empty id list", fieldShape{kind: kindID, many: true}, `[]`, `null`},
 		{"id list false", fieldShape{kind: kindID, many: true}, `false`, `null`},
 		{"one id for a list", fieldShape{kind: kindID, many: true}, `7`, `["7"]`},
+		{"ids in an id field", fieldShape{kind: kindID}, `[12,"40"]`, `["12","40"]`},
+		{"yes/no list", fieldShape{kind: kindBool}, `["Y",false]`, `[true,false]`},
 		// Numbers.
 		{"decimal string", fieldShape{kind: kindDecimal}, `"5000.00"`, `"5000"`},
 		{"decimal number", fieldShape{kind: kindDecimal}, `5000`, `"5000"`},
