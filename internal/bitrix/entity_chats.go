@@ -32,7 +32,9 @@ func chatsEntity(o catalogOptions) *engine.Entity {
 			{Field: "participants", Entity: Users, Values: chatUsers},
 			{Field: "entity_id", Entity: Groups, Values: chatGroup},
 		},
-		Dates:    []string{"date_create"},
+		Dates: []string{"date_create"},
+		// Chat ids come as numbers from one method and strings from the next: sent as strings.
+		Shapes:   engine.Shapes{IDs: []string{"source_id", "entity_id"}},
 		Batch:    20, // seed 002: import.chats.batch takes 20 chats
 		NoFields: noChatFields,
 		Payload:  chatPayload,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -230,7 +231,9 @@ func diffPayloads(shape *shapeSpec, want, got json.RawMessage) ([]Mismatch, erro
 	}
 	// Both sides in their canonical form: a record the target got before payloads were canonical
 	// (its "no value" as "", its amount as "5000.00") holds the same values as what set sends now,
-	// and another shape of "no value" is no difference.
+	// and another shape of "no value" is no difference. A difference is reported with the
+	// target's value as it holds it.
+	held := maps.Clone(g)
 	if shape != nil {
 		if err := shape.canonicalize(w); err != nil {
 			return nil, err
@@ -250,7 +253,7 @@ func diffPayloads(shape *shapeSpec, want, got json.RawMessage) ([]Mismatch, erro
 	for _, name := range names {
 		a, b := canonical(w[name]), canonical(g[name])
 		if !bytes.Equal(a, b) {
-			out = append(out, Mismatch{Field: name, Want: clip(a), Got: clip(b)})
+			out = append(out, Mismatch{Field: name, Want: clip(a), Got: clip(canonical(held[name]))})
 		}
 	}
 	return out, nil
