@@ -26,7 +26,10 @@ import (
 // already and need no declaring.
 type Shapes struct {
 	// Fields are the fields every payload carries: one the portal left out is sent as null. A
-	// listed field holds no yes/no unless it is in Booleans, so false in it means no value.
+	// listed field holds no yes/no unless it is in Booleans, so false in it means no value. An
+	// entity that lists them has its other fields left out when they hold no value (a portal
+	// leaves out some and sends others empty), its plain references and custom fields on the
+	// target kept as null. Without a list every field is kept as the payload has it.
 	Fields []string
 	// Booleans hold a yes/no ("Y"/"N", true/false, "1"/"0"): sent as true or false.
 	Booleans []string
@@ -70,6 +73,10 @@ type shapeSpec struct {
 	byField map[string]fieldShape
 	// always are the fields a payload always carries (null when absent).
 	always []string
+	// closed: the entity listed its fields (Shapes.Fields), so a field outside always that holds
+	// no value is left out, as portals leave such fields out: which of the two a portal did
+	// must not show in the payload, and only a known field can be sent as null when left out.
+	closed bool
 }
 
 // newShapeSpec collects what is known of the entity's fields: its declared Shapes, its dates,
@@ -113,6 +120,18 @@ func newShapeSpec(ent *Entity, custom map[string]customShape) *shapeSpec {
 	set(ent.Shapes.DateOnly, fieldShape{kind: kindDate})
 	set(ent.Shapes.Keep, fieldShape{kind: kindKeep})
 	s.always = append(s.always, ent.Shapes.Fields...)
+	s.closed = len(ent.Shapes.Fields) > 0
+	if s.closed {
+		// The references are part of an entity's contract too (null for none).
+		for _, r := range ent.Refs {
+			if r.Values == nil && !r.Many {
+				s.always = append(s.always, r.Field)
+			}
+		}
+		if ent.ParentField != "" {
+			s.always = append(s.always, ent.ParentField)
+		}
+	}
 	return s
 }
 
@@ -144,7 +163,9 @@ func customKind(userType string) valueKind {
 // canonicalize rewrites a payload's fields in place into their canonical form; it fails only on
 // a value that is not JSON.
 func (s *shapeSpec) canonicalize(fields map[string]json.RawMessage) error {
+	known := make(map[string]bool, len(s.always))
 	for _, name := range s.always {
+		known[name] = true
 		if _, ok := fields[name]; !ok {
 			fields[name] = jsonNull
 		}
@@ -157,6 +178,10 @@ func (s *shapeSpec) canonicalize(fields map[string]json.RawMessage) error {
 		v, err := canonicalField(sh, raw)
 		if err != nil {
 			return fmt.Errorf("field %s: %w", name, err)
+		}
+		if s.closed && !known[name] && bytes.Equal(v, jsonNull) {
+			delete(fields, name)
+			continue
 		}
 		fields[name] = v
 	}

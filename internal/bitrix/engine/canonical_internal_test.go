@@ -94,9 +94,9 @@ func TestCanonicalShapesGiveOnePayload(t *testing.T) {
 	})
 	shapes := []string{
 		`{"ID":"7","ACTIVE":true,"NAME":"Анна","SECOND_NAME":"","WORK_PHONE":"","TIMESTAMP_X":"","MANAGER":"0",
-		  "PERSONAL_BIRTHDAY":"1990-05-01","SALARY":"5000.00","UF_DATE":"2022-09-03","UF_LEVEL":[]}`,
+		  "PERSONAL_BIRTHDAY":"1990-05-01","SALARY":"5000.00","UF_DATE":"2022-09-03","UF_LEVEL":[],"EXTRA":""}`,
 		`{"ID":7,"ACTIVE":"Y","NAME":"Анна","TIMESTAMP_X":{},"MANAGER":null,
-		  "PERSONAL_BIRTHDAY":"1990-05-01T03:00:00+03:00","SALARY":5000,"UF_DATE":"2022-09-03T03:00:00+03:00","UF_LEVEL":false}`,
+		  "PERSONAL_BIRTHDAY":"1990-05-01T03:00:00+03:00","SALARY":5000,"UF_DATE":"2022-09-03T03:00:00+03:00","UF_LEVEL":false,"EXTRA":{}}`,
 		`{"ID":"7","ACTIVE":"1","NAME":"Анна","SECOND_NAME":null,"WORK_PHONE":false,"MANAGER":0,
 		  "PERSONAL_BIRTHDAY":"01.05.1990","SALARY":"5000","UF_DATE":"2022-09-03T00:00:00+03:00","UF_LEVEL":""}`,
 	}
@@ -155,5 +155,18 @@ func TestRecordChecksumIgnoresTheShapeOfNoValue(t *testing.T) {
 	changed, _ := FieldsOf(json.RawMessage(`{"ID":"7","NAME":"Анна Ивановна"}`))
 	if sum, _ := recordChecksum(changed, nil); sum == sums[2] {
 		t.Error("a changed value did not change the checksum")
+	}
+}
+
+// TestCanonicalWithoutAFieldList: an entity that does not list its fields keeps every field its
+// payload has (a hook's nulls by contract), only in canonical form.
+func TestCanonicalWithoutAFieldList(t *testing.T) {
+	shape := newShapeSpec(&Entity{Name: "feed_recipients"}, nil)
+	fields, _ := FieldsOf(json.RawMessage(`{"post_id":"100001","type":"all_users","group_id":null,"user_id":""}`))
+	if err := shape.canonicalize(fields); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(MustJSON(fields)), `{"group_id":null,"post_id":"100001","type":"all_users","user_id":null}`; got != want {
+		t.Errorf("canonical %s, want %s", got, want)
 	}
 }
