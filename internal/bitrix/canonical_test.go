@@ -12,7 +12,7 @@ import (
 
 // canonicalEntities are migrated by TestRealShapesReachTheTargetAsTidyOnes, in order.
 var canonicalEntities = []string{bitrix.Users, bitrix.Groups, bitrix.CRMTypes, bitrix.CRMCategories, bitrix.Companies,
-	bitrix.Contacts, bitrix.Tasks}
+	bitrix.Contacts, bitrix.Tasks, bitrix.Feed}
 
 // migrateCanonical runs a portal's users, contacts and tasks (and what they require) through every
 // phase into a target whose ids depend only on the keys.
@@ -33,14 +33,15 @@ func migrateCanonical(t *testing.T, opts bitrixfake.Options) *env {
 // strings) gives the target exactly the payloads, and checksums, the tidy shapes give.
 func TestRealShapesReachTheTargetAsTidyOnes(t *testing.T) {
 	t.Parallel()
-	opts := bitrixfake.Options{Users: 40, Groups: 4, Companies: 10, Contacts: 30, Tasks: 40, TaskComments: 2, Seed: 41}
+	opts := bitrixfake.Options{Users: 40, Groups: 4, Companies: 10, Contacts: 30, Tasks: 40, TaskComments: 2, Posts: 20, Seed: 41}
 	real := opts
 	real.RealShapes = true
 	tidy, shaped := migrateCanonical(t, opts), migrateCanonical(t, real)
 
-	for _, entity := range []string{bitrix.Users, bitrix.Contacts, bitrix.Tasks, bitrix.TaskChecklists, bitrix.TaskComments} {
+	for _, entity := range []string{bitrix.Users, bitrix.Contacts, bitrix.Tasks, bitrix.TaskChecklists, bitrix.TaskComments,
+		bitrix.Feed, bitrix.FeedComments} {
 		// The portals did answer differently: else this test proves nothing.
-		if entity == bitrix.Users || entity == bitrix.Contacts || entity == bitrix.Tasks {
+		if entity == bitrix.Users || entity == bitrix.Contacts || entity == bitrix.Tasks || entity == bitrix.Feed {
 			differ := tidy.count(`SELECT count(*) FROM bitrix_records WHERE entity = $1`, entity) -
 				shaped.count(`SELECT count(*) FROM bitrix_records r WHERE entity = $1 AND payload = ANY($2::jsonb[])`,
 					entity, tidy.payloads(entity))

@@ -20,7 +20,9 @@ import (
 //     null, opened as a boolean, numbers of a double field as strings, date-only fields shifted
 //     as users' are, an empty multiple field as false;
 //   - tasks: mark and xmlId "" instead of null, empty dates left out, Y/N flags as booleans,
-//     an empty file list as [] instead of false, numbers of custom fields as JSON numbers.
+//     an empty file list as [] instead of false, numbers of custom fields as JSON numbers;
+//   - posts: CATEGORY_ID null instead of "", CODE "" instead of null, HAS_COMMENT_IMAGES left
+//     out, the Y/N flags as booleans.
 
 // realUser rewrites a user.get row in the real shapes.
 func (p *Portal) realUser(row object) object {
@@ -149,3 +151,26 @@ type jsonNumber string
 
 // MarshalJSON writes the digits as a JSON number.
 func (n jsonNumber) MarshalJSON() ([]byte, error) { return []byte(n), nil }
+
+// realPost rewrites a log.blogpost.get row in the real shapes.
+func realPost(row object) object {
+	out := make(object, 0, len(row))
+	for _, f := range row {
+		switch f.key {
+		case "CATEGORY_ID":
+			if f.value == "" {
+				f.value = nil
+			}
+		case "CODE":
+			if f.value == nil {
+				f.value = ""
+			}
+		case "HAS_COMMENT_IMAGES":
+			continue
+		case "MICRO", "ENABLE_COMMENTS", "HAS_SOCNET_ALL", "HAS_TAGS", "HAS_IMAGES", "HAS_PROPS":
+			f.value = f.value == "Y"
+		}
+		out = append(out, f)
+	}
+	return out
+}
