@@ -77,6 +77,8 @@ type shapeSpec struct {
 	// no value is left out, as portals leave such fields out: which of the two a portal did
 	// must not show in the payload, and only a known field can be sent as null when left out.
 	closed bool
+	// byKey maps customKey of every custom field to its name.
+	byKey map[string]string
 }
 
 // newShapeSpec collects what is known of the entity's fields: its declared Shapes, its dates,
@@ -120,6 +122,12 @@ func newShapeSpec(ent *Entity, custom map[string]customShape) *shapeSpec {
 	set(ent.Shapes.DateOnly, fieldShape{kind: kindDate})
 	set(ent.Shapes.Keep, fieldShape{kind: kindKeep})
 	s.always = append(s.always, ent.Shapes.Fields...)
+	s.byKey = map[string]string{}
+	for n := range s.byField {
+		if strings.HasPrefix(n, "UF_") {
+			s.byKey[customKey(n)] = n
+		}
+	}
 	s.closed = len(ent.Shapes.Fields) > 0
 	if s.closed {
 		// The references are part of an entity's contract too (null for none).
@@ -191,16 +199,10 @@ func (s *shapeSpec) canonicalize(fields map[string]json.RawMessage) error {
 // customKeyed finds the declared name of a custom field the payload spells another way
 // (ufCrmTask for UF_CRM_TASK); "" when none.
 func customKeyed(s *shapeSpec, name string) string {
-	key := customKey(name)
-	if !strings.HasPrefix(key, "UF") {
+	if !strings.HasPrefix(name, "uf") && !strings.HasPrefix(name, "UF") {
 		return ""
 	}
-	for n := range s.byField {
-		if customKey(n) == key {
-			return n
-		}
-	}
-	return ""
+	return s.byKey[customKey(name)]
 }
 
 var jsonNull = json.RawMessage("null")
