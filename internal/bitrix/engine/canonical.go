@@ -130,9 +130,9 @@ func newShapeSpec(ent *Entity, custom map[string]customShape) *shapeSpec {
 	}
 	s.closed = len(ent.Shapes.Fields) > 0
 	if s.closed {
-		// The references are part of an entity's contract too (null for none).
+		// The references are part of an entity's contract too (null for none, or an empty list).
 		for _, r := range ent.Refs {
-			if r.Values == nil && !r.Many {
+			if r.Values == nil {
 				s.always = append(s.always, r.Field)
 			}
 		}
