@@ -20,7 +20,8 @@ type crmLinks struct{}
 var crmPrefixes = map[string]string{"CO": Companies, "C": Contacts, "D": Deals}
 
 // FieldEntity reads a crm field's SETTINGS ({"COMPANY": "Y", "DEAL": "N", "DYNAMIC_1038":
-// "Y"...}): the entity its bare ids name when it allows exactly one type, else "".
+// "Y"...}, the flags also as booleans; PHP's [] when empty): the entity its bare ids name when it
+// allows exactly one type, else "".
 func (crmLinks) FieldEntity(settings []byte) string {
 	var m map[string]any
 	if json.Unmarshal(settings, &m) != nil {
@@ -28,7 +29,7 @@ func (crmLinks) FieldEntity(settings []byte) string {
 	}
 	var allowed []string
 	for k, v := range m {
-		if s, ok := v.(string); ok && s == "Y" {
+		if s, ok := v.(string); ok && (s == "Y" || s == "1") || v == true { // "Y", or a boolean as some versions write it
 			allowed = append(allowed, k)
 		}
 	}

@@ -32,7 +32,9 @@ func chatsEntity(o catalogOptions) *engine.Entity {
 			{Field: "participants", Entity: Users, Values: chatUsers},
 			{Field: "entity_id", Entity: Groups, Values: chatGroup},
 		},
-		Dates:    []string{"date_create"},
+		Dates: []string{"date_create"},
+		// Chat ids come as numbers from one method and strings from the next: sent as strings.
+		Shapes:   engine.Shapes{IDs: []string{"source_id", "entity_id"}},
 		Batch:    20, // seed 002: import.chats.batch takes 20 chats
 		NoFields: noChatFields,
 		Payload:  chatPayload,
@@ -54,5 +56,7 @@ func chatMessagesEntity() *engine.Entity {
 		Order:    "split_part(source_id, ':', 2)::bigint",
 		NoFields: noChatFields,
 		Payload:  messagePayload,
+		// The message id as a string, as every id is sent (the portal writes ids either way).
+		Shapes: engine.Shapes{IDs: []string{"source_id"}},
 	}
 }

@@ -74,6 +74,7 @@ func crmEntity(s crmSpec) *engine.Entity {
 		Refs:     append(crmRefs(s.entityTypeID), s.refs...),
 		Dates:    crmDates,
 		Volatile: crmVolatile,
+		Shapes:   crmShapes(s.entityTypeID),
 		Batch:    50,
 		Fields: &engine.CustomFields{Method: s.fields,
 			// LANG makes the portal send labels as text in that language instead of null.
@@ -87,6 +88,33 @@ func crmEntity(s crmSpec) *engine.Entity {
 // crmDates are the date fields of CRM items; each keeps its offset.
 var crmDates = []string{"createdTime", "updatedTime", "movedTime", "lastActivityTime", "begindate", "closedate",
 	"birthdate", "lastCommunicationTime"}
+
+// crmShapes are the canonical forms of CRM items' fields (crm.item.fields): the fields every item
+// of the type has are sent, null when the portal left them out or sent them empty; yes/no flags as
+// booleans (crm.item.* writes "Y"/"N", the classic crm.* methods and some versions true/false);
+// amounts as decimal strings (crm.item.* writes 5000, classic crm.* "5000.00"); the date-only
+// fields as dates (answered as datetimes shifted by the portal's offset).
+func crmShapes(entityTypeID int) engine.Shapes {
+	fields := []string{"id", "opened", "categoryId", "assignedById", "createdBy", "updatedBy", "createdTime",
+		"updatedTime", "sourceId", "sourceDescription", "comments", "observers"}
+	switch entityTypeID {
+	case crmContact:
+		fields = append(fields, "name", "lastName", "secondName", "honorific", "birthdate", "typeId", "post",
+			"companyId", "export")
+	case crmCompany:
+		fields = append(fields, "title", "companyTypeId", "industry", "employees", "revenue", "currencyId", "isMyCompany")
+	case crmDeal:
+		fields = append(fields, "title", "typeId", "stageId", "opportunity", "currencyId", "companyId", "contactId",
+			"begindate", "closedate", "closed")
+	}
+	return engine.Shapes{
+		Fields: fields,
+		Booleans: []string{"opened", "export", "isReturnCustomer", "isRepeatedApproach", "isManualOpportunity", "closed",
+			"hasPhone", "hasEmail", "hasImol", "isMyCompany"},
+		Decimals: crmMoney,
+		DateOnly: []string{"birthdate", "begindate", "closedate"},
+	}
+}
 
 // crmVolatile change with activities, which are not migrated: a new call does not make a deal
 // changed.

@@ -28,11 +28,12 @@ func dealProductsEntity() *engine.Entity {
 		IDField: "id",
 		Refs:    []engine.Ref{{Field: "ownerId", Name: "deal", Entity: Deals}},
 		Batch:   100,
+		Shapes:  engine.Shapes{Decimals: crmMoney, IDs: []string{"productId"}}, // productId as a string, as every id
 		Finish: func(fields map[string]json.RawMessage, _ engine.Record, _ *engine.Refs) error {
 			return decimalStrings(fields, crmMoney)
 		},
 		NoFields: "product rows have no custom fields",
-		NotMigrated: []string{"the catalog's products themselves: productId is sent as the portal has it, " +
+		NotMigrated: []string{"the catalog's products themselves: productId is sent as the portal's id, " +
 			"with the row's own name, price, quantity, tax and measure"},
 	}
 }

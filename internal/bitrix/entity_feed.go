@@ -45,6 +45,14 @@ func feedEntity() *engine.Entity {
 		Dates: []string{"DATE_PUBLISH"},
 		// A new comment changes these; the comments themselves are migrated.
 		Volatile: []string{"NUM_COMMENTS", "HAS_COMMENT_IMAGES"},
+		// A post's fields as log.blogpost.get lists them (CATEGORY_ID "" or null by version: null),
+		// its Y/N flags as booleans, the attachment and poll ids of its custom fields as strings.
+		Shapes: engine.Shapes{
+			Fields: []string{"ID", "BLOG_ID", "PUBLISH_STATUS", "TITLE", "AUTHOR_ID", "ENABLE_COMMENTS", "CODE", "MICRO",
+				"DETAIL_TEXT", "DATE_PUBLISH", "CATEGORY_ID", "HAS_SOCNET_ALL", "HAS_TAGS", "HAS_IMAGES", "HAS_PROPS"},
+			Booleans: []string{"ENABLE_COMMENTS", "MICRO", "HAS_SOCNET_ALL", "HAS_TAGS", "HAS_IMAGES", "HAS_PROPS"},
+			IDs:      []string{"BLOG_ID", "UF_BLOG_POST_FILE", "FILES", "UF_BLOG_POST_VOTE"},
+		},
 		Batch:    50,
 		NoFields: noFeedFields,
 		Verify:   verifyFeed,
@@ -100,6 +108,7 @@ func feedCommentsEntity() *engine.Entity {
 		// A post's comments reach the target in the order they were written.
 		Order:   "split_part(source_id, ':', 2)::bigint",
 		Payload: commentPayload,
+		Shapes:  engine.Shapes{IDs: []string{"comment_id"}},
 		Advice:  withheldAuthors, // feed_authors.go
 	}
 }

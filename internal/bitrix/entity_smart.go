@@ -37,6 +37,7 @@ func smartEntity() *engine.Entity {
 			engine.Ref{Field: "parentId4", Name: "parent company", Entity: Companies, Optional: true, DropGone: true},
 		),
 		Dates:    crmDates,
+		Shapes:   crmShapes(0),
 		Volatile: crmVolatile,
 		Batch:    50,
 		// userfieldconfig.list lists the fields of every module entity; the smart processes'

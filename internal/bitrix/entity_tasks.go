@@ -27,6 +27,20 @@ var taskSelect = []string{"ID", "PARENT_ID", "TITLE", "DESCRIPTION", "DESCRIPTIO
 	"DURATION_TYPE", "ALLOW_CHANGE_DEADLINE", "ALLOW_TIME_TRACKING", "TASK_CONTROL", "ADD_IN_REPORT", "MATCH_WORK_TIME",
 	"GUID", "XML_ID", "SITE_ID", "TAGS", "UF_CRM_TASK", "UF_TASK_WEBDAV_FILES", "UF_MAIL_MESSAGE", "CHAT_ID"}
 
+// taskShapes are the canonical forms of a task's fields: every field taskSelect asks for is sent
+// (but chatId and activityDate, which are not), null when the portal left it out or sent it
+// empty (mark, xmlId: null or "" by version), the Y/N flags as booleans.
+var taskShapes = engine.Shapes{
+	Fields: []string{"id", "parentId", "title", "description", "descriptionInBbcode", "createdBy", "responsibleId",
+		"accomplices", "auditors", "groupId", "status", "priority", "mark", "multitask", "replicate", "createdDate",
+		"changedBy", "changedDate", "statusChangedBy", "statusChangedDate", "closedBy", "closedDate", "dateStart",
+		"deadline", "startDatePlan", "endDatePlan", "timeEstimate", "timeSpentInLogs", "durationPlan", "durationType",
+		"allowChangeDeadline", "allowTimeTracking", "taskControl", "addInReport", "matchWorkTime", "guid", "xmlId",
+		"siteId", "tags"},
+	Booleans: []string{"descriptionInBbcode", "multitask", "replicate", "allowChangeDeadline", "allowTimeTracking",
+		"taskControl", "addInReport", "matchWorkTime"},
+}
+
 // taskSystemFields are listed by task.item.userfield.getlist on every portal; they are never
 // created on the target (research/bitrix.md §5.4).
 var taskSystemFields = []string{"UF_CRM_TASK", "UF_MAIL_MESSAGE", "UF_TASK_WEBDAV_FILES"}
@@ -59,7 +73,8 @@ func tasksEntity() *engine.Entity {
 		// These change as time passes or as people look at the task, not with the task.
 		Volatile: []string{"activityDate", "viewedDate", "subStatus", "newCommentsCount", "commentsCount",
 			"serviceCommentsCount", "notViewed", "favorite", "isMuted", "isPinned", "isPinnedInGroup", "counter", "action"},
-		Batch: 50,
+		Shapes: taskShapes,
+		Batch:  50,
 		Fields: &engine.CustomFields{Method: "task.item.userfield.getlist", Params: map[string]any{"ORDER": map[string]string{"ID": "ASC"}},
 			System: taskSystemFields, Creatable: []string{"string", "double", "datetime", "boolean"}},
 		Verify: verifyTasks,

@@ -41,7 +41,9 @@ func workflowsEntity() *engine.Entity {
 			{Field: "TEMPLATE", Name: "users in the template", Entity: Users, Values: templateUsers},
 			{Field: "DOCUMENT_TYPE", Name: "smart process", Entity: CRMTypes, Values: documentTypeSmart},
 		},
-		Dates:    []string{"MODIFIED"},
+		Dates: []string{"MODIFIED"},
+		// The template tree is the workflow engine's: its "" and [] are sent as they are.
+		Shapes:   engine.Shapes{Keep: templateParts},
 		Batch:    20, // a template's TEMPLATE tree can be large
 		Finish:   templateFinish,
 		NoFields: "workflow templates have no custom fields",
@@ -93,6 +95,7 @@ func workflowTasksEntity() *engine.Entity {
 		Refs: append(documentRefs(), engine.Ref{Field: "USER_ID", Name: "assignee", Entity: Users, Optional: true},
 			engine.Ref{Field: "WORKFLOW_STARTED_BY", Entity: Users, Optional: true}),
 		Dates:    []string{"MODIFIED", "WORKFLOW_STARTED", "OVERDUE_DATE"},
+		Shapes:   engine.Shapes{Keep: []string{"PARAMETERS"}}, // the activity's own parameters
 		Batch:    100,
 		Finish:   documentFinish,
 		NoFields: "workflow tasks have no custom fields",

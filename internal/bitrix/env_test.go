@@ -42,6 +42,12 @@ type env struct {
 
 func newEnv(t *testing.T, opts bitrixfake.Options) *env {
 	t.Helper()
+	return newEnvTarget(t, opts, targetfake.Options{})
+}
+
+// newEnvTarget is newEnv with a target of the given options.
+func newEnvTarget(t *testing.T, opts bitrixfake.Options, targetOpts targetfake.Options) *env {
+	t.Helper()
 	v := &env{t: t, ctx: context.Background(), pool: dbtest.Pool(t), log: &syncBuffer{}, metrics: metrics.New()}
 	v.portal = bitrixfake.New(opts)
 	srv := httptest.NewServer(v.portal)
@@ -56,7 +62,7 @@ func newEnv(t *testing.T, opts bitrixfake.Options) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v.target = targetfake.New(targetfake.Options{})
+	v.target = targetfake.New(targetOpts)
 	tsrv := httptest.NewServer(v.target)
 	t.Cleanup(tsrv.Close)
 	u, _ := url.Parse(tsrv.URL + "/api/v1/")

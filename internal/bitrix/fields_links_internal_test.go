@@ -30,6 +30,12 @@ func TestCRMFieldValuesNameTheirRecords(t *testing.T) {
 	if got := (crmLinks{}).FieldEntity([]byte(`{"COMPANY": "N", "DYNAMIC_1038": "Y"}`)); got != Smart+":1038" {
 		t.Errorf("single smart process field: %q", got)
 	}
+	// The shapes recorded from real portals: the flags as booleans, PHP's [] for no settings.
+	for settings, want := range map[string]string{`{"COMPANY": true, "DEAL": false}`: Companies, `[]`: "", `{"CONTACT": "1"}`: Contacts} {
+		if got := (crmLinks{}).FieldEntity([]byte(settings)); got != want {
+			t.Errorf("FieldEntity(%s) = %q, want %q", settings, got, want)
+		}
+	}
 	rf := &engine.Refs{Maps: map[string]engine.IDMap{Companies: {"12": "500"}, Smart: {"1038:3": "700"}, CRMTypes: {"1038": "26"}},
 		Links: engine.LinkedFields{FieldLinks: crmFieldLinks()}}
 	for value, want := range map[string]string{"CO_12": "CO_500", "T40e_3": "T1a_700", "CO_13": "CO_13"} {

@@ -57,6 +57,10 @@ type Entity struct {
 	SelfRef string
 	// Dates are the fields holding dates: each is kept as received, in UTC and with its offset.
 	Dates []string
+	// Shapes declares the canonical form of the payload fields the engine cannot tell by itself
+	// (canonical.go): which always appear, which hold a yes/no, an id, an amount or a bare date,
+	// and which are sent exactly as the portal wrote them.
+	Shapes Shapes
 	// Volatile fields change without the record changing (presence, last activity): stored but
 	// left out of the checksum, so a new get does not send every active record again.
 	Volatile []string

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -219,7 +220,7 @@ func (r *VerifyReport) Problem(format string, args ...any) {
 
 // diffPayloads lists the fields whose values differ between two JSON objects, in field order.
 // Values are compared in canonical form, so formatting and key order do not count.
-func diffPayloads(want, got json.RawMessage) ([]Mismatch, error) {
+func diffPayloads(shape *shapeSpec, want, got json.RawMessage) ([]Mismatch, error) {
 	w, err := FieldsOf(want)
 	if err != nil {
 		return nil, err
@@ -227,6 +228,19 @@ func diffPayloads(want, got json.RawMessage) ([]Mismatch, error) {
 	g, err := FieldsOf(got)
 	if err != nil {
 		return nil, fmt.Errorf("target payload: %w", err)
+	}
+	// Both sides in their canonical form: a record the target got before payloads were canonical
+	// (its "no value" as "", its amount as "5000.00") holds the same values as what set sends now,
+	// and another shape of "no value" is no difference. A difference is reported with the
+	// target's value as it holds it.
+	held := maps.Clone(g)
+	if shape != nil {
+		if err := shape.canonicalize(w); err != nil {
+			return nil, err
+		}
+		if err := shape.canonicalize(g); err != nil {
+			return nil, fmt.Errorf("target payload: %w", err)
+		}
 	}
 	names := SortedKeys(w)
 	for name := range g {
@@ -239,7 +253,7 @@ func diffPayloads(want, got json.RawMessage) ([]Mismatch, error) {
 	for _, name := range names {
 		a, b := canonical(w[name]), canonical(g[name])
 		if !bytes.Equal(a, b) {
-			out = append(out, Mismatch{Field: name, Want: clip(a), Got: clip(b)})
+			out = append(out, Mismatch{Field: name, Want: clip(a), Got: clip(canonical(held[name]))})
 		}
 	}
 	return out, nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -51,12 +52,31 @@ type Incoming struct {
 // and parsed dates.
 func NewIncoming(ent *Entity, sourceID, parent string, payload json.RawMessage, fields map[string]json.RawMessage, zone *time.Location) (Incoming, error) {
 	payload, fields, cleaned := cleanText(payload, fields)
-	sum, err := fieldsChecksum(fields, ent.Volatile)
+	sum, err := recordChecksum(fields, ent.Volatile)
 	if err != nil {
 		return Incoming{}, fmt.Errorf("%s %s: %w", ent.Name, sourceID, err)
 	}
 	return Incoming{sourceID: sourceID, parent: parent, payload: payload, checksum: sum,
 		dates: parseDates(fields, ent.Dates, zone), refused: Text(fields, UnreachableKey), cleaned: cleaned}, nil
+}
+
+// recordChecksum is the checksum of a source row by which get tells a changed record: the row
+// without its volatile fields and without the fields that hold no value (absent, null, "", []
+// or {}), so that a portal leaving out an empty field in one answer and sending it as "" or null
+// in the next does not make the record changed. Rows without empty fields keep the checksum
+// earlier versions stored; a row stored by them with empty fields is taken for changed once and
+// sent again once, with its canonical payload, under the same key (updated in place).
+func recordChecksum(fields map[string]json.RawMessage, volatile []string) (string, error) {
+	skip := volatile
+	for k, v := range fields {
+		if isNoValue(v, kindAny) {
+			if len(skip) == len(volatile) {
+				skip = slices.Clone(volatile)
+			}
+			skip = append(skip, k)
+		}
+	}
+	return fieldsChecksum(fields, skip)
 }
 
 // saved counts what storing a page did.

@@ -88,12 +88,13 @@ func (s Store) loadCustomFields(ctx context.Context, ent *Entity) (map[string]cu
 	if ent.Fields == nil {
 		return out, nil
 	}
-	rows, err := s.db.Query(ctx, `SELECT field_name, coalesce(payload->>'USER_TYPE_ID', ''), on_target FROM bitrix_fields WHERE entity = $1`, ent.Name)
+	rows, err := s.db.Query(ctx, `SELECT field_name, coalesce(payload->>'USER_TYPE_ID', ''), on_target,
+coalesce(payload->>'MULTIPLE', '') IN ('Y', 'true', '1') FROM bitrix_fields WHERE entity = $1`, ent.Name)
 	if err != nil {
 		return nil, fmt.Errorf("load %s custom fields: %w", ent.Name, err)
 	}
 	var f customField
-	_, err = pgx.ForEachRow(rows, []any{&f.Name, &f.Type, &f.OnTarget}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&f.Name, &f.Type, &f.OnTarget, &f.Multiple}, func() error {
 		f.System = ent.Fields.system(f.Name)
 		out[customKey(f.Name)] = f
 		return nil

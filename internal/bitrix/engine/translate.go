@@ -30,12 +30,14 @@ type Refs struct {
 	// custom are the entity's custom fields as fields-get read them, by normalised name (see
 	// customKey), for payload hooks that must tell which values the target can hold.
 	custom map[string]customField
+	// shape is the canonical form of the entity's payload fields (canonical.go).
+	shape *shapeSpec
 }
 
 // customField is one custom field of an entity and where it stands on the target.
 type customField struct {
-	Name, Type       string
-	OnTarget, System bool
+	Name, Type                 string
+	OnTarget, System, Multiple bool
 }
 
 // customKey normalises a custom field's name the way the portal's methods spell it differently
@@ -100,7 +102,36 @@ func loadRefs(ctx context.Context, db status.DB, ent *Entity, recs []Record) (*R
 	if err := out.loadFieldLinks(ctx, db, ent, recs); err != nil {
 		return nil, err
 	}
+	out.shape = shapeOf(ent, custom, out.renames)
 	return out, nil
+}
+
+// shapeOf is the canonical form of the entity's payloads, its custom fields named as the target
+// names them.
+func shapeOf(ent *Entity, custom map[string]customField, renames map[string]string) *shapeSpec {
+	shapes := make(map[string]customShape, len(custom))
+	for _, f := range custom {
+		name := f.Name
+		if to, ok := renames[name]; ok {
+			name = to
+		}
+		shapes[name] = customShape{Type: f.Type, Multiple: f.Multiple, OnTarget: f.OnTarget || f.System}
+	}
+	return newShapeSpec(ent, shapes)
+}
+
+// loadShape reads what the canonical form of the entity's payloads depends on, for comparing
+// payloads without building them (verify).
+func loadShape(ctx context.Context, db status.DB, ent *Entity) (*shapeSpec, error) {
+	custom, err := NewStore(db).loadCustomFields(ctx, ent)
+	if err != nil {
+		return nil, err
+	}
+	renames, err := loadRenames(ctx, db, ent)
+	if err != nil {
+		return nil, err
+	}
+	return shapeOf(ent, custom, renames), nil
 }
 
 // UnresolvedError is a reference of a record that has no target id: the record is failed, never
@@ -122,9 +153,35 @@ func (e *UnresolvedError) Error() string {
 // payloadFor builds what the target receives for a record (docs/target-import-api.md): the
 // entity's Payload hook, or the row as the portal sent it with references replaced by target ids
 // and every readable date written as ISO 8601 with its original offset (values the portal sent
-// without one get the portal's). A record with an unreadable date or an unresolvable reference
-// gets an error instead.
+// without one get the portal's); either way in its canonical form (canonical.go), so that the
+// shape the portal happened to answer in never reaches the target. A record with an unreadable
+// date or an unresolvable reference gets an error instead.
 func payloadFor(ent *Entity, r Record, rf *Refs) (json.RawMessage, error) {
+	payload, err := buildPayload(ent, r, rf)
+	if err != nil {
+		return nil, err
+	}
+	return rf.canonical(ent, payload)
+}
+
+// canonical rewrites a built payload into its canonical form.
+func (rf *Refs) canonical(ent *Entity, payload json.RawMessage) (json.RawMessage, error) {
+	shape := rf.shape
+	if shape == nil { // Refs made by hand (tests): what the entity itself declares
+		shape = newShapeSpec(ent, nil)
+	}
+	fields, err := FieldsOf(payload)
+	if err != nil {
+		return nil, err
+	}
+	if err := shape.canonicalize(fields); err != nil {
+		return nil, fmt.Errorf("canonical payload: %w", err)
+	}
+	return MustJSON(fields), nil
+}
+
+// buildPayload is payloadFor before the canonical form.
+func buildPayload(ent *Entity, r Record, rf *Refs) (json.RawMessage, error) {
 	if reason := dateError(r.Dates, ent.Dates); reason != "" {
 		return nil, fmt.Errorf("%s", reason)
 	}

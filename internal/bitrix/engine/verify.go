@@ -367,7 +367,7 @@ func compareRecord(k *Entity, rec Record, rf *Refs, onTarget map[string]importap
 	if !ok {
 		return []Mismatch{{Field: "*", Want: "the record", Got: "missing on the target"}}, nil
 	}
-	diffs, err := diffPayloads(want, tr.Payload)
+	diffs, err := diffPayloads(rf.shape, want, tr.Payload)
 	for i := range diffs {
 		diffs[i].TargetID = tr.TargetID
 	}

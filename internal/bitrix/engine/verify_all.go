@@ -101,6 +101,13 @@ func (e *Engine) verifyAll(ctx context.Context, ent *Entity, r *VerifyReport) er
 
 // diffSuspects fetches the records whose content hash differs and lists their differences.
 func (e *Engine) diffSuspects(ctx context.Context, ent *Entity, r *VerifyReport, suspects []Record, wants map[string][]byte) error {
+	if len(suspects) == 0 {
+		return nil
+	}
+	shape, err := loadShape(ctx, e.Pool, ent)
+	if err != nil {
+		return fmt.Errorf("verify %s: %w", ent.Name, err)
+	}
 	for len(suspects) > 0 {
 		chunk := suspects[:min(len(suspects), importapi.MaxItems)]
 		suspects = suspects[len(chunk):]
@@ -122,7 +129,7 @@ func (e *Engine) diffSuspects(ctx context.Context, ent *Entity, r *VerifyReport,
 				e.differs(ent, r, rec.SourceID, []Mismatch{{Field: "*", Want: "the record", Got: "missing on the target"}})
 				continue
 			}
-			diffs, err := diffPayloads(wants[rec.IdempotencyKey()], it.Payload)
+			diffs, err := diffPayloads(shape, wants[rec.IdempotencyKey()], it.Payload)
 			if err != nil {
 				return fmt.Errorf("verify %s %s: %w", ent.Name, rec.SourceID, err)
 			}

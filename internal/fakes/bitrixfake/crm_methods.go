@@ -146,7 +146,12 @@ func (p *Portal) crmItemList(params map[string]any) answer {
 	case etCompany:
 		row = func(id int) object { return p.companyRow(id, original) }
 	case etContact:
-		row = func(id int) object { return p.contactRow(id, original) }
+		row = func(id int) object {
+			if p.opts.RealShapes {
+				return p.realContact(p.contactRow(id, original))
+			}
+			return p.contactRow(id, original)
+		}
 	case etDeal:
 		row = func(id int) object { return p.dealRow(id, original) }
 	default:

@@ -257,7 +257,11 @@ func (p *Portal) blogPostGet(params map[string]any) answer {
 	from := max(start, 0)
 	rows := []object{}
 	for _, ps := range posts[min(from, len(posts)):min(from+pageSize, len(posts))] {
-		rows = append(rows, p.postRow(ps))
+		row := p.postRow(ps)
+		if p.opts.RealShapes {
+			row = realPost(row)
+		}
+		rows = append(rows, row)
 	}
 	a := answer{result: rows, cost: p.opts.CallCost + time.Duration(len(rows))*p.opts.RowCost}
 	if start >= 0 {

@@ -17,6 +17,9 @@ func (p *Portal) user(id int) object {
 	for k, v := range p.userOverrides[id] {
 		row.set(k, v)
 	}
+	if p.opts.RealShapes {
+		row = p.realUser(row)
+	}
 	return row
 }
 

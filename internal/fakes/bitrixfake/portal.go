@@ -144,6 +144,9 @@ type Options struct {
 	// Posts is how many live feed posts the portal holds (feed.go), PostComments their average
 	// number of comments (0 means 3).
 	Posts, PostComments int
+	// RealShapes makes the portal answer users, contacts and tasks in the shapes recorded from
+	// real portals instead of the documentation's tidy ones, values unchanged (shapes.go).
+	RealShapes bool
 	// NotAdmin makes the webhook's user an ordinary user: user.admin answers false and
 	// log.blogcomment.user.get ignores USER_ID.
 	NotAdmin bool

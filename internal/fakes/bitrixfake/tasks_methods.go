@@ -41,6 +41,9 @@ func (p *Portal) taskRowOf(t *task) object {
 	for k, v := range p.tasks.overrides[t.id] {
 		row.set(k, v)
 	}
+	if p.opts.RealShapes {
+		row = p.realTask(row)
+	}
 	return row
 }
 
