@@ -137,8 +137,8 @@ const (
 )
 
 func classify(err error) failure {
-	if isTransport(err) {
-		return failTransient
+	if isTransport(err) || NoResult(err) {
+		return failTransient // a batch command without a result: send it again
 	}
 	apiErr, ok := errors.AsType[*APIError](err)
 	if !ok {
