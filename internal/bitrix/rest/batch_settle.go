@@ -118,9 +118,12 @@ func (b *BatchResult) silent(cmds []Command) []Command {
 	return out
 }
 
-// merge takes the answers of cmds from a later batch that sent them again. The unmatched errors
+// Adopt takes the answers of cmds from a later batch (or Settle) that sent them again: their
+// results, errors and, for those Settle gave up on, their *MissingError. The unmatched errors
 // become the later batch's: those of the first answer belonged to commands now settled or to
 // these ones.
+func (b *BatchResult) Adopt(again *BatchResult, cmds []Command) { b.merge(again, cmds) }
+
 func (b *BatchResult) merge(again *BatchResult, cmds []Command) {
 	for _, c := range cmds {
 		k := c.Key
@@ -138,6 +141,12 @@ func (b *BatchResult) merge(again *BatchResult, cmds []Command) {
 		}
 		if t, ok := again.Times[k]; ok {
 			b.Times[k] = t
+		}
+		if e, ok := again.missing[k]; ok {
+			if b.missing == nil {
+				b.missing = map[string]error{}
+			}
+			b.missing[k] = e
 		}
 		if b.methods == nil {
 			b.methods = map[string]string{}

@@ -97,6 +97,19 @@ func (e *APIError) hint() string {
 	return ""
 }
 
+// plainCode finds the code of a refusal sent as plain text instead of the JSON envelope (a
+// portal under load has answered 503 with the bare words QUERY_LIMIT_EXCEEDED), so that it is
+// handled as that refusal and not as an unknown server error; "" when the body names none.
+func plainCode(body []byte) string {
+	head := string(body[:min(len(body), 512)])
+	for _, code := range []string{CodeQueryLimitExceeded, CodeOperationTimeLimit, CodeOverloadLimit} {
+		if strings.Contains(strings.ToUpper(head), code) {
+			return code
+		}
+	}
+	return ""
+}
+
 // TransportError is a request that got no usable answer: a timeout, a
 // refused or dropped connection, or a body cut short. It never carries the
 // request URL, which contains the webhook token.
