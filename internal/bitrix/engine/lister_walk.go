@@ -363,7 +363,7 @@ func (k *keyWalker) readJob(ctx context.Context, job []keyJob) error {
 func settleFirsts(ctx context.Context, src Source, br *rest.BatchResult, job []keyJob) (map[string]bool, error) {
 	var firsts []rest.Command
 	for _, j := range job {
-		if _, err := br.Response(j.cmds[0].Key); rest.NoResult(err) {
+		if _, err := br.Response(j.cmds[0].Key); rest.Passing(err) {
 			firsts = append(firsts, j.cmds[0])
 		}
 	}

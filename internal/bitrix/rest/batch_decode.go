@@ -122,16 +122,17 @@ func decodeBatch(env *envelope, cmds []Command, methods map[string]string) (*Bat
 		Time:    env.Time,
 		methods: methods,
 	}
-	// named: the answer keyed some command by its own name, so a list of errors beside it cannot
-	// be PHP's keying by position.
-	named := false
+	// byPosition: the answer keyed some command by its position, not its own key (or the
+	// commands' own keys are positions): only then can a list of errors be PHP's keying by
+	// position rather than an unkeyed list.
+	byPosition := k.indexed
 	each := func(sec section, what string, fn func(cmd string, raw json.RawMessage) error) error {
 		for key, raw := range sec.members {
 			cmd, own, ok := k.resolve(key)
 			if !ok {
 				continue // a command the batch did not send; nothing to tie it to
 			}
-			named = named || (own && !k.indexed)
+			byPosition = byPosition || !own
 			if err := fn(cmd, raw); err != nil {
 				return fmt.Errorf("bitrix batch: %s of command %s: %w", what, cmd, err)
 			}
@@ -159,19 +160,19 @@ func decodeBatch(env *envelope, cmds []Command, methods map[string]string) (*Bat
 	if err != nil {
 		return nil, err
 	}
-	if err := res.tieErrors(p.errors, k, named); err != nil {
+	if err := res.tieErrors(p.errors, k, byPosition); err != nil {
 		return nil, err
 	}
 	return res, nil
 }
 
 // tieErrors sorts result_error into the commands' errors and the unmatched ones. An object is
-// keyed by command (or by position). A list is PHP's keying by position only when the answer
-// did not name its commands and every entry falls on a command without a result; otherwise it
-// is an unkeyed list. Last, errors no command claims while exactly one command has neither a
+// keyed by command (or by position). A list is PHP's keying by position only when the rest of
+// the answer is keyed by position too and every entry falls on a command without a result;
+// otherwise it is an unkeyed list. Last, errors no command claims while exactly one command has neither a
 // result nor an error are that command's: every error of a batch belongs to a command that did
 // not answer.
-func (res *BatchResult) tieErrors(sec section, k keys, named bool) error {
+func (res *BatchResult) tieErrors(sec section, k keys, byPosition bool) error {
 	type entry struct {
 		key string
 		err *APIError
@@ -184,7 +185,7 @@ func (res *BatchResult) tieErrors(sec section, k keys, named bool) error {
 		}
 		entries = append(entries, entry{key, e})
 	}
-	positional := !sec.list || !named
+	positional := !sec.list || byPosition
 	if sec.list && positional {
 		for _, en := range entries {
 			cmd, _, ok := k.resolve(en.key)

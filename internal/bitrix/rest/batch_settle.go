@@ -52,6 +52,22 @@ func (e *MissingError) Is(target error) bool {
 // NoResult reports whether err is a batch command's lack of a result: worth sending again.
 func NoResult(err error) bool { return errors.Is(err, ErrNoResult) }
 
+// Passing reports whether err, a batch command's, is worth sending again at once: no result of
+// its own (NoResult), or a refusal of the command that says nothing about it (the portal's
+// rate limit or an internal error reported inside the batch). Operating-time refusals are not:
+// the client pauses the method, and callers send those again after the pause.
+func Passing(err error) bool {
+	if NoResult(err) {
+		return true
+	}
+	e, ok := errors.AsType[*APIError](err)
+	return ok && e.HTTPStatus == 0 && passingCode(e)
+}
+
+func passingCode(e *APIError) bool {
+	return e.codeIs(CodeQueryLimitExceeded) || e.codeIs(CodeInternalServerError) || e.codeIs(CodeUnexpectedAnswer)
+}
+
 // BatchFunc sends one batch; Client.Batch is one.
 type BatchFunc func(ctx context.Context, cmds []Command, halt bool) (*BatchResult, error)
 
@@ -62,7 +78,8 @@ const settleRounds = 3
 
 // Settle runs independent read commands (none refers to another's answer) in one batch
 // without halt, and sends again those the answer left with neither a result nor an error of
-// their own, which is what an unkeyed result_error or a command left out of the answer means:
+// their own, which is what an unkeyed result_error or a command left out of the answer means,
+// and those refused for a passing reason (Passing):
 // first together, then one command to a batch, so that an error the portal does not key is
 // still the command's own. Commands answered or failed are never sent again, so an unmatched
 // error costs the commands without a result, not the whole batch. A command still without a
@@ -105,13 +122,14 @@ func Settle(ctx context.Context, batch BatchFunc, cmds []Command) (*BatchResult,
 	return res, nil
 }
 
-// silent returns the commands with neither a result nor an error of their own.
+// silent returns the commands with neither a result nor an error of their own, and those
+// refused for a passing reason (Passing).
 func (b *BatchResult) silent(cmds []Command) []Command {
 	var out []Command
 	for _, c := range cmds {
 		_, answered := b.Results[c.Key]
-		_, failed := b.Errors[c.Key]
-		if !answered && !failed {
+		e, failed := b.Errors[c.Key]
+		if !answered && (!failed || passingCode(e)) {
 			out = append(out, c)
 		}
 	}
@@ -129,6 +147,7 @@ func (b *BatchResult) merge(again *BatchResult, cmds []Command) {
 		k := c.Key
 		if r, ok := again.Results[k]; ok {
 			b.Results[k] = r
+			delete(b.Errors, k)
 		}
 		if e, ok := again.Errors[k]; ok {
 			b.Errors[k] = e

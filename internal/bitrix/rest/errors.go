@@ -23,6 +23,8 @@ const (
 	CodePortalDeleted        = "PORTAL_DELETED"
 	CodeBatchLengthExceeded  = "ERROR_BATCH_LENGTH_EXCEEDED"
 	CodeBatchMethodForbidden = "ERROR_BATCH_METHOD_NOT_ALLOWED"
+	CodeInternalServerError  = "INTERNAL_SERVER_ERROR"
+	CodeUnexpectedAnswer     = "ERROR_UNEXPECTED_ANSWER"
 )
 
 // APIError is a failure the portal reported: an error envelope

@@ -246,7 +246,7 @@ func (c *Client) ListByID(ctx context.Context, s Scan, after string, fn func(Pag
 				operatingWaits++ // Batch paused the method; resume the chain from here
 				break
 			}
-			if NoResult(err) && missing < settleRounds {
+			if Passing(err) && missing < settleRounds {
 				missing++ // no result and no error of its own: ask again from here
 				break
 			}

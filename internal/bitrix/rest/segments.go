@@ -137,7 +137,7 @@ func (c *Client) ScanSegments(ctx context.Context, s Scan, segs []Segment) ([][]
 		for p := range seg.Pages {
 			key := "s" + strconv.Itoa(i) + "p" + strconv.Itoa(p)
 			resp, err := br.Response(key)
-			if HasCode(err, CodeOperationTimeLimit) || (p > 0 && NoResult(err)) {
+			if HasCode(err, CodeOperationTimeLimit) || (p > 0 && Passing(err)) {
 				break // the range goes on from its last page in a later request
 			}
 			if err != nil {

@@ -76,8 +76,10 @@ func TestBatchAnswerShapes(t *testing.T) {
 			"0": {result: true}, "1": {result: true, total: 1, hasTotal: true}}, 0},
 		{"errors keyed by command, parts []", testdata(t, "batch.error.halt0.json"), named, map[string]want{
 			"get_user": {code: "insufficient_scope"}, "get_department": {code: "insufficient_scope"}}, 0},
-		{"unkeyed errors, no command answered: in the commands' order", testdata(t, "batch.error.unkeyed.json"), named, map[string]want{
-			"get_user": {code: "insufficient_scope"}, "get_department": {code: "insufficient_scope"}}, 0},
+		{"unkeyed errors, no command answered: tied to none", testdata(t, "batch.error.unkeyed.json"), named, map[string]want{
+			"get_user": {missing: true}, "get_department": {missing: true}}, 2},
+		{"unkeyed errors, commands keyed 0 and 1: PHP's keying by position", testdata(t, "batch.error.unkeyed.json"), indexed,
+			map[string]want{"0": {code: "insufficient_scope"}, "1": {code: "insufficient_scope"}}, 0},
 		{"unkeyed error beside named results: tied to no command", []byte(`{"result":{"result":{"a":[{"ID":"1"}]},
 			"result_error":[{"error":"ACCESS_ERROR","error_description":"You do not have access to the specified dialog"}],
 			"result_total":[],"result_next":[],"result_time":[]},"time":{"start":1}}`), three, map[string]want{
