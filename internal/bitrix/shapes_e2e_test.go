@@ -17,8 +17,8 @@ var recordedShapes = bitrixfake.Shapes{UnkeyedErrors: true, PageTotal: true, Pos
 // the portal does not key by command.
 func failSome(p *bitrixfake.Portal, methods ...string) {
 	for _, m := range methods {
-		p.FailCommands(m, "INTERNAL_SERVER_ERROR", 3)
-		p.FailCommands(m, "OPERATION_TIME_LIMIT", 1)
+		p.FailCommands(m, "INTERNAL_SERVER_ERROR", 2)
+		p.FailCommands(m, "QUERY_LIMIT_EXCEEDED", 1)
 	}
 }
 
