@@ -185,7 +185,7 @@ func (s *IDScan) Total(ctx context.Context, env Env, ent *Entity) (int64, error)
 	if resp.Total == nil {
 		return 0, fmt.Errorf("count %s: %s reported no total", ent.Name, s.Scan.Method)
 	}
-	return int64(*resp.Total), nil
+	return countOf(ent, s.Scan.Method, resp, s.Scan.RowsPath)
 }
 
 // byIDs reads the records with the given ids (askByIDs: a filter on @ID, 50 to a page, pages batched).

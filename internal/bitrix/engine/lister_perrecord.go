@@ -262,7 +262,7 @@ func (p *PerRecord) Plan(ctx context.Context, env Env, ent *Entity) ([]EntityPla
 		}
 		if read == 0 { // not read yet: as many as the portal counts
 			owner := e.Entity(of)
-			total, err := owner.Lister.Total(ctx, e.env(), owner)
+			total, err := estimated(owner.Lister.Total(ctx, e.env(), owner))
 			if err != nil {
 				return nil, err
 			}

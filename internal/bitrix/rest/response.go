@@ -160,6 +160,21 @@ type Response struct {
 	Time Time
 }
 
+// GrandTotal returns the total when it can be the count of every matching row, and false when
+// the answer itself contradicts that: a next page at or past the total (recorded as next: 50,
+// total: 50, the page's own size), or fewer rows in the total than on the page. rows is the
+// page's row count; -1 when unknown. An absent total is no grand total either.
+func (r *Response) GrandTotal(rows int) (int, bool) {
+	if r.Total == nil {
+		return 0, false
+	}
+	t := *r.Total
+	if (r.Next != nil && t <= *r.Next) || t < rows {
+		return t, false
+	}
+	return t, true
+}
+
 // Decode unmarshals the result into v. PHP's empty array [] is taken for an empty object
 // where v has a struct or a map, and {} for an empty list where it has a slice.
 func (r *Response) Decode(v any) error {

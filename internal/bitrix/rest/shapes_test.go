@@ -329,3 +329,27 @@ func TestDecodeTakesPHPEmptyArrayForAnObject(t *testing.T) {
 		t.Errorf("Decode of a string into a map succeeded")
 	}
 }
+
+// TestGrandTotal: a total is the count of every row only when the page does not contradict it.
+func TestGrandTotal(t *testing.T) {
+	n := func(v int) *int { return &v }
+	tests := []struct {
+		name        string
+		next, total *int
+		rows        int
+		want        bool
+	}{
+		{"documented first page", n(50), n(94), 50, true},
+		{"the page's size (recorded)", n(50), n(50), 50, false},
+		{"last page", nil, n(94), 44, true},
+		{"empty list", nil, n(0), 0, true},
+		{"fewer rows counted than listed", nil, n(3), 5, false},
+		{"no total", n(50), nil, 50, false},
+	}
+	for _, tt := range tests {
+		r := &rest.Response{Next: tt.next, Total: tt.total}
+		if _, ok := r.GrandTotal(tt.rows); ok != tt.want {
+			t.Errorf("%s: grand total %v, want %v", tt.name, ok, tt.want)
+		}
+	}
+}
