@@ -37,7 +37,11 @@
 //     (crm.item.list gives the primary one as companyId);
 //   - deletions (delete.go): Portal.Delete and the REST delete methods, after which lists, gets
 //     and children behave as on the real portal;
-//   - other users' incoming webhooks (webhooks.go), each acting as its user in the live feed.
+//   - other users' incoming webhooks (webhooks.go), each acting as its user in the live feed;
+//   - on demand, the answer shapes recorded from real portals (Options.Shapes, shapes.go):
+//     result_error as an unkeyed list, batches keyed by position, totals that are the page's
+//     size, the time block's generations, codes as "", "100" or 100, a plain-text 503; and
+//     commands failing inside a batch (FailCommands).
 //
 // Processing time is virtual: methods cost what Options says and the
 // portal's clock is injectable, so the operating-time limit can be
