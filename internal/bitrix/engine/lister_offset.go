@@ -62,8 +62,8 @@ func (o *OffsetPages) Get(ctx context.Context, g *GetRun) error {
 	if resp.Next != nil {
 		next = *resp.Next
 	}
-	if resp.Total != nil {
-		t := int64(*resp.Total)
+	if t, ok := resp.GrandTotal(len(rows)); ok { // progress and the page log only: a listing ends without next
+		t := int64(t)
 		p.total = &t
 	}
 	if err := p.store(ctx, rows, start, next, last); err != nil || last {
