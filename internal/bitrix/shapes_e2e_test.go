@@ -95,3 +95,22 @@ FROM bitrix_records GROUP BY 1`)
 	}
 	return out
 }
+
+// TestRunThroughRecordedShapesVerifies: get, set and verify of users through the recorded
+// shapes; the total that is the page's size is neither the end of the listing nor a count verify
+// holds the records against.
+func TestRunThroughRecordedShapesVerifies(t *testing.T) {
+	t.Parallel()
+	const users = 173
+	v := newEnv(t, bitrixfake.Options{Users: users, Seed: 34, Shapes: recordedShapes})
+	e := v.engine()
+	failSome(v.portal, "user.get")
+	v.migrateUsers(e)
+	if got := v.target.Count(bitrix.Users); got != users {
+		t.Errorf("the target holds %d users, want %d", got, users)
+	}
+	r, err := e.Verify(v.ctx, bitrix.Users)
+	if err != nil || !r.Clean() {
+		t.Errorf("verify: %v, %+v", err, r)
+	}
+}
