@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -351,5 +353,48 @@ func TestGrandTotal(t *testing.T) {
 		if _, ok := r.GrandTotal(tt.rows); ok != tt.want {
 			t.Errorf("%s: grand total %v, want %v", tt.name, ok, tt.want)
 		}
+	}
+}
+
+// TestUnmatchedOperatingLimitPausesTheMethodsWithoutAResult: an OPERATION_TIME_LIMIT in an unkeyed
+// result_error belongs to one of the commands without a result; their method is paused before
+// they are sent again, the answered ones' is not.
+func TestUnmatchedOperatingLimitPausesTheMethodsWithoutAResult(t *testing.T) {
+	body := []byte(`{"result":{"result":{"a":[]},"result_error":[{"error":"OPERATION_TIME_LIMIT",
+		"error_description":"Method is blocked due to operation time limit."}]},"time":{"start":1}}`)
+	var slept time.Duration
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
+	}))
+	t.Cleanup(srv.Close)
+	now := time.Unix(1_700_000_000, 0)
+	c, err := rest.New(srv.URL+"/rest/1/tok/", rest.Options{Limiter: rate.NewLimiter(rate.Inf, 1),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return now },
+		Sleep: func(_ context.Context, d time.Duration) error {
+			slept += d
+			now = now.Add(d)
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds := []rest.Command{{Key: "a", Method: "user.get"}, {Key: "b", Method: "im.dialog.get"}, {Key: "c", Method: "im.dialog.get"}}
+	res, err := c.Batch(t.Context(), cmds, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := res.Response("b"); !rest.NoResult(err) || rest.HasCode(err, rest.CodeOperationTimeLimit) {
+		t.Errorf("b: %v, want no result, and no error of its own", err)
+	}
+	if s := c.Stats(); s.OperationLimit != 1 {
+		t.Errorf("stats %+v, want the refusal counted", s)
+	}
+	if _, err := c.Call(t.Context(), "user.get", nil); err != nil || slept != 0 {
+		t.Errorf("user.get waited %v (%v): it answered, its method is not paused", slept, err)
+	}
+	_, _ = c.Call(t.Context(), "im.dialog.get", nil)
+	if slept == 0 {
+		t.Errorf("im.dialog.get was sent at once: its method should be paused")
 	}
 }
