@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
@@ -75,6 +76,7 @@ func (smartItems) counts(ctx context.Context, e engine.Env) (map[int]int64, erro
 		return nil, err
 	}
 	out := map[int]int64{}
+	var contradicted []string
 	cmds := make([]rest.Command, len(types))
 	for i, et := range types {
 		cmds[i] = rest.Command{Key: "t" + strconv.Itoa(et), Method: "crm.item.list",
@@ -85,7 +87,13 @@ func (smartItems) counts(ctx context.Context, e engine.Env) (map[int]int64, erro
 		if r.Total == nil {
 			return fmt.Errorf("count smart process %d: crm.item.list reported no total", et)
 		}
-		out[et] = int64(*r.Total)
+		rows, _ := r.Rows("items")
+		t, grand := r.GrandTotal(len(rows))
+		if !grand { // the page's size, not a count: an estimate at best
+			contradicted = append(contradicted, strconv.Itoa(et))
+			t = max(t, len(rows))
+		}
+		out[et] = int64(t)
 		return nil
 	}, func(key string, err error) error {
 		if rest.HasCode(err, "NOT_FOUND") { // deleted since crm_types read it: no items
@@ -93,6 +101,10 @@ func (smartItems) counts(ctx context.Context, e engine.Env) (map[int]int64, erro
 		}
 		return fmt.Errorf("count smart process %s: %w", key[1:], err)
 	})
+	if err == nil && len(contradicted) > 0 {
+		err = fmt.Errorf("count smart processes %s: crm.item.list reported totals its own pages contradict: %w",
+			strings.Join(contradicted, ", "), engine.ErrNoTotal)
+	}
 	return out, err
 }
 
@@ -107,7 +119,7 @@ func (s smartItems) Total(ctx context.Context, e engine.Env, _ *engine.Entity) (
 
 func (s smartItems) Plan(ctx context.Context, e engine.Env, ent *engine.Entity) ([]engine.EntityPlan, error) {
 	counts, err := s.counts(ctx, e)
-	if err != nil {
+	if err != nil && !errors.Is(err, engine.ErrNoTotal) { // an estimate is enough for a plan
 		return nil, err
 	}
 	p := engine.EntityPlan{Entity: ent.Name, How: "crm.item.list count per type (one batch); get reads each type in ID ranges, 2,500 rows per call"}

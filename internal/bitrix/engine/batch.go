@@ -14,13 +14,16 @@ const maxCommandRetries = 11
 
 // batchEach runs one read command per key in as few batches as possible and hands each answer
 // to fn. Commands refused for the operating-time limit are sent again once the client's pause
-// is over; any other command failure goes to onErr, which decides whether it stops everything.
+// is over, and commands an answer left without a result of their own (an error it did not tie
+// to a command, or none) are sent again by rest.Settle, alone if need be; any other command
+// failure, a command still without a result included (its error names it), goes to onErr, which
+// decides whether it stops everything.
 func (e *Engine) batchEach(ctx context.Context, cmds []rest.Command, fn func(key string, r *rest.Response) error, onErr func(key string, err error) error) error {
 	for len(cmds) > 0 {
 		chunk := cmds[:min(len(cmds), rest.MaxBatch)]
 		cmds = cmds[len(chunk):]
 		for try := 0; len(chunk) > 0; try++ {
-			br, err := e.Source.Batch(ctx, chunk, false)
+			br, err := rest.Settle(ctx, e.Source.Batch, chunk)
 			if err != nil {
 				return err
 			}

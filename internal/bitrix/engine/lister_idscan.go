@@ -141,7 +141,9 @@ func (s *IDScan) begin(ctx context.Context, w *rangeWalk) (inv Inventory, first 
 		return inv, nil, err
 	}
 	w.ranges, w.density = newRanges(b, e.TestLimit)
-	if b.Total >= 0 {
+	// The count sizes ranges and shows progress; a count the first page contradicts (the
+	// page's own size) is none. The walk ends where the ranges' pages end, whatever it said.
+	if b.Total >= len(b.First.Rows) && (b.First.Last || b.Total > len(b.First.Rows)) {
 		t := int64(b.Total)
 		w.total = &t
 	}
@@ -185,7 +187,7 @@ func (s *IDScan) Total(ctx context.Context, env Env, ent *Entity) (int64, error)
 	if resp.Total == nil {
 		return 0, fmt.Errorf("count %s: %s reported no total", ent.Name, s.Scan.Method)
 	}
-	return int64(*resp.Total), nil
+	return countOf(ent, s.Scan.Method, resp, s.Scan.RowsPath)
 }
 
 // byIDs reads the records with the given ids (askByIDs: a filter on @ID, 50 to a page, pages batched).

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -61,8 +62,8 @@ func (o *OffsetPages) Get(ctx context.Context, g *GetRun) error {
 	if resp.Next != nil {
 		next = *resp.Next
 	}
-	if resp.Total != nil {
-		t := int64(*resp.Total)
+	if t, ok := resp.GrandTotal(len(rows)); ok { // progress and the page log only: a listing ends without next
+		t := int64(t)
 		p.total = &t
 	}
 	if err := p.store(ctx, rows, start, next, last); err != nil || last {
@@ -86,13 +87,41 @@ func (o *OffsetPages) Total(ctx context.Context, env Env, ent *Entity) (int64, e
 	if resp.Total == nil {
 		return 0, fmt.Errorf("count %s: %s reported no total", ent.Name, o.List.Method)
 	}
-	return int64(*resp.Total), nil
+	return countOf(ent, o.List.Method, resp, o.List.RowsPath)
+}
+
+// countOf reads the portal's count of an entity from the first page of its listing. A total the
+// answer contradicts (a next page at or past it: the page's own size, not a count of every row)
+// is returned as the estimate it is, with an error wrapping ErrNoTotal: verify then does not
+// compare it, and plan takes it for an estimate.
+func countOf(ent *Entity, method string, resp *rest.Response, rowsPath []string) (int64, error) {
+	rows := -1
+	if list, err := resp.Rows(rowsPath...); err == nil {
+		rows = len(list)
+	}
+	t, ok := resp.GrandTotal(rows)
+	if !ok {
+		n := int64(max(t, rows))
+		if resp.Next != nil {
+			n = max(n, int64(*resp.Next)+1)
+		}
+		return n, fmt.Errorf("count %s: %s reported a total of %d that its own page contradicts: %w", ent.Name, method, t, ErrNoTotal)
+	}
+	return int64(t), nil
+}
+
+// estimated is Total's answer for plans: a contradicted count (countOf) is still an estimate.
+func estimated(n int64, err error) (int64, error) {
+	if errors.Is(err, ErrNoTotal) && n > 0 {
+		return n, nil
+	}
+	return n, err
 }
 
 // plan: the count, then one call for the first page and the rest 50 pages to a call.
 func (o *OffsetPages) Plan(ctx context.Context, env Env, ent *Entity) ([]EntityPlan, error) {
 	e := env.e
-	n, err := o.Total(ctx, e.env(), ent)
+	n, err := estimated(o.Total(ctx, e.env(), ent))
 	if err != nil {
 		return nil, err
 	}

@@ -174,9 +174,12 @@ func (w *perRecordWalk) fetch(ctx context.Context, chunk []owner) ([]json.RawMes
 				return fmt.Errorf("%s of %s %s: %w", w.g.Ent.Name, chunk[i].entity, chunk[i].sourceID, err)
 			}
 			byOwner[i] = append(byOwner[i], rows...)
-			if len(rows) == rest.PageSize {
-				next := start + rest.PageSize
-				if r.Next != nil && *r.Next > start {
+			// A next page goes on the owner's listing, and so does a full page without one (an
+			// empty answer then ends it); a total is never asked.
+			hasNext := r.Next != nil && *r.Next > start && len(rows) > 0
+			if hasNext || len(rows) == rest.PageSize {
+				next := start + len(rows)
+				if hasNext {
 					next = *r.Next
 				}
 				more = append(more, command(i, next))
@@ -262,7 +265,7 @@ func (p *PerRecord) Plan(ctx context.Context, env Env, ent *Entity) ([]EntityPla
 		}
 		if read == 0 { // not read yet: as many as the portal counts
 			owner := e.Entity(of)
-			total, err := owner.Lister.Total(ctx, e.env(), owner)
+			total, err := estimated(owner.Lister.Total(ctx, e.env(), owner))
 			if err != nil {
 				return nil, err
 			}

@@ -291,11 +291,15 @@ func (k *keyWalker) readJob(ctx context.Context, job []keyJob) error {
 	if err != nil {
 		return err
 	}
+	resent, err := settleFirsts(ctx, src, br, job)
+	if err != nil {
+		return err
+	}
 	var rows []WalkRow
 	var pages []PageRecord
 	var lost []lostKey
 	for _, j := range job {
-		got, logged, u, err := k.keyPages(br, j, me)
+		got, logged, u, err := k.keyPages(br, j, me, resent[j.cmds[0].Key])
 		if err != nil {
 			return err
 		}
@@ -353,11 +357,37 @@ func (k *keyWalker) readJob(ctx context.Context, job []keyJob) error {
 	return nil
 }
 
+// settleFirsts sends again, through rest.Settle, the first command of every key the answer
+// left without a result of its own (an error it did not tie to a command, or none): a first
+// command refers to no other, so it can go alone, where an error can only be its own. It
+// reports which were sent again; their answers (results or errors) replace the first ones.
+func settleFirsts(ctx context.Context, src Source, br *rest.BatchResult, job []keyJob) (map[string]bool, error) {
+	var firsts []rest.Command
+	for _, j := range job {
+		if _, err := br.Response(j.cmds[0].Key); rest.Passing(err) {
+			firsts = append(firsts, j.cmds[0])
+		}
+	}
+	if len(firsts) == 0 {
+		return nil, nil
+	}
+	again, err := rest.Settle(ctx, src.Batch, firsts)
+	if err != nil {
+		return nil, err
+	}
+	br.Adopt(again, firsts)
+	resent := map[string]bool{}
+	for _, cmd := range firsts {
+		resent[cmd.Key] = true
+	}
+	return resent, nil
+}
+
 // keyPages takes one key's pages out of a batch's answer and moves its cursor past them. A chain
 // stops at the key's end or at the first failed command or page that does not follow: the pages
 // after it asked with a reference that did not resolve. A refusal of the key's first page ends
 // its walk when the walk records lost keys (u).
-func (k *keyWalker) keyPages(br *rest.BatchResult, j keyJob, me string) (rows []WalkRow, pages []PageRecord, u *Unreachable, err error) {
+func (k *keyWalker) keyPages(br *rest.BatchResult, j keyJob, me string, resent bool) (rows []WalkRow, pages []PageRecord, u *Unreachable, err error) {
 	c := j.c
 	for p, cmd := range j.cmds {
 		r, err := br.Response(cmd.Key)
@@ -386,8 +416,8 @@ func (k *keyWalker) keyPages(br *rest.BatchResult, j keyJob, me string) (rows []
 		c.at, c.done = next, done
 		rows = append(rows, got...)
 		pages = append(pages, PageRecord{Pass: k.pass, Cursor: from, Next: c.text(), Count: len(got)})
-		if done {
-			break
+		if done || resent {
+			break // a first page sent again alone: the chain after it referred to no answer
 		}
 	}
 	return rows, pages, nil, nil

@@ -92,7 +92,7 @@ func (e *Engine) planOf(ctx context.Context, rate rest.Rate, ents []*Entity) (Pl
 // parent, 50 to a request.
 func (s *IDScan) Plan(ctx context.Context, env Env, ent *Entity) ([]EntityPlan, error) {
 	e := env.e
-	n, err := s.Total(ctx, e.env(), ent)
+	n, err := estimated(s.Total(ctx, e.env(), ent))
 	if err != nil {
 		return nil, err
 	}

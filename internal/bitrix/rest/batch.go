@@ -7,10 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
-
-	"github.com/ingest-dev/ingest/internal/rawjson"
 )
 
 // MaxBatch is the most commands one batch may carry; the portal fails the
@@ -51,26 +48,43 @@ func Ref(key string, path ...string) string {
 }
 
 // BatchResult is the answer of a batch. A command appears in Results or in
-// Errors, or in neither when halt stopped the batch before it.
+// Errors, or in neither: when halt stopped the batch before it, when the
+// portal left it out of the answer, or when it failed with an error the
+// answer did not tie to a command (Unmatched).
 type BatchResult struct {
 	Results map[string]json.RawMessage
 	Errors  map[string]*APIError
 	Totals  map[string]int
 	Nexts   map[string]int
 	Times   map[string]Time
+	// Unmatched are the errors of result_error that could not be tied to a
+	// command: an unkeyed list of errors, or keys the batch did not send.
+	// They are never reported as any one command's error (a command could
+	// then be taken for unreachable because of another's refusal); the
+	// commands without a result are to be sent again (Settle).
+	Unmatched []*APIError
 	// Time is the timing of the batch call itself.
 	Time Time
+
+	halted  bool              // sent with halt, and a command failed
+	methods map[string]string // command key: method
+	missing map[string]error  // commands Settle gave up on
 }
 
 // Response returns the answer of one command as if it had been called on
-// its own: its Response, its *APIError, or ErrNotExecuted.
+// its own: its Response, its *APIError, or a *MissingError (errors.Is
+// ErrNoResult; also ErrNotExecuted when halt stopped the batch before it).
 func (b *BatchResult) Response(key string) (*Response, error) {
 	if e, ok := b.Errors[key]; ok {
 		return nil, e
 	}
 	result, ok := b.Results[key]
 	if !ok {
-		return nil, fmt.Errorf("command %s: %w", key, ErrNotExecuted)
+		if err, ok := b.missing[key]; ok {
+			return nil, err
+		}
+		return nil, &MissingError{Key: key, Method: methodOf(b.methods, key), Halted: b.halted && len(b.Unmatched) == 0,
+			Unmatched: b.Unmatched, Tries: 1}
 	}
 	r := &Response{Result: result, Time: b.Times[key]}
 	if n, ok := b.Totals[key]; ok {
@@ -122,10 +136,11 @@ func (c *Client) Batch(ctx context.Context, cmds []Command, halt bool) (*BatchRe
 	if err != nil {
 		return nil, err
 	}
-	res, err := decodeBatch(env, methods)
+	res, err := decodeBatch(env, cmds, methods)
 	if err != nil {
 		return nil, err
 	}
+	res.halted = halt && (len(res.Errors) > 0 || len(res.Unmatched) > 0)
 	// In command order, so that for a method called several times the
 	// last, highest reading is the one that stays.
 	for _, cmd := range cmds {
@@ -138,6 +153,27 @@ func (c *Client) Batch(ctx context.Context, cmds []Command, halt bool) (*BatchRe
 			c.stats.operationLimit.Add(1)
 			until := c.ops.blocked(e.Method, c.now())
 			c.log.Warn("bitrix method blocked by its operating time limit, pausing it", "method", e.Method, "until", until)
+		}
+	}
+	// An operating-time refusal that names no command was one of the methods left without a
+	// result: pause each of them, since sending them again at once would be refused again.
+	for _, e := range res.Unmatched {
+		if !e.codeIs(CodeOperationTimeLimit) {
+			continue
+		}
+		c.stats.operationLimit.Add(1)
+		paused := map[string]bool{}
+		for _, cmd := range cmds {
+			if _, ok := res.Results[cmd.Key]; ok || paused[cmd.Method] {
+				continue
+			}
+			if _, ok := res.Errors[cmd.Key]; ok {
+				continue
+			}
+			paused[cmd.Method] = true
+			until := c.ops.blocked(cmd.Method, c.now())
+			c.log.Warn("bitrix method blocked by an operating time limit the batch did not tie to a command, pausing it",
+				"method", cmd.Method, "until", until)
 		}
 	}
 	return res, nil
@@ -175,117 +211,4 @@ func encodeBatch(cmds []Command, halt bool) ([]byte, error) {
 	}
 	b.WriteString("}}")
 	return b.Bytes(), nil
-}
-
-// section is one part of a batch answer keyed by command. PHP sends an
-// empty one as [] and, when the command keys are 0, 1, 2..., the whole
-// section as a JSON list; both are accepted.
-type section map[string]json.RawMessage
-
-func (s *section) UnmarshalJSON(b []byte) error {
-	if isEmptyJSON(b) {
-		*s = nil
-		return nil
-	}
-	return s.split(b)
-}
-
-// split reads a section from bytes already validated (they are part of a decoded answer).
-func (s *section) split(b []byte) error {
-	out := section{}
-	if list, err := rawjson.Elements(b); err == nil {
-		for i, v := range list {
-			out[strconv.Itoa(i)] = v
-		}
-	} else if err := rawjson.Members(b, func(k string, v json.RawMessage) { out[k] = v }); err != nil {
-		return fmt.Errorf("want an object or a list, got %.40s", b)
-	}
-	*s = out
-	return nil
-}
-
-type batchPayload struct {
-	Result      section `json:"result"`
-	ResultError section `json:"result_error"`
-	ResultTotal section `json:"result_total"`
-	ResultNext  section `json:"result_next"`
-	ResultTime  section `json:"result_time"`
-}
-
-func decodeBatch(env *envelope, methods map[string]string) (*BatchResult, error) {
-	// env.Result was validated with the whole answer: split it instead of decoding it again.
-	var p batchPayload
-	parts := map[string]*section{"result": &p.Result, "result_error": &p.ResultError, "result_total": &p.ResultTotal,
-		"result_next": &p.ResultNext, "result_time": &p.ResultTime}
-	var splitErr error
-	err := rawjson.Members(env.Result, func(k string, v json.RawMessage) {
-		if sec, ok := parts[k]; ok && !isEmptyJSON(v) && splitErr == nil {
-			splitErr = sec.split(v)
-		}
-	})
-	if err = errors.Join(err, splitErr); err != nil {
-		return nil, fmt.Errorf("bitrix batch: decode answer: %w", err)
-	}
-	res := &BatchResult{
-		Results: map[string]json.RawMessage(p.Result),
-		Errors:  make(map[string]*APIError, len(p.ResultError)),
-		Totals:  make(map[string]int, len(p.ResultTotal)),
-		Nexts:   make(map[string]int, len(p.ResultNext)),
-		Times:   make(map[string]Time, len(p.ResultTime)),
-		Time:    env.Time,
-	}
-	if res.Results == nil {
-		res.Results = map[string]json.RawMessage{}
-	}
-	for key, raw := range p.ResultError {
-		var e struct {
-			Error       json.RawMessage `json:"error"`
-			Description string          `json:"error_description"`
-		}
-		if err := json.Unmarshal(raw, &e); err != nil {
-			return nil, fmt.Errorf("bitrix batch: decode error of command %s: %w", key, err)
-		}
-		res.Errors[key] = &APIError{Method: methodOf(methods, key), Code: errorCode(e.Error), Description: e.Description}
-	}
-	for key, raw := range p.ResultTotal {
-		n, err := decodeInt(raw)
-		if err != nil {
-			return nil, fmt.Errorf("bitrix batch: total of command %s: %w", key, err)
-		}
-		res.Totals[key] = n
-	}
-	for key, raw := range p.ResultNext {
-		n, err := decodeInt(raw)
-		if err != nil {
-			return nil, fmt.Errorf("bitrix batch: next of command %s: %w", key, err)
-		}
-		res.Nexts[key] = n
-	}
-	for key, raw := range p.ResultTime {
-		var t Time
-		if err := json.Unmarshal(raw, &t); err != nil {
-			return nil, fmt.Errorf("bitrix batch: time of command %s: %w", key, err)
-		}
-		res.Times[key] = t
-	}
-	return res, nil
-}
-
-// methodOf names the method of a command key; the portal's own answer may
-// carry keys we did not send (a command beyond the batch limit).
-func methodOf(methods map[string]string, key string) string {
-	if m, ok := methods[key]; ok {
-		return m
-	}
-	return "batch command " + key
-}
-
-// decodeInt reads a number sent either as a JSON number or as a string.
-func decodeInt(raw json.RawMessage) (int, error) {
-	var id ID
-	if err := json.Unmarshal(raw, &id); err != nil {
-		return 0, err
-	}
-	n, err := id.Int64()
-	return int(n), err
 }

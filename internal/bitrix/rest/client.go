@@ -508,7 +508,7 @@ func decodeAnswer(method string, status int, contentType string, data []byte) (*
 		if contentType == "" {
 			contentType = "no content type"
 		}
-		return nil, &APIError{Method: method, HTTPStatus: status, notJSON: true,
+		return nil, &APIError{Method: method, HTTPStatus: status, notJSON: true, Code: plainCode(data),
 			Description: fmt.Sprintf("answer is not the JSON envelope (%s, %d bytes)", contentType, len(data))}
 	}
 	if env.Error != nil {

@@ -133,13 +133,15 @@ func TestRows(t *testing.T) {
 }
 
 func TestSectionAcceptsEmptyListsAndLists(t *testing.T) {
-	var p batchPayload
 	raw := `{"result":[],"result_error":{"a":{"error":"x","error_description":""}},"result_total":[5,7],"result_next":[],"result_time":{}}`
-	if err := json.Unmarshal([]byte(raw), &p); err != nil {
+	cmds := []Command{{Key: "0", Method: "m0"}, {Key: "1", Method: "m1"}, {Key: "a", Method: "ma"}}
+	res, err := decodeBatch(&envelope{Result: json.RawMessage(raw)}, cmds, map[string]string{"0": "m0", "1": "m1", "a": "ma"})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Result != nil || len(p.ResultError) != 1 || string(p.ResultTotal["1"]) != "7" || p.ResultNext != nil || p.ResultTime != nil {
-		t.Errorf("decoded %+v", p)
+	if len(res.Results) != 0 || len(res.Errors) != 1 || res.Errors["a"].Method != "ma" || res.Totals["1"] != 7 ||
+		len(res.Nexts) != 0 || len(res.Times) != 0 {
+		t.Errorf("decoded %+v", res)
 	}
 }
 

@@ -23,6 +23,8 @@ const (
 	CodePortalDeleted        = "PORTAL_DELETED"
 	CodeBatchLengthExceeded  = "ERROR_BATCH_LENGTH_EXCEEDED"
 	CodeBatchMethodForbidden = "ERROR_BATCH_METHOD_NOT_ALLOWED"
+	CodeInternalServerError  = "INTERNAL_SERVER_ERROR"
+	CodeUnexpectedAnswer     = "ERROR_UNEXPECTED_ANSWER"
 )
 
 // APIError is a failure the portal reported: an error envelope
@@ -97,6 +99,19 @@ func (e *APIError) hint() string {
 	return ""
 }
 
+// plainCode finds the code of a refusal sent as plain text instead of the JSON envelope (a
+// portal under load has answered 503 with the bare words QUERY_LIMIT_EXCEEDED), so that it is
+// handled as that refusal and not as an unknown server error; "" when the body names none.
+func plainCode(body []byte) string {
+	head := string(body[:min(len(body), 512)])
+	for _, code := range []string{CodeQueryLimitExceeded, CodeOperationTimeLimit, CodeOverloadLimit} {
+		if strings.Contains(strings.ToUpper(head), code) {
+			return code
+		}
+	}
+	return ""
+}
+
 // TransportError is a request that got no usable answer: a timeout, a
 // refused or dropped connection, or a body cut short. It never carries the
 // request URL, which contains the webhook token.
@@ -137,8 +152,8 @@ const (
 )
 
 func classify(err error) failure {
-	if isTransport(err) {
-		return failTransient
+	if isTransport(err) || NoResult(err) {
+		return failTransient // a batch command without a result: send it again
 	}
 	apiErr, ok := errors.AsType[*APIError](err)
 	if !ok {

@@ -226,10 +226,11 @@ func (c *Client) ListByID(ctx context.Context, s Scan, after string, fn func(Pag
 		after = next
 	}
 
-	for operatingWaits := 0; ; {
+	guess := 1 // pages to ask for once the count has proved short
+	for operatingWaits, missing := 0, 0; ; {
 		pages := MaxBatch
 		if total >= 0 {
-			pages = min(max((remaining+PageSize-1)/PageSize, 1), MaxBatch)
+			pages, guess = batchPages(remaining, guess)
 		}
 		cmds, err := s.chain("p", after, "", pages)
 		if err != nil {
@@ -245,10 +246,14 @@ func (c *Client) ListByID(ctx context.Context, s Scan, after string, fn func(Pag
 				operatingWaits++ // Batch paused the method; resume the chain from here
 				break
 			}
+			if Passing(err) && missing < settleRounds {
+				missing++ // no result and no error of its own: ask again from here
+				break
+			}
 			if err != nil {
 				return fmt.Errorf("list %s after %s: %w", s.Method, after, err)
 			}
-			operatingWaits = 0
+			operatingWaits, missing = 0, 0
 			rows, err := resp.Rows(s.RowsPath...)
 			if err != nil {
 				return fmt.Errorf("list %s after %s: %w", s.Method, after, err)
@@ -377,16 +382,17 @@ func (c *Client) ListByStart(ctx context.Context, l List, start int, fn func(Pag
 		total = *resp.Total
 	}
 
+	guess := 1
 	for operatingWaits := 0; ; {
 		pages := MaxBatch
 		if total >= 0 {
-			pages = min(max((total-next+PageSize-1)/PageSize, 1), MaxBatch)
+			pages, guess = batchPages(total-next, guess)
 		}
 		cmds := make([]Command, pages)
 		for i := range cmds {
 			cmds[i] = Command{Key: "p" + strconv.Itoa(i), Method: l.Method, Params: l.params(next + i*PageSize)}
 		}
-		br, err := c.Batch(ctx, cmds, false)
+		br, err := Settle(ctx, c.Batch, cmds)
 		if err != nil {
 			return fmt.Errorf("list %s from %d: %w", l.Method, next, err)
 		}
@@ -407,6 +413,17 @@ func (c *Client) ListByStart(ctx context.Context, l List, start int, fn func(Pag
 			next = n
 		}
 	}
+}
+
+// batchPages is how many pages to ask for in one batch when the portal counted rows: those
+// the count says remain, or, once pages went on past the count (a total that was the page's
+// size, or a count that lags), a guess that doubles from one batch to the next. Only a page
+// without next (or without rows) ends a listing; the count sizes batches, nothing more.
+func batchPages(remaining, guess int) (pages, nextGuess int) {
+	if remaining > 0 {
+		return min((remaining+PageSize-1)/PageSize, MaxBatch), guess
+	}
+	return min(guess, MaxBatch), min(guess*2, MaxBatch)
 }
 
 func deliverByStart(l List, start int, resp *Response, fn func(Page) error) (int, bool, error) {

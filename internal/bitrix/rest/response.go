@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ingest-dev/ingest/internal/rawjson"
@@ -68,6 +69,73 @@ type Time struct {
 	OperatingResetAt float64 `json:"operating_reset_at"`
 }
 
+// UnmarshalJSON reads the time block of every generation the portal has sent: without
+// operating*, with operating only, with operating_reset_at, and since 2025 with an integer start
+// and processing 0; numbers may come as strings, and PHP's empty array [] (or null) is an
+// empty block.
+func (t *Time) UnmarshalJSON(b []byte) error {
+	if isEmptyJSON(b) {
+		*t = Time{}
+		return nil
+	}
+	var raw struct {
+		Start, Finish, Duration, Processing json.RawMessage
+		DateStart                           json.RawMessage `json:"date_start"`
+		DateFinish                          json.RawMessage `json:"date_finish"`
+		Operating                           json.RawMessage
+		OperatingResetAt                    json.RawMessage `json:"operating_reset_at"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return fmt.Errorf("decode time block: %w", err)
+	}
+	var out Time
+	for _, f := range []struct {
+		raw json.RawMessage
+		to  *float64
+	}{{raw.Start, &out.Start}, {raw.Finish, &out.Finish}, {raw.Duration, &out.Duration}, {raw.Processing, &out.Processing},
+		{raw.Operating, &out.Operating}, {raw.OperatingResetAt, &out.OperatingResetAt}} {
+		n, err := looseFloat(f.raw)
+		if err != nil {
+			return fmt.Errorf("decode time block: %w", err)
+		}
+		*f.to = n
+	}
+	out.DateStart, _ = looseString(raw.DateStart)
+	out.DateFinish, _ = looseString(raw.DateFinish)
+	*t = out
+	return nil
+}
+
+// looseFloat reads a number sent as a JSON number or a numeric string; absent, null, "", false
+// and [] are 0.
+func looseFloat(raw json.RawMessage) (float64, error) {
+	if isEmptyJSON(raw) || string(bytes.TrimSpace(raw)) == `""` {
+		return 0, nil
+	}
+	var n float64
+	if json.Unmarshal(raw, &n) == nil {
+		return n, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return 0, fmt.Errorf("%.40s is not a number", raw)
+	}
+	n, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a number", s)
+	}
+	return n, nil
+}
+
+// looseString reads a string; anything else (absent, null, [], false) is "".
+func looseString(raw json.RawMessage) (string, bool) {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
 // ResetAt returns when the oldest minute of operating time drops out of the
 // portal's 10-minute window, or the zero time when the portal did not say.
 func (t Time) ResetAt() time.Time {
@@ -92,9 +160,25 @@ type Response struct {
 	Time Time
 }
 
-// Decode unmarshals the result into v.
+// GrandTotal returns the total when it can be the count of every matching row, and false when
+// the answer itself contradicts that: a next page at or past the total (recorded as next: 50,
+// total: 50, the page's own size), or fewer rows in the total than on the page. rows is the
+// page's row count; -1 when unknown. An absent total is no grand total either.
+func (r *Response) GrandTotal(rows int) (int, bool) {
+	if r.Total == nil {
+		return 0, false
+	}
+	t := *r.Total
+	if (r.Next != nil && t <= *r.Next) || t < rows {
+		return t, false
+	}
+	return t, true
+}
+
+// Decode unmarshals the result into v. PHP's empty array [] is taken for an empty object
+// where v has a struct or a map, and {} for an empty list where it has a slice.
 func (r *Response) Decode(v any) error {
-	if err := json.Unmarshal(r.Result, v); err != nil {
+	if err := decodePHP(r.Result, v); err != nil {
 		return fmt.Errorf("decode result: %w", err)
 	}
 	return nil

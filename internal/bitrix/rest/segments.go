@@ -44,7 +44,7 @@ func (c *Client) ScanBounds(ctx context.Context, s Scan, after string) (Bounds, 
 		return Bounds{}, err
 	}
 	maps.Copy(last, descending(s.order()))
-	br, err := c.Batch(ctx, []Command{{Key: "first", Method: s.Method, Params: first}, {Key: "last", Method: s.Method, Params: last}}, false)
+	br, err := Settle(ctx, c.Batch, []Command{{Key: "first", Method: s.Method, Params: first}, {Key: "last", Method: s.Method, Params: last}})
 	if err != nil {
 		return Bounds{}, fmt.Errorf("list %s after %s: %w", s.Method, after, err)
 	}
@@ -111,13 +111,34 @@ func (c *Client) ScanSegments(ctx context.Context, s Scan, segs []Segment) ([][]
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", s.Method, err)
 	}
+	// A segment's first command refers to no other: one the answer left without a result (an
+	// error it did not tie to a command, or none) is sent again on its own. The chain after it
+	// referred to an answer that was not there, so it is read in a later request.
+	var firsts []Command
+	for i := range segs {
+		if cmd := cmds[segStart(segs, i)]; len(br.silent([]Command{cmd})) > 0 {
+			firsts = append(firsts, cmd)
+		}
+	}
+	resent := map[string]bool{}
+	if len(firsts) > 0 {
+		again, err := Settle(ctx, c.Batch, firsts)
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", s.Method, err)
+		}
+		br.Adopt(again, firsts)
+		for _, cmd := range firsts {
+			resent[cmd.Key] = true
+		}
+	}
 	out := make([][]Page, len(segs))
 	for i, seg := range segs {
 		after := seg.After
 		for p := range seg.Pages {
-			resp, err := br.Response("s" + strconv.Itoa(i) + "p" + strconv.Itoa(p))
-			if HasCode(err, CodeOperationTimeLimit) {
-				break
+			key := "s" + strconv.Itoa(i) + "p" + strconv.Itoa(p)
+			resp, err := br.Response(key)
+			if HasCode(err, CodeOperationTimeLimit) || (p > 0 && Passing(err)) {
+				break // the range goes on from its last page in a later request
 			}
 			if err != nil {
 				return nil, fmt.Errorf("list %s after %s: %w", s.Method, after, err)
@@ -131,13 +152,22 @@ func (c *Client) ScanSegments(ctx context.Context, s Scan, segs []Segment) ([][]
 				return nil, err
 			}
 			out[i] = append(out[i], page)
-			if page.Last {
+			if page.Last || resent[key] {
 				break
 			}
 			after = page.Next
 		}
 	}
 	return out, nil
+}
+
+// segStart is the index in the batch of segment i's first command.
+func segStart(segs []Segment, i int) int {
+	n := 0
+	for _, seg := range segs[:i] {
+		n += seg.Pages
+	}
+	return n
 }
 
 // pageAfter makes the rows read after the ID after into a Page: Next is its last ID, and it is

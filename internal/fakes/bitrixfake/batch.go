@@ -33,6 +33,7 @@ func (p *Portal) batch(params map[string]any, order []string, now time.Time) ans
 		}
 	}
 	keys := commandKeys(cmds, order)
+	answerKey := p.positions(keys)
 
 	sections := map[string]map[string]any{}
 	sectionKeys := map[string][]string{}
@@ -63,6 +64,8 @@ func (p *Portal) batch(params map[string]any, order []string, now time.Time) ans
 			cmdParams := resolveRefs(parseStr(query), refs).(map[string]any)
 			if method == "batch" {
 				a = fail(http.StatusMethodNotAllowed, "ERROR_BATCH_METHOD_NOT_ALLOWED", "Method is not allowed for batch usage")
+			} else if f, due := p.commandFault(method); due {
+				a = f
 			} else {
 				a = p.execute(method, cmdParams, now)
 			}
@@ -71,33 +74,34 @@ func (p *Portal) batch(params map[string]any, order []string, now time.Time) ans
 		if a.code == "insufficient_scope" {
 			a.description = "" // as in the docs' batch samples (batch.error.halt*.json)
 		}
+		// References use the keys as sent; the answer may key by position (Shapes.PositionKeys).
 		if a.failed() {
-			e := object{{"error", a.code}, {"error_description", a.description}}
-			put("error", key, e)
+			e := object{{"error", p.errorCodeValue(a.code)}, {"error_description", a.description}}
+			put("error", answerKey[key], e)
 			refs["error"][key] = e
 			if halt {
 				break
 			}
 			continue
 		}
-		put("result", key, a.result)
+		put("result", answerKey[key], a.result)
 		refs["result"][key] = a.result
-		if a.total != nil {
-			put("total", key, *a.total)
-			refs["total"][key] = *a.total
+		if total := p.shapedTotal(a); total != nil {
+			put("total", answerKey[key], *total)
+			refs["total"][key] = *total
 		}
 		if a.next != nil {
-			put("next", key, *a.next)
+			put("next", answerKey[key], *a.next)
 			refs["next"][key] = *a.next
 		}
 		t := p.timing(a, now)
-		put("time", key, t)
+		put("time", answerKey[key], t)
 		refs["time"][key] = t
 	}
 
 	result := object{
 		{"result", phpArray(sectionKeys["result"], sections["result"])},
-		{"result_error", phpArray(sectionKeys["error"], sections["error"])},
+		{"result_error", p.shapedErrors(sectionKeys["error"], sections["error"])},
 		{"result_total", phpArray(sectionKeys["total"], sections["total"])},
 		{"result_next", phpArray(sectionKeys["next"], sections["next"])},
 		{"result_time", phpArray(sectionKeys["time"], sections["time"])},

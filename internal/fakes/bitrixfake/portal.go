@@ -37,7 +37,11 @@
 //     (crm.item.list gives the primary one as companyId);
 //   - deletions (delete.go): Portal.Delete and the REST delete methods, after which lists, gets
 //     and children behave as on the real portal;
-//   - other users' incoming webhooks (webhooks.go), each acting as its user in the live feed.
+//   - other users' incoming webhooks (webhooks.go), each acting as its user in the live feed;
+//   - on demand, the answer shapes recorded from real portals (Options.Shapes, shapes.go):
+//     result_error as an unkeyed list, batches keyed by position, totals that are the page's
+//     size, the time block's generations, codes as "", "100" or 100, a plain-text 503; and
+//     commands failing inside a batch (FailCommands).
 //
 // Processing time is virtual: methods cost what Options says and the
 // portal's clock is injectable, so the operating-time limit can be
@@ -150,6 +154,9 @@ type Options struct {
 	// NotAdmin makes the webhook's user an ordinary user: user.admin answers false and
 	// log.blogcomment.user.get ignores USER_ID.
 	NotAdmin bool
+	// Shapes makes the portal answer in shapes real portals send besides the documented ones
+	// (shapes.go).
+	Shapes Shapes
 }
 
 // Stats counts what the portal saw.
@@ -199,6 +206,7 @@ type Portal struct {
 	faults         map[string][]Fault
 	emptyPages     map[string][]int    // method: the >ID of listings to answer empty (faults_empty.go)
 	ignoredKeys    map[string][]string // method: filter keys it leaves out (faults_filter.go)
+	commandFaults  map[string][]string // method: codes its next batch commands fail with (shapes.go)
 	im             imState
 	tasks          taskState
 	feed           feedState
@@ -272,6 +280,7 @@ func New(opts Options) *Portal {
 		faults:         map[string][]Fault{},
 		emptyPages:     map[string][]int{},
 		ignoredKeys:    map[string][]string{},
+		commandFaults:  map[string][]string{},
 		stats:          Stats{Calls: map[string]int{}},
 	}
 	p.users = slices.Clone(p.allUsers)
@@ -387,6 +396,12 @@ func (p *Portal) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !p.hold(r, p.opts.Latency+held) {
 		return
 	}
+	if a.code == "QUERY_LIMIT_EXCEEDED" && p.opts.Shapes.PlainQueryLimit {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(plainQueryLimit))
+		return
+	}
 
 	body, err = appendJSON(nil, out)
 	if err != nil {
@@ -495,14 +510,14 @@ func (p *Portal) execute(method string, params map[string]any, now time.Time) an
 // envelope renders an answer as the portal's JSON and HTTP status.
 func (p *Portal) envelope(a answer, now time.Time) (any, int) {
 	if a.failed() {
-		return object{{"error", a.code}, {"error_description", a.description}}, a.status
+		return object{{"error", p.errorCodeValue(a.code)}, {"error_description", a.description}}, a.status
 	}
 	out := object{{"result", a.result}}
 	if a.next != nil {
 		out.set("next", *a.next)
 	}
-	if a.total != nil {
-		out.set("total", *a.total)
+	if total := p.shapedTotal(a); total != nil {
+		out.set("total", *total)
 	}
 	out.set("time", p.timing(a, now))
 	return out, http.StatusOK
@@ -524,7 +539,7 @@ func (p *Portal) timing(a answer, now time.Time) object {
 	if !a.resetAt.IsZero() {
 		t.set("operating_reset_at", a.resetAt.Unix())
 	}
-	return t
+	return p.shapeTime(t, now)
 }
 
 // Fault is a failure the portal can be told to serve instead of an answer.

@@ -1,176 +1,165 @@
 package bitrixfake
 
 import (
-	"fmt"
+	"encoding/json"
+	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
-// Real portals answer the same values in other shapes than the documentation's tidy examples, by
-// method, field and version (recorded answers: public SDK fixtures, integration logs, issue
-// threads). With Options.RealShapes the portal answers users, contacts and tasks in those
-// shapes, every value unchanged in meaning, so that a test can check the migration sends the
-// target the same thing either way:
-//
-//   - users: empty fields left out instead of sent as "" (an empty birthday as {}, as
-//     TIMESTAMP_X is when empty), ACTIVE as "Y"/"N" instead of a boolean, department ids as
-//     strings, an empty multiple list field as false, date-only fields as the day's midnight UTC
-//     written in the portal's offset ("2022-09-03T03:00:00+03:00" for 2022-09-03);
-//   - contacts: ids and references as strings instead of numbers, secondName "" instead of
-//     null, opened as a boolean, numbers of a double field as strings, date-only fields shifted
-//     as users' are, an empty multiple field as false;
-//   - tasks: mark and xmlId "" instead of null, empty dates left out, Y/N flags as booleans,
-//     an empty file list as [] instead of false, numbers of custom fields as JSON numbers;
-//   - posts: CATEGORY_ID null instead of "", CODE "" instead of null, HAS_COMMENT_IMAGES left
-//     out, the Y/N flags as booleans.
+// Answers recorded from real portals differ from the documentation's tidy examples
+// (research/bitrix.md §1-§3 and the recordings behind issue 31). Shapes makes the portal send
+// them, so that a client is tried against what it will meet.
 
-// realUser rewrites a user.get row in the real shapes.
-func (p *Portal) realUser(row object) object {
-	out := make(object, 0, len(row))
-	for _, f := range row {
-		switch v := f.value.(type) {
-		case string:
-			switch {
-			case v == "" && f.key == "PERSONAL_BIRTHDAY":
-				f.value = object{}
-			case v == "":
-				continue // left out
-			case f.key == "PERSONAL_BIRTHDAY" || f.key == "UF_EMPLOYMENT_DATE":
-				f.value = p.shiftedDate(v)
-			}
-		case bool:
-			f.value = yn(v)
-		case []int:
-			switch {
-			case len(v) == 0 && f.key == "UF_USR_1724228142162":
-				f.value = false
-			case len(v) == 0:
-				continue
-			default:
-				f.value = intStrings(v)
-			}
+// Shapes selects answer shapes real portals send besides the documented ones. The zero value
+// answers as the documentation shows.
+type Shapes struct {
+	// UnkeyedErrors sends a batch's result_error as a JSON list of the errors, without the keys
+	// of the commands they belong to.
+	UnkeyedErrors bool
+	// PositionKeys answers a batch keyed by the commands' positions 0, 1, 2... instead of their
+	// keys, as when the commands were sent as a list: result, result_time, result_total,
+	// result_next and result_error are JSON lists while the keys run from 0 without a gap (a
+	// failed command is left out of result, so they often do not).
+	PositionKeys bool
+	// PageTotal makes a counted list answer report its page's row count as the total (next: 50,
+	// total: 50), not the count of every matching row.
+	PageTotal bool
+	// TimeGeneration is the time block's generation: 0 the current one (operating and
+	// operating_reset_at), 1 the oldest (no operating*), 2 operating only, 3 the 2025 one (start
+	// an integer, processing 0, operating and operating_reset_at).
+	TimeGeneration int
+	// PlainQueryLimit answers 503 QUERY_LIMIT_EXCEEDED with a plain-text body, not the JSON
+	// envelope.
+	PlainQueryLimit bool
+	// ErrorCode, when set, replaces the code of every error the portal sends: "" (an empty
+	// code), "100" (the string), "int:100" (the integer 100).
+	ErrorCode *string
+}
+
+// FailCommands makes the next n runs of the REST method inside a batch fail with the error code
+// (HTTP status as the portal gives it: 429 for OPERATION_TIME_LIMIT, 503 for
+// QUERY_LIMIT_EXCEEDED, 500 otherwise), before the method runs: a refusal under load.
+func (p *Portal) FailCommands(method, code string, n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	method = strings.ToLower(method)
+	for range n {
+		p.commandFaults[method] = append(p.commandFaults[method], code)
+	}
+}
+
+// commandFault returns the failure due for a batch command of the method, if any. The caller
+// holds p.mu.
+func (p *Portal) commandFault(method string) (answer, bool) {
+	q := p.commandFaults[method]
+	if len(q) == 0 {
+		return answer{}, false
+	}
+	p.commandFaults[method] = q[1:]
+	p.stats.Faults++
+	code := q[0]
+	switch code {
+	case "OPERATION_TIME_LIMIT":
+		p.stats.OperationLimit++
+		return fail(http.StatusTooManyRequests, code, "Method is blocked due to operation time limit."), true
+	case "QUERY_LIMIT_EXCEEDED":
+		return fail(http.StatusServiceUnavailable, code, "Too many requests"), true
+	}
+	return fail(http.StatusInternalServerError, code, "Internal server error"), true
+}
+
+// errorCodeValue is the code as the error's JSON shows it (Shapes.ErrorCode).
+func (p *Portal) errorCodeValue(code string) any {
+	c := p.opts.Shapes.ErrorCode
+	switch {
+	case c == nil:
+		return code
+	case strings.HasPrefix(*c, "int:"):
+		n, _ := strconv.Atoi(strings.TrimPrefix(*c, "int:"))
+		return n
+	}
+	return *c
+}
+
+// shapedErrors renders a batch's result_error (Shapes.UnkeyedErrors).
+func (p *Portal) shapedErrors(keys []string, errs map[string]any) any {
+	if !p.opts.Shapes.UnkeyedErrors {
+		return phpArray(keys, errs)
+	}
+	list := make([]any, 0, len(keys))
+	for _, k := range keys {
+		list = append(list, errs[k])
+	}
+	return list
+}
+
+// positions renames a batch's command keys to their positions (Shapes.PositionKeys).
+func (p *Portal) positions(keys []string) map[string]string {
+	out := make(map[string]string, len(keys))
+	for i, k := range keys {
+		out[k] = k
+		if p.opts.Shapes.PositionKeys {
+			out[k] = strconv.Itoa(i)
 		}
-		out = append(out, f)
 	}
 	return out
 }
 
-// realContact rewrites a crm.item.list contact row in the real shapes.
-func (p *Portal) realContact(row object) object {
-	out := make(object, 0, len(row))
-	for _, f := range row {
-		switch v := f.value.(type) {
-		case nil:
-			f.value = ""
-		case int:
-			f.value = strconv.Itoa(v)
-		case string:
-			switch {
-			case f.key == "opened":
-				f.value = v == "Y"
-			case f.key == "birthdate":
-				f.value = p.shiftedDate(v)
-			}
-		case []any:
-			if len(v) == 0 {
-				f.value = false
-				break
-			}
-			list := make([]any, len(v))
-			for i, e := range v {
-				switch e := e.(type) {
-				case string:
-					if len(e) == len("2006-01-02") && e[4] == '-' {
-						list[i] = p.shiftedDate(e)
-					} else {
-						list[i] = e
-					}
-				case int:
-					list[i] = strconv.Itoa(e)
-				default: // a double field's numbers, written as strings
-					list[i] = fmt.Sprintf("%s", e)
-				}
-			}
-			f.value = list
-		}
-		out = append(out, f)
+// shapedTotal is the total a list answer reports (Shapes.PageTotal).
+func (p *Portal) shapedTotal(a answer) *int {
+	if a.total == nil || !p.opts.Shapes.PageTotal {
+		return a.total
 	}
-	return out
+	n := rowCount(a.result)
+	if n > *a.total {
+		return a.total
+	}
+	return &n
 }
 
-// realTask rewrites a tasks.task.list row in the real shapes.
-func (p *Portal) realTask(row object) object {
-	out := make(object, 0, len(row))
-	for _, f := range row {
-		switch f.key {
-		case "mark", "xmlId":
-			if f.value == nil {
-				f.value = ""
-			}
-		case "closedDate", "deadline", "startDatePlan", "endDatePlan", "dateStart", "timeSpentInLogs":
-			if f.value == nil {
-				continue
-			}
-		case "multitask", "replicate", "allowChangeDeadline", "allowTimeTracking", "taskControl", "addInReport",
-			"matchWorkTime", "descriptionInBbcode":
-			f.value = f.value == "Y"
-		case "ufTaskWebdavFiles":
-			if f.value == false {
-				f.value = []any{}
-			}
-		case "UF_TASK_PROJECT_BUDGET", "UF_TASK_LEGAL_REVIEW_REQUIRED":
-			if s, ok := f.value.(string); ok {
-				f.value = jsonNumber(s)
-			}
-		}
-		out = append(out, f)
-	}
-	return out
-}
-
-// shiftedDate is how a real portal answers a date-only field: the day's midnight UTC written in
-// the portal's offset. s is the tidy value, the day alone or its local midnight.
-func (p *Portal) shiftedDate(s string) string {
-	day, err := time.Parse("2006-01-02", s[:min(len(s), 10)])
+// rowCount counts the rows of a list answer: the result's own list, or the one list it holds
+// (items, tasks, types...).
+func rowCount(result any) int {
+	b, err := appendJSON(nil, result)
 	if err != nil {
-		return s
+		return 0
 	}
-	return p.isoDate(day) // midnight UTC, in the portal's zone
-}
-
-func intStrings(v []int) []any {
-	out := make([]any, len(v))
-	for i, n := range v {
-		out[i] = strconv.Itoa(n)
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return 0
 	}
-	return out
-}
-
-// jsonNumber is a number written as the digits it has.
-type jsonNumber string
-
-// MarshalJSON writes the digits as a JSON number.
-func (n jsonNumber) MarshalJSON() ([]byte, error) { return []byte(n), nil }
-
-// realPost rewrites a log.blogpost.get row in the real shapes.
-func realPost(row object) object {
-	out := make(object, 0, len(row))
-	for _, f := range row {
-		switch f.key {
-		case "CATEGORY_ID":
-			if f.value == "" {
-				f.value = nil
+	switch t := v.(type) {
+	case []any:
+		return len(t)
+	case map[string]any:
+		for _, e := range t {
+			if list, ok := e.([]any); ok {
+				return len(list)
 			}
-		case "CODE":
-			if f.value == nil {
-				f.value = ""
-			}
-		case "HAS_COMMENT_IMAGES":
-			continue
-		case "MICRO", "ENABLE_COMMENTS", "HAS_SOCNET_ALL", "HAS_TAGS", "HAS_IMAGES", "HAS_PROPS":
-			f.value = f.value == "Y"
 		}
-		out = append(out, f)
 	}
-	return out
+	return 0
 }
+
+// shapeTime turns the current time block into the generation Shapes.TimeGeneration asks for.
+func (p *Portal) shapeTime(t object, now time.Time) object {
+	switch p.opts.Shapes.TimeGeneration {
+	case 1, 2:
+		out := make(object, 0, len(t))
+		for _, f := range t {
+			if f.key == "operating_reset_at" || (f.key == "operating" && p.opts.Shapes.TimeGeneration == 1) {
+				continue
+			}
+			out = append(out, f)
+		}
+		return out
+	case 3:
+		t.set("start", now.Unix())
+		t.set("processing", 0)
+	}
+	return t
+}
+
+const plainQueryLimit = "QUERY_LIMIT_EXCEEDED: Too many requests\n"
