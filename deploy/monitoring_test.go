@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ingest-dev/ingest/internal/bitrix/engine"
@@ -45,7 +46,7 @@ func monitoring(t *testing.T) (*rulefmt.RuleGroups, dashboard) {
 	t.Helper()
 	var groups *rulefmt.RuleGroups
 	var dash dashboard
-	for _, doc := range render(t, "monitoring") {
+	for _, doc := range render(t, filesys.MakeFsOnDisk(), "monitoring") {
 		var meta struct{ Kind string }
 		if err := yaml.Unmarshal(doc, &meta); err != nil {
 			t.Fatal(err)

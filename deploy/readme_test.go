@@ -51,10 +51,10 @@ type keyRef struct {
 }
 
 // keyRefs lists every Secret and ConfigMap key the CronJobs' containers read.
-func keyRefs(t *testing.T) []keyRef {
+func keyRefs(t *testing.T, cjs []batchv1.CronJob) []keyRef {
 	t.Helper()
 	var out []keyRef
-	for _, cj := range cronJobs(t) {
+	for _, cj := range cjs {
 		pod := cj.Spec.JobTemplate.Spec.Template.Spec
 		for _, c := range append(slices.Clone(pod.InitContainers), pod.Containers...) {
 			where := cj.Name + "/" + c.Name
@@ -116,10 +116,12 @@ func optionalKeys(section string) map[string][]string {
 // alerts in deploy/monitoring read series that only reach Prometheus through the Pushgateway.
 var forAlerts = []string{"ConfigMap/ingest/pushgateway-url"}
 
-// TestReadmeCreatesEveryKey renders deploy/ with the Secret and ConfigMap the README's commands
-// create: every key a workload needs must be among them, every optional one must be named in
-// the README, and every key they create must be read by some workload (a misspelt key would
-// leave the real one unset).
+// TestReadmeCreatesEveryKey renders each pipeline's component alone, as a team that runs only
+// that pipeline applies deploy/, with the Secrets and ConfigMap the README's commands create:
+// every key a workload needs must be among those of the Secret `ingest` (every pipeline's) and
+// the pipeline's own `ingest-PIPELINE`, every optional one must be named in the README, and
+// every key the commands create must be read by some workload (a misspelt key would leave the
+// real one unset).
 func TestReadmeCreatesEveryKey(t *testing.T) {
 	t.Parallel()
 	section := readmeSection(t, "Deployment")
@@ -127,20 +129,44 @@ func TestReadmeCreatesEveryKey(t *testing.T) {
 	if len(created["Secret/ingest"]) == 0 {
 		t.Fatal("README's deploy section creates no Secret ingest: has its kubectl create command changed form?")
 	}
-	read := map[string]bool{}
-	for _, r := range keyRefs(t) {
-		obj := r.kind + "/" + r.name
-		if read[obj+"/"+r.key] {
-			continue // one message per key, naming the first workload that reads it
+	owner := func(obj string) string { // "" for every pipeline's objects
+		_, name, _ := strings.Cut(obj, "/")
+		return strings.TrimPrefix(strings.TrimPrefix(name, "ingest"), "-")
+	}
+	for obj := range created {
+		if p := owner(obj); p != "" && !slices.Contains(pipelines, p) {
+			t.Errorf("README creates %s: name it ingest (every pipeline) or ingest-PIPELINE, one of %v", obj, pipelines)
 		}
-		read[obj+"/"+r.key] = true
-		switch {
-		case slices.Contains(created[obj], r.key):
-		case r.optional && slices.Contains(optional[obj], r.key):
-		case r.optional:
-			t.Errorf("%s reads %s %q key %q, optional, which README's deploy section does not name (its table of optional keys)", r.where, r.kind, r.name, r.key)
-		default:
-			t.Errorf("%s needs %s %q key %q, which README's commands do not create: its pods would not start (CreateContainerConfigError)", r.where, r.kind, r.name, r.key)
+	}
+	read := map[string]bool{}
+	for _, p := range pipelines {
+		cjs := decodeCronJobs(t, renderPipelines(t, p))
+		if len(cjs) == 0 {
+			t.Errorf("the component %s alone renders no CronJob", p)
+		}
+		for _, cj := range cjs {
+			if src := cj.Labels["ingest.dev/source"]; src != p {
+				t.Errorf("the component %s renders %s, labelled ingest.dev/source=%q: each CronJob belongs to its pipeline's component", p, cj.Name, src)
+			}
+		}
+		seen := map[string]bool{}
+		for _, r := range keyRefs(t, cjs) {
+			obj := r.kind + "/" + r.name
+			read[obj+"/"+r.key] = true
+			if seen[obj+"/"+r.key] {
+				continue // one message per key, naming the first workload that reads it
+			}
+			seen[obj+"/"+r.key] = true
+			switch {
+			case owner(obj) != "" && owner(obj) != p:
+				t.Errorf("%s (component %s) reads %s %q key %q: a team that runs only %s would need another pipeline's object", r.where, p, r.kind, r.name, r.key, p)
+			case slices.Contains(created[obj], r.key):
+			case r.optional && slices.Contains(optional[obj], r.key):
+			case r.optional:
+				t.Errorf("%s reads %s %q key %q, optional, which README's deploy section does not name (its table of optional keys)", r.where, r.kind, r.name, r.key)
+			default:
+				t.Errorf("%s needs %s %q key %q, which README's commands do not create: its pods would not start (CreateContainerConfigError)", r.where, r.kind, r.name, r.key)
+			}
 		}
 	}
 	for obj, keys := range created {
@@ -154,6 +180,56 @@ func TestReadmeCreatesEveryKey(t *testing.T) {
 		obj, key := k[:strings.LastIndex(k, "/")], k[strings.LastIndex(k, "/")+1:]
 		if !slices.Contains(created[obj], key) {
 			t.Errorf("README's commands do not create %s key %q: the metrics never reach Prometheus and no alert can fire", obj, key)
+		}
+	}
+}
+
+// TestReadmeSettingsReachThePods: every variable of README's Configuration table is set by a
+// manifest (a literal, or a ConfigMap or Secret key), or has a default there, or is named in
+// the deploy section as one the manifests leave unset; so no setting of a pod is neither
+// settable nor known.
+func TestReadmeSettingsReachThePods(t *testing.T) {
+	t.Parallel()
+	deploySection := readmeSection(t, "Deployment")
+	set := map[string]bool{}
+	for _, cj := range cronJobs(t) {
+		pod := cj.Spec.JobTemplate.Spec.Template.Spec
+		for _, c := range append(slices.Clone(pod.InitContainers), pod.Containers...) {
+			for _, e := range c.Env {
+				set[e.Name] = true
+			}
+		}
+	}
+	set["JOB_COMPLETION_INDEX"] = true // Kubernetes sets it in an Indexed Job's pods
+	row := regexp.MustCompile("(?m)^\\|\\s*(`[^|]*?)\\s*\\|[^|]*\\|([^|]*)\\|")
+	name := regexp.MustCompile("`([A-Z][A-Z0-9_]+)`")
+	n := 0
+	for _, m := range row.FindAllStringSubmatch(readmeSection(t, "Configuration"), -1) {
+		def := strings.TrimSpace(m[2])
+		for _, v := range name.FindAllStringSubmatch(m[1], -1) {
+			n++
+			switch {
+			case set[v[1]]:
+			case def != "" && def != "(required)":
+			case strings.Contains(deploySection, "`"+v[1]+"`"):
+			default:
+				t.Errorf("%s: no manifest sets it, it has no default in Configuration, and README's deploy section does not say the manifests leave it unset", v[1])
+			}
+		}
+	}
+	if n < 20 {
+		t.Fatalf("found %d variables in README's Configuration table: has its form changed?", n)
+	}
+}
+
+// TestReadmeNamesAnOfflineCheck: the deploy section tells how to see and check what would be
+// applied without a cluster.
+func TestReadmeNamesAnOfflineCheck(t *testing.T) {
+	t.Parallel()
+	section := readmeSection(t, "Deployment")
+	for _, want := range []string{"kubectl kustomize deploy/", "make test-deploy"} {
+		if !strings.Contains(section, want) {
+			t.Errorf("README's deploy section does not name %q, the check that needs no cluster", want)
 		}
 	}
 }

@@ -45,7 +45,7 @@ wait $extract
 step "ingest status habr"
 bin/ingest status habr
 
-step "ingest show habr 461211   (Habr keeps answering 503: retried on a schedule, given up after 6 attempts)"
+step "ingest show habr 461211   (Habr keeps answering 503: extract_failed after its first attempt, the next one scheduled; after 6 failed attempts, about a day, it moves to extract_broken)"
 bin/ingest show habr 461211 | sed -n '1,/^history/p'
 
 step "572576 failed with a 503 that has passed: fix its status by hand, then extract again"
@@ -81,12 +81,13 @@ code=0; bin/ingest bitrix feed run 2>"$state/feed.log" || code=$?
 grep -v 'msg=progress' "$state/feed.log" | grep -E 'phase started|get done|set done|verify' | cut -c1-400 || true
 echo "exit code: $code"
 
-step "ingest bitrix tasks run   (tasks parents first, checklists, comments from task chats and the old card)"
-# A few tasks are hidden from the webhook's user; their subtasks cannot keep the link to them and
-# fail with that reason, so verify finds problems and the run exits 1 on purpose.
+step "ingest bitrix tasks run   (tasks parents first, checklists, comments from task chats and the old card; subtasks of hidden tasks kept without the link)"
+# A few tasks are hidden from the webhook's user: their subtasks are imported without the link to
+# them (README "Kept and dropped"), and the comments of task chats the webhook's user is not in
+# cannot be read; verify passes and lists both in its summary.
 code=0; bin/ingest bitrix tasks run 2>"$state/tasks.log" || code=$?
-grep -v 'msg=progress' "$state/tasks.log" | grep -E 'phase started|get done|set done|verify|parent' | cut -c1-400 || true
-echo "exit code: $code (1 = verify found problems: subtasks of tasks the webhook's user cannot see)"
+grep -v 'msg=progress' "$state/tasks.log" | grep -E 'phase started|get done|set done|verify|parent' | cut -c1-700 || true
+echo "exit code: $code (0 = verified; 1 = verify found problems)"
 
 step "ingest bitrix chats run   (recent list + workgroup chats, every message, then set and verify)"
 # The portal has 3 Open Channel chats whose external guests are not portal users, and 40
@@ -116,8 +117,8 @@ quiet crm_categories bin/ingest bitrix crm_categories run
 step "ingest bitrix companies|contacts|deals run   (crm.item.list, 2,500 rows per call; links by target ids)"
 for entity in companies contacts deals; do quiet "$entity" bin/ingest bitrix "$entity" run; done
 
-step "ingest show bitrix deals 2   (the deal whose company was deleted on the portal: imported without the link, listed by verify)"
-bin/ingest show bitrix deals 2 | sed -n '1,12p'
+step "ingest show bitrix deals 2   (its company 3 was deleted on the portal: the deal is IMPORT_OK without that link, which the deals' verify above counts as dropped)"
+bin/ingest show bitrix deals 2 | sed -n '1,4p;/"companyId"/p'
 
 step "ingest bitrix deal_products run   (product rows: one call per 50 deals; amounts as exact decimals)"
 quiet deal_products bin/ingest bitrix deal_products run

@@ -5,7 +5,7 @@
 // and generated accounts, with the platform's misbehaviour) and asynchronous enrichment providers
 // (vision, text).
 //
-//	fakes --env-file .demo/fakes.env [--habr-fault /ru/articles/1/=503 ...]
+//	fakes --env-file .demo/fakes.env [--habr-fault /ru/articles/1/=503 ...] [--fixtures DIR]
 //	      [--bitrix-users N] [--bitrix-chats N] [--bitrix-posts N] [--bitrix-tasks N]
 //
 // Once every server listens, it writes the URLs to point ingest at as an env file
@@ -39,7 +39,7 @@ import (
 
 type args struct {
 	Listen       string        `arg:"--listen" default:"127.0.0.1" help:"address to listen on (each fake gets a free port)"`
-	Fixtures     string        `arg:"--fixtures" default:"../shared/fixtures" help:"the shared fixtures directory"`
+	Fixtures     string        `arg:"--fixtures" help:"serve Habr from DIR/habr instead of the fixtures built in (internal/fakes/fixtures)"`
 	EnvFile      string        `arg:"--env-file" help:"write the fakes' URLs here as KEY=value lines once they listen"`
 	HabrFaults   []string      `arg:"--habr-fault,separate" help:"PATH=FAULT, e.g. /ru/articles/1/=503 (see habrfake.ParseFault)"`
 	HabrArticles int           `arg:"--habr-extra-articles" help:"synthetic Habr articles to add to the feeds"`
@@ -101,11 +101,11 @@ func run(ctx context.Context, a args, log *slog.Logger) error {
 		}
 		faults[path] = fault
 	}
-	habr, err := habrfake.New(habrfake.Options{
-		Fixtures:      os.DirFS(filepath.Join(a.Fixtures, "habr")),
-		ExtraArticles: a.HabrArticles,
-		Faults:        faults,
-	})
+	hopts := habrfake.Options{ExtraArticles: a.HabrArticles, Faults: faults}
+	if a.Fixtures != "" {
+		hopts.Fixtures = os.DirFS(filepath.Join(a.Fixtures, "habr"))
+	}
+	habr, err := habrfake.New(hopts)
 	if err != nil {
 		return err
 	}

@@ -53,7 +53,7 @@ func setupCLI(t *testing.T) *cliBundle {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	fake, base := habrfake.Start(t, habrfake.Options{Fixtures: os.DirFS("../../../shared/fixtures/habr")})
+	fake, base := habrfake.Start(t, habrfake.Options{})
 	return &cliBundle{ctx: context.Background(), url: url, pool: pool, fake: fake, base: base}
 }
 

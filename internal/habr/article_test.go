@@ -6,7 +6,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -191,7 +193,7 @@ var listingPages = []string{
 
 func readFixture(t testing.TB, parts ...string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(append([]string{fixtures}, parts...)...))
+	b, err := fs.ReadFile(fixtures, path.Join(parts...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +252,7 @@ func TestExtractGolden(t *testing.T) {
 	pages := append(articlePages[:len(articlePages):len(articlePages)], syntheticPages...)
 	for _, p := range pages {
 		t.Run(p.file, func(t *testing.T) {
-			page, err := os.ReadFile(filepath.Join(fixtures, "html", p.file))
+			page, err := fs.ReadFile(fixtures, path.Join("html", p.file))
 			if errors.Is(err, os.ErrNotExist) {
 				page, err = os.ReadFile(filepath.Join("testdata", "pages", p.file))
 			}
@@ -349,7 +351,7 @@ func TestExtractListingPages(t *testing.T) {
 
 // Every page in fixtures/html and testdata/pages is covered by one of the tests above.
 func TestEveryHTMLFixtureIsTested(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(fixtures, "html", "*.html"))
+	files, err := fs.Glob(fixtures, "html/*.html")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no fixtures found: %v", err)
 	}

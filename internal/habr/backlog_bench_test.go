@@ -79,7 +79,7 @@ func startFakeProcess(b *testing.B, n int) string {
 		b.Fatalf("build fakes: %v\n%s", err, out)
 	}
 	env := filepath.Join(dir, "fakes.env")
-	cmd := exec.Command(bin, "--fixtures", filepath.Dir(fixtures), "--env-file", env, "--habr-extra-articles", strconv.Itoa(n))
+	cmd := exec.Command(bin, "--env-file", env, "--habr-extra-articles", strconv.Itoa(n))
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}

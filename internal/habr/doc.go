@@ -48,7 +48,7 @@
 //
 // The layouts, and the evidence for each selector, are described in
 // shared/research/habr.md; the golden files in testdata/golden show the
-// Markdown produced for every real page in shared/fixtures/habr, for bodies of
+// Markdown produced for every real page in internal/fakes/fixtures/habr, for bodies of
 // its API fixture, and for the pages of testdata/pages (news included);
 // rendered by goldmark, each reads as its article, word for word.
 package habr

@@ -2,20 +2,22 @@ package habr
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
+	"io/fs"
+	"path"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	recorded "github.com/ingest-dev/ingest/internal/fakes/fixtures"
 )
 
-// fixtures is shared/fixtures/habr, which CI checks out beside the repo.
-const fixtures = "../../../shared/fixtures/habr"
+// fixtures is the Habr collection the fake serves, embedded (internal/fakes/fixtures/habr).
+var fixtures = recorded.Habr()
 
 func parseFeedFile(t *testing.T, name string) ([]FeedItem, []ItemError) {
 	t.Helper()
-	f, err := os.Open(filepath.Join(fixtures, "rss", name))
+	f, err := fixtures.Open(path.Join("rss", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +298,7 @@ func TestParseFeedUnreadable(t *testing.T) {
 
 func FuzzParseFeed(f *testing.F) {
 	for _, name := range []string{"habr-rss-user-medsurg-articles-abridged.xml", "habr-rss-all-2019-07.xml"} {
-		b, err := os.ReadFile(filepath.Join(fixtures, "rss", name))
+		b, err := fs.ReadFile(fixtures, path.Join("rss", name))
 		if err != nil {
 			f.Fatal(err)
 		}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -23,8 +22,6 @@ import (
 	"github.com/ingest-dev/ingest/internal/status"
 )
 
-const fixtures = "../../../shared/fixtures/habr"
-
 // feeds are the generated feeds of the fake, asking for everything it has.
 var feeds = []string{habrfake.FeedArticles + "?fl=ru&limit=100", habrfake.FeedNews + "?fl=ru&limit=100"}
 
@@ -39,7 +36,7 @@ type pipelineBundle struct {
 
 func setupPipeline(t testing.TB) *pipelineBundle {
 	t.Helper()
-	return setupPipelineWith(t, habrfake.Options{Fixtures: os.DirFS(fixtures)})
+	return setupPipelineWith(t, habrfake.Options{})
 }
 
 func setupPipelineWith(t testing.TB, opts habrfake.Options) *pipelineBundle {

@@ -5,10 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"io/fs"
 	"maps"
-	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/ingest-dev/ingest/internal/fakes/fixtures"
 )
 
 // decodedChecksum is how checksums were computed before they were written straight from the raw
@@ -44,9 +45,10 @@ func TestChecksumIsTheDecodedCanonicalForm(t *testing.T) {
 		`{"UF_USR_LEVEL":[26,27],"PERSONAL_BIRTHDAY":"1990-01-01T03:00:00+03:00","IS_ONLINE":"Y"}`,
 	}
 	// Every row of the portal samples too.
-	files, _ := filepath.Glob("../../../../shared/fixtures/bitrix/*.json")
+	samples := fixtures.Bitrix()
+	files, _ := fs.Glob(samples, "*.json")
 	for _, f := range files {
-		raw, err := os.ReadFile(f)
+		raw, err := fs.ReadFile(samples, f)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,9 +3,9 @@ package rest_test
 import (
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
+	"github.com/ingest-dev/ingest/internal/fakes/fixtures"
 )
 
 func TestBatchChainsCommandsInOrder(t *testing.T) {
@@ -168,7 +169,7 @@ func TestBatchDecodesTheDocsSamples(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.sample, func(t *testing.T) {
-			body, err := os.ReadFile("../../../../shared/fixtures/bitrix/" + tt.sample)
+			body, err := fs.ReadFile(fixtures.Bitrix(), tt.sample)
 			if err != nil {
 				t.Fatal(err)
 			}

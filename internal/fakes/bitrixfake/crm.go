@@ -1,7 +1,6 @@
 package bitrixfake
 
 import (
-	_ "embed"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -9,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	embedded "github.com/ingest-dev/ingest/internal/fakes/fixtures"
 )
 
 // The CRM of the fake portal (DOCS api-reference/crm/universal, research/bitrix.md §5.7):
@@ -32,14 +33,11 @@ const (
 	etCompany = 4
 )
 
-//go:embed samples/crm.company.userfield.list.json
-var companyUserfieldsSample []byte
+var companyUserfieldsSample = embedded.ReadFile("bitrix/crm.company.userfield.list.json")
 
-//go:embed samples/crm.contact.userfield.list.json
-var contactUserfieldsSample []byte
+var contactUserfieldsSample = embedded.ReadFile("bitrix/crm.contact.userfield.list.json")
 
-//go:embed samples/crm.deal.userfield.list.json
-var dealUserfieldsSample []byte
+var dealUserfieldsSample = embedded.ReadFile("bitrix/crm.deal.userfield.list.json")
 
 // smartType is a smart process: its type id and entityTypeId differ, as on a real portal.
 type smartType struct {

@@ -1,7 +1,6 @@
 package bitrixfake
 
 import (
-	_ "embed"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -9,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	embedded "github.com/ingest-dev/ingest/internal/fakes/fixtures"
 )
 
 // The live feed, generated from the seed (research/bitrix.md §5.5, fixtures
@@ -28,8 +29,7 @@ import (
 //     reads that author's texts. Each row names its post in post_id (the blog
 //     post, as the server code does) and in log_id (the post's feed entry, as the docs' sample).
 
-//go:embed samples/log.blogpost.get.valid.json
-var blogPostSample []byte
+var blogPostSample = embedded.ReadFile("bitrix/log.blogpost.get.valid.json")
 
 // postCommentBase is where feed comments' ids begin (b_sonet_log_comment); a comment's blog
 // comment id is postBlogCommentBase plus the same offset.

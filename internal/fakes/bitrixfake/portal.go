@@ -49,7 +49,6 @@
 package bitrixfake
 
 import (
-	_ "embed"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -60,6 +59,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	embedded "github.com/ingest-dev/ingest/internal/fakes/fixtures"
 )
 
 const (
@@ -67,11 +68,9 @@ const (
 	maxBatch = 50
 )
 
-//go:embed samples/user.fields.json
-var userFieldsSample []byte
+var userFieldsSample = embedded.ReadFile("bitrix/user.fields.json")
 
-//go:embed samples/user.userfield.list.json
-var userUserfieldListSample []byte
+var userUserfieldListSample = embedded.ReadFile("bitrix/user.userfield.list.json")
 
 // Options configure a Portal. The zero value is a small portal with no
 // limits.

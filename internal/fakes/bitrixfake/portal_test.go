@@ -5,17 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-)
 
-const fixtures = "../../../../shared/fixtures/bitrix/"
+	embedded "github.com/ingest-dev/ingest/internal/fakes/fixtures"
+)
 
 // call posts a JSON body to a method of the portal and decodes the answer.
 func call(t *testing.T, srv *httptest.Server, p *Portal, method, body string) (int, map[string]any) {
@@ -65,7 +65,7 @@ func ids(t *testing.T, result any) []string {
 
 func readFixture(t *testing.T, name string) map[string]any {
 	t.Helper()
-	raw, err := os.ReadFile(fixtures + name)
+	raw, err := fs.ReadFile(embedded.Bitrix(), name)
 	if err != nil {
 		t.Fatalf("read fixture: %v", err)
 	}

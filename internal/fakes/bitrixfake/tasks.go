@@ -1,12 +1,13 @@
 package bitrixfake
 
 import (
-	_ "embed"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
 	"time"
+
+	embedded "github.com/ingest-dev/ingest/internal/fakes/fixtures"
 )
 
 // Tasks, generated from the seed like users and groups (research/bitrix.md §5.4, fixtures
@@ -43,8 +44,7 @@ const taskMessageBase = 200_000_000
 // maxTaskComments bounds the comments of one task (the message id layout above).
 const maxTaskComments = 63
 
-//go:embed samples/task.item.userfield.getlist.json
-var taskUserfieldsSample []byte
+var taskUserfieldsSample = embedded.ReadFile("bitrix/task.item.userfield.getlist.json")
 
 // task is a generated task.
 type task struct {

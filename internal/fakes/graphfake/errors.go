@@ -1,14 +1,12 @@
 package graphfake
 
 import (
-	"embed"
 	"encoding/json"
 	"fmt"
 	"net/http"
-)
 
-//go:embed samples/*.json
-var samples embed.FS
+	embedded "github.com/ingest-dev/ingest/internal/fakes/fixtures"
+)
 
 // apiError is an answer in the Graph API's error envelope.
 type apiError struct {
@@ -33,13 +31,9 @@ func errWith(status, code, subcode int, msg string, transient bool) *apiError {
 	return &apiError{status: status, body: b}
 }
 
-// sample returns a verbatim error body from the fixtures.
+// sample returns a verbatim answer from the fixtures (internal/fakes/fixtures/social).
 func sample(name string) json.RawMessage {
-	b, err := samples.ReadFile("samples/" + name)
-	if err != nil {
-		panic(err) // embedded at build time
-	}
-	return b
+	return embedded.ReadFile("social/" + name)
 }
 
 // throttleBody is one throttling answer; platform says it is a Platform Rate Limits code

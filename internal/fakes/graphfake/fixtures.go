@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// fixtureAccounts builds two accounts from the real responses in samples/: "ikroskun"
+// fixtureAccounts builds two accounts from the real responses in internal/fakes/fixtures/social: "ikroskun"
 // (connected: its media page 1 and 2 with the carousel, comments and a reply, stories re-timed
 // to the last day) and "facebookfordevelopers" (read through business discovery: its profile
 // and media pages).

@@ -1,6 +1,6 @@
 // Package graphfake is a fake Instagram Graph API (Instagram Platform) for tests, benchmarks and
 // the demo: a real HTTP server holding generated professional accounts (plus two built from the
-// real responses in ../shared/fixtures/social), answering the endpoints the social-sync
+// real responses in internal/fakes/fixtures/social), answering the endpoints the social-sync
 // pipeline uses with field expansion, cursor paging and the error envelope, and misbehaving the
 // way the platform does:
 //

@@ -1,6 +1,6 @@
 // Package habrfake is a fake Habr: a real HTTP server that serves RSS feeds
 // and article pages at Habr's own paths, built from the real samples in
-// shared/fixtures/habr, and misbehaves on demand.
+// internal/fakes/fixtures/habr, and misbehaves on demand.
 //
 // What it serves:
 //
@@ -29,7 +29,6 @@ package habrfake
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
@@ -38,12 +37,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	embedded "github.com/ingest-dev/ingest/internal/fakes/fixtures"
 )
 
 // Options configure a Server.
 type Options struct {
-	// Fixtures is the Habr fixtures directory (shared/fixtures/habr), e.g.
-	// os.DirFS("../shared/fixtures/habr").
+	// Fixtures is a Habr fixtures directory laid out as
+	// internal/fakes/fixtures/habr (html/, rss/, api/); nil serves those
+	// embedded copies.
 	Fixtures fs.FS
 	// ExtraArticles adds that many synthetic publications, with
 	// deterministic ids (from 1100001), titles and dates, to the generated
@@ -71,10 +73,10 @@ type Server struct {
 
 // New loads the fixtures and builds the catalogue.
 func New(opts Options) (*Server, error) {
-	if opts.Fixtures == nil {
-		return nil, errors.New("habrfake: Options.Fixtures is required")
-	}
 	fsys := opts.Fixtures
+	if fsys == nil {
+		fsys = embedded.Habr()
+	}
 	s := &Server{
 		byPath:   make(map[string]*article),
 		byID:     make(map[int]*article),

@@ -17,10 +17,12 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
+
+	fixturespkg "github.com/ingest-dev/ingest/internal/fakes/fixtures"
 )
 
-// fixtures is shared/fixtures/habr, beside the repository.
-var fixtures = os.DirFS("../../../../shared/fixtures/habr")
+// fixtures is the embedded Habr collection the fake serves by default.
+var fixtures = fixturespkg.Habr()
 
 // reply is a response read in full.
 type reply struct {
@@ -369,9 +371,22 @@ func TestExtraArticlesAreDeterministic(t *testing.T) {
 	}
 }
 
-func TestNewNeedsFixtures(t *testing.T) {
-	if _, err := New(Options{}); err == nil {
-		t.Error("New without fixtures succeeded")
+// TestNewFixtures: without a directory the fake serves the embedded copies (bin/fakes runs from
+// anywhere); a directory given is the one read, and one without the files is refused.
+func TestNewFixtures(t *testing.T) {
+	s, err := New(Options{})
+	if err != nil {
+		t.Fatalf("New without fixtures: %v", err)
+	}
+	page, err := fs.ReadFile(fixtures, fixturePages[0].file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, httptest.NewRequest(http.MethodGet, fixturePages[0].path, nil))
+	if w.Code != http.StatusOK || !bytes.Equal(w.Body.Bytes(), page) {
+		t.Errorf("GET %s without fixtures: status %d, %d bytes; want 200 and the embedded page (%d bytes)",
+			fixturePages[0].path, w.Code, w.Body.Len(), len(page))
 	}
 	if _, err := New(Options{Fixtures: os.DirFS(t.TempDir())}); err == nil {
 		t.Error("New with an empty fixtures directory succeeded")

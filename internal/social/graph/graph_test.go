@@ -5,26 +5,25 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/ingest-dev/ingest/internal/fakes/fixtures"
 	"github.com/ingest-dev/ingest/internal/retry"
 	"github.com/ingest-dev/ingest/internal/social/graph"
 )
 
-const fixtures = "../../../../shared/fixtures/social/"
-
 func fixture(t *testing.T, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(fixtures + name)
+	b, err := fs.ReadFile(fixtures.Social(), name)
 	if err != nil {
-		t.Skipf("fixture %s: %v", name, err)
+		t.Fatalf("fixture %s: %v", name, err)
 	}
 	return b
 }

@@ -2,7 +2,7 @@
 # make_synthetic.py does: the page shell is kept byte for byte, the article's own parts are
 # replaced (see README.md). Run from this directory:
 #
-#   python3 make_issue25.py ../../../../../shared/fixtures/habr/html/habr-com-ru-articles-769102-spa-2025-v2.263.html
+#   python3 make_issue25.py ../../../fakes/fixtures/habr/html/habr-com-ru-articles-769102-spa-2025-v2.263.html
 import re, sys, urllib.parse
 src = open(sys.argv[1], encoding='utf-8').read()
 

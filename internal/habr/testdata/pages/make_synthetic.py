@@ -2,7 +2,7 @@
 # 769102: the page shell is kept byte for byte, the article's own parts are replaced (see
 # README.md). Run from this directory:
 #
-#   python3 make_synthetic.py ../../../../../shared/fixtures/habr/html/habr-com-ru-articles-769102-spa-2025-v2.263.html synthetic-2025-every-class.html
+#   python3 make_synthetic.py ../../../fakes/fixtures/habr/html/habr-com-ru-articles-769102-spa-2025-v2.263.html synthetic-2025-every-class.html
 import re, sys
 src = open(sys.argv[1], encoding='utf-8').read()
 
