@@ -44,15 +44,16 @@ func (p *bodyParts) collect(n *html.Node, inFigure, inPre bool) {
 			c = next
 			continue
 		}
+		if junk[c.Data] && inPre {
+			// Inside a code block it is code the author showed (HTML typed without escaping),
+			// not the page's machinery: it stays as code, its tags included (an embed's
+			// script too: the author shows how to embed, the reader sees that code).
+			c = showAsCode(c)
+			continue
+		}
 		if c.Data == "script" && isEmbedScript(c) {
 			p.embeds = append(p.embeds, c)
 			c = next
-			continue
-		}
-		if junk[c.Data] && inPre {
-			// Inside a code block it is code the author showed (HTML typed without escaping),
-			// not the page's machinery: it stays as code, its tags included.
-			c = showAsCode(c)
 			continue
 		}
 		if junk[c.Data] {

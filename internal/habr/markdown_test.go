@@ -156,9 +156,11 @@ q</code></pre></blockquote></li></ol>`,
 			body: `<pre><code class="html">&lt;p&gt;Hi&lt;/p&gt;
 <script src="a.js"></script><script>if (a < b && c > d) { alert("x &amp; y") }</script>
 <style>p > a { color: red }</style>
-<form action="/q"><input name="q" value='say "hi"'><button>Go &amp; find</button></form></code></pre><p>после</p>`,
+<form action="/q"><input name="q" value='say "hi"'><button>Go &amp; find</button></form>
+<script src="https://gist.github.com/someone/1.js"></script></code></pre><p>после</p>`,
 			want: "```html\n<p>Hi</p>\n<script src=\"a.js\"></script><script>if (a < b && c > d) { alert(\"x &amp; y\") }</script>\n" +
-				"<style>p > a { color: red }</style>\n<form action=\"/q\"><input name=\"q\" value='say \"hi\"'><button>Go & find</button></form>\n```\n\nпосле\n",
+				"<style>p > a { color: red }</style>\n<form action=\"/q\"><input name=\"q\" value='say \"hi\"'><button>Go & find</button></form>\n" +
+				"<script src=\"https://gist.github.com/someone/1.js\"></script>\n```\n\nпосле\n",
 		},
 		{
 			name: "simple table becomes GFM with the first row as header",
