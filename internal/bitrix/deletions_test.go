@@ -339,3 +339,73 @@ func TestShiftedPostIsNotDeleted(t *testing.T) {
 		t.Errorf("%d posts concluded deleted; want only the deleted post %d", rows, victim.Load())
 	}
 }
+
+// Deals deleted on the portal, and removed from the target, are not deals waiting for their
+// import: deal_products set does not count them as such (issue 31: "39 deals records are not
+// IMPORT_OK" after a propagated deletion of 39 deals). Until the deals are verified again it
+// asks for that verify, and then it runs.
+func TestDeletedDealsDoNotCountAgainstDealProducts(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, crmOptions(43))
+	e := v.engine()
+	e.Deletions = engine.DeletionsPropagate
+	e.AllowMassDelete = true
+	for _, ent := range []string{bitrix.Users, bitrix.CRMTypes, bitrix.CRMCategories, bitrix.Companies, bitrix.Contacts, bitrix.Deals, bitrix.DealProducts} {
+		v.phases(e, ent, "get", "set", "verify")
+	}
+	rows, err := v.pool.Query(v.ctx, `SELECT source_id FROM bitrix_records WHERE entity = 'deals' AND status = 'IMPORT_OK' ORDER BY id LIMIT 39`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deals []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		deals = append(deals, id)
+	}
+	if rows.Close(); rows.Err() != nil || len(deals) != 39 {
+		t.Fatalf("%d deals to delete (%v), want 39", len(deals), rows.Err())
+	}
+	for _, d := range deals {
+		v.deleteOnPortal(bitrixfake.DeleteDeals, d)
+	}
+	v.phases(e, bitrix.Deals, "get", "set")
+	if n := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'deals' AND status = 'DELETED_ON_TARGET'`); n != 39 {
+		t.Fatalf("%d deals removed from the target, want 39", n)
+	}
+
+	// The deals changed since their verify (39 fewer): deal_products set waits for that verify, and
+	// says so, without counting the deleted deals as deals to import.
+	_, err = e.Set(v.ctx, bitrix.DealProducts)
+	if !errors.Is(err, engine.ErrPrerequisite) || strings.Contains(err.Error(), "not IMPORT_OK") ||
+		!strings.Contains(err.Error(), "run `ingest bitrix deals verify`") {
+		t.Errorf("deal_products set before the deals' verify = %v, want a refusal that asks for that verify alone", err)
+	}
+	owned := `SELECT count(*) FROM bitrix_records WHERE entity = 'deal_products' AND payload->>'ownerId' = ANY($1)`
+	rowsOfDeleted := v.count(owned, deals)
+	if rowsOfDeleted == 0 {
+		t.Fatal("the deleted deals had no product rows; the test proves nothing of them")
+	}
+	v.phases(e, bitrix.Deals, "verify")
+	v.phases(e, bitrix.DealProducts, "get", "set", "verify")
+	if n := v.count(owned+` AND status = 'DELETED_ON_TARGET'`, deals); n != rowsOfDeleted {
+		t.Errorf("%d of the %d product rows of the deleted deals removed from the target", n, rowsOfDeleted)
+	}
+	if !v.inventory(bitrix.DealProducts).Verified {
+		t.Error("deal_products not verified after the deleted deals")
+	}
+
+	// An acknowledged deal does not count either: a person accepted that it is not migrated.
+	if _, err := v.pool.Exec(v.ctx, `UPDATE bitrix_records SET status = 'IMPORT_ERR', acknowledged_at = now()
+WHERE entity = 'deals' AND status = 'IMPORT_OK' AND id = (SELECT min(id) FROM bitrix_records WHERE entity = 'deals' AND status = 'IMPORT_OK')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.pool.Exec(v.ctx, `UPDATE bitrix_inventory SET verified = false WHERE entity = 'deals'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err = e.Set(v.ctx, bitrix.DealProducts); err == nil || strings.Contains(err.Error(), "not IMPORT_OK") {
+		t.Errorf("deal_products set with an acknowledged deal and the deals unverified = %v, want a refusal for the verify alone", err)
+	}
+}

@@ -2,6 +2,7 @@ package habr
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 
 	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
@@ -27,7 +28,21 @@ var (
 	pollVotes       = css(".tm-article-poll__answer-votes")
 	pollPercent     = css(".tm-article-poll__answer-percent")
 	pollTotals      = css(".tm-article-poll__stats, .default-block__footer_polling")
+	// pollParts are what of a poll is not its totals: the totals line is looked for outside them
+	// when no element of pollTotals holds it.
+	pollParts = css(".tm-article-poll__header, .tm-article-poll__title, .default-block__polling-title, " +
+		".tm-article-poll__answer, .content-list__item_polling")
 )
+
+// unread are the elements whose text is no part of a poll's totals: a legacy poll's answers and
+// footer stand inside its form, so a form is read, its controls are not.
+var unread = map[string]bool{"script": true, "style": true, "noscript": true, "template": true,
+	"button": true, "input": true, "textarea": true, "select": true}
+
+// totalsLine matches the sentences of a poll's totals as Habr words them in Russian and English
+// ("Проголосовали 142 пользователя.", "Воздержался 1 пользователь.", "742 users voted.", "175
+// users abstained."), whatever element the layout puts them in.
+var totalsLine = regexp.MustCompile(`(?i)(проголосовал|воздержал|всего голос|\bvoted\b|\babstained\b|total votes)`)
 
 // pollMarkers are the class names of the poll blocks, less their common end "poll": the fast
 // path declines a page that shows a poll right after its article, where it does not look.
@@ -53,6 +68,9 @@ func readPolls(in *goquery.Selection) []poll {
 			block:    b.Nodes[0],
 			question: squash(b.FindMatcher(goquery.SingleMatcher(pollQuestion)).Text()),
 			totals:   partsText(b.FindMatcher(goquery.SingleMatcher(pollTotals))),
+		}
+		if p.totals == "" {
+			p.totals = totalsText(b)
 		}
 		b.FindMatcher(pollAnswers).Each(func(_ int, a *goquery.Selection) {
 			label := squash(a.FindMatcher(goquery.SingleMatcher(pollAnswerLabel)).Text())
@@ -87,6 +105,55 @@ func partsText(s *goquery.Selection) string {
 			}
 		}
 	}
+	return strings.Join(parts, " ")
+}
+
+// totalsText finds the totals of a poll whose layout keeps them in an element pollTotals does
+// not know: the texts of the block that word a total, outside its question, answers and form
+// controls, in page order; an element whose children word two or more totals is read child by
+// child, as partsText reads the known ones (the sentences may stand without white space).
+func totalsText(block *goquery.Selection) string {
+	skip := map[*html.Node]bool{}
+	for _, n := range block.FindMatcher(pollParts).Nodes {
+		skip[n] = true
+	}
+	// text is n's text less the parts skipped.
+	var text func(n *html.Node) string
+	text = func(n *html.Node) string {
+		switch {
+		case n.Type == html.TextNode:
+			return n.Data
+		case n.Type != html.ElementNode || skip[n] || unread[n.Data]:
+			return ""
+		}
+		var b strings.Builder
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			b.WriteString(text(c))
+		}
+		return b.String()
+	}
+	var parts []string
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			t := squash(text(c))
+			if !totalsLine.MatchString(t) {
+				continue
+			}
+			totals := 0 // child elements that word a total by themselves
+			for cc := c.FirstChild; cc != nil; cc = cc.NextSibling {
+				if cc.Type == html.ElementNode && totalsLine.MatchString(text(cc)) {
+					totals++
+				}
+			}
+			if totals > 1 {
+				walk(c)
+				continue
+			}
+			parts = append(parts, t)
+		}
+	}
+	walk(block.Nodes[0])
 	return strings.Join(parts, " ")
 }
 

@@ -71,3 +71,35 @@ func TestPollMarkerInText(t *testing.T) {
 		t.Errorf("markdown = %q, %v", a.Markdown, err)
 	}
 }
+
+// A poll's totals are kept whatever element holds them: a layout whose totals line is not in
+// .tm-article-poll__stats (the held-out page of issue 31 lost "Проголосовали 142 пользователя.")
+// still shows it under the answers, and the question and answers are never taken for totals.
+func TestPollTotalsWhereverTheyStand(t *testing.T) {
+	const stats = `<div class="tm-article-poll__stats"><span>Проголосовали 10 пользователей.</span><span>Воздержался 1 пользователь.</span></div>`
+	tests := []struct {
+		name, totals, want string
+	}{
+		{"a footer of sentences side by side",
+			`<div class="tm-article-poll__footer"><span>Проголосовали 142 пользователя.</span><span>Воздержались 3 пользователя.</span><button>Голосовать</button></div>`,
+			"Проголосовали 142 пользователя. Воздержались 3 пользователя."},
+		{"a votes count with the number in its own element",
+			`<div class="tm-poll__votes-count">Проголосовали <b>142</b> пользователя.</div>`,
+			"Проголосовали 142 пользователя."},
+		{"bare text in the block", `Проголосовали 142 пользователя.`, "Проголосовали 142 пользователя."},
+		{"the English site", `<div class="tm-article-poll__total"><span>142 users voted.</span> <span>7 users abstained.</span></div>`,
+			"142 users voted. 7 users abstained."},
+	}
+	e := NewExtractor()
+	for _, placement := range []int{inArticle, afterIt, inBody} {
+		for _, tt := range tests {
+			page := strings.Replace(string(pollPage(placement)), stats, tt.totals, 1)
+			page = strings.Replace(page, `answer-label"><span>Go</span>`, `answer-label"><span>Go (voted by 6)</span>`, 1)
+			a, err := e.Extract("https://habr.com/ru/articles/1/", []byte(page))
+			want := "Текст\n\n**Какой \\*язык\\* лучше?**\n\n- [ ] Go (voted by 6) — 6 (60%)\n- [ ] 1. Rust — 4 (40%)\n\n" + tt.want + "\n"
+			if err != nil || a.Markdown != want {
+				t.Errorf("%s, placement %d: %v\n%s\nwant\n%s", tt.name, placement, err, a.Markdown, want)
+			}
+		}
+	}
+}

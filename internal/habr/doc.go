@@ -30,7 +30,9 @@
 //   - tables that GFM cannot hold (cells with paragraphs or line breaks,
 //     merged cells) as raw HTML, one row per line; in a GFM cell every pipe
 //     is escaped, in link URLs, titles, alt texts and code too;
-//   - inline code with line breaks as one code span per line;
+//   - inline code with line breaks as one code span per line; HTML typed
+//     into a code block without escaping (a <script>, a <form>) stays in the
+//     block as code, tags included, where elsewhere it is page machinery;
 //   - <sup>, <sub>, <kbd>, <mark> and <abbr> as inline HTML around Markdown;
 //   - the article's own anchors as <a id="…"></a>, which its fragment links
 //     ("#…") point at;
@@ -40,7 +42,8 @@
 //   - no line outside code ending in white space; hard breaks as "\";
 //   - the article's polls where they stand (one inside the body container
 //     in its place, one after it after the body): the question in bold, the
-//     answers as an unchecked task list with their votes, the totals.
+//     answers as an unchecked task list with their votes, the totals (found
+//     by their words when no known element holds them).
 //
 // Extract also reads the page's metadata: title, author login and display
 // name, publication time, hubs, tags, company blog and a translation's

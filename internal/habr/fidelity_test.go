@@ -125,6 +125,21 @@ func (r *reading) read(n *html.Node, inPre bool) {
 			return
 		}
 	}
+	if r.page && inPre && junk[n.Data] {
+		// HTML typed into a code block unescaped: the reader is shown it as code, tags and
+		// attributes included.
+		r.text.WriteString(" " + n.Data + " ")
+		for _, a := range n.Attr {
+			r.text.WriteString(" " + a.Key + " " + a.Val + " ")
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			r.read(c, inPre)
+		}
+		if n.Data != "input" {
+			r.text.WriteString(" " + n.Data + " ")
+		}
+		return
+	}
 	if r.page && n.Data == "script" {
 		if key := scriptEmbedKey(n); key != "" {
 			r.token(key)

@@ -44,6 +44,13 @@ func (p *bodyParts) collect(n *html.Node, inFigure, inPre bool) {
 			c = next
 			continue
 		}
+		if junk[c.Data] && inPre {
+			// Inside a code block it is code the author showed (HTML typed without escaping),
+			// not the page's machinery: it stays as code, its tags included (an embed's
+			// script too: the author shows how to embed, the reader sees that code).
+			c = showAsCode(c)
+			continue
+		}
 		if c.Data == "script" && isEmbedScript(c) {
 			p.embeds = append(p.embeds, c)
 			c = next
@@ -93,6 +100,48 @@ func (p *bodyParts) collect(n *html.Node, inFigure, inPre bool) {
 		p.collect(c, inFigure || c.Data == "figure", inPre || c.Data == "pre")
 		c = next
 	}
+}
+
+// showAsCode replaces n, an element inside a code block, with text that reads as the author
+// typed it, and returns the first node put in its place (the walk goes on from there): its tags
+// become text around its children, which stay nodes like the rest of the block's markup. A
+// script's or a style's only child is its raw text, so such an element comes back as typed.
+func showAsCode(n *html.Node) *html.Node {
+	parent := n.Parent
+	nodes := []*html.Node{textNode(startTag(n))}
+	for c := n.FirstChild; c != nil; {
+		next := c.NextSibling
+		n.RemoveChild(c)
+		nodes = append(nodes, c)
+		c = next
+	}
+	if n.Data != "input" { // the one void element among the junk
+		nodes = append(nodes, textNode("</"+n.Data+">"))
+	}
+	for _, c := range nodes {
+		parent.InsertBefore(c, n)
+	}
+	parent.RemoveChild(n)
+	return nodes[0]
+}
+
+// startTag writes n's start tag with its attributes, each value quoted the way that needs no
+// escape when there is one.
+func startTag(n *html.Node) string {
+	var b strings.Builder
+	b.WriteString("<" + n.Data)
+	for _, a := range n.Attr {
+		switch {
+		case !strings.Contains(a.Val, `"`):
+			b.WriteString(" " + a.Key + `="` + a.Val + `"`)
+		case !strings.Contains(a.Val, "'"):
+			b.WriteString(" " + a.Key + `='` + a.Val + `'`)
+		default:
+			b.WriteString(" " + a.Key + `="` + strings.ReplaceAll(a.Val, `"`, "&quot;") + `"`)
+		}
+	}
+	b.WriteString(">")
+	return b.String()
 }
 
 // isEmbedScript reports whether a script in the body makes an embed scriptEmbed knows.

@@ -152,6 +152,17 @@ q</code></pre></blockquote></li></ol>`,
 				"```\nhighlighted, no language\n```\n\nВызовите `go test`.\n",
 		},
 		{
+			name: "HTML typed into a code block stays code, a script's and a form's tags and text included",
+			body: `<pre><code class="html">&lt;p&gt;Hi&lt;/p&gt;
+<script src="a.js"></script><script>if (a < b && c > d) { alert("x &amp; y") }</script>
+<style>p > a { color: red }</style>
+<form action="/q"><input name="q" value='say "hi"'><button>Go &amp; find</button></form>
+<script src="https://gist.github.com/someone/1.js"></script></code></pre><p>после</p>`,
+			want: "```html\n<p>Hi</p>\n<script src=\"a.js\"></script><script>if (a < b && c > d) { alert(\"x &amp; y\") }</script>\n" +
+				"<style>p > a { color: red }</style>\n<form action=\"/q\"><input name=\"q\" value='say \"hi\"'><button>Go & find</button></form>\n" +
+				"<script src=\"https://gist.github.com/someone/1.js\"></script>\n```\n\nпосле\n",
+		},
+		{
 			name: "simple table becomes GFM with the first row as header",
 			body: `<div class="table"><table><tbody><tr><td data-colwidth="396" width="396"><p>Язык</p></td><td><p>Год</p></td></tr>` +
 				`<tr><td><p>Go</p></td><td><p>2009</p></td></tr></tbody></table></div>`,

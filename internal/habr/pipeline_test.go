@@ -47,15 +47,52 @@ func setupPipelineWith(t testing.TB, opts habrfake.Options) *pipelineBundle {
 	return b
 }
 
+// fetchGuard bounds a test's requests to the fake: only a hang guard, never a budget a busy
+// machine can run out of (a feed of 100 items under the race detector took over 2 s on a 2-CPU
+// machine at load 20, and its discovery failed). A test of a timeout uses hangingFetcher.
+const fetchGuard = 3 * time.Minute
+
 // newPipelineBundle works against the Habr at base (fake is left nil).
 func newPipelineBundle(t testing.TB, base string) *pipelineBundle {
 	t.Helper()
-	client, err := fetch.New(fetch.Config{BaseURL: base, UserAgent: "ingest-test", Timeout: 2 * time.Second})
+	client, err := fetch.New(fetch.Config{BaseURL: base, UserAgent: "ingest-test", Timeout: fetchGuard})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &pipelineBundle{ctx: context.Background(), pool: dbtest.Pool(t), base: base, fetch: client,
 		log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+}
+
+// hangingFetcher fetches the paths in hang, where the fake never answers, with a client that
+// gives up after a second, and every other path with the bundle's: the timeout is certain
+// (nothing ever comes), and no healthy page races it however busy the machine is.
+type hangingFetcher struct {
+	habr.Fetcher
+	impatient habr.Fetcher
+	hang      map[string]bool
+}
+
+func (b *pipelineBundle) hangingFetcher(t *testing.T, paths ...string) hangingFetcher {
+	t.Helper()
+	impatient, err := fetch.New(fetch.Config{BaseURL: b.base, UserAgent: "ingest-test", Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := hangingFetcher{Fetcher: b.fetch, impatient: impatient, hang: map[string]bool{}}
+	for _, p := range paths {
+		if err := b.fake.SetFault(p, habrfake.Fault{Kind: habrfake.FaultSlow, Delay: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		f.hang[p] = true
+	}
+	return f
+}
+
+func (f hangingFetcher) Get(ctx context.Context, ref string) (*fetch.Response, error) {
+	if u, err := url.Parse(ref); err == nil && f.hang[u.Path] {
+		return f.impatient.Get(ctx, ref)
+	}
+	return f.Fetcher.Get(ctx, ref)
 }
 
 func (b *pipelineBundle) discover(t *testing.T) (habr.DiscoverStats, error) {
@@ -222,7 +259,6 @@ func TestExtractOutcomesByErrorClass(t *testing.T) {
 		{habrfake.Fault{Kind: habrfake.FaultStatus, Code: 503}, habr.Failed, "HTTP 503 Service Unavailable"},
 		{habrfake.Fault{Kind: habrfake.FaultStatus, Code: 404}, habr.Failed, "HTTP 404 Not Found"},
 		{habrfake.Fault{Kind: habrfake.FaultRedirect, Code: 301, Location: "/ru/articles/1/"}, habr.Failed, "HTTP 301 Moved Permanently (redirect to /ru/articles/1/)"},
-		{habrfake.Fault{Kind: habrfake.FaultSlow, Delay: 10 * time.Second}, habr.Failed, "timed out"},
 		{habrfake.Fault{Kind: habrfake.FaultTruncated}, habr.Failed, "truncated body"},
 		{habrfake.Fault{Kind: habrfake.FaultDeleted}, habr.Broken, ""},
 		{habrfake.Fault{Kind: habrfake.FaultListing}, habr.Broken, ""},
@@ -232,7 +268,14 @@ func TestExtractOutcomesByErrorClass(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st := b.extract(t)
+	// One more page never answers: its fetch times out.
+	hanging := pending[len(faults)]
+	e := b.extraction()
+	e.Fetcher = b.hangingFetcher(t, b.pathOf(t, hanging))
+	st, err := e.Run(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if st.Failed != 5 || st.Broken != 2 || st.Extracted != len(pending)-7 {
 		t.Errorf("first run = %+v, want 5 failed, 2 broken, %d extracted", st, len(pending)-7)
 	}
@@ -242,19 +285,22 @@ func TestExtractOutcomesByErrorClass(t *testing.T) {
 			t.Errorf("fault %s: publication %d is %s (%q), want %s (%q)", f.fault.Kind, pending[i], got, reason, f.want, f.reason)
 		}
 	}
+	if got, reason := b.statusOf(t, hanging); got != habr.Failed || reason != "timed out" {
+		t.Errorf("page that never answers: publication %d is %s (%q), want %s (%q)", hanging, got, reason, habr.Failed, "timed out")
+	}
 
 	// The source recovers. A failed publication waits for its next attempt: a run before then
 	// leaves it alone; once it is due it is retried. Broken and extracted ones are never touched.
-	for i := range faults {
+	for i := range len(faults) + 1 {
 		b.fake.ClearFault(b.pathOf(t, pending[i]))
 	}
 	before := b.fake.TotalRequests()
 	if st = b.extract(t); st.Done != 0 || b.fake.TotalRequests() != before {
 		t.Errorf("run before the retries are due = %+v, %d requests; want nothing done", st, b.fake.TotalRequests()-before)
 	}
-	e := b.extraction()
+	e = b.extraction()
 	e.Now = func() time.Time { return time.Now().Add(time.Hour) }
-	st, err := e.Run(b.ctx)
+	st, err = e.Run(b.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,15 +387,17 @@ func TestExtractStopsCleanlyOnCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	pending := b.ids(t, habr.Pending)
-	// The third publication hangs; the run is cancelled while waiting for it.
-	if err := b.fake.SetFault(b.pathOf(t, pending[2]), habrfake.Fault{Kind: habrfake.FaultSlow, Delay: time.Minute}); err != nil {
+	// The third publication hangs (for longer than the test may take); the run is cancelled
+	// once it waits for it.
+	hanging := b.pathOf(t, pending[2])
+	if err := b.fake.SetFault(hanging, habrfake.Fault{Kind: habrfake.FaultSlow, Delay: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(b.ctx)
+	defer cancel()
 	e := b.extraction()
-	e.Fetcher = b.fetch
 	go func() {
-		for b.fake.Requests(b.pathOf(t, pending[2])) == 0 {
+		for b.fake.Requests(hanging) == 0 && ctx.Err() == nil {
 			time.Sleep(10 * time.Millisecond)
 		}
 		cancel()
@@ -383,12 +431,6 @@ func TestExtractStoresPageMetadata(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.keepOnly(t, 462783, 769102, 348118)
-	// 462783 is the largest fixture page (730 KB): give it time on a loaded machine, where the
-	// bundle's 2 s timeout (kept short for the tests of slow pages) can run out.
-	var err error
-	if b.fetch, err = fetch.New(fetch.Config{BaseURL: b.base, UserAgent: "ingest-test", Timeout: 30 * time.Second}); err != nil {
-		t.Fatal(err)
-	}
 	b.extract(t)
 	p, _, err := habr.GetPublication(b.ctx, b.pool, 462783)
 	if err != nil {

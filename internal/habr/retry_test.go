@@ -192,7 +192,7 @@ func TestExtractPageOverSizeCapIsBrokenAtOnce(t *testing.T) {
 	id := b.ids(t, habr.Pending)[0]
 	b.keepOnly(t, id)
 	var err error
-	b.fetch, err = fetch.New(fetch.Config{BaseURL: b.base, UserAgent: "ingest-test", MaxBodyBytes: 16 << 10})
+	b.fetch, err = fetch.New(fetch.Config{BaseURL: b.base, UserAgent: "ingest-test", MaxBodyBytes: 16 << 10, Timeout: fetchGuard})
 	if err != nil {
 		t.Fatal(err)
 	}

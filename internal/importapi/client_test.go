@@ -151,7 +151,8 @@ func TestClientFieldsAndItemErrors(t *testing.T) {
 func TestClientRequestErrors(t *testing.T) {
 	ctx := context.Background()
 	var waits []time.Duration
-	fake, c, token := startTarget(t, Options{Timeout: 2 * time.Second, Sleep: func(_ context.Context, d time.Duration) error {
+	// No fault here holds an answer: the timeout only ends a hang, never a slow machine's call.
+	fake, c, token := startTarget(t, Options{Timeout: time.Minute, Sleep: func(_ context.Context, d time.Duration) error {
 		waits = append(waits, d)
 		return nil
 	}})

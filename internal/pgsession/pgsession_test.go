@@ -92,7 +92,9 @@ func TestBlockedStatementSaysWhatItWaitedOn(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "waited longer than lock_timeout") || !strings.Contains(err.Error(), `relation "run_locks"`) {
 		t.Fatalf("blocked update: %v, want a lock timeout naming run_locks", err)
 	}
-	if took := time.Since(start); took > 10*time.Second {
+	// lock_timeout ended the wait: without it the update would wait as long as the holder. The
+	// bound is for a busy machine, far from both.
+	if took := time.Since(start); took > time.Minute {
 		t.Fatalf("blocked update took %s", took)
 	}
 }
@@ -131,7 +133,21 @@ VALUES ('m', 2, 'a', 'b', 'old, in flight')`); err != nil {
 		claim(t, newRun, "extract things", 2)
 		claimed <- time.Now()
 	}()
-	time.Sleep(300 * time.Millisecond)
+	// Commit once the claim waits on the transaction (a fixed pause let a slow machine commit
+	// before the claim was even sent, and the test proved nothing).
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		var waiting bool
+		if err := person.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+WHERE datname = current_database() AND wait_event_type = 'Lock')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the new run's claim never waited on the old run's open transaction")
+		}
+	}
 	committed := time.Now()
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatalf("the old run's transaction open before the takeover: %v", err)

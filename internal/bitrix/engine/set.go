@@ -187,9 +187,11 @@ func (e *Engine) requireVerified(ctx context.Context, entity, phase, needs strin
 	if inv.Verified {
 		return nil
 	}
-	notOK, err := e.store().countNotOK(ctx, needs)
-	if err != nil {
-		return err
+	var notOK int64
+	if ent, ok := e.registry().Entity(needs); ok {
+		if notOK, err = e.store().countNotOK(ctx, ent); err != nil {
+			return err
+		}
 	}
 	var reason string
 	switch {

@@ -10,12 +10,14 @@ import (
 // The store's queries for set: what is left to send, what waits for its parent, and recording
 // what the target accepted.
 
-// countNotOK counts the entity's records that are not IMPORT_OK.
-func (s Store) countNotOK(ctx context.Context, entity string) (int64, error) {
+// countNotOK counts the entity's records that still have to reach IMPORT_OK: not those deleted
+// on the portal (there is nothing left to import; under propagate the target removed them) nor
+// those a person acknowledged, which verify does not count against the entity either.
+func (s Store) countNotOK(ctx context.Context, ent *Entity) (int64, error) {
 	var n int64
-	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM bitrix_records WHERE entity = $1 AND status <> $2`,
-		entity, string(ImportOK)).Scan(&n); err != nil {
-		return 0, fmt.Errorf("check %s: %w", entity, err)
+	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM bitrix_records r WHERE r.entity = $1 AND r.status <> $2 AND `+
+		live("r")+` AND NOT `+excused("r", ent), ent.Name, string(ImportOK)).Scan(&n); err != nil {
+		return 0, fmt.Errorf("check %s: %w", ent.Name, err)
 	}
 	return n, nil
 }

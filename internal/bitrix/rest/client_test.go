@@ -238,8 +238,14 @@ func TestReadsAreRetriedAfterServerFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, bitrixfake.Options{Users: 5, Seed: 1, SlowDelay: time.Second},
-				rest.Options{Timeout: 100 * time.Millisecond})
+			// The slow fault holds its answer until the client leaves, so its timeout is certain;
+			// the timeout is still long enough for the answer that follows on a busy machine.
+			// The other faults answer at once and meet the default timeout.
+			opts := rest.Options{}
+			if tt.fault == bitrixfake.FaultSlow {
+				opts.Timeout = 3 * time.Second
+			}
+			e := newEnv(t, bitrixfake.Options{Users: 5, Seed: 1, SlowDelay: time.Hour}, opts)
 			e.portal.FailNext("user.get", tt.fault, 2)
 			resp, err := e.client.Call(t.Context(), "user.get", nil)
 			if err != nil {
@@ -483,7 +489,7 @@ func TestRedirectIsFollowedWithThePOSTAndKept(t *testing.T) {
 }
 
 func TestCallStopsWhenTheContextEnds(t *testing.T) {
-	e := newEnv(t, bitrixfake.Options{Users: 5, Seed: 1, SlowDelay: 5 * time.Second}, rest.Options{})
+	e := newEnv(t, bitrixfake.Options{Users: 5, Seed: 1, SlowDelay: time.Hour}, rest.Options{})
 	e.portal.FailNext("user.get", bitrixfake.FaultSlow, 1)
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()

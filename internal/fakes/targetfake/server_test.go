@@ -276,7 +276,10 @@ func TestFields(t *testing.T) {
 }
 
 func TestFaults(t *testing.T) {
-	s, c := start(t, Options{SlowDelay: 300 * time.Millisecond})
+	// The slow fault holds its answer 5 s, a hundred times the impatient client's timeout below,
+	// which runs out first however busy the machine. (It cannot wait for the client to leave: a
+	// handler that has not read its body is not told the connection closed.)
+	s, c := start(t, Options{SlowDelay: 5 * time.Second})
 	item := `{"key":"source:users:1","checksum":"a","payload":{}}`
 
 	s.FailNext("import.users.batch", FaultServerError, 1)
