@@ -32,8 +32,8 @@ type Listing struct {
 }
 
 // List groups the records in statuses by scope value, status and last_error, the largest groups
-// first, and gives at most limit ids in all (0: every one), in id order within a group; a group
-// the limit reaches keeps its count. The counts are exact.
+// first: at most limit groups, each with at most limit ids in id order (0: every one). The counts
+// are exact, of the groups and of what the limit left out.
 func (m *Machine) List(ctx context.Context, db DB, statuses []Status, limit int) (Listing, error) {
 	out := Listing{Statuses: statuses, Groups: []Listed{}}
 	if len(statuses) == 0 {
@@ -60,7 +60,6 @@ func (m *Machine) List(ctx context.Context, db DB, statuses []Status, limit int)
 	if err != nil {
 		return out, fmt.Errorf("list %s records: %w", m.Name, err)
 	}
-	// Every group listed shows at least one id, so no more than n groups are read.
 	rows, err := db.Query(ctx, fmt.Sprintf(`SELECT %[1]s, status, coalesce(last_error, ''), count(*), (array_agg(%[2]s ORDER BY id))[1:$2]
 FROM %[3]s WHERE status = ANY($1) GROUP BY 1, 2, 3 ORDER BY 4 DESC, 1, 2, 3 LIMIT $2`, scope, key, m.table()), names, n)
 	if err != nil {
@@ -76,17 +75,11 @@ FROM %[3]s WHERE status = ANY($1) GROUP BY 1, 2, 3 ORDER BY 4 DESC, 1, 2, 3 LIMI
 	if err != nil {
 		return out, fmt.Errorf("list %s records: %w", m.Name, err)
 	}
-	left := n
+	out.Groups = append(out.Groups, all...)
+	out.Unlisted = out.Records
 	for _, l := range all {
-		if left == 0 {
-			break
-		}
-		l.IDs = l.IDs[:min(len(l.IDs), left)]
-		left -= len(l.IDs)
-		out.Groups = append(out.Groups, l)
 		out.Unlisted -= int64(len(l.IDs))
 	}
-	out.Unlisted += out.Records
 	out.UnlistedGroups = groups - int64(len(out.Groups))
 	return out, nil
 }
