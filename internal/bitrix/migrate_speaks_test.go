@@ -24,14 +24,15 @@ func TestMigrationSpeaks(t *testing.T) {
 	// users: 1,200 records, compared 500 at a time.
 	for _, want := range []string{
 		`msg=progress migrate_entity="1 of 2" entity=users phase=verify done=1200 step="target listing" total=1200`,
-		`msg=progress migrate_entity="1 of 2" entity=users phase=verify done=500 step=compare total=1200`,
+		`msg=progress migrate_entity="1 of 2" entity=users phase=verify done=1000 step=compare total=1200`,
 		`msg=progress migrate_entity="1 of 2" entity=users phase=verify done=1200 step=compare total=1200`,
+		`msg=progress migrate_entity="2 of 2" entity=groups phase=verify done=4 step="references: owner" total=4`,
 	} {
 		if !strings.Contains(log, want) {
 			t.Errorf("the log lacks %s", want)
 		}
 	}
-	if !regexp.MustCompile(`phase=verify done=500 step=compare total=1200 rate_per_s=[0-9.]+ eta_s=[0-9.]+`).MatchString(log) {
+	if !regexp.MustCompile(`phase=verify done=1000 step=compare total=1200 rate_per_s=[0-9.]+ eta_s=[0-9.]+`).MatchString(log) {
 		t.Errorf("verify's progress has no rate and ETA")
 	}
 	started := regexp.MustCompile(`msg="migration started" .*plan_eta_s=([0-9.]+) eta_s=([0-9.]+) eta_basis="plan: get only`).FindStringSubmatch(log)
