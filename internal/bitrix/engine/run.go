@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -199,13 +200,13 @@ func (r StatusReport) WriteText(w io.Writer) error {
 				state += fmt.Sprintf(" (test_limit %d)", *inv.Limit)
 			}
 			fmt.Fprintf(tw, "  source\t%s rows; get pass %d %s, %d rows read\n", total, inv.Pass, state, inv.PassRows)
-			fmt.Fprintf(tw, "  verified\t%s\n", es.VerifiedState())
+			fmt.Fprintf(tw, "  verified\t%s\n", strings.Replace(es.VerifiedState(), "yes, ", "yes, at ", 1))
 			if inv.LastVerify != nil {
 				fmt.Fprintf(tw, "  last verify\t%s: %s\n", inv.LastVerify.At.Format(time.RFC3339), inv.LastVerify.Summary())
 			}
 		}
 		if es.Inventory == nil && es.VerifiedWith != "" {
-			fmt.Fprintf(tw, "  verified\t%s\n", es.VerifiedState())
+			fmt.Fprintf(tw, "  verified\t%s\n", strings.Replace(es.VerifiedState(), "yes, ", "yes, at ", 1))
 		}
 		if s := es.WaitingState(); s != "" {
 			fmt.Fprintf(tw, "  waiting\t%d NEW: %s\n", es.Waiting.Records, s)
