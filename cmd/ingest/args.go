@@ -18,6 +18,9 @@ type args struct {
 // are the arguments of `status set` and `status ack`, parsed by those commands.
 type statusCmd struct {
 	JSON bool `arg:"--json" help:"print JSON instead of tables"`
+	// Statuses and Limit choose the records listed by id: by default those that need attention.
+	Statuses []string `arg:"--status" help:"list the records in these statuses by id, with their reasons, space-separated (default: those that need attention, e.g. extract_failed extract_broken)" placeholder:"STATUS"`
+	Limit    int      `arg:"--limit" default:"20" help:"list at most this many groups of records by status and reason, and this many ids of each (0: every one); the counts stay exact" placeholder:"N"`
 
 	Set *statusSetCmd `arg:"-"`
 	Ack *statusAckCmd `arg:"-"`

@@ -273,26 +273,13 @@ func (app *app) bitrixStatus(ctx context.Context, asJSON bool) error {
 	w := tabwriter.NewWriter(app.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "ENTITY\tNEW\tIMPORT_OK\tERROR_RETRY\tIMPORT_ERR\tSOURCE TOTAL\tGET\tFIELDS (ON TARGET)\tVERIFIED")
 	for _, es := range rep.Entities {
-		total, get, verified := "-", "-", "-"
+		// A child's VERIFIED is its parent's, whose verify covers it (engine.EntityStatus).
+		total, get, verified := "-", "-", es.VerifiedState()
 		if inv := es.Inventory; inv != nil {
 			if inv.SourceTotal != nil {
 				total = fmt.Sprint(*inv.SourceTotal)
 			}
-			switch {
-			case inv.Pass == 0:
-				get = "never"
-			case inv.Complete:
-				get = fmt.Sprintf("pass %d complete (%d rows)", inv.Pass, inv.PassRows)
-			default:
-				get = fmt.Sprintf("pass %d interrupted after ID %s (%d rows)", inv.Pass, shownCut(inv.Cursor, 40), inv.PassRows)
-			}
-			if inv.Limit != nil {
-				get += fmt.Sprintf(", test_limit %d", *inv.Limit)
-			}
-			verified = "no"
-			if inv.Verified && inv.VerifiedAt != nil {
-				verified = "yes, " + inv.VerifiedAt.UTC().Format(time.RFC3339)
-			}
+			get = shownCut(es.PassState(), 120)
 		}
 		b := es.ByStatus
 		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%d (%d)\t%s\n", es.Entity, b["NEW"], b["IMPORT_OK"], b["ERROR_RETRY"], b["IMPORT_ERR"],
@@ -302,6 +289,9 @@ func (app *app) bitrixStatus(ctx context.Context, asJSON bool) error {
 		return err
 	}
 	for _, es := range rep.Entities {
+		if s := es.WaitingState(); s != "" {
+			fmt.Fprintf(app.stdout, "  %s NEW x%d: %s; parents: %s\n", es.Entity, es.Waiting.Records, s, idList(es.Waiting.Parents, 30))
+		}
 		for _, g := range es.NotMigrated {
 			ack := ""
 			if g.Acknowledged {

@@ -140,8 +140,12 @@ func TestBitrixMigrate(t *testing.T) {
 	_, out, _ := run("bitrix", "status", "--json")
 	var rep struct {
 		Entities []struct {
-			Entity    string
-			Inventory *struct{ Verified bool }
+			Entity       string
+			ByStatus     map[string]int64 `json:"by_status"`
+			Inventory    *struct{ Verified bool }
+			Verified     bool
+			VerifiedWith string `json:"verified_with"`
+			Waiting      *struct{ Records, Excused int64 }
 		}
 	}
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
@@ -150,6 +154,15 @@ func TestBitrixMigrate(t *testing.T) {
 	for _, es := range rep.Entities {
 		if slices.Contains(names, es.Entity) && !es.Inventory.Verified {
 			t.Errorf("%s is not VERIFIED after migrate exited 0", es.Entity)
+		}
+		// Every line says verified, a child's by its parent's verify, which covers it.
+		if !es.Verified || (!slices.Contains(names, es.Entity) && es.VerifiedWith == "") {
+			t.Errorf("%s: verified %v (with %q) after migrate exited 0, want its own or its parent's verify", es.Entity, es.Verified, es.VerifiedWith)
+		}
+		// What is left NEW was not imported for a reason the screen gives: it waits for a parent
+		// a person accepted as a known exception.
+		if n := es.ByStatus["NEW"]; n > 0 && (es.Waiting == nil || es.Waiting.Excused != n) {
+			t.Errorf("%s: %d records NEW after migrate exited 0, waiting: %+v; want every one waiting for an accepted parent", es.Entity, n, es.Waiting)
 		}
 	}
 

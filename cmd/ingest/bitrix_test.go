@@ -78,7 +78,8 @@ func TestBitrixCommands(t *testing.T) {
 		t.Errorf("target duplicates = %d", st.Duplicates)
 	}
 	code, stdout, _ := run("bitrix", "status")
-	if code != 0 || !strings.Contains(stdout, "chat_messages") || strings.Count(stdout, "yes, ") != 3 {
+	// Verified: users, groups, chats, and their children by their parents' verify.
+	if code != 0 || !strings.Contains(stdout, "chat_messages") || strings.Count(stdout, "yes, ") != 5 || !strings.Contains(stdout, "(with chats)") {
 		t.Errorf("bitrix status = exit %d\n%s", code, stdout)
 	}
 

@@ -213,6 +213,14 @@ func (c parsed) check(command string) error {
 	case c.show != nil:
 		return c.show.check()
 	}
+	if command == "status" {
+		return c.status.checkListing(command, machinesOf(c.pipelines))
+	}
+	if name, ok := strings.CutPrefix(command, "status "); ok {
+		if p := pipelineNamed(c.pipelines, name); p != nil {
+			return c.status.checkListing(command, p.machines)
+		}
+	}
 	if p := pipelineOwning(c.pipelines, command); p != nil && p.usage != nil {
 		return p.usage(command)
 	}
@@ -241,7 +249,7 @@ func (app *app) dispatch(ctx context.Context, command string, c parsed) error {
 	case "migrate status":
 		return app.migrateStatus(ctx)
 	case "status":
-		return app.status(ctx, machinesOf(c.pipelines), nil, c.status.JSON)
+		return app.status(ctx, machinesOf(c.pipelines), nil, c.status)
 	case "status set":
 		return app.statusSet(ctx, c.status.Set)
 	case "status ack":
@@ -249,7 +257,7 @@ func (app *app) dispatch(ctx context.Context, command string, c parsed) error {
 	}
 	if name, ok := strings.CutPrefix(command, "status "); ok {
 		if p := pipelineNamed(c.pipelines, name); p != nil {
-			return app.status(ctx, p.machines, p.runNames(), c.status.JSON)
+			return app.status(ctx, p.machines, p.runNames(), c.status)
 		}
 	}
 	if c.show != nil {

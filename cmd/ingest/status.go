@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,6 +23,10 @@ type sourceReport struct {
 	Counts  []countJSON     `json:"counts"`
 	Reasons []reasonJSON    `json:"reasons"`
 	machine *status.Machine `json:"-"`
+
+	// Listed is the records that need attention (or those of the statuses --status names), by
+	// status and reason with their ids, up to --limit ids.
+	Listed status.Listing `json:"listed"`
 }
 
 type countJSON struct {
@@ -48,9 +54,11 @@ type runJSON struct {
 
 const recentRuns = 10
 
-// status reports the records of machines by status, their most common failure reasons, and the
-// last runs of commands (nil: of every command).
-func (app *app) status(ctx context.Context, machines []*status.Machine, commands []string, asJSON bool) error {
+// status reports the records of machines by status, their most common failure reasons, the
+// records that need attention (or are in the statuses c names) by id, and the last runs of
+// commands (nil: of every command).
+func (app *app) status(ctx context.Context, machines []*status.Machine, commands []string, c *statusCmd) error {
+	asJSON := c.JSON
 	var reports []sourceReport
 	for _, m := range machines {
 		rep := sourceReport{Name: m.Name, Table: m.Table, machine: m, Counts: []countJSON{}, Reasons: []reasonJSON{}}
@@ -73,6 +81,9 @@ func (app *app) status(ctx context.Context, machines []*status.Machine, commands
 		}
 		for _, r := range reasons {
 			rep.Reasons = append(rep.Reasons, reasonJSON{Status: string(r.Status), Reason: r.Reason, Count: r.N})
+		}
+		if rep.Listed, err = m.List(ctx, app.pool, listedStatuses(m, c.Statuses), c.Limit); err != nil {
+			return err
 		}
 		reports = append(reports, rep)
 	}
@@ -103,7 +114,9 @@ func (app *app) status(ctx context.Context, machines []*status.Machine, commands
 				fmt.Fprintf(w, "  %s\t%s\n", c.Status, withCodes(c.Count, c.Codes))
 			}
 		}
-		if len(rep.Reasons) > 0 {
+		writeListed(w, rep.machine, rep.Listed, len(c.Statuses) > 0)
+		// The listing names the reasons with their records; these are for when it is empty.
+		if len(rep.Reasons) > 0 && len(rep.Listed.Groups) == 0 {
 			fmt.Fprintln(w, "  most common reasons:")
 			for _, r := range rep.Reasons {
 				fmt.Fprintf(w, "    %s\t%d\t%s\n", r.Status, r.Count, shownCut(r.Reason, 100))
@@ -413,4 +426,77 @@ func (app *app) statusAck(ctx context.Context, c *statusAckCmd) error {
 	}
 	fmt.Fprintln(app.stdout, "the next verify lists these records apart and no longer fails on them")
 	return nil
+}
+
+// listedStatuses are the statuses of m whose records `ingest status` lists by id: those asked
+// for that m has, or by default those that need attention.
+func listedStatuses(m *status.Machine, asked []string) []status.Status {
+	if len(asked) == 0 {
+		return m.Attention
+	}
+	var out []status.Status
+	for _, s := range asked {
+		if st, err := m.Parse(s); err == nil && !slices.Contains(out, st) {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// checkListing refuses, before anything connects, a --status no machine of the report has and
+// a negative --limit.
+func (c *statusCmd) checkListing(command string, ms []*status.Machine) error {
+	if c.Limit < 0 {
+		return usageError{fmt.Sprintf("%s --limit: %d is not a number of ids (0 lists every one)", command, c.Limit)}
+	}
+	var valid []string
+	for _, m := range ms {
+		for _, st := range m.Statuses {
+			if !slices.Contains(valid, string(st)) {
+				valid = append(valid, string(st))
+			}
+		}
+	}
+	for _, s := range c.Statuses {
+		if !slices.Contains(valid, s) {
+			return usageError{fmt.Sprintf("%s --status: unknown status %q (valid: %s)", command, s, strings.Join(valid, ", "))}
+		}
+	}
+	return nil
+}
+
+// writeListed writes a machine's records by status and reason with their ids, and how many
+// the limit left out.
+func writeListed(w io.Writer, m *status.Machine, l status.Listing, asked bool) {
+	if len(l.Groups) == 0 {
+		return
+	}
+	what := "needing attention"
+	if asked {
+		names := make([]string, len(l.Statuses))
+		for i, s := range l.Statuses {
+			names[i] = string(s)
+		}
+		what = "in " + strings.Join(names, ", ")
+	}
+	fmt.Fprintf(w, "  records %s: %d, by status and reason, with their ids\n", what, l.Records)
+	for _, g := range l.Groups {
+		scope := ""
+		if m.Scope != "" {
+			scope = g.Scope + "\t"
+		}
+		reason := shownCut(g.Reason, 100)
+		if reason == "" {
+			reason = "-"
+		}
+		fmt.Fprintf(w, "    %s%s\t%d\t%s\n", scope, g.Status, g.Count, reason)
+		fmt.Fprintf(w, "      ids: %s\n", shownCut(strings.Join(g.IDs, " "), 2000))
+	}
+	if l.Unlisted > 0 {
+		groups := ""
+		if l.UnlistedGroups > 0 {
+			groups = fmt.Sprintf(" in %d more groups", l.UnlistedGroups)
+		}
+		fmt.Fprintf(w, "    and %d more records%s: --limit N lists more, --limit 0 every one\n", l.Unlisted, groups)
+	}
 }

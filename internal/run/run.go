@@ -395,10 +395,10 @@ type Row struct {
 
 // Recent returns the latest runs, newest first: of the given commands (a run named with a
 // suffix, like "social sync run shard 0/4", counts as its command's), or of all when none are
-// given.
-func Recent(ctx context.Context, db interface {
-	Query(context.Context, string, ...any) (pgx.Rows, error)
-}, commands []string, limit int) ([]Row, error) {
+// given. A run still marked running whose process is gone (its lock is free: kill -9, out of
+// memory, node lost) is returned as abandoned, with that said in its error, as the next run of
+// its command will record it.
+func Recent(ctx context.Context, db status.Querier, commands []string, limit int) ([]Row, error) {
 	rows, err := db.Query(ctx, `SELECT id, command, started_at, finished_at, outcome, counters, coalesce(error, '')
 FROM runs WHERE coalesce(cardinality($1::text[]), 0) = 0
     OR EXISTS (SELECT 1 FROM unnest($1::text[]) c WHERE command = c OR starts_with(command, c || ' '))
@@ -406,13 +406,73 @@ ORDER BY id DESC LIMIT $2`, commands, limit)
 	if err != nil {
 		return nil, fmt.Errorf("recent runs: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Row, error) {
-		var x Row
-		err := r.Scan(&x.ID, &x.Command, &x.StartedAt, &x.FinishedAt, &x.Outcome, &x.Counters, &x.Error)
-		return x, err
-	})
+	out, err := pgx.CollectRows(rows, scanRow)
 	if err != nil {
 		return nil, fmt.Errorf("recent runs: %w", err)
 	}
+	if err := markGone(ctx, db, out); err != nil {
+		return nil, fmt.Errorf("recent runs: %w", err)
+	}
 	return out, nil
+}
+
+func scanRow(r pgx.CollectableRow) (Row, error) {
+	var x Row
+	err := r.Scan(&x.ID, &x.Command, &x.StartedAt, &x.FinishedAt, &x.Outcome, &x.Counters, &x.Error)
+	return x, err
+}
+
+// goneError is what a run still marked running says once its lock shows its process is gone.
+const goneError = "the process is gone: its run lock is free and no outcome was recorded (killed, out of memory, " +
+	"node lost, or the database unreachable as it ended); the next run of this command records it abandoned"
+
+// markGone shows as abandoned the runs still marked running that no longer hold their lock.
+// Their rows are read again after the look at the locks: a run records its outcome before it
+// gives its lock back, so one that ended meanwhile shows its outcome, and one still marked
+// running without its lock has no process left to record one.
+func markGone(ctx context.Context, db status.Querier, runs []Row) error {
+	var running []int64
+	for _, r := range runs {
+		if r.Outcome == "running" {
+			running = append(running, r.ID)
+		}
+	}
+	if len(running) == 0 {
+		return nil
+	}
+	live, err := status.LiveRuns(ctx, db, running)
+	if err != nil {
+		return err
+	}
+	var gone []int64
+	for _, id := range running {
+		if !live[id] {
+			gone = append(gone, id)
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	rows, err := db.Query(ctx, `SELECT id, command, started_at, finished_at, outcome, counters, coalesce(error, '')
+FROM runs WHERE id = ANY($1)`, gone)
+	if err != nil {
+		return err
+	}
+	now, err := pgx.CollectRows(rows, scanRow)
+	if err != nil {
+		return err
+	}
+	byID := map[int64]Row{}
+	for _, r := range now {
+		if r.Outcome == "running" {
+			r.Outcome, r.Error = Abandoned, goneError
+		}
+		byID[r.ID] = r
+	}
+	for i, r := range runs {
+		if x, ok := byID[r.ID]; ok {
+			runs[i] = x
+		}
+	}
+	return nil
 }

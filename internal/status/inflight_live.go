@@ -30,7 +30,7 @@ func (m *Machine) endedRuns(ctx context.Context, db DB, where string, args []any
 	if err != nil || len(runs) == 0 {
 		return nil, err
 	}
-	live, err := liveRuns(ctx, db, runs)
+	live, err := LiveRuns(ctx, db, runs)
 	if err != nil {
 		return nil, err
 	}
@@ -43,9 +43,16 @@ func (m *Machine) endedRuns(ctx context.Context, db DB, where string, args []any
 	return ended, nil
 }
 
-// liveRuns returns which of runs hold a lock they are recorded the holder of: the advisory
-// lock (LockKey of its name) is granted to a session in this database.
-func liveRuns(ctx context.Context, db DB, runs []int64) (map[int64]bool, error) {
+// Querier is the part of DB a look that writes nothing needs.
+type Querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// LiveRuns returns which of runs hold a lock they are recorded the holder of: the advisory
+// lock (LockKey of its name) is granted to a session in this database. A run that is not
+// live has ended: its process is gone (killed, out of memory, node lost) or lost its lock,
+// whatever its row in runs still says.
+func LiveRuns(ctx context.Context, db Querier, runs []int64) (map[int64]bool, error) {
 	rows, err := db.Query(ctx, `SELECT name, run_id FROM run_locks WHERE run_id = ANY($1)`, runs)
 	if err != nil {
 		return nil, fmt.Errorf("the locks of runs %v: %w", runs, err)

@@ -176,8 +176,17 @@ func (e *Engine) clockZone(entity string, clock rest.Time) (*time.Location, erro
 
 // progress logs one line of a phase's progress: done out of total, rate and ETA.
 func (e *Engine) progress(phase, entity string, done int64, total *int64, thisRun int, start time.Time) {
+	e.progressStep(phase, "", entity, done, total, thisRun, start)
+}
+
+// progressStep is progress for a phase that works in steps (verify lists the target, then
+// compares the records with it), each with its own count, rate and ETA.
+func (e *Engine) progressStep(phase, step, entity string, done int64, total *int64, thisRun int, start time.Time) {
 	took := e.now().Sub(start).Seconds()
 	attrs := []any{"entity", entity, "phase", phase, "done", done}
+	if step != "" {
+		attrs = append(attrs, "step", step)
+	}
 	if total != nil {
 		attrs = append(attrs, "total", *total)
 	}

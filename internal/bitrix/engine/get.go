@@ -80,6 +80,10 @@ func (e *Engine) Get(ctx context.Context, entity string) (GetStats, error) {
 	}
 	defer e.Metrics.Phase(ent.Name, "get")()
 	st := GetStats{Counts: map[string]*GetCounts{}}
+	// A pass this get resumes is being read again: `bitrix status` says so while this run lives.
+	if err := e.store().touchPasses(ctx, e.registry().Family(ent)); err != nil {
+		return st, err
+	}
 	err = ent.Lister.Get(ctx, &GetRun{Env: e.env(), Ent: ent, Stats: &st, Start: e.now()})
 	if errors.Is(err, ErrLimitReached) {
 		err = nil

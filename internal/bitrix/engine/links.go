@@ -130,6 +130,11 @@ func (rf *Refs) loadLinkState(ctx context.Context, db status.DB, ent *Entity, wa
 // imported are their own reason of failure, listed with them; those are skipped here.
 func (e *Engine) verifyLinks(ctx context.Context, ent *Entity, ref Ref, r *VerifyReport) error {
 	unresolved := 0
+	progress, err := e.refsProgress(ctx, ent, ref)
+	if err != nil {
+		return err
+	}
+	defer progress.end()
 	for after := int64(0); ; {
 		recs, err := e.store().linkPage(ctx, ent, ref.Field, after, importapi.MaxListItems)
 		if err != nil {
@@ -138,6 +143,7 @@ func (e *Engine) verifyLinks(ctx context.Context, ent *Entity, ref Ref, r *Verif
 		if len(recs) == 0 {
 			break
 		}
+		progress.add(len(recs))
 		after = recs[len(recs)-1].id
 		var ids []string
 		for _, g := range recs {

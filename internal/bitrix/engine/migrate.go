@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 )
@@ -99,15 +100,18 @@ func (e *Engine) Migrate(ctx context.Context, o MigrateOptions) error {
 	}
 	calls, records := e.migratePlan(ctx, rate, ents)
 	left := 0
+	var recordsLeft int64
 	for _, ent := range ents {
 		for _, f := range e.registry().Family(ent) {
 			left += calls[f.Name]
+			recordsLeft += records[f.Name]
 		}
 	}
+	var measured pace
 	log, start := e.Log, e.now()
 	defer func() { e.Log = log }()
-	e.Log.Info("migration started", "entities", len(ents), "plan_calls_left", left,
-		"plan_eta_s", round1(float64(left)/rate.PerSecond), "rate", rate.String())
+	e.Log.Info("migration started", append(append([]any{"entities", len(ents), "plan_calls_left", left},
+		measured.eta(float64(left)/rate.PerSecond, recordsLeft)...), "rate", rate.String())...)
 	for k, ent := range ents {
 		place := fmt.Sprintf("%d of %d", k+1, len(ents))
 		e.Log = log.With("migrate_entity", place)
@@ -117,12 +121,14 @@ func (e *Engine) Migrate(ctx context.Context, o MigrateOptions) error {
 			entCalls += calls[f.Name]
 			entRecords += records[f.Name]
 		}
-		e.Log.Info("migration: entity started", "entity", ent.Name, "records_planned", entRecords,
-			"plan_calls_left", left, "plan_eta_s", round1(float64(left)/rate.PerSecond),
-			"elapsed_s", round1(e.now().Sub(start).Seconds()))
+		e.Log.Info("migration: entity started", append(append([]any{"entity", ent.Name, "records_planned", entRecords,
+			"plan_calls_left", left}, measured.eta(float64(left)/rate.PerSecond, recordsLeft)...),
+			"elapsed_s", round1(e.now().Sub(start).Seconds()))...)
 		sent := e.stats()
+		var beyondGet time.Duration
 		for _, phase := range Phases {
 			e.Log.Info("phase started", "entity", ent.Name, "phase", phase)
+			began := e.now()
 			if err := e.migratePhase(ctx, ent.Name, phase); err != nil {
 				merr := &MigrateError{Entity: ent.Name, Phase: phase, K: k + 1, N: len(ents), Err: err}
 				var nv *notVerified
@@ -131,11 +137,16 @@ func (e *Engine) Migrate(ctx context.Context, o MigrateOptions) error {
 				}
 				return merr
 			}
+			if phase != "get" {
+				beyondGet += e.now().Sub(began)
+			}
 		}
+		measured.add(ctx, e, ent, beyondGet)
 		left = max(0, left-entCalls)
-		e.Log.Info("migration: entity verified", "entity", ent.Name, "calls_sent", e.stats()-sent,
-			"plan_calls_left", left, "plan_eta_s", round1(float64(left)/rate.PerSecond),
-			"elapsed_s", round1(e.now().Sub(start).Seconds()))
+		recordsLeft = max(0, recordsLeft-entRecords)
+		e.Log.Info("migration: entity verified", append(append([]any{"entity", ent.Name, "calls_sent", e.stats() - sent,
+			"plan_calls_left", left}, measured.eta(float64(left)/rate.PerSecond, recordsLeft)...),
+			"elapsed_s", round1(e.now().Sub(start).Seconds()))...)
 	}
 	log.Info("migration verified", "entities", len(ents), "elapsed_s", round1(e.now().Sub(start).Seconds()))
 	return nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -76,6 +77,18 @@ type EntityStatus struct {
 	FieldsOnTarget int64 `json:"fields_on_target"`
 	// Advice is what the entity says a person can do about its records not migrated.
 	Advice []string `json:"advice,omitempty"`
+	// Verified is the entity's VERIFIED flag, VerifiedAt when a clean verify set it. A child has no
+	// verify of its own: its parent's verify covers it (counts, coverage per parent, every record
+	// compared), so a child shows its parent's flag, and VerifiedWith names that parent.
+	Verified     bool       `json:"verified"`
+	VerifiedAt   *time.Time `json:"verified_at,omitempty"`
+	VerifiedWith string     `json:"verified_with,omitempty"`
+	// Waiting, for a child, counts its NEW records that wait for a parent not imported (nil when
+	// none does): NEW, yet nothing for set to send until the parent is imported.
+	Waiting *Waiting `json:"waiting,omitempty"`
+	// GetRunID is the live run reading the entity's get pass now, when its pass is not complete:
+	// the pass is in progress. Zero for a pass a run that ended left interrupted.
+	GetRunID int64 `json:"get_run_id,omitempty"`
 }
 
 // NotMigrated is a group of records that share a status, a reason and an acknowledgement.
@@ -103,6 +116,11 @@ func (e *Engine) Report(ctx context.Context) (StatusReport, error) {
 	if err != nil {
 		return StatusReport{}, err
 	}
+	live, err := e.store().liveHolders(ctx, e.registry())
+	if err != nil {
+		return StatusReport{}, err
+	}
+	inventories := map[string]*Inventory{}
 	var out StatusReport
 	for _, ent := range e.registry().All() {
 		name := ent.Name
@@ -135,6 +153,10 @@ func (e *Engine) Report(ctx context.Context) (StatusReport, error) {
 				return out, err
 			}
 			es.Inventory = &inv
+			inventories[name] = &inv
+		}
+		if err := e.reportState(ctx, ent, &es, inventories, live); err != nil {
+			return out, err
 		}
 		if es.Fields, es.FieldsOnTarget, err = e.store().countFields(ctx, name); err != nil {
 			return out, err
@@ -165,7 +187,10 @@ func (r StatusReport) WriteText(w io.Writer) error {
 				total = strconv.FormatInt(*inv.SourceTotal, 10)
 			}
 			state := "complete"
-			if !inv.Complete {
+			switch {
+			case !inv.Complete && es.GetRunID != 0:
+				state = fmt.Sprintf("in progress by run %d, after id %s", es.GetRunID, inv.Cursor)
+			case !inv.Complete:
 				state = "interrupted after id " + inv.Cursor
 			}
 			if inv.Pass == 0 {
@@ -175,14 +200,16 @@ func (r StatusReport) WriteText(w io.Writer) error {
 				state += fmt.Sprintf(" (test_limit %d)", *inv.Limit)
 			}
 			fmt.Fprintf(tw, "  source\t%s rows; get pass %d %s, %d rows read\n", total, inv.Pass, state, inv.PassRows)
-			verified := "no"
-			if inv.Verified {
-				verified = "yes, at " + inv.VerifiedAt.UTC().Format(time.RFC3339)
-			}
-			fmt.Fprintf(tw, "  verified\t%s\n", verified)
+			fmt.Fprintf(tw, "  verified\t%s\n", strings.Replace(es.VerifiedState(), "yes, ", "yes, at ", 1))
 			if inv.LastVerify != nil {
 				fmt.Fprintf(tw, "  last verify\t%s: %s\n", inv.LastVerify.At.Format(time.RFC3339), inv.LastVerify.Summary())
 			}
+		}
+		if es.Inventory == nil && es.VerifiedWith != "" {
+			fmt.Fprintf(tw, "  verified\t%s\n", strings.Replace(es.VerifiedState(), "yes, ", "yes, at ", 1))
+		}
+		if s := es.WaitingState(); s != "" {
+			fmt.Fprintf(tw, "  waiting\t%d NEW: %s\n", es.Waiting.Records, s)
 		}
 		if es.Fields > 0 {
 			fmt.Fprintf(tw, "  custom fields\t%d read, %d on the target\n", es.Fields, es.FieldsOnTarget)

@@ -33,10 +33,13 @@ type Inventory struct {
 	VerifiedAt *time.Time `json:"verified_at,omitempty"`
 	// LastVerify is the report of the last verify, clean or not.
 	LastVerify *VerifyReport `json:"last_verify,omitempty"`
+	// UpdatedAt is when the row last changed: every page a get stores, and the start of a get that
+	// resumes the pass (touchPasses), move it.
+	UpdatedAt *time.Time `json:"updated_at,omitempty"`
 }
 
 const inventoryColumns = `entity, source_total, pass, pass_rows, get_cursor, get_complete, get_limit,
-get_started_at, get_finished_at, verified, verified_at, verify_report`
+get_started_at, get_finished_at, verified, verified_at, verify_report, updated_at`
 
 // loadInventory returns the entity's inventory row, creating it on first use.
 func (s Store) loadInventory(ctx context.Context, entity string) (Inventory, error) {
@@ -58,7 +61,7 @@ func scanInventory(row pgx.CollectableRow) (Inventory, error) {
 	var inv Inventory
 	var report []byte
 	err := row.Scan(&inv.Entity, &inv.SourceTotal, &inv.Pass, &inv.PassRows, &inv.Cursor, &inv.Complete,
-		&inv.Limit, &inv.StartedAt, &inv.FinishedAt, &inv.Verified, &inv.VerifiedAt, &report)
+		&inv.Limit, &inv.StartedAt, &inv.FinishedAt, &inv.Verified, &inv.VerifiedAt, &report, &inv.UpdatedAt)
 	if err != nil || report == nil {
 		return inv, err
 	}

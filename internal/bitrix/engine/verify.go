@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ingest-dev/ingest/internal/importapi"
 )
@@ -24,12 +26,14 @@ func (e *Engine) Verify(ctx context.Context, entity string) (VerifyReport, error
 	defer e.Metrics.Phase(ent.Name, "verify")()
 	r := VerifyReport{Entity: ent.Name, At: e.now().UTC(), ByStatus: map[string]int64{}}
 	family := e.registry().Family(ent)
+	step := e.verifySteps(ent.Name)
 	if err := e.listAcknowledged(ctx, family, &r); err != nil {
 		return r, err
 	}
 	if err := e.verifyCounts(ctx, ent, &r); err != nil {
 		return r, err
 	}
+	step("counts")
 	for _, m := range family {
 		if m.Fetch != nil || m.Walk != nil {
 			if err := e.verifyChildren(ctx, m, &r); err != nil {
@@ -42,14 +46,17 @@ func (e *Engine) Verify(ctx context.Context, entity string) (VerifyReport, error
 		if err := e.verifyRefs(ctx, m, &r); err != nil {
 			return r, err
 		}
+		step("coverage and references of " + m.Name)
 	}
 	if err := e.verifyFamily(ctx, family, &r); err != nil {
 		return r, err
 	}
+	step("family")
 	if ent.Verify != nil {
 		if err := ent.Verify(ctx, e.env(), ent, &r); err != nil {
 			return r, err
 		}
+		step("checks of " + ent.Name + "'s own")
 	}
 	for _, m := range family {
 		if err := e.verifyAll(ctx, m, &r); err != nil {
@@ -231,6 +238,11 @@ func (e *Engine) verifyRefs(ctx context.Context, ent *Entity, r *VerifyReport) e
 
 func (e *Engine) verifyRef(ctx context.Context, ent *Entity, ref Ref, r *VerifyReport) error {
 	unresolved := 0
+	progress, err := e.refsProgress(ctx, ent, ref)
+	if err != nil {
+		return err
+	}
+	defer progress.end()
 	for after := int64(0); ; {
 		recs, err := e.store().refPage(ctx, ent, ref, after, importapi.MaxItems)
 		if err != nil {
@@ -239,6 +251,7 @@ func (e *Engine) verifyRef(ctx context.Context, ent *Entity, ref Ref, r *VerifyR
 		if len(recs) == 0 {
 			break
 		}
+		progress.add(len(recs))
 		after = recs[len(recs)-1].id
 		var keys []string
 		for _, g := range recs {
@@ -372,4 +385,25 @@ func compareRecord(k *Entity, rec Record, rf *Refs, onTarget map[string]importap
 		diffs[i].TargetID = tr.TargetID
 	}
 	return diffs, err
+}
+
+// slowStep is how long a step of verify may take before it says so at info level: the steps
+// that read every record (the entity's own checks, the references) speak on a large entity,
+// the quick ones stay at debug.
+const slowStep = time.Second
+
+// verifySteps returns a function that logs the end of each step of an entity's verify with its
+// time, so that no long step is silent.
+func (e *Engine) verifySteps(entity string) func(step string) {
+	last := e.now()
+	return func(step string) {
+		now := e.now()
+		took := now.Sub(last)
+		last = now
+		level := slog.LevelDebug
+		if took >= slowStep {
+			level = slog.LevelInfo
+		}
+		e.Log.Log(context.Background(), level, "verify step done", "entity", entity, "step", step, "took_s", round1(took.Seconds()))
+	}
 }

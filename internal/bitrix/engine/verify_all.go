@@ -23,7 +23,15 @@ type targetEntry struct {
 // yields no field difference and is not reported. Cost: the listing's pages, plus one get per
 // 100 differing records.
 func (e *Engine) verifyAll(ctx context.Context, ent *Entity, r *VerifyReport) error {
+	// Its two steps each log their progress (stepProgress) against the records imported: what the
+	// target should list, and what is compared.
+	byStatus, _, err := e.store().countByStatus(ctx, ent.Name)
+	if err != nil {
+		return fmt.Errorf("verify %s: %w", ent.Name, err)
+	}
+	imported := byStatus[string(ImportOK)]
 	onTarget := map[string]targetEntry{}
+	listing := e.stepProgress("target listing", ent.Name, imported)
 	for cursor := ""; ; {
 		items, next, err := e.Target.List(ctx, ent.Name, cursor, importapi.MaxListItems)
 		if err != nil {
@@ -32,6 +40,7 @@ func (e *Engine) verifyAll(ctx context.Context, ent *Entity, r *VerifyReport) er
 		for _, it := range items {
 			onTarget[it.Key] = targetEntry{it.TargetID, it.ContentHash}
 		}
+		listing.add(len(items))
 		if next == "" {
 			break
 		}
@@ -39,7 +48,10 @@ func (e *Engine) verifyAll(ctx context.Context, ent *Entity, r *VerifyReport) er
 	}
 	var suspects []Record
 	var wants = map[string][]byte{}
-	err := e.store().EachImported(ctx, ent.Name, func(recs []Record) error {
+	listing.end()
+	compared := e.stepProgress("compare", ent.Name, imported)
+	err = e.store().EachImported(ctx, ent.Name, func(recs []Record) error {
+		defer compared.add(len(recs))
 		rf, err := loadRefs(ctx, e.Pool, ent, recs)
 		if err != nil {
 			return err
@@ -80,6 +92,7 @@ func (e *Engine) verifyAll(ctx context.Context, ent *Entity, r *VerifyReport) er
 	if err != nil {
 		return err
 	}
+	compared.end()
 	if err := e.diffSuspects(ctx, ent, r, suspects, wants); err != nil {
 		return err
 	}
