@@ -1,13 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,8 +35,13 @@ func TestBitrixMigrate(t *testing.T) {
 	portal := bitrixfake.New(bitrixfake.Options{Seed: 7, Token: "s3cretwebhooktoken", Rate: 2, Burst: 50,
 		Users: 40, Groups: 4, Chats: 4, OpenLines: 1, MessagesPerChat: 12, Tasks: 12, Posts: 6,
 		Companies: 6, Contacts: 8, Deals: 8, SmartItems: 3, Workflows: 2})
-	ps := httptest.NewServer(portal)
+	// The chats' calls can be held back, so that the killed migrate is still inside chats (its
+	// third entity, whose verify ends the first run) when the test checks its lock: on a busy
+	// machine it could otherwise finish chats first and leave the lock free.
+	hold := &chatsHold{release: make(chan struct{})}
+	ps := httptest.NewServer(hold.wrap(portal))
 	t.Cleanup(ps.Close)
+	t.Cleanup(hold.open) // before ps.Close: a held call must end for the server to close
 	target := targetfake.New(targetfake.Options{Token: "s3crettargettoken"})
 	ts := httptest.NewServer(target)
 	t.Cleanup(ts.Close)
@@ -79,6 +89,10 @@ func TestBitrixMigrate(t *testing.T) {
 
 	// Migrate keeps the entity commands out while it runs; then it is killed mid-migration.
 	child := crashtest.StartArgs(t, binary, []string{"bitrix", "migrate"}, env...)
+	// The plan at the start reads the chats' count too: hold from the second entity on, whose
+	// get, set and verify come long before the chats' first call.
+	child.WaitStderr(t, `"migrate_entity":"2 of `, 3*time.Minute)
+	hold.on.Store(true)
 	child.WaitStderr(t, `"migrate_entity":"3 of `, 3*time.Minute)
 	if code, _, stderr := run("bitrix", "tasks", "get"); code != exitLocked || !strings.Contains(stderr, "ingest bitrix migrate (") {
 		t.Errorf("tasks get while migrate runs = exit %d, want %d naming migrate\n%s", code, exitLocked, stderr)
@@ -87,6 +101,7 @@ func TestBitrixMigrate(t *testing.T) {
 	if code := child.Wait(t); code != -1 {
 		t.Fatalf("migrate ended with %d before the kill\n%s", code, child.Stderr())
 	}
+	hold.open()
 	// A run that starts on a rested portal keeps under its bucket. (A process started while
 	// another's calls still fill the portal's bucket cannot know it, and may draw a 503 on its
 	// first calls, which it retries.)
@@ -194,4 +209,31 @@ func TestBitrixMigrate(t *testing.T) {
 	if !strings.Contains(stderr, `"entities":2,"plan_calls_left"`) || strings.Contains(stderr, `"entity":"`+names[0]+`"`) {
 		t.Errorf("--from %s did not start there\n%s", names[len(names)-2], stderr)
 	}
+}
+
+// chatsHold holds the portal's chat calls (im.* methods, alone or inside a batch) while on,
+// until open.
+type chatsHold struct {
+	on      atomic.Bool
+	once    sync.Once
+	release chan struct{}
+}
+
+func (h *chatsHold) open() { h.once.Do(func() { h.on.Store(false); close(h.release) }) }
+
+func (h *chatsHold) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h.on.Load() {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if strings.Contains(r.URL.Path, "/im.") || bytes.Contains(body, []byte("im.")) {
+				select {
+				case <-h.release:
+				case <-r.Context().Done():
+					return
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
