@@ -116,4 +116,3 @@ func read(r io.Reader, limit, hint int64) ([]byte, error) {
 		}
 	}
 }
-

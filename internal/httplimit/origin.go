@@ -43,6 +43,8 @@ type RedirectError struct {
 	Location string
 	// Reason says why it was refused.
 	Reason string
+	// Insecure is set when the redirect left https for http.
+	Insecure bool
 	// Hint, when set, tells the operator what to change.
 	Hint string
 }
@@ -82,7 +84,7 @@ func Masked(u *url.URL, r *redact.Redactor) string {
 // stays on from's origin, else a *RedirectError. Nothing off the origin is ever followed,
 // whatever the status: credentials of the configured origin must not leave it.
 func Check(call string, status int, from *url.URL, location string, r *redact.Redactor) (*url.URL, error) {
-	refuse := func(to, reason string) error {
+	refuse := func(to, reason string) *RedirectError {
 		return &RedirectError{Call: call, Status: status, Location: to, Reason: reason}
 	}
 	if location == "" {
@@ -93,13 +95,19 @@ func Check(call string, status int, from *url.URL, location string, r *redact.Re
 		return nil, refuse("an address that does not parse", "bad Location")
 	}
 	if !SameOrigin(from, to) {
-		return nil, refuse(Masked(to, r), offOrigin(from, to))
+		re := refuse(Masked(to, r), offOrigin(from, to))
+		re.Insecure = downgrade(from, to)
+		return nil, re
 	}
 	return to, nil
 }
 
+func downgrade(from, to *url.URL) bool {
+	return strings.EqualFold(from.Scheme, "https") && strings.EqualFold(to.Scheme, "http")
+}
+
 func offOrigin(from, to *url.URL) string {
-	if strings.EqualFold(from.Scheme, "https") && strings.EqualFold(to.Scheme, "http") {
+	if downgrade(from, to) {
 		return "it leaves https for plain http"
 	}
 	return fmt.Sprintf("another origin than %s", Origin(from))
@@ -117,7 +125,8 @@ func SameOriginRedirects(call func(*http.Request) string, r *redact.Redactor) fu
 			status = req.Response.StatusCode
 		}
 		refuse := func(reason string) error {
-			return &RedirectError{Call: call(first), Status: status, Location: Masked(req.URL, r), Reason: reason}
+			return &RedirectError{Call: call(first), Status: status, Location: Masked(req.URL, r), Reason: reason,
+				Insecure: downgrade(first.URL, req.URL)}
 		}
 		switch {
 		case !SameOrigin(first.URL, req.URL):

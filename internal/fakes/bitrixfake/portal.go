@@ -56,6 +56,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ingest-dev/ingest/internal/fakes/gzipbomb"
 )
 
 const (
@@ -213,6 +215,8 @@ type Portal struct {
 	deletedCompany                         int
 	crmUserfields                          [][]json.RawMessage
 	templates                              []int // workflow template ids (bizproc.go)
+
+	bombs map[string]*gzipbomb.Bomb // method: the gzip bomb its requests get (faults_bomb.go)
 }
 
 // handler runs a method with its decoded parameters; it is called with the
@@ -355,7 +359,12 @@ func (p *Portal) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	p.stats.Requests++
 	fault := p.takeFault(method)
+	bomb := p.bombFor(method)
 	p.mu.Unlock()
+	if bomb != nil {
+		bomb.Serve(w)
+		return
+	}
 	if fault != 0 && !p.serveFault(w, r, fault) {
 		return
 	}

@@ -38,7 +38,7 @@ func New(prefix []byte, size int64) *Bomb {
 func compress(p []byte) []byte {
 	var b bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression) // a valid level never fails
-	_, _ = zw.Write(p)                                      // a bytes.Buffer never fails
+	_, _ = zw.Write(p)                                     // a bytes.Buffer never fails
 	_ = zw.Close()
 	return b.Bytes()
 }

@@ -1,0 +1,202 @@
+package rest_test
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ingest-dev/ingest/internal/bitrix/rest"
+	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
+	"github.com/ingest-dev/ingest/internal/httplimit"
+)
+
+// allocated returns the bytes the process allocated while f ran.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestGzipBombFailsTheCallOnce: a 64 GiB bomb (64 MB on the wire) fails its call with the cap
+// in the message, is not asked again (the portal would send the same), and costs the client the
+// cap, not the inflated size.
+func TestGzipBombFailsTheCallOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		limit int64 // 0: the default
+	}{
+		{"small cap", 1 << 20},
+		{"default cap", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, bitrixfake.Options{Users: 5, Seed: 1}, rest.Options{MaxAnswerBytes: tc.limit})
+			bomb := e.portal.ServeGzipBombs("user.get", 64<<30)
+			limit := tc.limit
+			if limit == 0 {
+				limit = rest.DefaultMaxAnswerBytes
+			}
+			var err error
+			alloc := allocated(func() { _, err = e.client.Call(t.Context(), "user.get", nil) })
+			if !errors.Is(err, httplimit.ErrTooLarge) || !rest.IsPermanent(err) {
+				t.Fatalf("err %v, want a permanent ErrTooLarge", err)
+			}
+			msg := err.Error()
+			for _, want := range []string{"bitrix user.get", "user.get.json", "answer larger than " + strconv.FormatInt(limit, 10) + " bytes"} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("error %q does not say %q", msg, want)
+				}
+			}
+			if strings.Contains(msg, e.portal.Token()) {
+				t.Errorf("error %q contains the token", msg)
+			}
+			if n := e.portal.Stats().Requests; n != 1 {
+				t.Errorf("portal asked %d times, want once", n)
+			}
+			// Reading stops one byte past the cap: the buffer doubles up to it (1.5 times the cap
+			// at most at once), plus the decompressor's window and the connection's buffers.
+			if bound := uint64(3*limit + 8<<20); alloc > bound {
+				t.Errorf("allocated %d bytes for a cap of %d (bound %d)", alloc, limit, bound)
+			}
+			// What the server got to send: the cap's share of the bomb plus what the sockets buffer.
+			if bomb.Written() > bomb.Compressed()/4 {
+				t.Errorf("the client took %d of the bomb's %d bytes", bomb.Written(), bomb.Compressed())
+			}
+		})
+	}
+}
+
+// recorder is a server on another origin that keeps every request it gets.
+type recorder struct {
+	mu   sync.Mutex
+	reqs []string // method, URL and body
+}
+
+func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	r.mu.Lock()
+	r.reqs = append(r.reqs, req.Method+" "+req.URL.String()+" "+string(body))
+	r.mu.Unlock()
+	_, _ = w.Write([]byte(`{"result":[]}`))
+}
+
+func (r *recorder) got() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.reqs...)
+}
+
+// serveOn starts h on addr ("127.0.0.2:0": a host of its own, not just a port).
+func serveOn(t *testing.T, addr string, h http.Handler) *httptest.Server {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("cannot listen on %s: %v", addr, err)
+	}
+	s := httptest.NewUnstartedServer(h)
+	s.Listener = ln
+	s.Start()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// TestRedirectOffTheOriginIsRefused: a portal address answering with a redirect to another
+// origin (another host, another port, https to http) fails the call naming where it pointed,
+// without the token, and nothing reaches the other origin.
+func TestRedirectOffTheOriginIsRefused(t *testing.T) {
+	e := newEnv(t, bitrixfake.Options{Users: 5, Seed: 1}, rest.Options{})
+	other := &recorder{}
+	otherHost := serveOn(t, "127.0.0.2:0", other)
+	otherPort := serveOn(t, "127.0.0.1:0", other)
+	for _, tc := range []struct {
+		name   string
+		to     string
+		reason string
+		tls    bool
+	}{
+		{"another host", otherHost.URL, "another origin than http://127.0.0.1:", false},
+		{"another port", otherPort.URL, "another origin", false},
+		{"https to http", otherPort.URL, "leaves https for plain http", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			moved := bitrixfake.MovedTo(tc.to)
+			var old *httptest.Server
+			opts := rest.Options{}
+			if tc.tls {
+				old = httptest.NewTLSServer(moved)
+				opts.HTTPClient = old.Client()
+			} else {
+				old = httptest.NewServer(moved)
+			}
+			defer old.Close()
+			c := e.newClient(t, old.URL+e.portal.WebhookPath(), opts)
+			_, err := c.Call(t.Context(), "user.get", map[string]any{"start": 0})
+			re, ok := errors.AsType[*httplimit.RedirectError](err)
+			if !ok || !rest.IsPermanent(err) {
+				t.Fatalf("err %v, want a permanent RedirectError", err)
+			}
+			msg := err.Error()
+			for _, want := range []string{"bitrix user.get", "HTTP 302", tc.to + "/rest/1/xxxxx/user.get.json", tc.reason} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("error %q does not say %q", msg, want)
+				}
+			}
+			if hint := strings.Contains(msg, "set BITRIX_WEBHOOK_URL to it"); hint == tc.tls {
+				t.Errorf("error %q: a hint to update BITRIX_WEBHOOK_URL %v, want %v (never to plain http)", msg, hint, !tc.tls)
+			}
+			if strings.Contains(msg, e.portal.Token()) || re.Status != http.StatusFound {
+				t.Errorf("error %q (status %d)", msg, re.Status)
+			}
+		})
+	}
+	if got := other.got(); len(got) != 0 {
+		t.Errorf("the other origin got %d requests: %q", len(got), got)
+	}
+}
+
+// TestRedirectWithinTheOriginIsFollowed: a redirect that stays on the webhook's origin is
+// followed with the POST and its parameters, for that request only.
+func TestRedirectWithinTheOriginIsFollowed(t *testing.T) {
+	e := newEnv(t, bitrixfake.Options{Users: 120, Seed: 1}, rest.Options{})
+	var redirected int
+	var mu sync.Mutex
+	srv := serveOn(t, "127.0.0.1:0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rest, ok := strings.CutPrefix(r.URL.Path, "/old"); ok {
+			mu.Lock()
+			redirected++
+			mu.Unlock()
+			http.Redirect(w, r, rest, http.StatusMovedPermanently)
+			return
+		}
+		e.portal.ServeHTTP(w, r)
+	}))
+	c := e.newClient(t, srv.URL+"/old"+e.portal.WebhookPath(), rest.Options{})
+	params := map[string]any{"FILTER": map[string]any{">ID": 100}, "start": -1}
+	for i := range 2 {
+		resp, err := c.Call(t.Context(), "user.get", params)
+		if err != nil {
+			t.Fatalf("call %d: %v", i+1, err)
+		}
+		var rows []struct{ ID rest.ID }
+		if err := resp.Decode(&rows); err != nil || len(rows) == 0 || rows[0].ID != "101" {
+			t.Fatalf("call %d: rows %v (%v); the parameters were lost", i+1, rows, err)
+		}
+		if last := e.portal.LastRequest(); last.Verb != http.MethodPost {
+			t.Errorf("call %d reached the portal as %s", i+1, last.Verb)
+		}
+	}
+	if s := c.Stats(); s.Redirects != 2 || redirected != 2 {
+		t.Errorf("stats %+v, %d redirects served; want each call redirected", s, redirected)
+	}
+	if strings.Contains(e.logs.String(), e.portal.Token()) || !strings.Contains(e.logs.String(), "redirected the request within its address") {
+		t.Errorf("logs:\n%s", e.logs)
+	}
+}
