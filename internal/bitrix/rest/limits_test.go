@@ -2,11 +2,8 @@ package rest_test
 
 import (
 	"errors"
-	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,16 +12,8 @@ import (
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
 	"github.com/ingest-dev/ingest/internal/httplimit"
+	"github.com/ingest-dev/ingest/internal/httplimit/httplimittest"
 )
-
-// allocated returns the bytes the process allocated while f ran.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
 
 // TestGzipBombFailsTheCallOnce: a 64 GiB bomb (64 MB on the wire) fails its call with the cap
 // in the message, is not asked again (the portal would send the same), and costs the client the
@@ -45,7 +34,7 @@ func TestGzipBombFailsTheCallOnce(t *testing.T) {
 				limit = rest.DefaultMaxAnswerBytes
 			}
 			var err error
-			alloc := allocated(func() { _, err = e.client.Call(t.Context(), "user.get", nil) })
+			alloc := httplimittest.Allocated(func() { _, err = e.client.Call(t.Context(), "user.get", nil) })
 			if !errors.Is(err, httplimit.ErrTooLarge) || !rest.IsPermanent(err) {
 				t.Fatalf("err %v, want a permanent ErrTooLarge", err)
 			}
@@ -74,48 +63,14 @@ func TestGzipBombFailsTheCallOnce(t *testing.T) {
 	}
 }
 
-// recorder is a server on another origin that keeps every request it gets.
-type recorder struct {
-	mu   sync.Mutex
-	reqs []string // method, URL and body
-}
-
-func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	body, _ := io.ReadAll(req.Body)
-	r.mu.Lock()
-	r.reqs = append(r.reqs, req.Method+" "+req.URL.String()+" "+string(body))
-	r.mu.Unlock()
-	_, _ = w.Write([]byte(`{"result":[]}`))
-}
-
-func (r *recorder) got() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.reqs...)
-}
-
-// serveOn starts h on addr ("127.0.0.2:0": a host of its own, not just a port).
-func serveOn(t *testing.T, addr string, h http.Handler) *httptest.Server {
-	t.Helper()
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Skipf("cannot listen on %s: %v", addr, err)
-	}
-	s := httptest.NewUnstartedServer(h)
-	s.Listener = ln
-	s.Start()
-	t.Cleanup(s.Close)
-	return s
-}
-
 // TestRedirectOffTheOriginIsRefused: a portal address answering with a redirect to another
 // origin (another host, another port, https to http) fails the call naming where it pointed,
 // without the token, and nothing reaches the other origin.
 func TestRedirectOffTheOriginIsRefused(t *testing.T) {
 	e := newEnv(t, bitrixfake.Options{Users: 5, Seed: 1}, rest.Options{})
-	other := &recorder{}
-	otherHost := serveOn(t, "127.0.0.2:0", other)
-	otherPort := serveOn(t, "127.0.0.1:0", other)
+	other := &httplimittest.Recorder{}
+	otherHost := httplimittest.Serve(t, httplimittest.OtherHost, other)
+	otherPort := httplimittest.Serve(t, "127.0.0.1", other)
 	for _, tc := range []struct {
 		name   string
 		to     string
@@ -157,7 +112,7 @@ func TestRedirectOffTheOriginIsRefused(t *testing.T) {
 			}
 		})
 	}
-	if got := other.got(); len(got) != 0 {
+	if got := other.Requests(); len(got) != 0 {
 		t.Errorf("the other origin got %d requests: %q", len(got), got)
 	}
 }
@@ -168,7 +123,7 @@ func TestRedirectWithinTheOriginIsFollowed(t *testing.T) {
 	e := newEnv(t, bitrixfake.Options{Users: 120, Seed: 1}, rest.Options{})
 	var redirected int
 	var mu sync.Mutex
-	srv := serveOn(t, "127.0.0.1:0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httplimittest.Serve(t, "127.0.0.1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if rest, ok := strings.CutPrefix(r.URL.Path, "/old"); ok {
 			mu.Lock()
 			redirected++
