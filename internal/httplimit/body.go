@@ -51,8 +51,11 @@ const firstRead = 32 << 10
 // does not close the body.
 func ReadBody(resp *http.Response, limit int64, call string) ([]byte, error) {
 	r, hint, err := decoded(resp)
-	if err != nil {
+	if err != nil && call != "" {
 		return nil, fmt.Errorf("%s: %w", call, err)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if hint > limit {
 		return nil, &TooLargeError{Call: call, Limit: limit}
