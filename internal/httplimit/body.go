@@ -50,6 +50,11 @@ const firstRead = 32 << 10
 // naming call, having read limit+1 bytes at most and held at most about 1.5 times limit. It
 // does not close the body.
 func ReadBody(resp *http.Response, limit int64, call string) ([]byte, error) {
+	return readBody(resp, limit, call, nil)
+}
+
+// readBody is ReadBody calling grow, when not nil, before the buffer grows to a new size.
+func readBody(resp *http.Response, limit int64, call string, grow func(size int64) error) ([]byte, error) {
 	r, hint, err := decoded(resp)
 	if err != nil && call != "" {
 		return nil, fmt.Errorf("%s: %w", call, err)
@@ -60,7 +65,7 @@ func ReadBody(resp *http.Response, limit int64, call string) ([]byte, error) {
 	if hint > limit {
 		return nil, &TooLargeError{Call: call, Limit: limit}
 	}
-	body, err := read(r, limit, hint)
+	body, err := read(r, limit, hint, grow)
 	if errors.Is(err, ErrTooLarge) {
 		return nil, &TooLargeError{Call: call, Limit: limit}
 	}
@@ -91,18 +96,30 @@ func decoded(resp *http.Response) (io.Reader, int64, error) {
 // read reads r to EOF into a buffer that starts at the announced length (or firstRead) and
 // doubles, never past limit+1: one byte over the cap is how an answer is known to be too large
 // without reading any more of it.
-func read(r io.Reader, limit, hint int64) ([]byte, error) {
+func read(r io.Reader, limit, hint int64, grow func(size int64) error) ([]byte, error) {
 	size := int64(firstRead)
 	if hint >= 0 {
 		size = hint + 1 // room to see EOF without growing
 	}
-	buf := make([]byte, 0, min(size, limit+1))
+	size = min(size, limit+1)
+	if grow != nil {
+		if err := grow(size); err != nil {
+			return nil, err
+		}
+	}
+	buf := make([]byte, 0, size)
 	for {
 		if len(buf) == cap(buf) {
 			if int64(len(buf)) > limit {
 				return nil, ErrTooLarge
 			}
-			grown := make([]byte, len(buf), min(2*int64(cap(buf))+firstRead, limit+1))
+			size := min(2*int64(cap(buf))+firstRead, limit+1)
+			if grow != nil {
+				if err := grow(size); err != nil {
+					return nil, err
+				}
+			}
+			grown := make([]byte, len(buf), size)
 			copy(grown, buf)
 			buf = grown
 		}

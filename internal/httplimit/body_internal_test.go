@@ -34,7 +34,7 @@ func TestReadStopsOneByteAfterTheCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	inflated := &counting{r: zr}
-	_, err = read(inflated, limit, -1)
+	_, err = read(inflated, limit, -1, nil)
 	if !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("err %v, want ErrTooLarge", err)
 	}
@@ -58,7 +58,7 @@ func TestReadKeepsWhatFits(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			body := strings.Repeat("x", int(tc.size))
-			got, err := read(strings.NewReader(body), tc.limit, tc.hint)
+			got, err := read(strings.NewReader(body), tc.limit, tc.hint, nil)
 			if tc.tooLarge {
 				if !errors.Is(err, ErrTooLarge) {
 					t.Fatalf("err %v, want ErrTooLarge", err)

@@ -56,6 +56,12 @@ type Options struct {
 	// MaxAnswerBytes caps an answer after decompression; 0 means
 	// DefaultMaxAnswerBytes. A larger answer fails its call for good.
 	MaxAnswerBytes int64
+	// ReadGate bounds the answers read at once (see httplimit.Gate); nil
+	// means a gate of the client's own for 8 answers of up to 8 MiB and one
+	// larger: reading then holds at most about 192 MiB (with the default
+	// cap) however many calls are in flight. Share one among the clients of
+	// a process, as the Limiter.
+	ReadGate *httplimit.Gate
 	// Rate is the portal's leaky bucket; the zero value means DefaultRate().
 	// Its drain interval is the least wait before a request the portal
 	// refused with QUERY_LIMIT_EXCEEDED is sent again.
@@ -111,6 +117,7 @@ type Client struct {
 	ops       *operating
 	stats     counters
 	maxAnswer int64
+	readGate  *httplimit.Gate
 	secrets   *redaction.Redactor // the token, for the addresses of refused redirects
 	base      url.URL             // the webhook address, ending in "/"
 }
@@ -144,11 +151,15 @@ func New(webhookURL string, opts Options) (*Client, error) {
 		sleep:     opts.Sleep,
 		userAgent: opts.UserAgent,
 		maxAnswer: opts.MaxAnswerBytes,
+		readGate:  opts.ReadGate,
 		secrets:   redaction.New(webhookToken(u)),
 		base:      *u,
 	}
 	if c.maxAnswer <= 0 {
 		c.maxAnswer = DefaultMaxAnswerBytes
+	}
+	if c.readGate == nil {
+		c.readGate = httplimit.NewGate(8, 8<<20)
 	}
 	bucket := opts.Rate
 	if bucket.PerSecond <= 0 {
@@ -448,9 +459,11 @@ func (c *Client) roundTrip(ctx context.Context, method string, target *url.URL, 
 	}
 	defer resp.Body.Close()
 	// The cap counts decompressed bytes and stops reading at it: a gzip bomb
-	// costs the cap, not what it inflates to. An answer over it is not
-	// retried (IsPermanent): the portal would send the same again.
-	data, err := httplimit.ReadBody(resp, c.maxAnswer, "POST "+httplimit.Masked(target, c.secrets))
+	// costs the cap, not what it inflates to, and the gate keeps the calls in
+	// flight from reading more than one answer past 8 MiB at once. An answer
+	// over the cap is not retried (IsPermanent): the portal would send the
+	// same again.
+	data, err := c.readGate.ReadBody(rctx, resp, c.maxAnswer, "POST "+httplimit.Masked(target, c.secrets))
 	if err != nil {
 		return 0, nil, nil, c.transportError(ctx, method, err)
 	}

@@ -155,3 +155,27 @@ func TestRedirectWithinTheOriginIsFollowed(t *testing.T) {
 		t.Errorf("logs:\n%s", e.logs)
 	}
 }
+
+// TestGzipBombsInFlightAreReadThroughTheGate: calls in flight all served bombs each fail on
+// their own, and the read gate hands its slots back (a leaked slot would hang the later ones).
+func TestGzipBombsInFlightAreReadThroughTheGate(t *testing.T) {
+	const limit = 1 << 20
+	e := newEnv(t, bitrixfake.Options{Users: 5, Seed: 1}, rest.Options{})
+	e.portal.ServeGzipBombs("user.get", 1<<30)
+	c := e.newClient(t, e.server.URL+e.portal.WebhookPath(), rest.Options{MaxAnswerBytes: limit, ReadGate: httplimit.NewGate(2, 64<<10)})
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for range 16 {
+		wg.Go(func() {
+			_, err := c.Call(t.Context(), "user.get", nil)
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if !errors.Is(err, httplimit.ErrTooLarge) {
+			t.Errorf("err %v, want ErrTooLarge", err)
+		}
+	}
+}
