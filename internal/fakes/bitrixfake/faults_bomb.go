@@ -39,3 +39,10 @@ func (p *Portal) bombFor(method string) *gzipbomb.Bomb {
 	}
 	return nil
 }
+
+// StopGzipBombs answers every method normally again.
+func (p *Portal) StopGzipBombs() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.bombs = nil
+}
