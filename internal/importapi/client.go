@@ -168,6 +168,7 @@ type Client struct {
 	base      string // ends in "/", no user info
 	token     string
 	maxAnswer int64
+	readGate  *httplimit.Gate // set calls in flight read one answer past 8 MiB at a time
 	http      *http.Client
 	timeout   time.Duration
 	maxWaits  int
@@ -201,7 +202,7 @@ func New(rawURL string, opts Options) (*Client, error) {
 		u.Path += "/"
 	}
 	t := &Client{base: u.String(), token: token, timeout: opts.Timeout, maxWaits: opts.MaxRateWaits,
-		log: opts.Logger, sleep: opts.Sleep, maxAnswer: opts.MaxAnswerBytes}
+		log: opts.Logger, sleep: opts.Sleep, maxAnswer: opts.MaxAnswerBytes, readGate: httplimit.NewGate(8, 8<<20)}
 	hc := http.Client{}
 	if opts.HTTPClient != nil {
 		hc = *opts.HTTPClient
@@ -452,7 +453,7 @@ func (t *Client) post(ctx context.Context, method string, data []byte, out any) 
 		return 0, &Error{Method: method, Err: err}
 	}
 	defer resp.Body.Close()
-	raw, err := httplimit.ReadBody(resp, t.maxAnswer, "POST "+t.base+method)
+	raw, err := t.readGate.ReadBody(rctx, resp, t.maxAnswer, "POST "+t.base+method)
 	if err != nil {
 		return 0, &Error{Method: method, HTTPStatus: resp.StatusCode, Err: stripURL(err)}
 	}

@@ -131,9 +131,10 @@ const maxAnswer = 32 << 20
 
 // Client talks to one provider.
 type Client struct {
-	base  *url.URL
-	token string
-	http  *http.Client
+	base     *url.URL
+	token    string
+	http     *http.Client
+	readGate *httplimit.Gate // the calls in flight read one answer past 1 MiB at a time
 }
 
 // New returns a client of the provider at base (e.g. https://vision.example/v1) with its
@@ -155,7 +156,8 @@ func New(base, token string) (*Client, error) {
 	redirects := httplimit.SameOriginRedirects(func(r *http.Request) string {
 		return "enrichment API " + r.Method + " " + httplimit.Masked(r.URL, nil)
 	}, redact.New(token))
-	return &Client{base: u, token: token, http: &http.Client{Timeout: 30 * time.Second, CheckRedirect: redirects}}, nil
+	return &Client{base: u, token: token, http: &http.Client{Timeout: 30 * time.Second, CheckRedirect: redirects},
+		readGate: httplimit.NewGate(8, 1<<20)}, nil
 }
 
 // Submit sends a job; the same token with the same items returns the same job. A resend must
@@ -208,7 +210,7 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 		return nil, fmt.Errorf("enrichment API %s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
-	raw, err := httplimit.ReadBody(resp, maxAnswer, "enrichment API "+method+" "+httplimit.Masked(req.URL, nil))
+	raw, err := c.readGate.ReadBody(ctx, resp, maxAnswer, "enrichment API "+method+" "+httplimit.Masked(req.URL, nil))
 	if errors.Is(err, httplimit.ErrTooLarge) {
 		return nil, err
 	}

@@ -45,6 +45,7 @@ type Client struct {
 	http      *http.Client
 	retry     retry.Policy
 	onRetry   func(string, int, error, time.Duration)
+	readGate  *httplimit.Gate // the requests in flight read one answer past 1 MiB at a time
 	calls     atomic.Int64
 }
 
@@ -73,7 +74,7 @@ func New(o Options) (*Client, error) {
 	redirects := httplimit.SameOriginRedirects(func(r *http.Request) string {
 		return r.Method + " " + httplimit.Masked(r.URL, nil)
 	}, nil)
-	return &Client{base: base, userAgent: o.UserAgent, retry: p, onRetry: o.OnRetry,
+	return &Client{base: base, userAgent: o.UserAgent, retry: p, onRetry: o.OnRetry, readGate: httplimit.NewGate(8, 1<<20),
 		http: &http.Client{Timeout: o.Timeout, CheckRedirect: redirects}}, nil
 }
 
@@ -190,7 +191,7 @@ func (c *Client) once(ctx context.Context, r Request) (*Response, error) {
 		return nil, &TransportError{Endpoint: r.Endpoint, Err: errors.New(scrub(err.Error(), r.Token))}
 	}
 	defer hr.Body.Close()
-	body, err := httplimit.ReadBody(hr, maxBody, "GET "+httplimit.Masked(&u, nil))
+	body, err := c.readGate.ReadBody(ctx, hr, maxBody, "GET "+httplimit.Masked(&u, nil))
 	if errors.Is(err, httplimit.ErrTooLarge) {
 		return nil, &RefusedError{Endpoint: r.Endpoint, Err: err}
 	}
