@@ -62,6 +62,9 @@ type args struct {
 	BitrixDeals     int `arg:"--bitrix-deals" default:"1000" help:"CRM deals on the fake portal, in three funnels"`
 	BitrixSmart     int `arg:"--bitrix-smart-items" default:"200" help:"items of each of the fake portal's two smart processes (0: no smart processes)"`
 	BitrixWorkflows int `arg:"--bitrix-workflows" default:"10" help:"workflow templates on the fake portal (the CRM ones with running workflows and tasks)"`
+	// A fault of the portal for trying how ingest bounds an answer.
+	BitrixBombs    []string `arg:"--bitrix-gzip-bomb,separate" help:"answer every request for this REST method (batch for batches) with a gzip bomb"`
+	BitrixBombSize int64    `arg:"--bitrix-gzip-bomb-bytes" default:"4294967296" help:"what a gzip bomb inflates to (it weighs about a thousandth of that)"`
 	// The fake Instagram Graph API and the fake enrichment providers.
 	SocialSeed      uint64        `arg:"--social-seed" default:"1" help:"seed of the fake Graph API's generated accounts"`
 	SocialLatency   time.Duration `arg:"--social-latency" default:"20ms" help:"added to every Graph API answer"`
@@ -145,6 +148,9 @@ func run(ctx context.Context, a args, log *slog.Logger) error {
 		popts.Rate, popts.Burst = r.PerSecond, r.Burst
 	}
 	portal := bitrixfake.New(popts)
+	for _, m := range a.BitrixBombs {
+		portal.ServeGzipBombs(m, a.BitrixBombSize)
+	}
 	if err := serve("bitrix", "BITRIX_WEBHOOK_URL", portal, func(b string) string { return b + portal.WebhookPath() }); err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/ingest-dev/ingest/internal/bitrix"
 	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
+	"github.com/ingest-dev/ingest/internal/httplimit"
 	"github.com/ingest-dev/ingest/internal/importapi"
 	"github.com/ingest-dev/ingest/internal/memlimit"
 	"github.com/ingest-dev/ingest/internal/redact"
@@ -225,7 +226,10 @@ func (app *app) bitrixEngine(c *bitrixCmd, r *run.Run) (*engine.Engine, error) {
 	e.Deletions, _ = engine.ParseDeletions(c.Deletions) // checked before the run
 	rt, _ := rest.ParseRate(c.Rate)                     // checked before the run
 	if c.WebhookURL != "" {
-		opts := rest.Options{Rate: rt, Limiter: rt.NewLimiter(), Logger: r.Log, UserAgent: "ingest/" + version}
+		// One limiter and one read gate for the portal's clients: the bucket counts all our
+		// requests, and the process's memory all their answers.
+		opts := rest.Options{Rate: rt, Limiter: rt.NewLimiter(), Logger: r.Log, UserAgent: "ingest/" + version,
+			ReadGate: httplimit.NewGate(8, 8<<20)}
 		src, err := rest.New(c.WebhookURL, opts)
 		if err != nil {
 			return nil, configError{"BITRIX_WEBHOOK_URL: " + err.Error()}

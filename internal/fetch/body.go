@@ -2,46 +2,27 @@ package fetch
 
 import (
 	"bytes"
-	"compress/gzip"
+	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"strings"
 	"unicode/utf8"
 
 	"golang.org/x/net/html/charset"
+
+	"github.com/ingest-dev/ingest/internal/httplimit"
 )
 
 // readBody reads the whole body, gunzipping it if needed, and fails with
-// ErrTooLarge once the decompressed size passes the cap.
+// ErrTooLarge once the decompressed size passes the cap (httplimit reads no
+// further than that, so a gzip bomb costs the cap).
 func (c *Client) readBody(resp *http.Response) ([]byte, error) {
-	var r io.Reader = resp.Body
-	switch strings.ToLower(resp.Header.Get("Content-Encoding")) {
-	case "gzip", "x-gzip":
-		zr, err := gzip.NewReader(resp.Body)
-		if err != nil {
-			return nil, err // "gzip: invalid header" says enough
-		}
-		defer zr.Close()
-		r = zr
-	case "", "identity":
-		if resp.ContentLength > c.maxBody {
-			return nil, fmt.Errorf("%w: Content-Length %d is over %d bytes", ErrTooLarge, resp.ContentLength, c.maxBody)
-		}
-	default:
-		// We only ever ask for gzip, so anything else is a broken response.
-		return nil, fmt.Errorf("unsupported Content-Encoding %q", resp.Header.Get("Content-Encoding"))
+	body, err := httplimit.ReadBody(resp, c.maxBody, "")
+	if errors.Is(err, httplimit.ErrTooLarge) {
+		return nil, fmt.Errorf("%w: %w", ErrTooLarge, err)
 	}
-
-	body, err := io.ReadAll(io.LimitReader(r, c.maxBody+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(body)) > c.maxBody {
-		return nil, fmt.Errorf("%w: over %d bytes", ErrTooLarge, c.maxBody)
-	}
-	return body, nil
+	return body, err
 }
 
 // isText reports whether a Content-Type is text/*, the bodies we convert to

@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+
+	"github.com/ingest-dev/ingest/internal/redact"
 )
 
 // Sentinels for failures that are not an HTTP status. Errors returned by Get
@@ -40,7 +42,7 @@ type StatusError struct {
 func (e *StatusError) Error() string {
 	msg := fmt.Sprintf("fetch %s: HTTP %d %s", e.URL, e.Code, http.StatusText(e.Code))
 	if e.Location != "" {
-		msg += " (Location: " + e.Location + ")"
+		msg += " (Location: " + redact.New().String(e.Location) + ")" // credentials in it masked
 	}
 	return msg
 }

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -18,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ingest-dev/ingest/internal/httplimit"
+	"github.com/ingest-dev/ingest/internal/redact"
 	"github.com/ingest-dev/ingest/internal/retry"
 )
 
@@ -143,8 +144,11 @@ func IsRetryable(err error) bool {
 
 // Options configure a Client. The zero value is usable.
 type Options struct {
-	// HTTPClient sends the requests; nil means a new http.Client.
+	// HTTPClient sends the requests; nil means a new http.Client. Its redirect policy is
+	// replaced by the client's own (see New).
 	HTTPClient *http.Client
+	// MaxAnswerBytes caps an answer after decompression; 0 means DefaultMaxAnswerBytes.
+	MaxAnswerBytes int64
 	// Timeout bounds one request; 0 means 60 s.
 	Timeout time.Duration
 	// MaxRateWaits bounds how often one request waits out a 429 and goes again; 0 means 5.
@@ -155,15 +159,21 @@ type Options struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 
+// DefaultMaxAnswerBytes caps an answer of the target after decompression: the largest, a get of
+// MaxItems records with their payloads, is a few MB for rows of tens of KB.
+const DefaultMaxAnswerBytes = 64 << 20
+
 // Client calls the target's import API. It is safe for concurrent use.
 type Client struct {
-	base     string // ends in "/", no user info
-	token    string
-	http     *http.Client
-	timeout  time.Duration
-	maxWaits int
-	log      *slog.Logger
-	sleep    func(ctx context.Context, d time.Duration) error
+	base      string // ends in "/", no user info
+	token     string
+	maxAnswer int64
+	readGate  *httplimit.Gate // set calls in flight read one answer past 8 MiB at a time
+	http      *http.Client
+	timeout   time.Duration
+	maxWaits  int
+	log       *slog.Logger
+	sleep     func(ctx context.Context, d time.Duration) error
 }
 
 // New returns a client for the import API at rawURL, TARGET_WEBHOOK_URL: the token is
@@ -192,9 +202,21 @@ func New(rawURL string, opts Options) (*Client, error) {
 		u.Path += "/"
 	}
 	t := &Client{base: u.String(), token: token, timeout: opts.Timeout, maxWaits: opts.MaxRateWaits,
-		log: opts.Logger, sleep: opts.Sleep, http: opts.HTTPClient}
-	if t.http == nil {
-		t.http = &http.Client{}
+		log: opts.Logger, sleep: opts.Sleep, maxAnswer: opts.MaxAnswerBytes, readGate: httplimit.NewGate(8, 8<<20)}
+	hc := http.Client{}
+	if opts.HTTPClient != nil {
+		hc = *opts.HTTPClient
+	}
+	// Every request carries the token. A redirect is followed only within the configured origin
+	// and only when it keeps the POST: 307 and 308 re-send the same body, which is safe since
+	// every method is idempotent by key (and checksum); 301, 302 and 303 would turn it into a
+	// bodiless GET, so they are refused like any redirect off the origin.
+	hc.CheckRedirect = httplimit.SameOriginRedirects(func(r *http.Request) string {
+		return r.Method + " " + r.URL.Redacted()
+	}, redact.New(token))
+	t.http = &hc
+	if t.maxAnswer <= 0 {
+		t.maxAnswer = DefaultMaxAnswerBytes
 	}
 	if t.timeout <= 0 {
 		t.timeout = 60 * time.Second
@@ -424,10 +446,14 @@ func (t *Client) post(ctx context.Context, method string, data []byte, out any) 
 		if ctx.Err() != nil {
 			return 0, fmt.Errorf("target %s: %w", method, context.Cause(ctx))
 		}
-		return 0, &Error{Method: method, Err: stripURL(err)}
+		err = stripURL(err)
+		if re, ok := errors.AsType[*httplimit.RedirectError](err); ok {
+			return 0, &Error{Method: method, HTTPStatus: re.Status, Err: err} // a 3xx: not retryable
+		}
+		return 0, &Error{Method: method, Err: err}
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	raw, err := t.readGate.ReadBody(rctx, resp, t.maxAnswer, "POST "+t.base+method)
 	if err != nil {
 		return 0, &Error{Method: method, HTTPStatus: resp.StatusCode, Err: stripURL(err)}
 	}

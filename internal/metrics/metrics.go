@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"net/http"
@@ -26,6 +25,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/ingest-dev/ingest/internal/httplimit"
 )
 
 // Metrics is one run's registry. Every counter carries an `entity` label ("habr_publications",
@@ -213,7 +214,7 @@ func SplitShard(command string) (cmd string, index, count int) {
 // grouping is the Pushgateway group of command: job="ingest", command, and shard when the
 // command runs sharded.
 func grouping(gatewayURL, command string) *push.Pusher {
-	p := push.New(gatewayURL, "ingest").Grouping(commandLabel, CommandLabel(command))
+	p := push.New(gatewayURL, "ingest").Client(gatewayClient(maxPushAnswer)).Grouping(commandLabel, CommandLabel(command))
 	if _, index, count := SplitShard(command); count > 0 {
 		p = p.Grouping(shardLabel, strconv.Itoa(index))
 	}
@@ -293,11 +294,15 @@ func DeleteStaleShards(ctx context.Context, gatewayURL, label string, count int)
 	if err != nil {
 		return fmt.Errorf("list pushgateway groups: %w", err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := gatewayClient(maxGatewayAnswer).Do(req)
 	if err != nil {
 		return fmt.Errorf("list pushgateway groups: %w", err)
 	}
 	defer resp.Body.Close()
+	body, err := httplimit.ReadBody(resp, maxGatewayAnswer, "GET "+httplimit.Masked(req.URL, nil))
+	if err != nil {
+		return fmt.Errorf("list pushgateway groups: %w", err)
+	}
 	var list struct {
 		Data []struct {
 			Labels map[string]string `json:"labels"`
@@ -306,7 +311,7 @@ func DeleteStaleShards(ctx context.Context, gatewayURL, label string, count int)
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("list pushgateway groups: HTTP %d", resp.StatusCode)
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&list); err != nil {
+	if err := json.Unmarshal(body, &list); err != nil {
 		return fmt.Errorf("list pushgateway groups: %w", err)
 	}
 	var errs []error
@@ -315,7 +320,7 @@ func DeleteStaleShards(ctx context.Context, gatewayURL, label string, count int)
 		if err != nil || g.Labels["job"] != "ingest" || g.Labels[commandLabel] != label || shard < count || len(g.Labels) != 3 {
 			continue
 		}
-		if err := push.New(gatewayURL, "ingest").Grouping(commandLabel, label).Grouping(shardLabel, g.Labels[shardLabel]).Delete(); err != nil {
+		if err := push.New(gatewayURL, "ingest").Client(gatewayClient(maxPushAnswer)).Grouping(commandLabel, label).Grouping(shardLabel, g.Labels[shardLabel]).Delete(); err != nil {
 			errs = append(errs, fmt.Errorf("delete the pushgateway group of shard %d: %w", shard, err))
 		}
 	}
@@ -407,4 +412,24 @@ func value(s *dto.Metric) float64 {
 		return s.GetGauge().GetValue()
 	}
 	return 0
+}
+
+// Caps on the Pushgateway's answers after decompression. Its group listing, the largest, holds
+// every group's series: a few MB for this program's commands and shards. A push is answered
+// with nothing or a line of error, which the push library reads whole into its error message,
+// ignoring a read error: its cap is what that message may quote.
+const (
+	maxGatewayAnswer = 64 << 20
+	maxPushAnswer    = 4 << 10
+)
+
+// gatewayClient is the Pushgateway's HTTP client: answers capped at limit, redirects followed
+// only within the gateway's origin (its URL may carry basic auth credentials).
+func gatewayClient(limit int64) *http.Client {
+	return &http.Client{
+		Transport: httplimit.Capped(nil, limit),
+		CheckRedirect: httplimit.SameOriginRedirects(func(r *http.Request) string {
+			return "pushgateway " + r.Method + " " + httplimit.Masked(r.URL, nil)
+		}, nil),
+	}
 }

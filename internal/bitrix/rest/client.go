@@ -18,18 +18,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
 
+	"github.com/ingest-dev/ingest/internal/httplimit"
 	"github.com/ingest-dev/ingest/internal/rawjson"
+	redaction "github.com/ingest-dev/ingest/internal/redact"
 	"github.com/ingest-dev/ingest/internal/retry"
 )
 
@@ -37,10 +37,12 @@ const (
 	// defaultTimeout is longer than the 60 s after which the portal itself
 	// interrupts a request, so a slow but valid answer is not cut off.
 	defaultTimeout = 70 * time.Second
-	// maxBodyBytes bounds an answer; a 50-page batch of wide rows is a few
-	// megabytes.
-	maxBodyBytes = 256 << 20
-	maxRedirects = 5
+	// DefaultMaxAnswerBytes caps an answer after decompression: a batch of 50
+	// list pages of wide rows (5 KB a row, 2,500 rows) is about 13 MB, and the
+	// engine keeps an answer until stored at about 4 times its size, so one at
+	// the cap (256 MiB held) still fits the walk's budget, half the pod's 512
+	// MiB, alone.
+	DefaultMaxAnswerBytes = 64 << 20
 	// maxOperatingWaits bounds how often one call sits out a 429: enough for
 	// the ten one-minute buckets of the portal's window to drain, plus one.
 	maxOperatingWaits = 11
@@ -51,6 +53,15 @@ type Options struct {
 	// HTTPClient sends the requests; nil means a new http.Client. Its
 	// redirect policy is replaced: redirects are handled by the client.
 	HTTPClient *http.Client
+	// MaxAnswerBytes caps an answer after decompression; 0 means
+	// DefaultMaxAnswerBytes. A larger answer fails its call for good.
+	MaxAnswerBytes int64
+	// ReadGate bounds the answers read at once (see httplimit.Gate); nil
+	// means a gate of the client's own for 8 answers of up to 8 MiB and one
+	// larger: reading then holds at most about 192 MiB (with the default
+	// cap) however many calls are in flight. Share one among the clients of
+	// a process, as the Limiter.
+	ReadGate *httplimit.Gate
 	// Rate is the portal's leaky bucket; the zero value means DefaultRate().
 	// Its drain interval is the least wait before a request the portal
 	// refused with QUERY_LIMIT_EXCEEDED is sent again.
@@ -105,9 +116,10 @@ type Client struct {
 	userAgent string
 	ops       *operating
 	stats     counters
-
-	mu   sync.Mutex
-	base url.URL // the webhook address, ending in "/"; changes when the portal moves
+	maxAnswer int64
+	readGate  *httplimit.Gate
+	secrets   *redaction.Redactor // the token, for the addresses of refused redirects
+	base      url.URL             // the webhook address, ending in "/"
 }
 
 // New returns a client for the webhook at webhookURL, like
@@ -138,7 +150,16 @@ func New(webhookURL string, opts Options) (*Client, error) {
 		now:       opts.Now,
 		sleep:     opts.Sleep,
 		userAgent: opts.UserAgent,
+		maxAnswer: opts.MaxAnswerBytes,
+		readGate:  opts.ReadGate,
+		secrets:   redaction.New(webhookToken(u)),
 		base:      *u,
+	}
+	if c.maxAnswer <= 0 {
+		c.maxAnswer = DefaultMaxAnswerBytes
+	}
+	if c.readGate == nil {
+		c.readGate = httplimit.NewGate(8, 8<<20)
 	}
 	bucket := opts.Rate
 	if bucket.PerSecond <= 0 {
@@ -195,8 +216,6 @@ func New(webhookURL string, opts Options) (*Client, error) {
 
 // Redacted returns the webhook address with the token masked, for logs.
 func (c *Client) Redacted() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	return redact(&c.base)
 }
 
@@ -370,36 +389,63 @@ func (c *Client) assumeBucketFull() {
 	}
 }
 
-// post sends the request, re-sending it to the portal's new address when
-// the portal answers that it moved.
+// post sends the request, re-sending it where the portal points when it
+// answers with a redirect within the webhook's origin. A redirect anywhere
+// else is refused before anything is sent there, since every request
+// carries the token: a renamed portal (the cloud answers its old address
+// with 302 to the new one) is the operator's to confirm by changing
+// BITRIX_WEBHOOK_URL, not something a stray Location may decide.
 func (c *Client) post(ctx context.Context, method string, body []byte) (*envelope, error) {
+	target := c.endpoint(method)
 	for hop := 0; ; hop++ {
 		if err := c.limiter.Wait(ctx); err != nil {
 			return nil, fmt.Errorf("bitrix %s: wait for rate limiter: %w", method, err)
 		}
-		status, header, data, err := c.roundTrip(ctx, method, body)
+		status, header, data, err := c.roundTrip(ctx, method, target, body)
 		if err != nil {
 			return nil, err
 		}
 		switch status {
 		case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
 			http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
-			if hop >= maxRedirects {
-				return nil, &APIError{Method: method, HTTPStatus: status, Description: "too many redirects"}
+			next, err := c.redirect(method, status, target, header.Get("Location"), hop)
+			if err != nil {
+				return nil, err
 			}
-			if err := c.moveTo(header.Get("Location")); err != nil {
-				return nil, &APIError{Method: method, HTTPStatus: status, Description: err.Error()}
-			}
+			target = next
 			continue
 		}
 		return decodeAnswer(method, status, header.Get("Content-Type"), data)
 	}
 }
 
-func (c *Client) roundTrip(ctx context.Context, method string, body []byte) (int, http.Header, []byte, error) {
+// redirect checks a redirect of a request to target and returns where to
+// re-send it: only within the webhook's origin, at most
+// httplimit.MaxRedirects times. A refusal is a *httplimit.RedirectError
+// naming the address without the token.
+func (c *Client) redirect(method string, status int, target *url.URL, location string, hop int) (*url.URL, error) {
+	call := "bitrix " + method
+	next, err := httplimit.Check(call, status, target, location, c.secrets)
+	if re, ok := errors.AsType[*httplimit.RedirectError](err); ok && location != "" && !re.Insecure {
+		re.Hint = "if the portal moved to that address, set BITRIX_WEBHOOK_URL to it: the webhook's token is never sent off the configured origin"
+	}
+	if err != nil {
+		return nil, err
+	}
+	if hop >= httplimit.MaxRedirects {
+		return nil, &httplimit.RedirectError{Call: call, Status: status, Location: httplimit.Masked(next, c.secrets),
+			Reason: fmt.Sprintf("more than %d redirects", httplimit.MaxRedirects)}
+	}
+	c.stats.redirects.Add(1)
+	c.log.Warn("bitrix portal redirected the request within its address; following it",
+		"method", method, "status", status, "to", httplimit.Masked(next, c.secrets))
+	return next, nil
+}
+
+func (c *Client) roundTrip(ctx context.Context, method string, target *url.URL, body []byte) (int, http.Header, []byte, error) {
 	rctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, c.endpoint(method), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, target.String(), bytes.NewReader(body))
 	if err != nil {
 		return 0, nil, nil, fmt.Errorf("bitrix %s: build request: %w", method, stripURL(err))
 	}
@@ -412,7 +458,12 @@ func (c *Client) roundTrip(ctx context.Context, method string, body []byte) (int
 		return 0, nil, nil, c.transportError(ctx, method, err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBodyBytes))
+	// The cap counts decompressed bytes and stops reading at it: a gzip bomb
+	// costs the cap, not what it inflates to, and the gate keeps the calls in
+	// flight from reading more than one answer past 8 MiB at once. An answer
+	// over the cap is not retried (IsPermanent): the portal would send the
+	// same again.
+	data, err := c.readGate.ReadBody(rctx, resp, c.maxAnswer, "POST "+httplimit.Masked(target, c.secrets))
 	if err != nil {
 		return 0, nil, nil, c.transportError(ctx, method, err)
 	}
@@ -441,38 +492,21 @@ func stripURL(err error) error {
 	return err
 }
 
-func (c *Client) endpoint(method string) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.base.String() + method + ".json"
+func (c *Client) endpoint(method string) *url.URL {
+	return c.base.JoinPath(method + ".json")
 }
 
-// moveTo switches to the portal's new address after a redirect. Only the
-// scheme and host are taken from Location: a renamed portal keeps its
-// webhook path, and refusing anything else keeps a stray redirect from
-// sending the token somewhere unexpected.
-func (c *Client) moveTo(location string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if location == "" {
-		return errors.New("redirect without a Location")
+// webhookToken is the secret of a webhook address: the segment after the
+// user id in /rest/<user>/<token>/, or the whole path when it has another
+// form.
+func webhookToken(u *url.URL) string {
+	segs := strings.Split(strings.Trim(u.Path, "/"), "/")
+	for i, s := range segs {
+		if s == "rest" && i+2 < len(segs) {
+			return segs[i+2]
+		}
 	}
-	u, err := c.base.Parse(location)
-	if err != nil {
-		return errors.New("redirect to an address that does not parse")
-	}
-	if u.Scheme != "https" && u.Scheme != c.base.Scheme {
-		return fmt.Errorf("refusing redirect from %s to %s", c.base.Scheme, u.Scheme)
-	}
-	if u.Host == c.base.Host {
-		return errors.New("redirect to the same host")
-	}
-	from := c.base.Host
-	c.base.Scheme, c.base.Host = u.Scheme, u.Host
-	c.stats.redirects.Add(1)
-	c.log.Warn("bitrix portal moved to a new address; using it from now on",
-		"from", from, "to", u.Host, "webhook", redact(&c.base))
-	return nil
+	return strings.Trim(u.Path, "/")
 }
 
 // redact masks the token in a webhook address: the segment after the user

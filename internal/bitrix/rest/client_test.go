@@ -449,45 +449,6 @@ func TestOperationTimeLimitPausesTheMethod(t *testing.T) {
 	}
 }
 
-func TestRedirectIsFollowedWithThePOSTAndKept(t *testing.T) {
-	e := newEnv(t, bitrixfake.Options{Users: 120, Seed: 1}, rest.Options{})
-	var oldHits atomic.Int64
-	moved := bitrixfake.MovedTo(e.server.URL)
-	old := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		oldHits.Add(1)
-		moved.ServeHTTP(w, r)
-	}))
-	defer old.Close()
-	c := e.newClient(t, old.URL+e.portal.WebhookPath(), rest.Options{})
-
-	params := map[string]any{"FILTER": map[string]any{">ID": 100}, "start": -1}
-	for i := range 2 {
-		resp, err := c.Call(t.Context(), "user.get", params)
-		if err != nil {
-			t.Fatalf("call %d: %v", i+1, err)
-		}
-		var rows []struct{ ID rest.ID }
-		if err := resp.Decode(&rows); err != nil || len(rows) == 0 || rows[0].ID != "101" {
-			t.Fatalf("call %d: rows %v (%v); the parameters were lost", i+1, rows, err)
-		}
-		if last := e.portal.LastRequest(); last.Verb != http.MethodPost {
-			t.Errorf("call %d reached the new portal as %s", i+1, last.Verb)
-		}
-	}
-	if oldHits.Load() != 1 {
-		t.Errorf("old address hit %d times, want once: the new one is kept", oldHits.Load())
-	}
-	if s := c.Stats(); s.Redirects != 1 {
-		t.Errorf("stats %+v, want one redirect", s)
-	}
-	if r := c.Redacted(); !strings.HasPrefix(r, e.server.URL) || strings.Contains(r, e.portal.Token()) {
-		t.Errorf("Redacted() = %s", r)
-	}
-	if !strings.Contains(e.logs.String(), "portal moved") {
-		t.Error("the move was not logged")
-	}
-}
-
 func TestCallStopsWhenTheContextEnds(t *testing.T) {
 	e := newEnv(t, bitrixfake.Options{Users: 5, Seed: 1, SlowDelay: time.Hour}, rest.Options{})
 	e.portal.FailNext("user.get", bitrixfake.FaultSlow, 1)

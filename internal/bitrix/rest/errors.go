@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/ingest-dev/ingest/internal/httplimit"
 )
 
 // Error codes the client treats specially. Bitrix codes are compared
@@ -152,6 +154,9 @@ const (
 )
 
 func classify(err error) failure {
+	if errors.Is(err, httplimit.ErrTooLarge) {
+		return failPermanent // the portal would send the same answer again
+	}
 	if isTransport(err) || NoResult(err) {
 		return failTransient // a batch command without a result: send it again
 	}

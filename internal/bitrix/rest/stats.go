@@ -20,8 +20,8 @@ type Stats struct {
 	ServerErrors int64
 	// Retries is the number of requests repeated after a failure.
 	Retries int64
-	// Redirects is the number of times the portal answered with a new
-	// address.
+	// Redirects is the number of redirects within the webhook's origin
+	// followed (one off it fails the call).
 	Redirects int64
 	// Paused is the total time calls waited for a method's operating-time
 	// window to free up.

@@ -61,6 +61,7 @@ import (
 	"time"
 
 	embedded "github.com/ingest-dev/ingest/internal/fakes/fixtures"
+	"github.com/ingest-dev/ingest/internal/fakes/gzipbomb"
 )
 
 const (
@@ -223,6 +224,8 @@ type Portal struct {
 	deletedCompany                         int
 	crmUserfields                          [][]json.RawMessage
 	templates                              []int // workflow template ids (bizproc.go)
+
+	bombs map[string]*gzipbomb.Bomb // method: the gzip bomb its requests get (faults_bomb.go)
 }
 
 // handler runs a method with its decoded parameters; it is called with the
@@ -366,7 +369,12 @@ func (p *Portal) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	p.stats.Requests++
 	fault := p.takeFault(method)
+	bomb := p.bombFor(method)
 	p.mu.Unlock()
+	if bomb != nil {
+		bomb.Serve(w)
+		return
+	}
 	if fault != 0 && !p.serveFault(w, r, fault) {
 		return
 	}

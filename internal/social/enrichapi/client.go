@@ -10,11 +10,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/ingest-dev/ingest/internal/httplimit"
+	"github.com/ingest-dev/ingest/internal/redact"
 )
 
 // Item is one input of a job: media by URL, or a text. Ref is the caller's name for it,
@@ -110,22 +112,29 @@ func (e *HTTPError) Error() string {
 func (e *HTTPError) Retryable() bool { return e.Status >= 500 || e.Status == 408 || e.Status == 429 }
 
 // IsRetryable reports an error worth trying again later: a transport failure or a retryable
-// answer.
+// answer. An answer over the cap and a redirect off the provider's origin are not.
 func IsRetryable(err error) bool {
 	var he *HTTPError
 	if errors.As(err, &he) {
 		return he.Retryable()
 	}
 	var me *MismatchError
+	var re *httplimit.RedirectError
 	return err != nil && !errors.Is(err, ErrCapReached) && !errors.Is(err, ErrExpired) && !errors.Is(err, ErrNotReady) &&
-		!errors.Is(err, ErrUnauthorized) && !errors.As(err, &me)
+		!errors.Is(err, ErrUnauthorized) && !errors.As(err, &me) &&
+		!errors.Is(err, httplimit.ErrTooLarge) && !errors.As(err, &re) // the provider would answer the same again
 }
+
+// maxAnswer caps an answer after decompression: a results page of a few hundred items with
+// their labels is well under a MB.
+const maxAnswer = 32 << 20
 
 // Client talks to one provider.
 type Client struct {
-	base  *url.URL
-	token string
-	http  *http.Client
+	base     *url.URL
+	token    string
+	http     *http.Client
+	readGate *httplimit.Gate // the calls in flight read one answer past 1 MiB at a time
 }
 
 // New returns a client of the provider at base (e.g. https://vision.example/v1) with its
@@ -141,7 +150,14 @@ func New(base, token string) (*Client, error) {
 	if strings.TrimSpace(token) == "" {
 		return nil, errors.New("the provider's token is empty: every call would be refused (401)")
 	}
-	return &Client{base: u, token: token, http: &http.Client{Timeout: 30 * time.Second}}, nil
+	// The bearer token goes with every request: a redirect is followed only within the
+	// provider's origin and only when it keeps the method (a submission re-sent on 307 or 308 is
+	// safe: its idempotency token names the same job).
+	redirects := httplimit.SameOriginRedirects(func(r *http.Request) string {
+		return "enrichment API " + r.Method + " " + httplimit.Masked(r.URL, nil)
+	}, redact.New(token))
+	return &Client{base: u, token: token, http: &http.Client{Timeout: 30 * time.Second, CheckRedirect: redirects},
+		readGate: httplimit.NewGate(8, 1<<20)}, nil
 }
 
 // Submit sends a job; the same token with the same items returns the same job. A resend must
@@ -188,10 +204,16 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
+		if re, ok := errors.AsType[*httplimit.RedirectError](err); ok {
+			return nil, re // it names the call, its addresses masked
+		}
 		return nil, fmt.Errorf("enrichment API %s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
+	raw, err := c.readGate.ReadBody(ctx, resp, maxAnswer, "enrichment API "+method+" "+httplimit.Masked(req.URL, nil))
+	if errors.Is(err, httplimit.ErrTooLarge) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("enrichment API %s %s: read: %w", method, path, err)
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -14,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ingest-dev/ingest/internal/httplimit"
 	"github.com/ingest-dev/ingest/internal/retry"
 )
 
@@ -45,6 +45,7 @@ type Client struct {
 	http      *http.Client
 	retry     retry.Policy
 	onRetry   func(string, int, error, time.Duration)
+	readGate  *httplimit.Gate // the requests in flight read one answer past 1 MiB at a time
 	calls     atomic.Int64
 }
 
@@ -67,10 +68,14 @@ func New(o Options) (*Client, error) {
 	if o.Retry != nil {
 		p = *o.Retry
 	}
-	return &Client{base: base, userAgent: o.UserAgent, retry: p, onRetry: o.OnRetry,
-		http: &http.Client{Timeout: o.Timeout, CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		}}}, nil
+	// The token travels in the query: a redirect is followed only within the base URL's origin,
+	// and one anywhere else fails the request (not retried) naming where it pointed, the
+	// token masked.
+	redirects := httplimit.SameOriginRedirects(func(r *http.Request) string {
+		return r.Method + " " + httplimit.Masked(r.URL, nil)
+	}, nil)
+	return &Client{base: base, userAgent: o.UserAgent, retry: p, onRetry: o.OnRetry, readGate: httplimit.NewGate(8, 1<<20),
+		http: &http.Client{Timeout: o.Timeout, CheckRedirect: redirects}}, nil
 }
 
 // Calls is how many HTTP requests the client has sent, retries included.
@@ -180,15 +185,18 @@ func (c *Client) once(ctx context.Context, r Request) (*Response, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
+		if re, ok := errors.AsType[*httplimit.RedirectError](err); ok {
+			return nil, &RefusedError{Endpoint: r.Endpoint, Err: re} // its addresses are masked
+		}
 		return nil, &TransportError{Endpoint: r.Endpoint, Err: errors.New(scrub(err.Error(), r.Token))}
 	}
 	defer hr.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(hr.Body, maxBody+1))
+	body, err := c.readGate.ReadBody(ctx, hr, maxBody, "GET "+httplimit.Masked(&u, nil))
+	if errors.Is(err, httplimit.ErrTooLarge) {
+		return nil, &RefusedError{Endpoint: r.Endpoint, Err: err}
+	}
 	if err != nil {
 		return nil, &TransportError{Endpoint: r.Endpoint, Err: fmt.Errorf("read body: %s", scrub(err.Error(), r.Token))}
-	}
-	if len(body) > maxBody {
-		return nil, &TransportError{Endpoint: r.Endpoint, Err: fmt.Errorf("body over %d bytes", maxBody)}
 	}
 	usage := ParseUsage(hr.Header)
 	body = MaskTokens(body, r.Token)

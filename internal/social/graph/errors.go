@@ -111,3 +111,14 @@ func IsRetryable(err error) bool {
 	}
 	return false
 }
+
+// RefusedError is an answer the client refused to take: one larger than its cap, or a
+// redirect off the base URL's origin. Asking again would get the same, so it is not retryable.
+type RefusedError struct {
+	Endpoint string
+	Err      error
+}
+
+func (e *RefusedError) Error() string { return fmt.Sprintf("graph %s: %v", e.Endpoint, e.Err) }
+
+func (e *RefusedError) Unwrap() error { return e.Err }
