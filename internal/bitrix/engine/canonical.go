@@ -181,7 +181,7 @@ func (s *shapeSpec) canonicalize(fields map[string]json.RawMessage) error {
 	for name, raw := range fields {
 		sh, ok := s.byField[name]
 		if !ok {
-			sh, ok = s.byField[customKeyed(s, name)]
+			sh = s.byField[customKeyed(s, name)]
 		}
 		v, err := canonicalField(sh, raw)
 		if err != nil {
