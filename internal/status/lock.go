@@ -59,6 +59,9 @@ type Lock struct {
 	// keys are every lock of the set it holds, its own first.
 	keys []int64
 	conn *pgx.Conn
+	// deadPeer is the server's bound on this session's silence (LockOptions.DeadPeerTimeout):
+	// a check unanswered for that long finds a session the server has ended.
+	deadPeer time.Duration
 }
 
 // LockKey is the advisory lock key for a command name ("extract habr"): 64-bit FNV-1a of
@@ -124,7 +127,11 @@ func AcquireLockWith(ctx context.Context, cfg *pgx.ConnConfig, name string, o Lo
 		conn.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("lock %q: %w", name, err)
 	}
-	l := &Lock{name: name, conn: conn}
+	dead := o.DeadPeerTimeout
+	if dead <= 0 {
+		dead = DefaultDeadPeerTimeout
+	}
+	l := &Lock{name: name, conn: conn, deadPeer: dead}
 	for _, s := range append([]SetLock{{Name: name}}, o.Also...) {
 		fn := "pg_try_advisory_lock"
 		if s.Shared {
@@ -255,7 +262,20 @@ FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory' AND granted
 // Watch checks the lock every interval until ctx ends, calling lost once if the lock is gone.
 // The lock's connection is used by Watch alone until Release, which must be called after ctx
 // ends and Watch has returned.
+//
+// A check may take longer than interval on a loaded server; it is given the lock's dead-peer
+// bound, not the interval. Cancelling a query closes pgx's connection, and with it the lock: a
+// deadline as short as the interval would end a live lock on a busy machine, which is the very
+// loss the check exists to notice. An answer that has not come within the dead-peer bound
+// comes from a session the server has ended anyway.
 func (l *Lock) Watch(ctx context.Context, interval time.Duration, lost func(error)) {
+	watch(ctx, interval, max(l.deadPeer, interval), l.Check, lost)
+}
+
+// watch is Watch's loop over any check: every interval, one check with timeout; the first
+// failure while ctx lives is reported to lost and ends the loop. A slow check delays the next
+// one instead of overlapping it.
+func watch(ctx context.Context, interval, timeout time.Duration, check func(context.Context) error, lost func(error)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -263,8 +283,8 @@ func (l *Lock) Watch(ctx context.Context, interval time.Duration, lost func(erro
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			cctx, cancel := context.WithTimeout(ctx, interval)
-			err := l.Check(cctx)
+			cctx, cancel := context.WithTimeout(ctx, timeout)
+			err := check(cctx)
 			cancel()
 			if err != nil && ctx.Err() == nil {
 				lost(err)

@@ -107,8 +107,7 @@ func TestLockOfASilentHolderIsFreed(t *testing.T) {
 	lost := make(chan error, 1)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// Each check may take as long as the interval before it counts as a loss (and its cancel
-	// closes the lock's connection): 2 s, where 100 ms freed a live lock on a busy machine.
+	// Each check may take as long as the dead-peer bound (10 s) before it counts as a loss.
 	go held.Watch(wctx, 2*time.Second, func(err error) { lost <- err })
 	var timeout string
 	if err := directQuery(ctx, direct, `SELECT setting FROM pg_settings WHERE name = 'idle_session_timeout'`, &timeout); err != nil || timeout != "0" {
