@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/ingest-dev/ingest/internal/httplimit"
 )
 
 // MaxBatch is the most commands one batch may carry; the portal fails the
@@ -133,6 +135,9 @@ func (c *Client) Batch(ctx context.Context, cmds []Command, halt bool) (*BatchRe
 		return nil, err
 	}
 	env, err := c.send(ctx, "batch", gate, body, idempotent)
+	if errors.Is(err, httplimit.ErrTooLarge) && idempotent && !halt && independent(cmds) {
+		return c.splitTooLarge(ctx, cmds, err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -129,7 +129,8 @@ func (b *BatchResult) silent(cmds []Command) []Command {
 	for _, c := range cmds {
 		_, answered := b.Results[c.Key]
 		e, failed := b.Errors[c.Key]
-		if !answered && (!failed || passingCode(e)) {
+		_, given := b.missing[c.Key] // an answer too large on its own: the same again
+		if !answered && !given && (!failed || passingCode(e)) {
 			out = append(out, c)
 		}
 	}

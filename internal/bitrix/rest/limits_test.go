@@ -179,3 +179,110 @@ func TestGzipBombsInFlightAreReadThroughTheGate(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchTooLargeIsSentInParts: a read-only batch whose answer passes the cap is sent again
+// in halves; every command gets the result it gets uncapped, and a command whose own answer
+// is too large fails alone, naming itself and the cap, while the others are answered.
+func TestBatchTooLargeIsSentInParts(t *testing.T) {
+	e := newEnv(t, bitrixfake.Options{Users: 200, Seed: 1}, rest.Options{})
+	page := func(key string, start int) rest.Command {
+		return rest.Command{Key: key, Method: "user.get", Params: map[string]any{"start": start, "sort": "ID", "order": "ASC"}}
+	}
+	one := func(key string, id int) rest.Command {
+		return rest.Command{Key: key, Method: "user.get", Params: map[string]any{"FILTER": map[string]any{"ID": id}}}
+	}
+	pages := []rest.Command{page("p0", 0), page("p1", 50), page("p2", 100), page("p3", 150)}
+	want, err := e.client.Batch(t.Context(), pages, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := len(want.Results["p0"])
+	if size < 1000 {
+		t.Fatalf("a page of 50 users is %d bytes: the fake is not serving pages", size)
+	}
+
+	// Four pages pass the cap, two fit under it.
+	capped := e.newClient(t, e.server.URL+e.portal.WebhookPath(), rest.Options{MaxAnswerBytes: int64(size) * 5 / 2})
+	before := e.portal.Stats().Requests
+	got, err := capped.Batch(t.Context(), pages, false)
+	if err != nil {
+		t.Fatalf("capped batch: %v", err)
+	}
+	if n := e.portal.Stats().Requests - before; n != 3 {
+		t.Errorf("portal asked %d times, want 3 (the whole batch, then its two halves)", n)
+	}
+	for _, c := range pages {
+		r, err := got.Response(c.Key)
+		if err != nil {
+			t.Fatalf("%s: %v", c.Key, err)
+		}
+		if string(r.Result) != string(want.Results[c.Key]) {
+			t.Errorf("%s: result differs from the uncapped batch's", c.Key)
+		}
+		if r.Next == nil && c.Key != "p3" {
+			t.Errorf("%s: next lost in the split", c.Key)
+		}
+	}
+	if !strings.Contains(e.logs.String(), "bitrix batch answer too large, sending it again in two halves") {
+		t.Errorf("the split is not logged:\n%s", e.logs)
+	}
+
+	// One command too large on its own fails alone; the small ones are answered.
+	tight := e.newClient(t, e.server.URL+e.portal.WebhookPath(), rest.Options{MaxAnswerBytes: int64(size) / 2})
+	mixed := []rest.Command{one("u1", 1), page("big", 0), one("u2", 2), one("u3", 3)}
+	got, err = tight.Batch(t.Context(), mixed, false)
+	if err != nil {
+		t.Fatalf("tight batch: %v", err)
+	}
+	if _, err := got.Response("big"); !errors.Is(err, httplimit.ErrTooLarge) || !strings.Contains(err.Error(), "bitrix batch command big (user.get)") {
+		t.Errorf("big: %v, want its own ErrTooLarge naming it", err)
+	}
+	for _, k := range []string{"u1", "u2", "u3"} {
+		if r, err := got.Response(k); err != nil || !strings.Contains(string(r.Result), `"ID"`) {
+			t.Errorf("%s: %v, want its user", k, err)
+		}
+	}
+
+	// A write batch is never sent twice, nor one whose commands chain.
+	for name, cmds := range map[string][]rest.Command{
+		"write":   {{Key: "w", Method: "user.update", Params: map[string]any{"ID": 1}}, page("p0", 0), page("p1", 50), page("p2", 100)},
+		"chained": {page("p0", 0), {Key: "n", Method: "user.get", Params: map[string]any{"start": rest.Ref("p0", "next")}}, page("p2", 100), page("p3", 150)},
+	} {
+		before := e.portal.Stats().Requests
+		if _, err := capped.Batch(t.Context(), cmds, false); !errors.Is(err, httplimit.ErrTooLarge) {
+			t.Errorf("%s: err %v, want ErrTooLarge", name, err)
+		}
+		if n := e.portal.Stats().Requests - before; n != 1 {
+			t.Errorf("%s: portal asked %d times, want once", name, n)
+		}
+	}
+}
+
+// TestSettleDoesNotResendATooLargeCommand: Settle sends again the commands an answer left
+// without a result, but not one whose own answer passed the cap (the portal would send it again).
+func TestSettleDoesNotResendATooLargeCommand(t *testing.T) {
+	e := newEnv(t, bitrixfake.Options{Users: 60, Seed: 1}, rest.Options{})
+	full, err := e.client.Call(t.Context(), "user.get", map[string]any{"start": 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tight := e.newClient(t, e.server.URL+e.portal.WebhookPath(), rest.Options{MaxAnswerBytes: int64(len(full.Result)) / 2})
+	cmds := []rest.Command{
+		{Key: "big", Method: "user.get", Params: map[string]any{"start": 0}},
+		{Key: "small", Method: "user.get", Params: map[string]any{"FILTER": map[string]any{"ID": 1}}},
+	}
+	before := e.portal.Stats().Requests
+	res, err := rest.Settle(t.Context(), tight.Batch, cmds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := res.Response("big"); !errors.Is(err, httplimit.ErrTooLarge) {
+		t.Errorf("big: %v, want ErrTooLarge", err)
+	}
+	if _, err := res.Response("small"); err != nil {
+		t.Errorf("small: %v", err)
+	}
+	if n := e.portal.Stats().Requests - before; n != 3 {
+		t.Errorf("portal asked %d times, want 3 (the batch, then each half once)", n)
+	}
+}
