@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// maxListed bounds every list in a verify report; the counts stay exact.
+// MaxListed bounds every list in a verify report; the counts stay exact.
 const MaxListed = 50
 
 // VerifyReport is what verify found (seed 000 "<entity>-verify", seed 001 "Верификация"). It is

@@ -27,7 +27,7 @@ type ChildCounts struct {
 	// Short lists the parents whose children fall short (up to 50): fewer read than the portal
 	// counts for the parent (a count the portal gives per parent), or fewer on the target than read.
 	Short []ParentCounts `json:"short,omitempty"`
-	// summary, when set, names the children in the one-line summary of a clean report, with
+	// Summary, when set, names the children in the one-line summary of a clean report, with
 	// their target and read counts (children counted per parent).
 	Summary string
 }
