@@ -44,9 +44,9 @@ type Engine struct {
 	Registry *Registry
 	Pool     *pgxpool.Pool
 	Source   Source
-	// Delegates are other users' own incoming webhooks, by portal user id: a KeyWalk with
-	// AsUser reads a key that is one of these users through that user's webhook, as that user
-	// (a text the portal withholds from an administrator's webhook).
+	// Delegates are other people's own incoming webhooks, by the portal's id of their owner: a
+	// KeyWalk with AsUser reads a key that is one of these owners through the owner's webhook,
+	// as the owner (a text the portal withholds from an administrator's webhook).
 	Delegates map[string]Source
 	Target    Target
 	Log       *slog.Logger
