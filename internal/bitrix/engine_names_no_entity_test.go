@@ -10,10 +10,10 @@ import (
 	"github.com/ingest-dev/ingest/internal/bitrix"
 )
 
-// engineNamesKnown lists the engine's lines that name an entity in code, not in a comment, by file and a
-// text of the line, each with why it stays for now: changing them changes behaviour (a message
-// another test reads), which is not this check's to do. An entry whose text is gone fails the
-// test, so the list only shrinks.
+// engineNamesKnown lists the engine's lines that name an entity in code, not in a comment, by
+// file and a text of the line, each with why it stays for now: changing them changes behaviour
+// (a message another test reads), which is not this check's to do. An entry whose text is gone
+// fails the test, so the list only shrinks.
 var engineNamesKnown = []struct{ file, text, why string }{
 	{"engine/lister_walk.go", `keys through their users' own webhooks`,
 		"the plan's text for a KeyWalk with AsUser, which feed_authors_test.go expects word for word"},

@@ -29,7 +29,7 @@ type ChildCounts struct {
 	Short []ParentCounts `json:"short,omitempty"`
 	// Summary, when set, names the children in the one-line summary of a clean report, with
 	// their target and read counts (children counted per parent).
-	Summary string
+	Summary string `json:"summary,omitempty"`
 }
 
 // Child returns the report's counts of one child entity.
