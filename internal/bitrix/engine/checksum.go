@@ -177,4 +177,6 @@ func Text(fields map[string]json.RawMessage, name string) string {
 	return ""
 }
 
+// SortedKeys returns the map's keys in order, so that what is built from a map (a log line, a
+// list of fields) comes out the same on every run.
 func SortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

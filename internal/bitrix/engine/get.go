@@ -44,6 +44,8 @@ func (s *GetStats) Of(entity string) GetCounts {
 	return GetCounts{}
 }
 
+// Add counts rows read of the entity and what storing them did; a lister that stores pages
+// itself adds each page, so the get's counts are the same whichever lister read it.
 func (s *GetStats) Add(entity string, rows int, sv Saved) {
 	if s.Counts == nil {
 		s.Counts = map[string]*GetCounts{}

@@ -125,6 +125,8 @@ func parseKeyCursor(s string) keyCursor {
 	return keyCursor{key: key, at: at}
 }
 
+// Walk makes KeyWalk a Walker: the walk with the run's test_limit, for a child that declares it
+// as its Walk (a lister that needs the pass and whether it resumed calls Run instead).
 func (w *KeyWalk) Walk(ctx context.Context, env Env, child *Entity, st *GetStats) error {
 	e := env.e
 	if _, _, err := w.Run(ctx, e.env(), child, st, e.TestLimit); err != nil {

@@ -214,6 +214,8 @@ func (r VerifyReport) Summary() string {
 // ErrNotVerified is returned (wrapped) by Run when verify finds problems.
 var ErrNotVerified = errors.New("verify found problems")
 
+// Problem adds to the report what keeps the entity from being verified, formatted as by
+// fmt.Sprintf: any problem makes the report unclean and leaves VERIFIED unset.
 func (r *VerifyReport) Problem(format string, args ...any) {
 	r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
 }

@@ -56,6 +56,9 @@ func (r *Refs) Target(entity, sourceID string) (string, bool) {
 	return id, ok
 }
 
+// Of returns the target ids of the entity's records these Refs loaded, for a payload hook that
+// looks up many ids of one entity at once, such as a list of participants (nil when none was
+// loaded).
 func (r *Refs) Of(entity string) IDMap { return r.Maps[entity] }
 
 // loadRefs reads the id map entries the records refer to: every Ref of the entity, and the
