@@ -53,12 +53,12 @@ func (l chatLister) Get(ctx context.Context, g *engine.GetRun) error {
 	return nil
 }
 
-// total is not known to the portal: no method counts every chat (verifyChats counts them).
+// Total is not known to the portal: no method counts every chat (verifyChats counts them).
 func (chatLister) Total(context.Context, engine.Env, *engine.Entity) (int64, error) {
 	return 0, engine.ErrNoTotal
 }
 
-// plan of chats: no method counts chats or messages, so the plan reads what get reads first
+// Plan of chats: no method counts chats or messages, so the plan reads what get reads first
 // (the recent list and the workgroups' chats, cheap: 200 chats a page) and asks every readable
 // chat for its message count (im.dialog.get, 50 chats to a call).
 func (chatLister) Plan(ctx context.Context, e engine.Env, ent *engine.Entity) ([]engine.EntityPlan, error) {

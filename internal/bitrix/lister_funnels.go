@@ -250,7 +250,7 @@ func (funnelWalker) Get(ctx context.Context, g *engine.GetRun) error {
 	return nil
 }
 
-// total counts the funnels the portal has now (one batch of crm.category.list).
+// Total counts the funnels the portal has now (one batch of crm.category.list).
 func (funnelWalker) Total(ctx context.Context, e engine.Env, _ *engine.Entity) (int64, error) {
 	types, err := funnelTypes(ctx, e)
 	if err != nil {

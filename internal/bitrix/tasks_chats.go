@@ -86,7 +86,8 @@ func lostTaskChat(ctx context.Context, e engine.Env, tx engine.Store, child *eng
 	return err
 }
 
-// planCalls: one call per 50 chats at least, more for chats of more than 50 messages.
+// PlanCalls is one call per 50 chats at least, more for chats of more than 50 messages: a
+// chat's pages are unknown until it is read.
 func (taskChats) PlanCalls(ctx context.Context, e engine.Env, _ *engine.Entity, _ map[string]int64) (int64, int, string, error) {
 	chats, err := taskChatsOf(ctx, e)
 	if err != nil {

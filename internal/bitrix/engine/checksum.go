@@ -148,7 +148,7 @@ func appendCanonicalString(buf []byte, s string) []byte {
 	return append(buf, b...)
 }
 
-// fieldsOf splits a JSON object into its fields. Payloads come out of a decoded answer of the
+// FieldsOf splits a JSON object into its fields. Payloads come out of a decoded answer of the
 // portal or out of a jsonb column, both valid JSON, so it splits them without validating again.
 func FieldsOf(payload json.RawMessage) (map[string]json.RawMessage, error) {
 	m, err := rawjson.Object(payload)
@@ -158,7 +158,7 @@ func FieldsOf(payload json.RawMessage) (map[string]json.RawMessage, error) {
 	return m, nil
 }
 
-// text reads a field that holds a string or a number (Bitrix sends ids both ways) as text;
+// Text reads a field that holds a string or a number (Bitrix sends ids both ways) as text;
 // empty for null or a missing field.
 func Text(fields map[string]json.RawMessage, name string) string {
 	raw := bytes.TrimSpace(fields[name])
@@ -177,4 +177,6 @@ func Text(fields map[string]json.RawMessage, name string) string {
 	return ""
 }
 
+// SortedKeys returns the map's keys in order, so that what is built from a map (a log line, a
+// list of fields) comes out the same on every run.
 func SortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

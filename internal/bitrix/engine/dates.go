@@ -120,7 +120,7 @@ func offsetOf(t time.Time) string {
 	return string([]byte{sign, byte('0' + h/10), byte('0' + h%10), ':', byte('0' + m/10), byte('0' + m%10)})
 }
 
-// isEmptyValue reports whether a field holds no value: absent, null, "", false, {} or [] (the
+// IsEmptyValue reports whether a field holds no value: absent, null, "", false, {} or [] (the
 // portal sends all of these for "not set").
 func IsEmptyValue(raw json.RawMessage) bool {
 	s := bytes.TrimSpace(raw)

@@ -126,8 +126,8 @@ func (e *Engine) concludeDeletions(ctx context.Context, ent *Entity) (int, error
 	}
 	refuse := &MassDeleteError{Entity: ent.Name, Gone: int64(len(gone)), Live: live - int64(len(followers))}
 	if tooMany(len(gone)) {
-		// Asking for every one of 100,000 tasks a permission change hid would take 2,000 requests
-		// (tasks are asked one id a command) before refusing: a sample decides first.
+		// Asking for every one of 100,000 records a permission change hid would take 2,000 requests
+		// (when the portal is asked one id a command) before refusing: a sample decides first.
 		mostlyGone, err := e.sampleGone(ctx, ent, gone)
 		if err != nil {
 			return 0, err

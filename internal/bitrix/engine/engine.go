@@ -44,9 +44,9 @@ type Engine struct {
 	Registry *Registry
 	Pool     *pgxpool.Pool
 	Source   Source
-	// Delegates are other users' own incoming webhooks, by portal user id: a KeyWalk with
-	// AsUser reads a key that is one of these users through that user's webhook, as that user
-	// (a text the portal withholds from an administrator's webhook).
+	// Delegates are other people's own incoming webhooks, by the portal's id of their owner: a
+	// KeyWalk with AsUser reads a key that is one of these owners through the owner's webhook,
+	// as the owner (a text the portal withholds from an administrator's webhook).
 	Delegates map[string]Source
 	Target    Target
 	Log       *slog.Logger
@@ -103,7 +103,10 @@ func (e *Engine) registry() *Registry {
 	return e.Registry
 }
 
-// entity returns a registered entity the engine's own code names; a missing one is a bug.
+// Entity returns the registered entity of that name. Its callers name entities their registry
+// declares (a child's Parent, a lister's Of, a hook's own constants) and use the result at once,
+// so a missing one is a bug in the registry's wiring, not in the portal's data: Entity panics
+// with the name rather than return a nil that would fail later, further from the cause.
 func (e *Engine) Entity(name string) *Entity {
 	ent, ok := e.registry().Entity(name)
 	if !ok {
@@ -202,7 +205,8 @@ func (e *Engine) progressStep(phase, step, entity string, done int64, total *int
 
 func round1(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }
 
-// mustJSON encodes values that always encode (maps of strings and plain structs).
+// MustJSON encodes values that always encode (maps of strings and plain structs), so that
+// callers building payloads and reports have no error path that cannot be taken.
 func MustJSON(v any) json.RawMessage {
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -42,7 +42,9 @@ func (v Env) RunID() int64 { return v.e.RunID }
 // records of each entity.
 func (v Env) TestLimit() int { return v.e.TestLimit }
 
-// Entity returns the registry's entity of that name; nil when there is none.
+// Entity returns the registry's entity of that name, for hooks that read or store records of
+// an entity other than their own. It panics when the registry has none (see Engine.Entity): a
+// hook names entities of its own registry, so a missing one is a wiring bug to fail on at once.
 func (v Env) Entity(name string) *Entity { return v.e.Entity(name) }
 
 // Zone returns the portal's time zone: the configured one, or the offset of the portal's clock

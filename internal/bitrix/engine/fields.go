@@ -30,9 +30,9 @@ type FieldStats struct {
 }
 
 // FieldsGet reads the entity's custom fields from the source into bitrix_fields (seed 000
-// "<entity>-custom-fields-get") with the entity's Fields method: for users user.userfield.list,
-// which lists the portal's UF_USR_* fields (administrators only). An entity without custom
-// fields in the REST API has nothing to do.
+// "<entity>-custom-fields-get") with the entity's Fields method, the portal's list of the
+// entity's UF_* fields (some of these methods answer administrators only). An entity without
+// custom fields in the REST API has nothing to do.
 func (e *Engine) FieldsGet(ctx context.Context, entity string) (FieldStats, error) {
 	k, err := e.registry().Command(entity)
 	if err != nil {

@@ -41,7 +41,8 @@ type LinkRules interface {
 	Rewrite(v, entity, id, t string, target func(entity, id string) (string, bool)) (string, bool)
 }
 
-// fieldLinks are an entity's custom fields that hold references.
+// LinkedFields are an entity's custom fields that hold references, with what each names, so
+// that set can translate them through the id map like the declared Refs.
 type LinkedFields struct {
 	*FieldLinks
 	employee []string
@@ -168,7 +169,7 @@ func (rf *Refs) translateFieldLinks(fields map[string]json.RawMessage) error {
 	return nil
 }
 
-// crmTarget translates one crm field value; ok is false (and the value unchanged) when the
+// CRMTarget translates one crm field value; ok is false (and the value unchanged) when the
 // record it names has no target id.
 func (rf *Refs) CRMTarget(v, single string) (string, bool) {
 	entity, id, ok := rf.Links.CRM.Value(v, single)

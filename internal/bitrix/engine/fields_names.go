@@ -34,7 +34,7 @@ type fieldName struct {
 	Name, Why string
 }
 
-// target returns the target's name of a field and whether it differs from the portal's.
+// Target returns the target's name of a field and whether it differs from the portal's.
 func (n *FieldNaming) Target(ctx context.Context, db status.DB, name string) (fieldName, bool, error) {
 	code, prefix := "", n.Prefix
 	var err error

@@ -44,6 +44,8 @@ func (s *GetStats) Of(entity string) GetCounts {
 	return GetCounts{}
 }
 
+// Add counts rows read of the entity and what storing them did; a lister that stores pages
+// itself adds each page, so the get's counts are the same whichever lister read it.
 func (s *GetStats) Add(entity string, rows int, sv Saved) {
 	if s.Counts == nil {
 		s.Counts = map[string]*GetCounts{}
@@ -59,10 +61,10 @@ func (s *GetStats) Add(entity string, rows int, sv Saved) {
 	c.Unchanged += sv.Unchanged
 }
 
-// errNoTotal is a lister's answer when the portal cannot count the entity.
+// ErrNoTotal is a lister's answer when the portal cannot count the entity.
 var ErrNoTotal = errors.New("the portal has no count of this entity")
 
-// errLimitReached stops a listing once test_limit records are stored.
+// ErrLimitReached stops a listing once test_limit records are stored.
 var ErrLimitReached = errors.New("test_limit reached")
 
 // Get reads an entity and its children from the source into bitrix_records (seed 000
@@ -120,12 +122,12 @@ func (e *Engine) Get(ctx context.Context, entity string) (GetStats, error) {
 // entity may bring its own. Each keeps its place in the page log and the inventory (through
 // Env.Store) so an interrupted get resumes.
 type Lister interface {
-	// get reads the entity for one Get call.
+	// Get reads the entity for one Get call.
 	Get(ctx context.Context, g *GetRun) error
-	// total asks the portal how many records the entity has, as cheaply as it can (verify's
+	// Total asks the portal how many records the entity has, as cheaply as it can (verify's
 	// source count).
 	Total(ctx context.Context, env Env, ent *Entity) (int64, error)
-	// plan says how many records get will read for the entity and its children and how many
+	// Plan says how many records get will read for the entity and its children and how many
 	// calls that takes, asking the portal as little as it can.
 	Plan(ctx context.Context, env Env, ent *Entity) ([]EntityPlan, error)
 }

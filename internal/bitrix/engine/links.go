@@ -102,7 +102,7 @@ func (rf *Refs) resolveLink(ref Ref, id string) (target string, dropped bool, er
 	return "", false, &UnresolvedError{Field: ref.Field, Entity: ref.Entity, SourceID: id}
 }
 
-// gone reports whether the portal no longer has a record: its entity's last get read the whole
+// Gone reports whether the portal no longer has a record: its entity's last get read the whole
 // portal, and it was not among what it read.
 func (rf *Refs) Gone(entity, id string) bool {
 	return rf.complete[entity] && !rf.known[entity][id]

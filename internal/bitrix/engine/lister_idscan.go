@@ -235,7 +235,8 @@ func (e *Entity) idField() string {
 	return "ID"
 }
 
-// entityRecords are records of one entity on their way into bitrix_records.
+// EntityRecords are records of one entity on their way into bitrix_records: one read can hold
+// several entities' records (a parent's page and its children), stored in one transaction.
 type EntityRecords struct {
 	Ent  *Entity
 	Recs []Incoming

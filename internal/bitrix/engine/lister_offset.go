@@ -118,7 +118,8 @@ func estimated(n int64, err error) (int64, error) {
 	return n, err
 }
 
-// plan: the count, then one call for the first page and the rest 50 pages to a call.
+// Plan is the count, then one call for the first page and the rest 50 pages to a call: an
+// offset listing's cost is known from the count alone.
 func (o *OffsetPages) Plan(ctx context.Context, env Env, ent *Entity) ([]EntityPlan, error) {
 	e := env.e
 	n, err := estimated(o.Total(ctx, e.env(), ent))

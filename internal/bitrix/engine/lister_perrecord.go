@@ -245,14 +245,14 @@ func (w *perRecordWalk) store(ctx context.Context, rows []json.RawMessage, from,
 	return nil
 }
 
-// total: the portal cannot count the rows of all records at once (only one record's), so the
+// Total is what get read: the portal cannot count the rows of all records at once (only one record's), so the
 // source count verify compares with is what get read.
 func (p *PerRecord) Total(ctx context.Context, env Env, ent *Entity) (int64, error) {
 	e := env.e
 	return e.store().storedCount(ctx, ent.Name)
 }
 
-// plan: one command per record of Of (as many as its get read, or as the portal counted), 50
+// Plan is one command per record of Of (as many as its get read, or as the portal counted), 50
 // to a call; how many rows they hold is unknown until they are read.
 func (p *PerRecord) Plan(ctx context.Context, env Env, ent *Entity) ([]EntityPlan, error) {
 	e := env.e

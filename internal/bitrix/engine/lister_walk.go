@@ -23,7 +23,7 @@ import (
 // parent again and resumes the walk where it stopped.
 type Walker interface {
 	Walk(ctx context.Context, env Env, child *Entity, st *GetStats) error
-	// planCalls says how many calls the walk will send at least, for `ingest bitrix plan`;
+	// PlanCalls says how many calls the walk will send at least, for `ingest bitrix plan`;
 	// records is -1 when the portal cannot say without the walk. planned holds the records the
 	// plan found so far on the portal, by entity (the entities planned before this one).
 	PlanCalls(ctx context.Context, env Env, child *Entity, planned map[string]int64) (records int64, calls int, how string, err error)
@@ -125,6 +125,8 @@ func parseKeyCursor(s string) keyCursor {
 	return keyCursor{key: key, at: at}
 }
 
+// Walk makes KeyWalk a Walker: the walk with the run's test_limit, for a child that declares it
+// as its Walk (a lister that needs the pass and whether it resumed calls Run instead).
 func (w *KeyWalk) Walk(ctx context.Context, env Env, child *Entity, st *GetStats) error {
 	e := env.e
 	if _, _, err := w.Run(ctx, e.env(), child, st, e.TestLimit); err != nil {
@@ -133,7 +135,7 @@ func (w *KeyWalk) Walk(ctx context.Context, env Env, child *Entity, st *GetStats
 	return nil
 }
 
-// run walks every key for child in the current pass (a new one unless the last was cut short),
+// Run walks every key for child in the current pass (a new one unless the last was cut short),
 // its inventory row started with test_limit limit, and ends the pass. It returns the pass and
 // whether it resumed one.
 func (w *KeyWalk) Run(ctx context.Context, env Env, child *Entity, st *GetStats, limit int) (pass int, resumed bool, err error) {
@@ -464,7 +466,8 @@ func (k *keyWalker) incoming(ctx context.Context, rows []WalkRow, zone *time.Loc
 	return uniqueIncoming(out), nil
 }
 
-// planCalls: at least one call per 50 keys (keys with more than a page cost more).
+// PlanCalls is at least one call per 50 keys (keys with more than a page cost more): the plan
+// cannot know a key's pages before it is read.
 func (w *KeyWalk) PlanCalls(ctx context.Context, env Env, child *Entity, planned map[string]int64) (int64, int, string, error) {
 	e := env.e
 	keys, err := w.Keys(ctx, e.env())

@@ -10,7 +10,7 @@ import (
 
 // A get reads a small portal in one round: every ID range's batch at once, while the bucket's
 // burst lasts. Each answer is held, decoded and stored whole, so the memory a walk needs grows
-// with the requests in flight times the size of a row: 100,000 deals of about 735 bytes, 32
+// with the requests in flight times the size of a row: 100,000 records of about 735 bytes, 32
 // answers at once, peak at 281 MB RSS (docs/benchmarks.md), and a portal whose rows are five
 // times larger would not fit the pod's 512 MiB. The walk therefore keeps the answers it waits
 // for and stores within a budget, from the rows' size as the portal sends them.

@@ -81,7 +81,7 @@ type enumFields struct {
 	notReady map[string]bool
 }
 
-// translate rewrites the enumeration values in fields as target option ids, keeping the shape
+// Translate rewrites the enumeration values in fields as target option ids, keeping the shape
 // (a list stays a list); an empty value (false, "", null) stays as it is.
 func (ef enumFields) Translate(fields map[string]json.RawMessage) error {
 	for name := range ef.notReady {

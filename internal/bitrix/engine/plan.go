@@ -86,9 +86,9 @@ func (e *Engine) planOf(ctx context.Context, rate rest.Rate, ents []*Entity) (Pl
 	return p, nil
 }
 
-// plan of an ID scan: the portal's count, then the calls of a get over that many rows (the
-// first page with the count and the highest ID, whose answer also shows the portal's clock, the ranges' pages 50 to a
-// request, one short page ending each range), and for children read per parent one command per
+// Plan of an ID scan is the portal's count, then the calls of a get over that many rows (the
+// first page with the count and the highest ID, whose answer also shows the portal's clock,
+// the ranges' pages 50 to a request, one short page ending each range), and for children read per parent one command per
 // parent, 50 to a request.
 func (s *IDScan) Plan(ctx context.Context, env Env, ent *Entity) ([]EntityPlan, error) {
 	e := env.e
@@ -128,7 +128,7 @@ type WalksParents interface {
 	ParentsWalked(ctx context.Context, env Env) (int64, error)
 }
 
-// idScanCalls is how many calls an ID-scan get of n rows sends (see newRanges).
+// IDScanCalls is how many calls an ID-scan get of n rows sends (see newRanges).
 func IDScanCalls(n int64) int {
 	if n <= rest.PageSize {
 		return 1

@@ -128,7 +128,7 @@ type Ref struct {
 	DropGone bool
 }
 
-// none reports whether an id is no reference at all: the portal writes "0", "" or null.
+// None reports whether an id is no reference at all: the portal writes "0", "" or null.
 func None(id string) bool { return id == "" || id == "0" }
 
 func (r Ref) name() string {
@@ -194,7 +194,8 @@ func (c *CustomFields) system(name string) bool {
 	return slices.ContainsFunc(c.System, func(s string) bool { return strings.EqualFold(s, name) })
 }
 
-// creatable reports whether the target can create a field of the type.
+// CanCreate reports whether the target can create a field of the type: fields-set creates only
+// those, and warns about the others, whose values are not migrated.
 func (c *CustomFields) CanCreate(typ string) bool {
 	return len(c.Creatable) == 0 || slices.Contains(c.Creatable, typ)
 }

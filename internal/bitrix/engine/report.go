@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// maxListed bounds every list in a verify report; the counts stay exact.
+// MaxListed bounds every list in a verify report; the counts stay exact.
 const MaxListed = 50
 
 // VerifyReport is what verify found (seed 000 "<entity>-verify", seed 001 "Верификация"). It is
@@ -214,6 +214,8 @@ func (r VerifyReport) Summary() string {
 // ErrNotVerified is returned (wrapped) by Run when verify finds problems.
 var ErrNotVerified = errors.New("verify found problems")
 
+// Problem adds to the report what keeps the entity from being verified, formatted as by
+// fmt.Sprintf: any problem makes the report unclean and leaves VERIFIED unset.
 func (r *VerifyReport) Problem(format string, args ...any) {
 	r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
 }

@@ -50,7 +50,7 @@ type liveRun struct {
 }
 
 // liveHolders returns, by lock name, the live run recorded as the holder of each of the
-// entity commands' locks ("bitrix users"): the entity's own command, or `bitrix migrate`, which
+// entity commands' locks ("bitrix <entity>"): the entity's own command, or `bitrix migrate`, which
 // records itself the holder of every one of them.
 func (s Store) liveHolders(ctx context.Context, reg *Registry) (map[string]liveRun, error) {
 	var names []string

@@ -112,7 +112,7 @@ type unfinishedBatch struct {
 	reason        string // the first record's: they differ in their attempt counts at most
 }
 
-// unfinishedBatches groups unfinished attempts by batch, in the order they come, so that a
+// unfinishedBatches gathers unfinished attempts by batch, in the order they come, so that a
 // rerun after a kill logs a line per batch in flight rather than one per record.
 func unfinishedBatches(out []status.Unfinished) []*unfinishedBatch {
 	var batches []*unfinishedBatch

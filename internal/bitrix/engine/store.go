@@ -36,7 +36,8 @@ func (r Record) IdempotencyKey() string { return idempotencyKey(r.Entity, r.Sour
 
 func idempotencyKey(entity, sourceID string) string { return "source:" + entity + ":" + sourceID }
 
-// incoming is a record as a get read it, before it is stored.
+// Incoming is a record as a get read it, before it is stored: NewIncoming has cleaned its text,
+// computed its checksum and parsed its dates, so storing it only writes.
 type Incoming struct {
 	sourceID, parent string
 	payload          json.RawMessage
@@ -48,7 +49,7 @@ type Incoming struct {
 	cleaned []pgtext.Change
 }
 
-// newIncoming prepares a source row, given as its raw JSON and its decoded fields: its checksum
+// NewIncoming prepares a source row, given as its raw JSON and its decoded fields: its checksum
 // and parsed dates.
 func NewIncoming(ent *Entity, sourceID, parent string, payload json.RawMessage, fields map[string]json.RawMessage, zone *time.Location) (Incoming, error) {
 	payload, fields, cleaned := cleanText(payload, fields)
@@ -79,7 +80,7 @@ func recordChecksum(fields map[string]json.RawMessage, volatile []string) (strin
 	return fieldsChecksum(fields, skip)
 }
 
-// saved counts what storing a page did.
+// Saved counts what storing a page did, for the get's counts, its log and its metrics.
 type Saved struct {
 	Inserted, Changed, Unchanged int
 	// Cleaned are the records whose text was cleaned before it was stored (textclean.go);

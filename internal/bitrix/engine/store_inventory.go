@@ -87,14 +87,15 @@ updated_at = now() WHERE entity = $1`, entity, lim)
 	return s.loadInventory(ctx, entity)
 }
 
-// pageRecord is one page of a get, as logged in bitrix_page_log.
+// PageRecord is one page of a get, as logged in bitrix_page_log: the log is where an
+// interrupted key walk resumes from, and the record of what each page held.
 type PageRecord struct {
 	Pass         int
 	Cursor, Next string
 	Count        int
-	// total is the pass's row count as far as the portal said, nil if it did not.
+	// Total is the pass's row count as far as the portal said, nil if it did not.
 	Total *int64
-	// last ends the pass.
+	// Last ends the pass.
 	Last bool
 }
 

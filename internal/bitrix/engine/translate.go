@@ -11,13 +11,13 @@ import (
 	"github.com/ingest-dev/ingest/internal/status"
 )
 
-// idMap holds target ids of one entity by source id.
+// IDMap holds target ids of one entity by source id, as read from the id map for one batch.
 type IDMap map[string]string
 
 // Refs holds the target ids a batch of records refers to, by entity and source id.
 type Refs struct {
 	Maps map[string]IDMap
-	// enums are the entity's enumeration fields and their option mapping.
+	// Enums are the entity's enumeration fields and their option mapping.
 	Enums enumFields
 	// known and complete say, for the entities of DropGone references, which referenced ids the
 	// source has and whether their get is complete (links.go).
@@ -25,7 +25,7 @@ type Refs struct {
 	complete map[string]bool
 	// renames maps custom fields the target names differently (fields_names.go).
 	renames map[string]string
-	// links are the custom fields whose values are references (fields_links.go).
+	// Links are the custom fields whose values are references (fields_links.go).
 	Links LinkedFields
 	// custom are the entity's custom fields as fields-get read them, by normalised name (see
 	// customKey), for payload hooks that must tell which values the target can hold.
@@ -44,7 +44,7 @@ type customField struct {
 // (some methods send UF_ABC_DEF as ufAbcDef): upper case, without underscores.
 func customKey(name string) string { return strings.ToUpper(strings.ReplaceAll(name, "_", "")) }
 
-// customField returns the custom field a payload key names, if it names one.
+// CustomField returns the custom field a payload key names, if it names one.
 func (r *Refs) CustomField(key string) (customField, bool) {
 	f, ok := r.custom[customKey(key)]
 	return f, ok
@@ -56,6 +56,9 @@ func (r *Refs) Target(entity, sourceID string) (string, bool) {
 	return id, ok
 }
 
+// Of returns the target ids of the entity's records these Refs loaded, for a payload hook that
+// looks up many ids of one entity at once, such as a list of participants (nil when none was
+// loaded).
 func (r *Refs) Of(entity string) IDMap { return r.Maps[entity] }
 
 // loadRefs reads the id map entries the records refer to: every Ref of the entity, and the
@@ -214,7 +217,7 @@ func buildPayload(ent *Entity, r Record, rf *Refs) (json.RawMessage, error) {
 	return MustJSON(fields), nil
 }
 
-// translatePlain replaces the record's plain references (and a child's ParentField) in fields by
+// TranslatePlain replaces the record's plain references (and a child's ParentField) in fields by
 // target ids; an empty Optional one is left as the portal wrote it (links.go). Payload hooks
 // call it for the plain references they keep.
 func TranslatePlain(ent *Entity, r Record, fields map[string]json.RawMessage, rf *Refs) error {
@@ -246,7 +249,7 @@ func TranslatePlain(ent *Entity, r Record, fields map[string]json.RawMessage, rf
 	return nil
 }
 
-// localDates writes every readable date into fields as ISO 8601 in its original offset.
+// LocalDates writes every readable date into fields as ISO 8601 in its original offset.
 func LocalDates(fields map[string]json.RawMessage, dates map[string]Date) {
 	for name, d := range dates {
 		if local, ok := d.Local(); ok {
@@ -255,7 +258,7 @@ func LocalDates(fields map[string]json.RawMessage, dates map[string]Date) {
 	}
 }
 
-// local returns the date as ISO 8601 in its original offset, if it was readable.
+// Local returns the date as ISO 8601 in its original offset, if it was readable.
 func (d Date) Local() (string, bool) {
 	if d.Err != "" || d.UTC.IsZero() {
 		return "", false

@@ -17,7 +17,7 @@ import (
 // lists it by its portal id with the reason, apart from the problems: it is a known limit of what
 // the REST API gives, not a failure of the migration.
 
-// unreachableKey is the payload field that holds why a record cannot be migrated.
+// UnreachableKey is the payload field that holds why a record cannot be migrated.
 const UnreachableKey = "_unreachable"
 
 // unreachableReason returns why a record cannot be migrated, or "" when it can.
@@ -30,7 +30,7 @@ func unreachableReason(payload json.RawMessage) string {
 	return cmp.Or(Text(fields, UnreachableKey), Text(fields, unstorableKey))
 }
 
-// markUnreachable returns fields with the reason the record cannot be migrated.
+// MarkUnreachable returns fields with the reason the record cannot be migrated.
 func MarkUnreachable(fields map[string]json.RawMessage, reason string) map[string]json.RawMessage {
 	fields[UnreachableKey] = MustJSON(reason)
 	return fields

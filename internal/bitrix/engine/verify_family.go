@@ -27,9 +27,9 @@ type ChildCounts struct {
 	// Short lists the parents whose children fall short (up to 50): fewer read than the portal
 	// counts for the parent (a count the portal gives per parent), or fewer on the target than read.
 	Short []ParentCounts `json:"short,omitempty"`
-	// summary, when set, names the children in the one-line summary of a clean report, with
+	// Summary, when set, names the children in the one-line summary of a clean report, with
 	// their target and read counts (children counted per parent).
-	Summary string
+	Summary string `json:"summary,omitempty"`
 }
 
 // Child returns the report's counts of one child entity.

@@ -352,7 +352,8 @@ type List struct {
 
 func (l List) params(start int) map[string]any { return l.PageParams(start) }
 
-// Params0 returns the method's parameters for the page at offset start.
+// PageParams returns the method's parameters for the page at offset start (also under StartKey,
+// when set), for callers that send the page in a batch of their own.
 func (l List) PageParams(start int) map[string]any {
 	p := make(map[string]any, len(l.Params)+2)
 	maps.Copy(p, l.Params)
