@@ -9,7 +9,7 @@ import (
 // Delegates lists the portal user ids whose own webhooks the run has (Engine.Delegates), in
 // ascending order.
 func (v Env) Delegates() []string {
-	ids := SortedKeys(v.e.Delegates)
+	ids := SortedKeys(v.e.delegates)
 	slices.SortFunc(ids, rest.CompareIDs)
 	return ids
 }
