@@ -11,7 +11,7 @@ import (
 
 // Deletions on the portal are an outcome of the migration, not an error: a complete get pass that
 // no longer sees a record moves it, and the records of its children, to DELETED_AT_SOURCE; set
-// then keeps it on the target or removes it there (Engine.Deletions), and verify counts it apart.
+// then keeps it on the target or removes it there (Config.Deletions), and verify counts it apart.
 // The pass is generic: every entity whose lister reads the whole portal concludes it; a lister
 // that cannot (PartialLister), a pass cut short or limited by test_limit never does.
 

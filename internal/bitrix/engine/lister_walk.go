@@ -80,7 +80,7 @@ type KeyWalk struct {
 	// need it sends one call less.
 	NoMe bool
 	// AsUser: the keys are portal user ids, and a key whose user has a webhook of its own
-	// (Engine.Delegates) is read through it, in batches of its own, WalkPage.Me being that user.
+	// (Config.Delegates) is read through it, in batches of its own, WalkPage.Me being that user.
 	AsUser bool
 }
 
