@@ -70,7 +70,6 @@ func (e *Engine) Set(ctx context.Context, entity string) (SetStats, error) {
 
 // set is Set of a registered entity.
 func (e *Engine) set(ctx context.Context, ent *Entity) (SetStats, error) {
-	var err error
 	for _, need := range ent.Requires {
 		if err := e.requireVerified(ctx, ent.Name, "set", need); err != nil {
 			return nil, err
@@ -133,6 +132,7 @@ func (e *Engine) set(ctx context.Context, ent *Entity) (SetStats, error) {
 		attrs := []any{"entity", m.Name, "imported", c.Imported, "failed", c.Failed, "retry_pending", c.Retry, "retries", c.Retries,
 			"unfinished", c.Unfinished}
 		if m.Parent != "" {
+			var err error
 			if c.Waiting, err = e.waitingChildren(ctx, m); err != nil {
 				return s.st, err
 			}
