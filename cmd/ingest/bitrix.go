@@ -153,7 +153,7 @@ func bitrixCommand(reg *engine.Registry, command string) (entity, phase string, 
 	if len(f) != 3 || f[0] != "bitrix" || !slices.Contains(reg.CommandNames(), f[1]) {
 		return "", "", false
 	}
-	if f[2] != "run" && !slices.Contains(engine.Phases, f[2]) {
+	if _, err := engine.ParsePhase(f[2]); f[2] != "run" && err != nil {
 		return "", "", false
 	}
 	return f[1], f[2], true
@@ -163,8 +163,8 @@ func bitrixCommand(reg *engine.Registry, command string) (entity, phase string, 
 func bitrixCommands(reg *engine.Registry) []string {
 	var out []string
 	for _, e := range reg.CommandNames() {
-		for _, p := range append(slices.Clone(engine.Phases), "run") {
-			out = append(out, "bitrix "+e+" "+p)
+		for _, p := range append(engine.Phases(), "run") {
+			out = append(out, "bitrix "+e+" "+string(p))
 		}
 	}
 	return out
@@ -218,35 +218,56 @@ func (c *bitrixCmd) check(phase string, redact func(string)) error {
 	return nil
 }
 
-// bitrixEngine builds the engine for one run, with the phase's clients.
+// bitrixEngine is the one constructor of the Bitrix24 engine: every bitrix command (an entity's
+// phases, migrate, plan, status) builds its engine here, from c's options, checked before (c.check).
+// r is the command's run, which signs and logs what it does; nil for plan and status, which record
+// no run and log to the process's log. A nil c is a command without options (status): the
+// registry and the database only, no client, since its URLs were neither checked nor redacted.
 func (app *app) bitrixEngine(c *bitrixCmd, r *run.Run) (*engine.Engine, error) {
-	e := &engine.Engine{Registry: bitrix.Catalog(bitrix.ChatRescan(c.Chats.ChatRescan)), Pool: app.pool, Log: r.Log, Metrics: r.Metrics,
-		Actor: r.Actor(), RunID: r.ID, TestLimit: c.TestLimit, Concurrency: c.Concurrency,
-		AllowMassDelete: c.AllowMassDelete, MemoryLimit: memlimit.Process()}
-	e.Deletions, _ = engine.ParseDeletions(c.Deletions) // checked before the run
-	rt, _ := rest.ParseRate(c.Rate)                     // checked before the run
-	if c.WebhookURL != "" {
-		// One limiter and one read gate for the portal's clients: the bucket counts all our
-		// requests, and the process's memory all their answers.
-		opts := rest.Options{Rate: rt, Limiter: rt.NewLimiter(), Logger: r.Log, UserAgent: "ingest/" + version,
-			ReadGate: httplimit.NewGate(8, 8<<20)}
-		src, err := rest.New(c.WebhookURL, opts)
-		if err != nil {
-			return nil, configError{"BITRIX_WEBHOOK_URL: " + err.Error()}
-		}
-		e.Source = src
-		if e.Delegates, err = authorSources(c.authors, opts, r); err != nil {
+	cfg := engine.Config{Registry: bitrix.Catalog(), Pool: app.pool, Log: app.log, MemoryLimit: memlimit.Process()}
+	if r != nil {
+		cfg.Log, cfg.Metrics, cfg.Actor, cfg.RunID = r.Log, r.Metrics, r.Actor(), r.ID
+	}
+	if c != nil {
+		if err := c.engineConfig(&cfg); err != nil {
 			return nil, err
 		}
 	}
-	if c.TargetURL != "" {
-		t, err := importapi.New(c.TargetURL, importapi.Options{Logger: r.Log})
-		if err != nil {
-			return nil, configError{"TARGET_WEBHOOK_URL: " + err.Error()}
-		}
-		e.Target = t
+	e, err := engine.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("bitrix: %w", err)
 	}
 	return e, nil
+}
+
+// engineConfig adds c's options and the clients of the portal and the target they name to cfg.
+func (c *bitrixCmd) engineConfig(cfg *engine.Config) error {
+	cfg.Registry = bitrix.Catalog(bitrix.ChatRescan(c.Chats.ChatRescan))
+	cfg.TestLimit, cfg.Concurrency, cfg.AllowMassDelete = c.TestLimit, c.Concurrency, c.AllowMassDelete
+	cfg.Deletions, _ = engine.ParseDeletions(c.Deletions) // checked before the run
+	rt, _ := rest.ParseRate(c.Rate)                       // checked before the run
+	if c.WebhookURL != "" {
+		// One limiter and one read gate for the portal's clients: the bucket counts all our
+		// requests, and the process's memory all their answers.
+		opts := rest.Options{Rate: rt, Limiter: rt.NewLimiter(), Logger: cfg.Log, UserAgent: "ingest/" + version,
+			ReadGate: httplimit.NewGate(8, 8<<20)}
+		src, err := rest.New(c.WebhookURL, opts)
+		if err != nil {
+			return configError{"BITRIX_WEBHOOK_URL: " + err.Error()}
+		}
+		cfg.Source = src
+		if cfg.Delegates, err = authorSources(c.authors, opts); err != nil {
+			return err
+		}
+	}
+	if c.TargetURL != "" {
+		t, err := importapi.New(c.TargetURL, importapi.Options{Logger: cfg.Log})
+		if err != nil {
+			return configError{"TARGET_WEBHOOK_URL: " + err.Error()}
+		}
+		cfg.Target = t
+	}
+	return nil
 }
 
 func (app *app) bitrixPhase(ctx context.Context, c *bitrixCmd, command, entity, phase string) error {
@@ -261,12 +282,15 @@ func (app *app) bitrixPhase(ctx context.Context, c *bitrixCmd, command, entity, 
 		if phase == "run" {
 			return e.Run(ctx, entity)
 		}
-		return e.Phase(ctx, entity, phase)
+		return e.Phase(ctx, entity, engine.Phase(phase))
 	})
 }
 
 func (app *app) bitrixStatus(ctx context.Context, asJSON bool) error {
-	e := &engine.Engine{Registry: bitrix.Catalog(), Pool: app.pool, Log: app.log}
+	e, err := app.bitrixEngine(nil, nil)
+	if err != nil {
+		return err
+	}
 	rep, err := e.Report(ctx)
 	if err != nil {
 		return err

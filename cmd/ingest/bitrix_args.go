@@ -6,23 +6,12 @@ import (
 	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 )
 
-// bitrixPhaseHelp is the --help line of a phase of an entity.
-func bitrixPhaseHelp(phase string) string {
-	switch phase {
-	case "fields-get":
-		return "read the entity's custom fields from the portal"
-	case "fields-set":
-		return "create the missing custom fields on the target"
-	case "get":
-		return "page through the portal into Postgres (status NEW); resumes an interrupted pass"
-	case "set":
-		return "import NEW and ERROR_RETRY records into the target"
-	case "verify":
-		return "compare counts, coverage and every imported record with the target; set VERIFIED"
-	case "run":
+// bitrixPhaseHelp is the --help line of a phase of an entity, or of run, which runs them all.
+func bitrixPhaseHelp(phase engine.Phase) string {
+	if phase == "run" {
 		return "all phases in order, stopping at the first that fails"
 	}
-	return ""
+	return phase.Help()
 }
 
 // bitrixTree is the `bitrix` command: c's options, status, plan, and one command per entity of
@@ -30,10 +19,10 @@ func bitrixPhaseHelp(phase string) string {
 // place in the list by being registered, without a line here; an entity whose phase takes flags
 // of its own names them in c.entityFlags.
 func bitrixTree(reg *engine.Registry, c *bitrixCmd) *cliCommand {
-	phases := append(append([]string{}, engine.Phases...), "run")
+	phases := append(engine.Phases(), "run")
 	flags := c.entityFlags()
 	cmd := &cliCommand{name: "bitrix", options: c,
-		help: "migrate a Bitrix24 portal entity by entity: " + strings.Join(reg.CommandNames(), "|") + " " + strings.Join(phases, "|") + ", migrate, status or plan",
+		help: "migrate a Bitrix24 portal entity by entity: " + strings.Join(reg.CommandNames(), "|") + " " + phaseNames(phases) + ", migrate, status or plan",
 		subs: []*cliCommand{
 			{name: "status", help: "per entity: records by status, inventory, verified flag, last verify report", options: c.Status},
 			{name: "plan", help: "before the window: per entity the records on the portal, the calls get needs and their time at the rate", options: c.Plan},
@@ -42,9 +31,18 @@ func bitrixTree(reg *engine.Registry, c *bitrixCmd) *cliCommand {
 	for _, ent := range reg.Commands() {
 		e := &cliCommand{name: ent.Name, help: ent.Help}
 		for _, phase := range phases {
-			e.subs = append(e.subs, &cliCommand{name: phase, help: bitrixPhaseHelp(phase), options: flags[ent.Name+" "+phase]})
+			e.subs = append(e.subs, &cliCommand{name: string(phase), help: bitrixPhaseHelp(phase), options: flags[ent.Name+" "+string(phase)]})
 		}
 		cmd.subs = append(cmd.subs, e)
 	}
 	return cmd
+}
+
+// phaseNames joins the phases for a --help line.
+func phaseNames(phases []engine.Phase) string {
+	names := make([]string, len(phases))
+	for i, p := range phases {
+		names[i] = string(p)
+	}
+	return strings.Join(names, "|")
 }

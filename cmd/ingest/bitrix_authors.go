@@ -11,7 +11,6 @@ import (
 
 	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
-	"github.com/ingest-dev/ingest/internal/run"
 )
 
 // BITRIX_AUTHOR_WEBHOOKS names a file of other users' own incoming webhooks, one a line:
@@ -75,7 +74,7 @@ func readAuthorWebhooks(path, main string, redact func(string)) (map[string]stri
 }
 
 // authorSources builds a client for every author's webhook, under the run's one rate limit.
-func authorSources(hooks map[string]string, opts rest.Options, r *run.Run) (map[string]engine.Source, error) {
+func authorSources(hooks map[string]string, opts rest.Options) (map[string]engine.Source, error) {
 	if len(hooks) == 0 {
 		return nil, nil
 	}
@@ -87,6 +86,6 @@ func authorSources(hooks map[string]string, opts rest.Options, r *run.Run) (map[
 		}
 		out[user] = src
 	}
-	r.Log.Info("feed comments of these authors are read through their own webhooks", "authors", len(out))
+	opts.Logger.Info("feed comments of these authors are read through their own webhooks", "authors", len(out))
 	return out, nil
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"text/tabwriter"
 
-	"github.com/ingest-dev/ingest/internal/bitrix"
-	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 )
 
@@ -20,11 +18,10 @@ type bitrixPlanCmd struct {
 // same bucket).
 func (app *app) bitrixPlan(ctx context.Context, c *bitrixCmd) error {
 	rt, _ := rest.ParseRate(c.Rate) // checked before
-	src, err := rest.New(c.WebhookURL, rest.Options{Rate: rt, Limiter: rt.NewLimiter(), Logger: app.log, UserAgent: "ingest/" + version})
+	e, err := app.bitrixEngine(c, nil)
 	if err != nil {
-		return configError{"BITRIX_WEBHOOK_URL: " + err.Error()}
+		return err
 	}
-	e := &engine.Engine{Registry: bitrix.Catalog(), Pool: app.pool, Source: src, Log: app.log, Concurrency: c.Concurrency}
 	p, err := e.Plan(ctx, rt)
 	if err != nil {
 		return err

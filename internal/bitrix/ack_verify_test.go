@@ -60,7 +60,7 @@ func TestAcknowledgingEveryListedRecordMakesVerifyPass(t *testing.T) {
 			// Child records waiting for a parent that is not imported are listed with it.
 			var waiting, listedWaiting int64
 			for _, c := range r.Children {
-				waiting += c.ByStatus[string(engine.New)]
+				waiting += c.ByStatus[string(engine.StatusNew)]
 			}
 			for _, l := range [][]engine.RecordIssue{r.NotImported, r.Unreachable, r.UnresolvedRefs} {
 				for _, i := range l {

@@ -123,7 +123,7 @@ func BenchmarkGetUsersSlowPortal(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				e := &engine.Engine{Registry: bitrix.Catalog(), Pool: pool, Source: src, Log: benchLog(), Metrics: metrics.New(), Actor: "bench", Concurrency: conc}
+				e := benchEngine(b, engine.Config{Registry: bitrix.Catalog(), Pool: pool, Source: src, Log: benchLog(), Metrics: metrics.New(), Actor: "bench", Concurrency: conc})
 				b.StartTimer()
 				start := time.Now()
 				st, err := e.Get(context.Background(), bitrix.Users)
@@ -173,8 +173,8 @@ func BenchmarkSetUsers(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				e := &engine.Engine{Registry: bitrix.Catalog(), Pool: pool, Source: src, Target: client, Log: benchLog(), Metrics: metrics.New(),
-					Actor: "bench", Concurrency: conc}
+				e := benchEngine(b, engine.Config{Registry: bitrix.Catalog(), Pool: pool, Source: src, Target: client, Log: benchLog(), Metrics: metrics.New(),
+					Actor: "bench", Concurrency: conc})
 				if _, err := e.Get(context.Background(), bitrix.Users); err != nil {
 					b.Fatal(err)
 				}
@@ -209,7 +209,7 @@ func benchEngineGet(ctx context.Context, b *testing.B, src *rest.Client) error {
 	b.StopTimer()
 	pool := dbtest.Pool(b)
 	b.StartTimer()
-	e := &engine.Engine{Registry: bitrix.Catalog(), Pool: pool, Source: src, Log: quietLog(), Metrics: metrics.New(), Actor: "bench"}
+	e := benchEngine(b, engine.Config{Registry: bitrix.Catalog(), Pool: pool, Source: src, Log: quietLog(), Metrics: metrics.New(), Actor: "bench"})
 	st, err := e.Get(ctx, bitrix.Users)
 	if err == nil && !st.Complete {
 		err = fmt.Errorf("get incomplete: %+v", st)
@@ -242,6 +242,16 @@ func minGetCalls(n int) float64 {
 }
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// benchEngine is engine.New for a benchmark, which stops on a configuration refused.
+func benchEngine(tb testing.TB, cfg engine.Config) *engine.Engine {
+	tb.Helper()
+	e, err := engine.New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return e
+}
 
 func envInt(b *testing.B, name string, def int) int {
 	s := os.Getenv(name)

@@ -49,8 +49,8 @@ func BenchmarkGetChats(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				e := &engine.Engine{Registry: bitrix.Catalog(), Pool: pool, Source: src, Log: quietLog(),
-					Metrics: metrics.New(), Actor: "bench", Concurrency: conc}
+				e := benchEngine(b, engine.Config{Registry: bitrix.Catalog(), Pool: pool, Source: src, Log: quietLog(),
+					Metrics: metrics.New(), Actor: "bench", Concurrency: conc})
 				b.StartTimer()
 
 				start := time.Now()

@@ -31,13 +31,17 @@ const webhookUser = 1
 func chatEnv(t *testing.T, opts bitrixfake.Options) (*env, *engine.Engine) {
 	t.Helper()
 	v := newEnv(t, opts)
-	e := v.engine()
-	e.RetryPolicy = retry.Policy{Delays: []time.Duration{0, time.Millisecond, time.Millisecond}}
+	e := v.engine(chatRetry)
 	v.migrateUsers(e)
 	if opts.Groups > 0 {
 		v.phases(e, bitrix.Groups, "get", "set", "verify")
 	}
 	return v, e
+}
+
+// chatRetry is chatEnv's retry schedule: the real one's steps in milliseconds.
+func chatRetry(c *engine.Config) {
+	c.RetryPolicy = retry.Policy{Delays: []time.Duration{0, time.Millisecond, time.Millisecond}}
 }
 
 // portalChats splits the portal's chats into those the webhook user can read and those it
@@ -193,9 +197,11 @@ func TestChatsGetResumesEachChatAfterAKill(t *testing.T) {
 	v, e := chatEnv(t, bitrixfake.Options{Users: 40, Chats: 80, MessagesPerChat: 130, Seed: 23})
 	readable, _ := portalChats(v.portal)
 	ctx, cancel := context.WithCancel(v.ctx)
-	e.Concurrency = 2
-	e.Source = &killAfter{Client: v.source, n: 3, cancel: cancel}
-	if _, err := e.Get(ctx, bitrix.Chats); !errors.Is(err, context.Canceled) {
+	killed := v.engine(chatRetry, func(c *engine.Config) {
+		c.Concurrency = 2
+		c.Source = &killAfter{Client: v.source, n: 3, cancel: cancel}
+	})
+	if _, err := killed.Get(ctx, bitrix.Chats); !errors.Is(err, context.Canceled) {
 		t.Fatalf("killed get: %v, want context.Canceled", err)
 	}
 	partial := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'chat_messages'`)
@@ -203,7 +209,6 @@ func TestChatsGetResumesEachChatAfterAKill(t *testing.T) {
 		t.Fatalf("%d messages stored before the kill; the kill should land mid-walk", partial)
 	}
 
-	e.Source = v.source
 	st, err := e.Get(v.ctx, bitrix.Chats)
 	if err != nil {
 		t.Fatal(err)
@@ -273,12 +278,12 @@ func TestChatsEditedMessageIsFoundByItsHash(t *testing.T) {
 	if c := st.Of(bitrix.ChatMessages); c.Inserted != 1 || c.Changed != 0 || c.Rows != 1 {
 		t.Errorf("top-up stats %+v, want the one new message", st)
 	}
-	if r := v.record(bitrix.ChatMessages, fmt.Sprintf("%d:%d", chat.ID, added)); r.Status != engine.New {
+	if r := v.record(bitrix.ChatMessages, fmt.Sprintf("%d:%d", chat.ID, added)); r.Status != engine.StatusNew {
 		t.Errorf("new message is %s, want NEW", r.Status)
 	}
 
 	// A rescan reads every history again: the edited message's hash changed, nothing else did.
-	e.Registry = bitrix.Catalog(bitrix.ChatRescan(true))
+	e = v.engine(chatRetry, func(c *engine.Config) { c.Registry = bitrix.Catalog(bitrix.ChatRescan(true)) })
 	st, err = e.Get(v.ctx, bitrix.Chats)
 	if err != nil {
 		t.Fatal(err)
@@ -286,7 +291,7 @@ func TestChatsEditedMessageIsFoundByItsHash(t *testing.T) {
 	if c := st.Of(bitrix.ChatMessages); c.Changed != 1 || c.Inserted != 0 || c.Unchanged != total {
 		t.Errorf("rescan stats %+v, want 1 changed and %d unchanged", st, total)
 	}
-	if r := v.record(bitrix.ChatMessages, editedKey); r.Status != engine.New {
+	if r := v.record(bitrix.ChatMessages, editedKey); r.Status != engine.StatusNew {
 		t.Errorf("edited message is %s, want NEW", r.Status)
 	}
 	if n := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'chat_messages' AND status = 'IMPORT_OK'`); n != total-1 {
@@ -364,7 +369,9 @@ func TestChatMessagesAreNeverImportedBeforeTheirChat(t *testing.T) {
 	rejected := readable[3]
 	v.target.RejectKey(bitrix.Chats, "source:chats:"+strconv.Itoa(rejected.ID), "chat quota exceeded")
 	v.target.FailItems(bitrix.Chats, 5) // retried: their messages must wait for the retry
-	e.Target = &orderedTarget{Target: v.client, t: t, imported: map[string]bool{}, last: map[string]int{}}
+	e = v.engine(chatRetry, func(c *engine.Config) {
+		c.Target = &orderedTarget{Target: v.client, t: t, imported: map[string]bool{}, last: map[string]int{}}
+	})
 
 	v.phases(e, bitrix.Chats, "get")
 	st, err := e.Set(v.ctx, bitrix.Chats)
@@ -535,7 +542,7 @@ func TestChatsGetPacksCursorCallsIntoBatches(t *testing.T) {
 	t.Parallel()
 	const chats, perChat = 50, 120 // pages of 50, 50, 20 per chat
 	v, e := chatEnv(t, bitrixfake.Options{Users: 200, Chats: chats, MessagesPerChat: perChat, Seed: 29})
-	e.Concurrency = 1
+	e = v.engine(chatRetry, func(c *engine.Config) { c.Concurrency = 1 })
 	before := v.portal.Stats()
 	if _, err := e.Get(v.ctx, bitrix.Chats); err != nil {
 		t.Fatal(err)
@@ -605,7 +612,7 @@ func TestChatsVerifyPassesOnAcknowledgedExceptions(t *testing.T) {
 		t.Error("chats not VERIFIED after a clean verify")
 	}
 	// Sent back by a person, the chat fails again: the old acknowledgement does not cover it.
-	if _, err := engine.Machine.MoveMany(v.ctx, v.pool, ids[:1], engine.ImportErr, engine.New,
+	if _, err := engine.Machine.MoveMany(v.ctx, v.pool, ids[:1], engine.ImportErr, engine.StatusNew,
 		status.Change{Actor: "manual: bob", Manual: true, Reason: "try again"}); err != nil {
 		t.Fatal(err)
 	}

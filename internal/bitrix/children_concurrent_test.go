@@ -41,9 +41,8 @@ func (f *inFlight) Batch(ctx context.Context, cmds []rest.Command, halt bool) (*
 func TestGetFetchesAPagesChildBatchesAtOnce(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t, bitrixfake.Options{Users: 50, Groups: 5, Tasks: 400, Seed: 2, Latency: 30 * time.Millisecond})
-	e := v.engine()
 	src := &inFlight{Source: v.source, now: map[string]int{}, max: map[string]int{}}
-	e.Source = src
+	e := v.engine(func(c *engine.Config) { c.Source = src })
 	if _, err := e.Get(v.ctx, bitrix.Tasks); err != nil {
 		t.Fatal(err)
 	}

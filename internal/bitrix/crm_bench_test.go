@@ -49,7 +49,7 @@ func BenchmarkGetDealsSlowPortal(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				e := &engine.Engine{Registry: bitrix.Catalog(), Pool: pool, Source: src, Log: benchLog(), Metrics: metrics.New(), Actor: "bench", Concurrency: 8}
+				e := benchEngine(b, engine.Config{Registry: bitrix.Catalog(), Pool: pool, Source: src, Log: benchLog(), Metrics: metrics.New(), Actor: "bench", Concurrency: 8})
 				b.StartTimer()
 				start := time.Now()
 				st, err := e.Get(context.Background(), bitrix.Deals)
@@ -102,9 +102,9 @@ func BenchmarkSetDeals(b *testing.B) {
 			return t, c, srv.Close
 		}
 		_, fast, closeFast := target(0)
-		e := &engine.Engine{Registry: bitrix.Catalog(), Pool: pool, Source: src, Target: fast, Log: benchLog(), Metrics: metrics.New(), Actor: "bench", Concurrency: conc}
+		e := benchEngine(b, engine.Config{Registry: bitrix.Catalog(), Pool: pool, Source: src, Target: fast, Log: benchLog(), Metrics: metrics.New(), Actor: "bench", Concurrency: conc})
 		for _, entity := range []string{bitrix.Users, bitrix.CRMTypes, bitrix.CRMCategories, bitrix.Companies, bitrix.Contacts} {
-			for _, phase := range []string{"get", "set", "verify"} {
+			for _, phase := range []engine.Phase{"get", "set", "verify"} {
 				if err := e.Phase(ctx, entity, phase); err != nil {
 					b.Fatalf("%s %s: %v", entity, phase, err)
 				}
@@ -114,7 +114,7 @@ func BenchmarkSetDeals(b *testing.B) {
 			b.Fatal(err)
 		}
 		slow, client, closeSlow := target(latency)
-		e.Target = client
+		e = benchEngine(b, engine.Config{Registry: bitrix.Catalog(), Pool: pool, Source: src, Target: client, Log: benchLog(), Metrics: metrics.New(), Actor: "bench", Concurrency: conc})
 		b.StartTimer()
 		start := time.Now()
 		st, err := e.Set(ctx, bitrix.Deals)

@@ -66,8 +66,9 @@ VALUES ('crm_types', '1999', '{"id": 99, "entityTypeId": 1999}', 'x')`); err != 
 func TestCRMTestLimitPullsReferencedRecords(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t, crmOptions(8))
-	e := v.engine()
-	e.TestLimit = 5
+	e := v.engine(func(c *engine.Config) {
+		c.TestLimit = 5
+	})
 	st, err := e.Get(v.ctx, bitrix.Deals)
 	if err != nil {
 		t.Fatal(err)

@@ -28,8 +28,9 @@ func TestEmptyPageInARangeDeletesNothing(t *testing.T) {
 
 func emptyPageInARange(t *testing.T, allowMassDelete bool) {
 	v := newEnv(t, crmOptions(48))
-	e := v.engine()
-	e.AllowMassDelete = allowMassDelete
+	e := v.engine(func(c *engine.Config) {
+		c.AllowMassDelete = allowMassDelete
+	})
 	for _, ent := range []string{bitrix.Users, bitrix.CRMTypes, bitrix.CRMCategories, bitrix.Companies, bitrix.Contacts, bitrix.Deals} {
 		v.phases(e, ent, "get", "set", "verify")
 	}
@@ -82,8 +83,9 @@ func TestEmptySmartPageDeletesNothing(t *testing.T) {
 	opts := crmOptions(49)
 	opts.SmartItems = 120
 	v := newEnv(t, opts)
-	e := v.engine()
-	e.AllowMassDelete = true
+	e := v.engine(func(c *engine.Config) {
+		c.AllowMassDelete = true
+	})
 	for _, ent := range []string{bitrix.Users, bitrix.CRMTypes, bitrix.CRMCategories, bitrix.Companies, bitrix.Contacts, bitrix.Deals, bitrix.Smart} {
 		v.phases(e, ent, "get", "set", "verify")
 	}
@@ -112,8 +114,9 @@ ORDER BY split_part(source_id, ':', 2)::int OFFSET 49 LIMIT 1`)
 func TestIgnoredIDFilterDeletesNothing(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t, crmOptions(49))
-	e := v.engine()
-	e.AllowMassDelete = true
+	e := v.engine(func(c *engine.Config) {
+		c.AllowMassDelete = true
+	})
 	for _, ent := range []string{bitrix.Users, bitrix.CRMTypes, bitrix.CRMCategories, bitrix.Companies, bitrix.Contacts, bitrix.Deals} {
 		v.phases(e, ent, "get", "set", "verify")
 	}

@@ -89,8 +89,9 @@ func TestDeletedDealUnderEachPolicy(t *testing.T) {
 		t.Run(string(policy), func(t *testing.T) {
 			t.Parallel()
 			v := newEnv(t, crmOptions(41))
-			e := v.engine()
-			e.Deletions = policy
+			e := v.engine(func(c *engine.Config) {
+				c.Deletions = policy
+			})
 			chain := []string{bitrix.Users, bitrix.CRMTypes, bitrix.CRMCategories, bitrix.Companies, bitrix.Contacts, bitrix.Deals,
 				bitrix.DealProducts, bitrix.CRMComments, bitrix.Smart, bitrix.Workflows}
 			for _, ent := range chain {
@@ -133,8 +134,9 @@ func TestDeletedContactUnderEachPolicy(t *testing.T) {
 		t.Run(string(policy), func(t *testing.T) {
 			t.Parallel()
 			v := newEnv(t, crmOptions(42))
-			e := v.engine()
-			e.Deletions = policy
+			e := v.engine(func(c *engine.Config) {
+				c.Deletions = policy
+			})
 			chain := []string{bitrix.Users, bitrix.CRMTypes, bitrix.CRMCategories, bitrix.Companies, bitrix.Contacts, bitrix.Deals}
 			for _, ent := range chain {
 				v.phases(e, ent, "get", "set", "verify")
@@ -168,8 +170,9 @@ func TestDeletedTaskUnderEachPolicy(t *testing.T) {
 		t.Run(string(policy), func(t *testing.T) {
 			t.Parallel()
 			v := newEnv(t, bitrixfake.Options{Users: 40, Groups: 6, Tasks: 80, TaskComments: 3, Seed: 43})
-			e := v.engine()
-			e.Deletions = policy
+			e := v.engine(func(c *engine.Config) {
+				c.Deletions = policy
+			})
 			v.migrateBase(e)
 			_ = e.Run(v.ctx, bitrix.Tasks) // verify names the tasks the webhook's user cannot see; set is what matters
 			task := v.pick(`SELECT t.source_id FROM bitrix_records t WHERE t.entity = 'tasks' AND t.status = 'IMPORT_OK'
@@ -192,8 +195,9 @@ func TestDeletedPostUnderEachPolicy(t *testing.T) {
 		t.Run(string(policy), func(t *testing.T) {
 			t.Parallel()
 			v := newEnv(t, bitrixfake.Options{Users: 40, Groups: 6, Posts: 60, PostComments: 3, Seed: 44})
-			e := v.engine()
-			e.Deletions = policy
+			e := v.engine(func(c *engine.Config) {
+				c.Deletions = policy
+			})
 			v.migrateBase(e)
 			_ = e.Run(v.ctx, bitrix.Feed) // verify names the comments out of reach; set is what matters
 			post := v.pick(`SELECT p.source_id FROM bitrix_records p WHERE p.entity = 'feed' AND p.status = 'IMPORT_OK'
@@ -223,14 +227,12 @@ func TestMassDeleteRefusedUnlessAllowed(t *testing.T) {
 		v.deleteOnPortal(bitrixfake.DeleteContacts, strconv.Itoa(id))
 	}
 	// A test_limit pass does not see the whole portal: it concludes nothing.
-	e.TestLimit = 5
-	if _, err := e.Get(v.ctx, bitrix.Contacts); err != nil {
+	if _, err := v.engine(func(c *engine.Config) { c.TestLimit = 5 }).Get(v.ctx, bitrix.Contacts); err != nil {
 		t.Fatalf("get with test_limit: %v", err)
 	}
 	if n := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'contacts' AND status = 'DELETED_AT_SOURCE'`); n != 0 {
 		t.Fatalf("a test_limit get marked %d contacts deleted", n)
 	}
-	e.TestLimit = 0
 	_, err := e.Get(v.ctx, bitrix.Contacts)
 	if !errors.Is(err, engine.ErrMassDelete) || !strings.Contains(err.Error(), strconv.Itoa(gone)+" of the "+strconv.Itoa(len(ids))) {
 		t.Fatalf("get after %d of %d contacts deleted: %v, want a refusal naming the count", gone, len(ids), err)
@@ -238,7 +240,7 @@ func TestMassDeleteRefusedUnlessAllowed(t *testing.T) {
 	if n := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'contacts' AND status = 'DELETED_AT_SOURCE'`); n != 0 {
 		t.Fatalf("a refused get marked %d contacts deleted", n)
 	}
-	e.AllowMassDelete = true
+	e = v.engine(func(c *engine.Config) { c.AllowMassDelete = true })
 	st, err := e.Get(v.ctx, bitrix.Contacts)
 	if err != nil || st.Deleted != gone {
 		t.Fatalf("get with --allow-mass-delete: %d deleted, %v; want %d", st.Deleted, err, gone)
@@ -249,8 +251,9 @@ func TestMassDeleteRefusedUnlessAllowed(t *testing.T) {
 func TestReappearingRecordGoesBackToTheFlow(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t, crmOptions(46))
-	e := v.engine()
-	e.Deletions = engine.DeletionsPropagate
+	e := v.engine(func(c *engine.Config) {
+		c.Deletions = engine.DeletionsPropagate
+	})
 	for _, ent := range []string{bitrix.Users, bitrix.CRMTypes, bitrix.CRMCategories, bitrix.Companies} {
 		v.phases(e, ent, "get", "set", "verify")
 	}
@@ -322,7 +325,7 @@ func TestShiftedPostIsNotDeleted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Source = src
+	e = v.engine(func(c *engine.Config) { c.Source = src })
 	armed.Store(true)
 	v.phases(e, bitrix.Feed, "get")
 	if !strings.Contains(v.log.String(), "records the pass missed are still on the portal") {
@@ -347,9 +350,10 @@ func TestShiftedPostIsNotDeleted(t *testing.T) {
 func TestDeletedDealsDoNotCountAgainstDealProducts(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t, crmOptions(43))
-	e := v.engine()
-	e.Deletions = engine.DeletionsPropagate
-	e.AllowMassDelete = true
+	e := v.engine(func(c *engine.Config) {
+		c.Deletions = engine.DeletionsPropagate
+		c.AllowMassDelete = true
+	})
 	for _, ent := range []string{bitrix.Users, bitrix.CRMTypes, bitrix.CRMCategories, bitrix.Companies, bitrix.Contacts, bitrix.Deals, bitrix.DealProducts} {
 		v.phases(e, ent, "get", "set", "verify")
 	}

@@ -87,9 +87,9 @@ func (v *env) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(v.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-// engine returns an engine on the env's database, source and target.
-func (v *env) engine() *engine.Engine {
-	return &engine.Engine{Registry: bitrix.Catalog(),
+// config is the configuration of an engine on the env's database, source and target.
+func (v *env) config() engine.Config {
+	return engine.Config{Registry: bitrix.Catalog(),
 		Pool:    v.pool,
 		Source:  v.source,
 		Target:  v.client,
@@ -97,6 +97,21 @@ func (v *env) engine() *engine.Engine {
 		Metrics: v.metrics,
 		Actor:   "test",
 	}
+}
+
+// engine returns an engine on the env's database, source and target, its configuration changed
+// by with, in order.
+func (v *env) engine(with ...func(*engine.Config)) *engine.Engine {
+	v.t.Helper()
+	cfg := v.config()
+	for _, f := range with {
+		f(&cfg)
+	}
+	e, err := engine.New(cfg)
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	return e
 }
 
 // syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
@@ -138,7 +153,7 @@ func (v *env) record(entity, sourceID string) engine.Record {
 }
 
 // phases runs phases of an entity and fails the test on the first error.
-func (v *env) phases(e *engine.Engine, entity string, phases ...string) {
+func (v *env) phases(e *engine.Engine, entity string, phases ...engine.Phase) {
 	v.t.Helper()
 	for _, p := range phases {
 		if err := e.Phase(v.ctx, entity, p); err != nil {

@@ -62,8 +62,9 @@ AND strpos(payload->>'_unreachable', 'text withheld') > 0`, author)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e = v.engine()
-	e.Delegates = map[string]engine.Source{first: src}
+	e = v.engine(func(c *engine.Config) {
+		c.Delegates = map[string]engine.Source{first: src}
+	})
 	plan, err := e.Plan(v.ctx, rest.DefaultRate())
 	if err != nil {
 		t.Fatal(err)

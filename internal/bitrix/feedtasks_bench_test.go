@@ -49,7 +49,7 @@ func BenchmarkGetTasksSlowPortal(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		e := &engine.Engine{Registry: reg, Pool: pool, Source: src, Log: benchLog(), Metrics: metrics.New(), Actor: "bench", Concurrency: 8}
+		e := benchEngine(b, engine.Config{Registry: reg, Pool: pool, Source: src, Log: benchLog(), Metrics: metrics.New(), Actor: "bench", Concurrency: 8})
 		visible := 0
 		for _, ti := range portal.TaskInfos() {
 			if !ti.Hidden {
@@ -133,7 +133,7 @@ func BenchmarkGetTaskComments(b *testing.B) {
 			b.Fatal(err)
 		}
 		src := &countingSource{Client: client, calls: map[string]int{}}
-		e := &engine.Engine{Registry: bitrix.Catalog(), Pool: pool, Source: src, Log: benchLog(), Metrics: metrics.New(), Actor: "bench", Concurrency: 8}
+		e := benchEngine(b, engine.Config{Registry: bitrix.Catalog(), Pool: pool, Source: src, Log: benchLog(), Metrics: metrics.New(), Actor: "bench", Concurrency: 8})
 		b.StartTimer()
 		start := time.Now()
 		st, err := e.Get(context.Background(), bitrix.Tasks)

@@ -43,7 +43,7 @@ func TestTaskCustomFields(t *testing.T) {
 	if want := []string{"UF_TASK_APPROVAL_DEADLINE", "UF_TASK_CLIENT_REQUEST", "UF_TASK_LEGAL_REVIEW_REQUIRED", "UF_TASK_PROJECT_BUDGET"}; !slices.Equal(names, want) {
 		t.Errorf("fields on the target %v, want %v", names, want)
 	}
-	if _, err := e.Pool.Exec(v.ctx, `UPDATE bitrix_records SET status = 'NEW' WHERE entity = 'tasks' AND status = 'IMPORT_ERR'
+	if _, err := v.pool.Exec(v.ctx, `UPDATE bitrix_records SET status = 'NEW' WHERE entity = 'tasks' AND status = 'IMPORT_ERR'
 AND last_error LIKE '%fields-set%'`); err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestTasksUnderTestLimit(t *testing.T) {
 	v := newEnv(t, bitrixfake.Options{Users: 40, Groups: 5, Tasks: 200, Seed: 39})
 	e := v.engine()
 	v.migrateBase(e)
-	e.TestLimit = 20
+	e = v.engine(func(c *engine.Config) { c.TestLimit = 20 })
 	st, err := e.Get(v.ctx, bitrix.Tasks)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
 	"github.com/ingest-dev/ingest/internal/importapi"
 )
@@ -85,7 +86,7 @@ AND source_option_id IN ('26', '27', '28') AND target_option_id <> ''`); n != 3 
 	}
 
 	// Workgroups have no custom fields API: both phases say so and succeed.
-	for _, phase := range []string{"fields-get", "fields-set"} {
+	for _, phase := range []engine.Phase{engine.PhaseFieldsGet, engine.PhaseFieldsSet} {
 		if err := e.Phase(v.ctx, bitrix.Groups, phase); err != nil {
 			t.Errorf("groups %s = %v, want success", phase, err)
 		}

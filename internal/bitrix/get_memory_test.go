@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
 )
@@ -33,8 +34,9 @@ func TestGetHoldsTheAnswersItsMemoryLimitAllows(t *testing.T) {
 	v := newEnv(t, bitrixfake.Options{Users: users, Seed: 5})
 
 	free := &inFlight{Source: v.source, now: map[string]int{}, max: map[string]int{}}
-	e := v.engine()
-	e.Source = free
+	e := v.engine(func(c *engine.Config) {
+		c.Source = free
+	})
 	if _, err := e.Get(v.ctx, bitrix.Users); err != nil {
 		t.Fatal(err)
 	}
@@ -45,16 +47,18 @@ func TestGetHoldsTheAnswersItsMemoryLimitAllows(t *testing.T) {
 	v = newEnv(t, bitrixfake.Options{Users: users, Seed: 5})
 	ctx, cancel := context.WithCancel(v.ctx)
 	defer cancel()
-	e = v.engine()
-	e.Concurrency = 1
-	e.Source = &cancelOnCall{Source: v.source, n: 2, cancel: cancel}
+	e = v.engine(func(c *engine.Config) {
+		c.Concurrency = 1
+		c.Source = &cancelOnCall{Source: v.source, n: 2, cancel: cancel}
+	})
 	if _, err := e.Get(ctx, bitrix.Users); !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted get = %v, want context.Canceled", err)
 	}
 	for _, resumed := range []bool{true, false} {
 		tight := &inFlight{Source: v.source, now: map[string]int{}, max: map[string]int{}}
-		e = v.engine()
-		e.Source, e.MemoryLimit = tight, 1<<20 // 512 KiB for answers: less than one of 2,500 users
+		e = v.engine(func(c *engine.Config) {
+			c.Source, c.MemoryLimit = tight, 1<<20 // 512 KiB for answers: less than one of 2,500 users
+		})
 		st, err := e.Get(v.ctx, bitrix.Users)
 		if err != nil {
 			t.Fatal(err)

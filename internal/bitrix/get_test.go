@@ -99,9 +99,10 @@ func TestGetResumesEveryRangeWhereItStopped(t *testing.T) {
 	v := newEnv(t, bitrixfake.Options{Users: users, Seed: 2})
 	ctx, cancel := context.WithCancel(v.ctx)
 	defer cancel()
-	e := v.engine()
-	e.Concurrency = 1 // one request at a time: the first is stored, the second is lost
-	e.Source = &cancelOnCall{Source: v.source, n: 2, cancel: cancel}
+	e := v.engine(func(c *engine.Config) {
+		c.Concurrency = 1 // one request at a time: the first is stored, the second is lost
+		c.Source = &cancelOnCall{Source: v.source, n: 2, cancel: cancel}
+	})
 	st, err := e.Get(ctx, bitrix.Users)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted get = %v, want context.Canceled", err)
@@ -185,14 +186,14 @@ func TestRegetLeavesUnchangedRecordsAndReopensChangedOnes(t *testing.T) {
 		t.Errorf("re-get = %+v, want a new pass with 1 changed and 119 unchanged", st)
 	}
 	r := v.record(bitrix.Users, changed)
-	if r.Status != engine.New || !strings.Contains(string(r.Payload), "Главный бухгалтер") {
+	if r.Status != engine.StatusNew || !strings.Contains(string(r.Payload), "Главный бухгалтер") {
 		t.Errorf("changed user: status %s, payload %s; want NEW with the new payload", r.Status, r.Payload)
 	}
 	hist, err := engine.Machine.History(v.ctx, v.pool, r.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if last := hist[len(hist)-1]; last.From != engine.ImportOK || last.To != engine.New || last.Reason != "changed on the source" {
+	if last := hist[len(hist)-1]; last.From != engine.ImportOK || last.To != engine.StatusNew || last.Reason != "changed on the source" {
 		t.Errorf("last move of the changed user = %+v, want IMPORT_OK -> NEW, changed on the source", last)
 	}
 	if got := v.record(bitrix.Users, online); got.Status != engine.ImportOK || string(got.Payload) != string(untouched.Payload) {
@@ -223,8 +224,9 @@ func TestRegetLeavesUnchangedRecordsAndReopensChangedOnes(t *testing.T) {
 func TestGetTestLimitPullsDependenciesBeyondIt(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t, bitrixfake.Options{Users: 400, Groups: 30, Seed: 4})
-	e := v.engine()
-	e.TestLimit = 10
+	e := v.engine(func(c *engine.Config) {
+		c.TestLimit = 10
+	})
 	st, err := e.Get(v.ctx, bitrix.Users)
 	if err != nil {
 		t.Fatal(err)
@@ -237,7 +239,7 @@ func TestGetTestLimitPullsDependenciesBeyondIt(t *testing.T) {
 		t.Errorf("%d of the first ten users stored", n)
 	}
 
-	e.TestLimit = 3
+	e = v.engine(func(c *engine.Config) { c.TestLimit = 3 })
 	st, err = e.Get(v.ctx, bitrix.Groups)
 	if err != nil {
 		t.Fatal(err)
@@ -338,15 +340,17 @@ func TestOffsetPagesResumeAtTheNextOffset(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(v.ctx)
 	defer cancel()
-	e := v.engine()
-	e.Registry = reg
-	e.Source = &stopListing{Source: v.source, pages: 4, cancel: cancel}
+	e := v.engine(func(c *engine.Config) {
+		c.Registry = reg
+		c.Source = &stopListing{Source: v.source, pages: 4, cancel: cancel}
+	})
 	if _, err := e.Get(ctx, "people"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted get = %v, want context.Canceled", err)
 	}
 	inventory := func() engine.Inventory {
-		e := v.engine()
-		e.Registry = reg
+		e := v.engine(func(c *engine.Config) {
+			c.Registry = reg
+		})
 		rep, err := e.Report(v.ctx)
 		if err != nil || len(rep.Entities) != 1 || rep.Entities[0].Inventory == nil {
 			t.Fatalf("report = %+v, %v", rep, err)
@@ -357,8 +361,9 @@ func TestOffsetPagesResumeAtTheNextOffset(t *testing.T) {
 	if inv.Complete || inv.PassRows != 250 || inv.Cursor != "250" {
 		t.Fatalf("inventory after interruption = %+v, want 250 rows (the first page and 4 more), cursor 250", inv)
 	}
-	e = v.engine()
-	e.Registry = reg
+	e = v.engine(func(c *engine.Config) {
+		c.Registry = reg
+	})
 	st, err := e.Get(v.ctx, "people")
 	if err != nil {
 		t.Fatal(err)

@@ -186,7 +186,7 @@ func BenchmarkGetSideBySide(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				e := &engine.Engine{Registry: bitrix.Catalog(), Pool: pool, Source: src, Log: benchLog(), Metrics: metrics.New(), Actor: "bench", Concurrency: 8}
+				e := benchEngine(b, engine.Config{Registry: bitrix.Catalog(), Pool: pool, Source: src, Log: benchLog(), Metrics: metrics.New(), Actor: "bench", Concurrency: 8})
 				b.StartTimer()
 				start := time.Now()
 				st, err := e.Get(context.Background(), w.entity)

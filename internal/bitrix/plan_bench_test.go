@@ -36,7 +36,7 @@ func BenchmarkPlanVersusGet(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		e := &engine.Engine{Registry: bitrix.Catalog(), Pool: pool, Source: src, Log: quietLog(), Metrics: metrics.New(), Actor: "bench"}
+		e := benchEngine(b, engine.Config{Registry: bitrix.Catalog(), Pool: pool, Source: src, Log: quietLog(), Metrics: metrics.New(), Actor: "bench"})
 		b.StartTimer()
 		p, err := e.Plan(ctx, rest.DefaultRate())
 		if err != nil {

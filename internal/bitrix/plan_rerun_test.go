@@ -52,9 +52,10 @@ func TestTasksPlanHoldsBeforeAndAfterPartialGets(t *testing.T) {
 	before := plan("before get")
 	ctx, cancel := context.WithCancel(v.ctx)
 	defer cancel()
-	e := v.engine()
-	e.Concurrency = 1 // the ranges one after another: those before the interruption are stored
-	e.Source = &cancelOnCall{Source: v.source, n: 2, cancel: cancel}
+	e := v.engine(func(c *engine.Config) {
+		c.Concurrency = 1 // the ranges one after another: those before the interruption are stored
+		c.Source = &cancelOnCall{Source: v.source, n: 2, cancel: cancel}
+	})
 	whole, err := get(ctx, e)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted get = %v, want context.Canceled", err)

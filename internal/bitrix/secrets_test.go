@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
 	"github.com/ingest-dev/ingest/internal/importapi"
@@ -24,8 +25,7 @@ func TestTokensStayOutOfErrorsLogsAndTheDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := v.engine()
-	bad.Source = wrong
+	bad := v.engine(func(c *engine.Config) { c.Source = wrong })
 	_, err = bad.Get(v.ctx, bitrix.Users)
 	if err == nil || strings.Contains(err.Error(), "wrong0secret0token") || !strings.Contains(err.Error(), "BITRIX_WEBHOOK_URL") {
 		t.Errorf("get with a wrong webhook = %v, want an error naming BITRIX_WEBHOOK_URL without the token", err)
@@ -39,8 +39,7 @@ func TestTokensStayOutOfErrorsLogsAndTheDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad = v.engine()
-	bad.Target = target
+	bad = v.engine(func(c *engine.Config) { c.Target = target })
 	_, err = bad.Set(v.ctx, bitrix.Users)
 	if err == nil || strings.Contains(err.Error(), "wrong0target0token") || !strings.Contains(err.Error(), "TARGET_WEBHOOK_URL") {
 		t.Errorf("set with a wrong target token = %v, want an error naming TARGET_WEBHOOK_URL without the token", err)

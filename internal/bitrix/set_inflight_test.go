@@ -47,23 +47,21 @@ func TestSetCountsImportAttemptsThatNeverFinished(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t, bitrixfake.Options{Users: 5, Seed: 19})
 	clock := &fakeClock{now: time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)}
-	e := v.engine()
-	e.Now = clock.Now
 	policy := retry.Default()
 	policy.Sleep = clock.Sleep
-	e.RetryPolicy = policy
-	v.phases(e, bitrix.Users, "get")
+	timed := func(c *engine.Config) { c.Now, c.RetryPolicy = clock.Now, policy }
+	v.phases(v.engine(timed), bitrix.Users, "get")
 	ids := v.portal.UserIDs()
 	poison := strconv.Itoa(ids[2])
 	target := &dyingTarget{Target: v.client, poison: "source:users:" + poison}
-	e.Target = target
+	e := v.engine(timed, func(c *engine.Config) { c.Target = target })
 
 	// The first set died during its one call, with all five users in it.
 	all := make([]int64, len(ids))
 	for i, id := range ids {
 		all[i] = v.record(bitrix.Users, strconv.Itoa(id)).ID
 	}
-	if started, err := engine.Machine.StartAttempts(v.ctx, v.pool, all, []status.Status{engine.New}, 0); err != nil || len(started) != 5 {
+	if started, err := engine.Machine.StartAttempts(v.ctx, v.pool, all, []status.Status{engine.StatusNew}, 0); err != nil || len(started) != 5 {
 		t.Fatalf("start = %v, %v", started, err)
 	}
 	poisonID := v.record(bitrix.Users, poison).ID
@@ -121,14 +119,13 @@ func TestSetStopEndsItsAttemptsUncounted(t *testing.T) {
 	e := v.engine()
 	v.phases(e, bitrix.Users, "get")
 	ctx, cancel := context.WithCancel(v.ctx)
-	e.Target = stoppingTarget{Target: v.client, stop: cancel}
-	if _, err := e.Set(ctx, bitrix.Users); err == nil {
+	stopping := v.engine(func(c *engine.Config) { c.Target = stoppingTarget{Target: v.client, stop: cancel} })
+	if _, err := stopping.Set(ctx, bitrix.Users); err == nil {
 		t.Fatal("a stopped set reported no error")
 	}
 	if n := v.count(`SELECT count(*) FROM bitrix_records WHERE attempt_started_at IS NOT NULL OR status <> 'NEW'`); n != 0 {
 		t.Fatalf("%d records moved or with an attempt open after the stop", n)
 	}
-	e.Target = v.client
 	st, err := e.Set(v.ctx, bitrix.Users)
 	if err != nil || st[bitrix.Users].Unfinished != 0 || st[bitrix.Users].Imported != 3 {
 		t.Errorf("next set: %+v, %v; want 3 imported and nothing counted", st[bitrix.Users], err)

@@ -47,9 +47,8 @@ func (r *recordingTarget) Import(ctx context.Context, entity string, items []imp
 func TestSetImportsInBatchesGroupsBeforeTheirMembers(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t, bitrixfake.Options{Users: 230, Groups: 45, Seed: 11})
-	e := v.engine()
 	rec := &recordingTarget{Target: v.client}
-	e.Target = rec
+	e := v.engine(func(c *engine.Config) { c.Target = rec })
 	v.migrateUsers(e)
 	v.phases(e, bitrix.Groups, "get", "set", "verify")
 
@@ -161,11 +160,11 @@ func TestSetRetriesOnTheScheduleThenGivesUp(t *testing.T) {
 			t.Parallel()
 			v := newEnv(t, bitrixfake.Options{Users: 3, Seed: 12})
 			clock := &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-			e := v.engine()
-			e.Now = clock.Now
 			policy := retry.Default()
 			policy.Sleep, policy.Rand = clock.Sleep, func() float64 { return 0.5 } // jitter: +10%
-			e.RetryPolicy = policy
+			e := v.engine(func(c *engine.Config) {
+				c.Now, c.RetryPolicy = clock.Now, policy
+			})
 			v.phases(e, bitrix.Users, "get")
 			v.target.FailItems(bitrix.Users, tt.fail)
 			st, err := e.Set(v.ctx, bitrix.Users)
@@ -242,8 +241,9 @@ func TestSetPermanentErrorFailsOnlyThatRecord(t *testing.T) {
 func TestSetResendsAfterLostAnswersWithoutDuplicates(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t, bitrixfake.Options{Users: 120, Seed: 14})
-	e := v.engine()
-	e.RetryPolicy = retry.Policy{Delays: []time.Duration{0, time.Millisecond, time.Millisecond}}
+	e := v.engine(func(c *engine.Config) {
+		c.RetryPolicy = retry.Policy{Delays: []time.Duration{0, time.Millisecond, time.Millisecond}}
+	})
 	v.phases(e, bitrix.Users, "get")
 	// The first batch is applied but its answer lost; the second gets a 503 page; the third
 	// times out on a dropped connection.

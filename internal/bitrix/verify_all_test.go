@@ -20,7 +20,7 @@ func TestVerifyNamesEveryRecordTheTargetChanged(t *testing.T) {
 	t.Parallel()
 	v, e := chatEnv(t, bitrixfake.Options{Users: 40, Groups: 6, Chats: 12, MessagesPerChat: 30, Seed: 31})
 	v.phases(e, bitrix.Chats, "get", "set")
-	e.SampleSize = 1
+	e = v.engine(chatRetry, func(c *engine.Config) { c.SampleSize = 1 })
 	seed := time.Now().UnixNano()
 	rnd := rand.New(rand.NewPCG(uint64(seed), 7))
 	t.Logf("records picked with seed %d", seed)
@@ -96,8 +96,9 @@ func hasIssue(issues []engine.RecordIssue, entity, sourceID string) bool {
 func TestVerifyWalksEveryPageOfTheTargetListing(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t, bitrixfake.Options{Users: 1100, Seed: 32})
-	e := v.engine()
-	e.SampleSize = 1
+	e := v.engine(func(c *engine.Config) {
+		c.SampleSize = 1
+	})
 	v.migrateUsers(e)
 	last := v.target.Records(bitrix.Users)
 	key := last[len(last)-1].Key // on the second page of 1,000

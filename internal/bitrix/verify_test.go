@@ -94,8 +94,9 @@ func TestVerifyCatchesWhatTheTargetLost(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			v := newEnv(t, bitrixfake.Options{Users: 60, Groups: 8, Seed: 21})
-			e := v.engine()
-			e.SampleSize = 1000 // every record: the corrupted one must be in the sample
+			e := v.engine(func(c *engine.Config) {
+				c.SampleSize = 1000 // every record: the corrupted one must be in the sample
+			})
 			v.migrateUsers(e)
 			v.phases(e, bitrix.Groups, "get", "set", "verify")
 			if !v.inventory(tt.entity).Verified {
@@ -121,15 +122,16 @@ func TestVerifyCatchesWhatTheTargetLost(t *testing.T) {
 func TestVerifyUnderTestLimitExpectsWhatWasRead(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t, bitrixfake.Options{Users: 300, Groups: 10, Seed: 22})
-	e := v.engine()
-	e.TestLimit = 25
+	e := v.engine(func(c *engine.Config) {
+		c.TestLimit = 25
+	})
 	v.phases(e, bitrix.Users, "get", "set", "verify")
 	inv := v.inventory(bitrix.Users)
 	if !inv.Verified || inv.LastVerify.SourceCount != 300 || inv.LastVerify.Expected != 25 || *inv.LastVerify.TestLimit != 25 {
 		t.Errorf("limited verify = %+v", inv.LastVerify)
 	}
 	// Groups within the limit pull in users beyond it: users need set and verify again first.
-	e.TestLimit = 2
+	e = v.engine(func(c *engine.Config) { c.TestLimit = 2 })
 	v.phases(e, bitrix.Groups, "get")
 	if err := e.Phase(v.ctx, bitrix.Groups, "set"); !errors.Is(err, engine.ErrPrerequisite) {
 		t.Fatalf("groups set with pulled-in users not imported = %v, want a refusal", err)

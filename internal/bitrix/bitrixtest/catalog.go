@@ -64,4 +64,10 @@ func planOf(entity string) (plan, error) {
 }
 
 // phases are the phases of one run of an entity's command, in order.
-func phases() []string { return slices.Clone(engine.Phases) }
+func phases() []string {
+	var out []string
+	for _, p := range engine.Phases() {
+		out = append(out, string(p))
+	}
+	return out
+}

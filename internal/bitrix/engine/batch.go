@@ -23,7 +23,7 @@ func (e *Engine) batchEach(ctx context.Context, cmds []rest.Command, fn func(key
 		chunk := cmds[:min(len(cmds), rest.MaxBatch)]
 		cmds = cmds[len(chunk):]
 		for try := 0; len(chunk) > 0; try++ {
-			br, err := rest.Settle(ctx, e.Source.Batch, chunk)
+			br, err := rest.Settle(ctx, e.source.Batch, chunk)
 			if err != nil {
 				return err
 			}
@@ -49,18 +49,10 @@ func (e *Engine) batchEach(ctx context.Context, cmds []rest.Command, fn func(key
 	return nil
 }
 
-// defaultConcurrency is how many requests are in flight when Engine.Concurrency is not set:
+// defaultConcurrency is how many requests are in flight when Config.Concurrency is 0:
 // enough that a portal answering a full batch in about a second keeps the rate limit, not its
 // answer time, the bound (docs/benchmarks.md).
 const defaultConcurrency = 8
-
-// concurrency is the cap on requests in flight (BITRIX_CONCURRENCY).
-func (e *Engine) concurrency() int {
-	if e.Concurrency > 0 {
-		return e.Concurrency
-	}
-	return defaultConcurrency
-}
 
 // batchEachConcurrently is batchEach over independent commands, split into batches of
 // rest.MaxBatch of which up to Concurrency are in flight at once: the rate limiter still spaces
@@ -79,7 +71,7 @@ func (e *Engine) batchEachConcurrently(ctx context.Context, cmds []rest.Command,
 		return onErr(key, err)
 	}
 	chunks := slices.Collect(slices.Chunk(cmds, rest.MaxBatch))
-	return runPool(ctx, e.concurrency(), queueJobs(chunks), func(ctx context.Context, chunk []rest.Command) error {
+	return runPool(ctx, e.concurrency, queueJobs(chunks), func(ctx context.Context, chunk []rest.Command) error {
 		return e.batchEach(ctx, chunk, lockedFn, lockedOnErr)
 	}, nil)
 }

@@ -164,8 +164,8 @@ func dateError(dates map[string]Date, names []string) string {
 // zoneOf returns the portal's time zone: SourceZone, or the offset of the portal's clock in an
 // answer (im dates always carry their offset; the zone only matters for those that would not).
 func (e *Engine) zoneOf(resp *rest.Response) (*time.Location, error) {
-	if e.SourceZone != nil {
-		return e.SourceZone, nil
+	if e.zone != nil {
+		return e.zone, nil
 	}
 	t, err := time.Parse(time.RFC3339, resp.Time.DateStart)
 	if err != nil {

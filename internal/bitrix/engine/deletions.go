@@ -11,7 +11,7 @@ import (
 
 // Deletions on the portal are an outcome of the migration, not an error: a complete get pass that
 // no longer sees a record moves it, and the records of its children, to DELETED_AT_SOURCE; set
-// then keeps it on the target or removes it there (Engine.Deletions), and verify counts it apart.
+// then keeps it on the target or removes it there (Config.Deletions), and verify counts it apart.
 // The pass is generic: every entity whose lister reads the whole portal concludes it; a lister
 // that cannot (PartialLister), a pass cut short or limited by test_limit never does.
 
@@ -102,7 +102,7 @@ func IsDeleted(s status.Status) bool { return slices.Contains(deletedStatuses, s
 // AllowMassDelete.
 func (e *Engine) concludeDeletions(ctx context.Context, ent *Entity) (int, error) {
 	if why, ok := e.cannotConclude(ctx, ent); ok {
-		e.Log.Debug("no deletions concluded", "entity", ent.Name, "why", why)
+		e.log.Debug("no deletions concluded", "entity", ent.Name, "why", why)
 		return 0, nil
 	}
 	inv, err := e.store().loadInventory(ctx, ent.Name)
@@ -122,7 +122,7 @@ func (e *Engine) concludeDeletions(ctx context.Context, ent *Entity) (int, error
 	// (a page answered empty) must not fail the get, and a permission change still refuses, since
 	// the records the webhook's user no longer sees are not answered by id either.
 	tooMany := func(n int) bool {
-		return int64(n)*100 > (live-int64(len(followers)))*MassDeletePercent && !e.AllowMassDelete
+		return int64(n)*100 > (live-int64(len(followers)))*MassDeletePercent && !e.allowMassDelete
 	}
 	refuse := &MassDeleteError{Entity: ent.Name, Gone: int64(len(gone)), Live: live - int64(len(followers))}
 	if tooMany(len(gone)) {
@@ -147,7 +147,7 @@ func (e *Engine) concludeDeletions(ctx context.Context, ent *Entity) (int, error
 	err = s.Tx(ctx, func(tx Store) error {
 		moved = 0
 		c := status.Change{Reason: fmt.Sprintf("deleted on the portal: get pass %d read the whole portal and no longer saw it", inv.Pass),
-			Code: CodeDeletedAtSource, Actor: e.Actor, RunID: e.RunID}
+			Code: CodeDeletedAtSource, Actor: e.actor, RunID: e.runID}
 		n, err := tx.markDeleted(ctx, ent.Name, gone, c)
 		if err != nil {
 			return err
@@ -170,7 +170,7 @@ func (e *Engine) concludeDeletions(ctx context.Context, ent *Entity) (int, error
 		}
 		// A walked child counts what it stored as the portal's total (finishWalk): its walk ended
 		// before its deleted records were known, so its total is counted again.
-		for _, child := range e.registry().Children(ent) {
+		for _, child := range e.registry.Children(ent) {
 			if child.Walk != nil {
 				if err := tx.recountWalked(ctx, child.Name); err != nil {
 					return err
@@ -182,9 +182,9 @@ func (e *Engine) concludeDeletions(ctx context.Context, ent *Entity) (int, error
 	if err != nil {
 		return 0, fmt.Errorf("mark deleted %s: %w", ent.Name, err)
 	}
-	e.Metrics.Processed.WithLabelValues(ent.Name, string(DeletedAtSource)).Add(float64(moved))
-	e.Log.Warn("records deleted on the portal", "entity", ent.Name, "count", len(gone), "with_their_owner", len(followers), "with_children", moved-len(gone)-len(followers),
-		"policy", e.deletions())
+	e.metrics.Processed.WithLabelValues(ent.Name, string(DeletedAtSource)).Add(float64(moved))
+	e.log.Warn("records deleted on the portal", "entity", ent.Name, "count", len(gone), "with_their_owner", len(followers), "with_children", moved-len(gone)-len(followers),
+		"policy", e.deletions)
 	return moved, nil
 }
 
@@ -193,7 +193,7 @@ func (e *Engine) cannotConclude(ctx context.Context, ent *Entity) (string, bool)
 	if p, ok := ent.Lister.(PartialLister); ok && p.Partial() != "" {
 		return p.Partial(), true
 	}
-	if e.TestLimit > 0 {
+	if e.testLimit > 0 {
 		return "test_limit", true
 	}
 	inv, err := e.store().loadInventory(ctx, ent.Name)
@@ -212,9 +212,9 @@ func (e *Engine) cannotConclude(ctx context.Context, ent *Entity) (string, bool)
 // sourceIDs to DELETED_AT_SOURCE: a child cannot outlive its parent.
 func (e *Engine) deleteChildren(ctx context.Context, tx Store, ent *Entity, sourceIDs []string) (int, error) {
 	moved := 0
-	for _, child := range e.registry().Children(ent) {
+	for _, child := range e.registry.Children(ent) {
 		c := status.Change{Reason: fmt.Sprintf("its %s was deleted on the portal", singular(ent.noun())),
-			Code: CodeParentDeleted, Actor: e.Actor, RunID: e.RunID}
+			Code: CodeParentDeleted, Actor: e.actor, RunID: e.runID}
 		ids, err := tx.markChildrenDeleted(ctx, child.Name, sourceIDs, c)
 		if err != nil {
 			return moved, err
@@ -235,13 +235,6 @@ func singular(noun string) string {
 		return noun[:len(noun)-1]
 	}
 	return noun
-}
-
-func (e *Engine) deletions() Deletions {
-	if e.Deletions == "" {
-		return DeletionsKeep
-	}
-	return e.Deletions
 }
 
 // splitFollowers parts the records a pass of an OwnedLister did not see into those whose owner
@@ -288,7 +281,7 @@ func (e *Engine) sampleGone(ctx context.Context, ent *Entity, gone []goneRecord)
 	if err != nil {
 		return false, err
 	}
-	e.Log.Info("unseen records sampled by id before weighing a mass deletion", "entity", ent.Name,
+	e.log.Info("unseen records sampled by id before weighing a mass deletion", "entity", ent.Name,
 		"unseen", len(gone), "asked", n, "gone", len(confirmed))
 	return len(confirmed)*2 > n, nil
 }
@@ -314,7 +307,7 @@ func (e *Engine) confirmGone(ctx context.Context, ent *Entity, gone []goneRecord
 		}
 	}
 	if missed := len(gone) - len(out); missed > 0 {
-		e.Log.Info("records the pass missed are still on the portal: left as they are, the next get reads them",
+		e.log.Info("records the pass missed are still on the portal: left as they are, the next get reads them",
 			"entity", ent.Name, "count", missed)
 	}
 	return out, nil

@@ -23,8 +23,8 @@ func BenchmarkDeletionPass(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e := &Engine{Registry: reg, Pool: pool, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Actor: "bench",
-		Metrics: metrics.New()}
+	e := build(Config{Registry: reg, Pool: pool, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Actor: "bench",
+		Metrics: metrics.New()})
 	start := time.Now().Add(-time.Hour)
 	if _, err := pool.Exec(ctx, `INSERT INTO bitrix_records (entity, source_id, payload, checksum, status, fetched_at)
 SELECT 'users', i::text, jsonb_build_object('ID', i::text), 'x', 'IMPORT_OK',

@@ -48,7 +48,7 @@ func TestSampleGoneAsksFiftySpreadRecords(t *testing.T) {
 			for i := 1; i < c.goneBelow; i++ {
 				stub.gone[strconv.Itoa(i)] = true
 			}
-			e := &Engine{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			e := build(Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 			got, err := e.sampleGone(context.Background(), &Entity{Name: "things", Lister: stub}, unseen)
 			if err != nil {
 				t.Fatal(err)

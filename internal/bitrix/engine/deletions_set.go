@@ -24,7 +24,7 @@ const (
 // record it is not sent). A key the target refuses stays DELETED_AT_SOURCE, logged; verify
 // names it until a later set removes it.
 func (e *Engine) propagateDeletions(ctx context.Context, family []*Entity) error {
-	if e.deletions() != DeletionsPropagate {
+	if e.deletions != DeletionsPropagate {
 		return nil
 	}
 	for _, m := range family {
@@ -42,7 +42,7 @@ func (e *Engine) propagateDeletions(ctx context.Context, family []*Entity) error
 			for i, g := range recs {
 				keys[i] = idempotencyKey(m.Name, g.sourceID)
 			}
-			results, err := e.Target.Delete(ctx, m.Name, keys)
+			results, err := e.target.Delete(ctx, m.Name, keys)
 			if err != nil {
 				return fmt.Errorf("set %s: remove the records deleted on the portal from the target: %w", m.Name, err)
 			}
@@ -50,7 +50,7 @@ func (e *Engine) propagateDeletions(ctx context.Context, family []*Entity) error
 			for i, res := range results {
 				if res.Error != nil {
 					refused++
-					e.Log.Warn("the target refused to delete a record deleted on the portal", "entity", m.Name,
+					e.log.Warn("the target refused to delete a record deleted on the portal", "entity", m.Name,
 						"id", recs[i].sourceID, "error", res.Error.Error())
 					continue
 				}
@@ -60,10 +60,10 @@ func (e *Engine) propagateDeletions(ctx context.Context, family []*Entity) error
 				return err
 			}
 			removed += len(done)
-			e.Metrics.Processed.WithLabelValues(m.Name, string(DeletedOnTarget)).Add(float64(len(done)))
+			e.metrics.Processed.WithLabelValues(m.Name, string(DeletedOnTarget)).Add(float64(len(done)))
 		}
 		if removed+refused > 0 {
-			e.Log.Info("deletions propagated to the target", "entity", m.Name, "removed", removed, "refused", refused)
+			e.log.Info("deletions propagated to the target", "entity", m.Name, "removed", removed, "refused", refused)
 		}
 	}
 	return nil
@@ -82,20 +82,20 @@ func (e *Engine) removed(ctx context.Context, ent *Entity, recs []goneRecord) er
 	}
 	return e.store().Tx(ctx, func(tx Store) error {
 		c := status.Change{Reason: "deleted on the portal and removed from the target (BITRIX_DELETIONS=propagate)",
-			Code: CodeDeletedOnTarget, Actor: e.Actor, RunID: e.RunID}
+			Code: CodeDeletedOnTarget, Actor: e.actor, RunID: e.runID}
 		if _, err := Machine.MoveMany(ctx, tx.db, ids, DeletedAtSource, DeletedOnTarget, c); err != nil {
 			return fmt.Errorf("set %s: %w", ent.Name, err)
 		}
 		if err := tx.dropIDMap(ctx, ent.Name, sourceIDs); err != nil {
 			return err
 		}
-		for _, other := range e.registry().All() {
+		for _, other := range e.registry.All() {
 			for _, ref := range other.Refs {
 				if ref.Entity != ent.Name || !ref.DropGone || ref.Values != nil {
 					continue
 				}
 				c := status.Change{Reason: fmt.Sprintf("its %s was deleted on the portal and removed from the target: sent again without the link",
-					ref.name()), Code: CodeLinkDeleted, Actor: e.Actor, RunID: e.RunID}
+					ref.name()), Code: CodeLinkDeleted, Actor: e.actor, RunID: e.runID}
 				n, err := tx.resendLinking(ctx, other.Name, ref.Field, sourceIDs, c)
 				if err != nil {
 					return err

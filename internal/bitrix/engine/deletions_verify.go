@@ -44,9 +44,9 @@ func (e *Engine) setAsideDeleted(ctx context.Context, ent *Entity, r *VerifyRepo
 				Reason: fmt.Sprintf("deleted on the portal; the target keeps it as %s", t.targetID)})
 		}
 	}
-	if held > 0 && e.deletions() == DeletionsPropagate {
+	if held > 0 && e.deletions == DeletionsPropagate {
 		r.Problem("%d %s deleted on the portal are still on the target (BITRIX_DELETIONS=propagate): run `ingest bitrix %s set`",
-			held, ent.noun(), verifiedAs(e.registry(), ent))
+			held, ent.noun(), verifiedAs(e.registry, ent))
 	}
 	return nil
 }

@@ -10,6 +10,11 @@
 // checks only one entity has, how a family of entities names its records in custom fields) is a
 // hook of the entity. docs/adding-an-entity.md walks through adding one.
 //
+// New builds an Engine from a Config (the registry, the database, the portal and target clients,
+// the run's limits), refusing one it cannot run with and applying the defaults of the fields left
+// zero once; the phases are Phase values, run by name (Engine.Phase, Run) in the order Phases
+// lists them, each on the registered *Entity its name resolves to.
+//
 // get reads the source into bitrix_records with status NEW and keeps its place in the page log
 // and the inventory; set imports NEW and due ERROR_RETRY records through the target's import
 // API, translating references through bitrix_id_map; verify compares every imported record with

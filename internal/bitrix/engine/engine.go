@@ -38,54 +38,27 @@ type Target interface {
 }
 
 // Engine runs the phases of the migration. One Engine serves one run of one command; its phases
-// are not meant to run concurrently.
+// are not meant to run concurrently. New builds one from a Config.
 type Engine struct {
-	// Registry holds the entities the engine migrates (Catalog() for the Bitrix24 migration).
-	Registry *Registry
-	Pool     *pgxpool.Pool
-	Source   Source
-	// Delegates are other people's own incoming webhooks, by the portal's id of their owner: a
-	// KeyWalk with AsUser reads a key that is one of these owners through the owner's webhook,
-	// as the owner (a text the portal withholds from an administrator's webhook).
-	Delegates map[string]Source
-	Target    Target
-	Log       *slog.Logger
-	// Metrics receives the seed 000 counters and phase durations.
-	Metrics *metrics.Metrics
-	// Actor and RunID identify the run in status_history and the page log.
-	Actor string
-	RunID int64
-	// TestLimit, when positive, limits get to the first TestLimit records of the entity (seed
-	// 000 test_limit); dependencies they need come along beyond it.
-	TestLimit int
-	// RetryPolicy is the schedule of retryable import failures; zero Delays means
-	// retry.Default() (0 s, 2 s, 6 s plus jitter). Its Sleep, if set, is how set waits for the
-	// next retry to come due.
-	RetryPolicy retry.Policy
-	// SourceZone is the portal's time zone, for dates it sends without an offset. Nil means the
-	// offset the portal shows in its answers' time.date_start, learned by one call at the
-	// start of get.
-	SourceZone *time.Location
-	// SampleSize is how many IMPORT_OK records verify compares field by field; 0 means 50.
-	SampleSize int
-	// Concurrency is how many requests a phase keeps in flight at once (BITRIX_CONCURRENCY):
-	// get's ID ranges and walks, set's import calls. 0 means 8. At 8 or more, a get whose open ID
-	// ranges fit the bucket's burst reads up to 32 of them at once, and the child batches of a
-	// page of records go up to Concurrency at once beside the listing. Every request to
-	// the portal still waits for the shared rate limiter; concurrency only overlaps answer times.
-	Concurrency int
-	// MemoryLimit is the memory the process may use, in bytes (GOMEMLIMIT or the container's
-	// limit: cmd/ingest); 0 means 512 MiB, the limit of the pods in deploy/. A get keeps no
-	// more answers in flight than half of it holds (memory.go).
-	MemoryLimit int64
-	// Deletions is what set does with the records the portal deleted (BITRIX_DELETIONS): keep
-	// them on the target (the zero value) or propagate the deletion (deletions.go).
-	Deletions Deletions
-	// AllowMassDelete lets a get mark more than a tenth of an entity's records deleted at the
-	// source (BITRIX_ALLOW_MASS_DELETE); without it such a pass refuses.
-	AllowMassDelete bool
-	// Now is the clock for retry schedules; nil means time.Now.
-	Now func() time.Time
+	// The Config the engine was built with, defaults applied (New); Config documents each.
+	registry        *Registry
+	pool            *pgxpool.Pool
+	source          Source
+	delegates       map[string]Source
+	target          Target
+	log             *slog.Logger
+	metrics         *metrics.Metrics
+	actor           string
+	runID           int64
+	testLimit       int
+	retryPolicy     retry.Policy
+	zone            *time.Location
+	sampleSize      int
+	concurrency     int
+	memoryLimit     int64
+	deletions       Deletions
+	allowMassDelete bool
+	now             func() time.Time
 
 	// meOnce guards me, the webhook's user id, and admin, whether it is an administrator, each
 	// learned once per engine (webhookUser, webhookAdmin).
@@ -94,46 +67,21 @@ type Engine struct {
 	admin  *bool
 }
 
-// registry returns the engine's entities. The engine knows no entity of its own: one built
-// without a Registry migrates none, and every phase says the entity is unknown.
-func (e *Engine) registry() *Registry {
-	if e.Registry == nil {
-		return &Registry{}
-	}
-	return e.Registry
-}
-
 // Entity returns the registered entity of that name. Its callers name entities their registry
 // declares (a child's Parent, a lister's Of, a hook's own constants) and use the result at once,
 // so a missing one is a bug in the registry's wiring, not in the portal's data: Entity panics
 // with the name rather than return a nil that would fail later, further from the cause.
 func (e *Engine) Entity(name string) *Entity {
-	ent, ok := e.registry().Entity(name)
+	ent, ok := e.registry.Entity(name)
 	if !ok {
 		panic("bitrix: entity " + name + " is not registered")
 	}
 	return ent
 }
 
-func (e *Engine) now() time.Time {
-	if e.Now != nil {
-		return e.Now()
-	}
-	return time.Now()
-}
-
-func (e *Engine) retryPolicy() retry.Policy {
-	if e.RetryPolicy.Delays == nil {
-		p := retry.Default()
-		p.Sleep, p.Rand = e.RetryPolicy.Sleep, e.RetryPolicy.Rand
-		return p
-	}
-	return e.RetryPolicy
-}
-
 func (e *Engine) sleep(ctx context.Context, d time.Duration) error {
-	if p := e.retryPolicy(); p.Sleep != nil {
-		return p.Sleep(ctx, d)
+	if e.retryPolicy.Sleep != nil {
+		return e.retryPolicy.Sleep(ctx, d)
 	}
 	return retry.Sleep(ctx, d)
 }
@@ -144,8 +92,8 @@ func (e *Engine) sleep(ctx context.Context, d time.Duration) error {
 // webhook is sure to be allowed. A get that reads the listing's bounds learns the zone from
 // that answer instead, saving the probe's request.
 func (e *Engine) sourceZone(ctx context.Context, entity string, scan rest.Scan) (*time.Location, error) {
-	if e.SourceZone != nil {
-		return e.SourceZone, nil
+	if e.zone != nil {
+		return e.zone, nil
 	}
 	filterParam := scan.FilterParam
 	if filterParam == "" {
@@ -157,7 +105,7 @@ func (e *Engine) sourceZone(ctx context.Context, entity string, scan rest.Scan) 
 			params[key] = v
 		}
 	}
-	resp, err := e.Source.Call(ctx, scan.Method, params)
+	resp, err := e.source.Call(ctx, scan.Method, params)
 	if err != nil {
 		return nil, fmt.Errorf("get %s: learn the portal's time zone: %w", entity, err)
 	}
@@ -166,14 +114,14 @@ func (e *Engine) sourceZone(ctx context.Context, entity string, scan rest.Scan) 
 
 // clockZone is zoneOf for a get of entity, logged.
 func (e *Engine) clockZone(entity string, clock rest.Time) (*time.Location, error) {
-	if e.SourceZone != nil {
-		return e.SourceZone, nil
+	if e.zone != nil {
+		return e.zone, nil
 	}
 	zone, err := e.zoneOf(&rest.Response{Time: clock})
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", entity, err)
 	}
-	e.Log.Info("portal time zone learned from its clock", "entity", entity, "offset", zone.String())
+	e.log.Info("portal time zone learned from its clock", "entity", entity, "offset", zone.String())
 	return zone, nil
 }
 
@@ -200,7 +148,7 @@ func (e *Engine) progressStep(phase, step, entity string, done int64, total *int
 			attrs = append(attrs, "eta_s", round1(float64(*total-done)/rate))
 		}
 	}
-	e.Log.Info("progress", attrs...)
+	e.log.Info("progress", attrs...)
 }
 
 func round1(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }

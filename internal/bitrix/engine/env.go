@@ -19,28 +19,28 @@ type Env struct{ e *Engine }
 func (e *Engine) env() Env { return Env{e: e} }
 
 // Source is the portal.
-func (v Env) Source() Source { return v.e.Source }
+func (v Env) Source() Source { return v.e.source }
 
 // Target is the target system's import API.
-func (v Env) Target() Target { return v.e.Target }
+func (v Env) Target() Target { return v.e.target }
 
 // Store is the migration's state in Postgres.
 func (v Env) Store() Store { return v.e.store() }
 
 // Log is the run's logger.
-func (v Env) Log() *slog.Logger { return v.e.Log }
+func (v Env) Log() *slog.Logger { return v.e.log }
 
 // Change is how the run signs a status change it makes for the reason given.
 func (v Env) Change(reason string) status.Change {
-	return status.Change{Reason: reason, Actor: v.e.Actor, RunID: v.e.RunID}
+	return status.Change{Reason: reason, Actor: v.e.actor, RunID: v.e.runID}
 }
 
 // RunID is the run's id, for the page log.
-func (v Env) RunID() int64 { return v.e.RunID }
+func (v Env) RunID() int64 { return v.e.runID }
 
 // TestLimit is the run's test_limit (seed 000): when positive, get reads the first TestLimit
 // records of each entity.
-func (v Env) TestLimit() int { return v.e.TestLimit }
+func (v Env) TestLimit() int { return v.e.testLimit }
 
 // Entity returns the registry's entity of that name, for hooks that read or store records of
 // an entity other than their own. It panics when the registry has none (see Engine.Entity): a
@@ -50,7 +50,7 @@ func (v Env) Entity(name string) *Entity { return v.e.Entity(name) }
 // Zone returns the portal's time zone: the configured one, or the offset of the portal's clock
 // in an answer; nil when none is configured and there is no answer (nothing was read).
 func (v Env) Zone(resp *rest.Response) (*time.Location, error) {
-	if resp == nil && v.e.SourceZone == nil {
+	if resp == nil && v.e.zone == nil {
 		return nil, nil
 	}
 	return v.e.zoneOf(resp)
@@ -99,7 +99,7 @@ func (v Env) Requests() int64 { return v.e.stats() }
 
 // CountExtracted adds n records of the entity read from the portal to the run's metrics.
 func (v Env) CountExtracted(entity string, n int) {
-	v.e.Metrics.RecordsExtracted.WithLabelValues(entity).Add(float64(n))
+	v.e.metrics.RecordsExtracted.WithLabelValues(entity).Add(float64(n))
 }
 
 // NoteSaved names in the log, and counts in the metrics, the records of a SaveRecords stored with

@@ -26,7 +26,7 @@ func TestEnvEntity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := (&Engine{Registry: reg}).env()
+	env := (&Engine{registry: reg}).env()
 	for _, c := range []struct {
 		name  string
 		want  *Entity

@@ -34,15 +34,20 @@ type FieldStats struct {
 // entity's UF_* fields (some of these methods answer administrators only). An entity without
 // custom fields in the REST API has nothing to do.
 func (e *Engine) FieldsGet(ctx context.Context, entity string) (FieldStats, error) {
-	k, err := e.registry().Command(entity)
+	k, err := e.registry.Command(entity)
 	if err != nil {
 		return FieldStats{}, err
 	}
+	return e.fieldsGet(ctx, k)
+}
+
+// fieldsGet is FieldsGet of a registered entity.
+func (e *Engine) fieldsGet(ctx context.Context, k *Entity) (FieldStats, error) {
 	if k.Fields == nil {
-		e.Log.Info(k.NoFields+": nothing to do", "entity", k.Name, "phase", "fields-get")
+		e.log.Info(k.NoFields+": nothing to do", "entity", k.Name, "phase", "fields-get")
 		return FieldStats{Unsupported: true}, nil
 	}
-	defer e.Metrics.Phase(k.Name, "fields-get")()
+	defer e.metrics.Phase(k.Name, "fields-get")()
 	rows, err := e.readFields(ctx, k)
 	if err != nil {
 		return FieldStats{}, fmt.Errorf("fields-get %s: %w", k.Name, err)
@@ -63,10 +68,10 @@ func (e *Engine) FieldsGet(ctx context.Context, entity string) (FieldStats, erro
 		}
 		queueField(b, k.Name, name, row, sum)
 	}
-	if err := e.Pool.SendBatch(ctx, b).Close(); err != nil {
+	if err := e.pool.SendBatch(ctx, b).Close(); err != nil {
 		return FieldStats{}, fmt.Errorf("fields-get %s: store: %w", k.Name, err)
 	}
-	e.Log.Info("custom fields read", "entity", k.Name, "fields", len(rows))
+	e.log.Info("custom fields read", "entity", k.Name, "fields", len(rows))
 	return FieldStats{Read: len(rows)}, nil
 }
 
@@ -74,19 +79,24 @@ func (e *Engine) FieldsGet(ctx context.Context, entity string) (FieldStats, erro
 // (seed 000 "<entity>-custom-fields-set"). The target creates by name idempotently, so a rerun
 // creates nothing twice; custom_fields_created_total counts the fields created.
 func (e *Engine) FieldsSet(ctx context.Context, entity string) (FieldStats, error) {
-	k, err := e.registry().Command(entity)
+	k, err := e.registry.Command(entity)
 	if err != nil {
 		return FieldStats{}, err
 	}
+	return e.fieldsSet(ctx, k)
+}
+
+// fieldsSet is FieldsSet of a registered entity.
+func (e *Engine) fieldsSet(ctx context.Context, k *Entity) (FieldStats, error) {
 	if k.Fields == nil {
-		e.Log.Info(k.NoFields+": nothing to do", "entity", k.Name, "phase", "fields-set")
+		e.log.Info(k.NoFields+": nothing to do", "entity", k.Name, "phase", "fields-set")
 		return FieldStats{Unsupported: true}, nil
 	}
-	defer e.Metrics.Phase(k.Name, "fields-set")()
+	defer e.metrics.Phase(k.Name, "fields-set")()
 	var st FieldStats
 	var want []importapi.Field
 	var sources, system []string
-	err = e.store().eachFieldNotOnTarget(ctx, k.Name, func(name string, payload []byte) error {
+	err := e.store().eachFieldNotOnTarget(ctx, k.Name, func(name string, payload []byte) error {
 		f, err := targetField(payload)
 		if err != nil {
 			return fmt.Errorf("field %s: %w", name, err)
@@ -96,7 +106,7 @@ func (e *Engine) FieldsSet(ctx context.Context, entity string) (FieldStats, erro
 			system = append(system, name)
 		case !k.Fields.CanCreate(f.Type):
 			st.Skipped++
-			e.Log.Warn("custom field not created: the target cannot create fields of its type; its values are not migrated",
+			e.log.Warn("custom field not created: the target cannot create fields of its type; its values are not migrated",
 				"entity", k.Name, "field", name, "type", f.Type, "creatable", strings.Join(k.Fields.Creatable, ", "))
 		default:
 			want, sources = append(want, f), append(sources, name)
@@ -119,7 +129,7 @@ func (e *Engine) FieldsSet(ctx context.Context, entity string) (FieldStats, erro
 	}
 	for i := range want {
 		if n, ok := renames[sources[i]]; ok {
-			e.Log.Warn("custom field renamed on the target by its naming rules", "entity", k.Name,
+			e.log.Warn("custom field renamed on the target by its naming rules", "entity", k.Name,
 				"field", sources[i], "target_name", n.Name, "why", n.Why)
 			want[i].Name = n.Name
 			st.Renamed++
@@ -133,10 +143,10 @@ func (e *Engine) FieldsSet(ctx context.Context, entity string) (FieldStats, erro
 		return st, err
 	}
 	for _, o := range unmatched {
-		e.Log.Warn("enumeration option has no target option: records with it will fail on set", "entity", k.Name, "option", o)
+		e.log.Warn("enumeration option has no target option: records with it will fail on set", "entity", k.Name, "option", o)
 	}
-	e.Metrics.CustomFieldsCreated.WithLabelValues(k.Name).Add(float64(st.Created))
-	e.Log.Info("custom fields set", "entity", k.Name, "created", st.Created, "existing", st.Existing, "failed", st.Failed,
+	e.metrics.CustomFieldsCreated.WithLabelValues(k.Name).Add(float64(st.Created))
+	e.log.Info("custom fields set", "entity", k.Name, "created", st.Created, "existing", st.Existing, "failed", st.Failed,
 		"renamed", st.Renamed, "not_creatable", st.Skipped)
 	if st.Failed > 0 {
 		return st, fmt.Errorf("fields-set %s: the target refused %d custom fields (see the log)", k.Name, st.Failed)
@@ -148,17 +158,17 @@ func (e *Engine) FieldsSet(ctx context.Context, entity string) (FieldStats, erro
 // are the portal's names of the fields, in the same order.
 func (e *Engine) createFields(ctx context.Context, k *Entity, want []importapi.Field, sources []string, st *FieldStats) error {
 	if len(want) == 0 {
-		e.Log.Info("no custom fields to create", "entity", k.Name)
+		e.log.Info("no custom fields to create", "entity", k.Name)
 		return nil
 	}
-	results, err := e.Target.AddFields(ctx, k.Name, want)
+	results, err := e.target.AddFields(ctx, k.Name, want)
 	if err != nil {
 		return fmt.Errorf("fields-set %s: %w", k.Name, err)
 	}
 	for i, res := range results {
 		if res.Error != nil {
 			st.Failed++
-			e.Log.Warn("custom field not created on the target", "entity", k.Name, "field", want[i].Name, "cause", res.Error.Error())
+			e.log.Warn("custom field not created on the target", "entity", k.Name, "field", want[i].Name, "cause", res.Error.Error())
 			continue
 		}
 		created := res.Status == "created"

@@ -194,7 +194,7 @@ func (e *Engine) untranslatedFieldLinks(ctx context.Context, ent *Entity, r *Ver
 	}
 	return e.store().EachImported(ctx, ent.Name, func(recs []Record) error {
 		rf := &Refs{Maps: map[string]IDMap{}}
-		if err := rf.loadFieldLinks(ctx, e.Pool, ent, recs); err != nil {
+		if err := rf.loadFieldLinks(ctx, e.pool, ent, recs); err != nil {
 			return err
 		}
 		for _, rec := range recs {

@@ -20,7 +20,7 @@ func (e *Engine) readFields(ctx context.Context, k *Entity) ([]json.RawMessage, 
 		if cf.Paged {
 			params["start"] = start
 		}
-		resp, err := e.Source.Call(ctx, cf.Method, params)
+		resp, err := e.source.Call(ctx, cf.Method, params)
 		if err != nil {
 			return nil, err
 		}

@@ -76,17 +76,22 @@ var ErrLimitReached = errors.New("test_limit reached")
 // With TestLimit, only the first TestLimit records of the entity are read, with their children,
 // and the records of other entities they refer to that are not stored yet.
 func (e *Engine) Get(ctx context.Context, entity string) (GetStats, error) {
-	ent, err := e.registry().Command(entity)
+	ent, err := e.registry.Command(entity)
 	if err != nil {
 		return GetStats{}, err
 	}
-	defer e.Metrics.Phase(ent.Name, "get")()
+	return e.get(ctx, ent)
+}
+
+// get is Get of a registered entity.
+func (e *Engine) get(ctx context.Context, ent *Entity) (GetStats, error) {
+	defer e.metrics.Phase(ent.Name, "get")()
 	st := GetStats{Counts: map[string]*GetCounts{}}
 	// A pass this get resumes is being read again: `bitrix status` says so while this run lives.
-	if err := e.store().touchPasses(ctx, e.registry().Family(ent)); err != nil {
+	if err := e.store().touchPasses(ctx, e.registry.Family(ent)); err != nil {
 		return st, err
 	}
-	err = ent.Lister.Get(ctx, &GetRun{Env: e.env(), Ent: ent, Stats: &st, Start: e.now()})
+	err := ent.Lister.Get(ctx, &GetRun{Env: e.env(), Ent: ent, Stats: &st, Start: e.now()})
 	if errors.Is(err, ErrLimitReached) {
 		err = nil
 	}
@@ -113,7 +118,7 @@ func (e *Engine) Get(ctx context.Context, entity string) (GetStats, error) {
 	if st.Deleted > 0 {
 		attrs = append(attrs, "deleted_at_source", st.Deleted)
 	}
-	e.Log.Info("get done", attrs...)
+	e.log.Info("get done", attrs...)
 	return st, nil
 }
 

@@ -10,7 +10,7 @@ import (
 // own (a child listed by a method of its own, after its parents). Each keeps its own inventory
 // and page log, so an interrupted get resumes each where it stopped; their counts join the get's.
 func (e *Engine) getListedChildren(ctx context.Context, ent *Entity, st *GetStats) error {
-	for _, child := range e.registry().Children(ent) {
+	for _, child := range e.registry.Children(ent) {
 		if child.Lister == nil {
 			continue
 		}

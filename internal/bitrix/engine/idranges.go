@@ -119,7 +119,7 @@ func (w *rangeWalk) pagesFor(r *idRange) int {
 	if est := w.estimate(r); est >= 0 {
 		n = int(math.Ceil(est/rest.PageSize)) + 1
 	}
-	if lim := w.g.Env.e.TestLimit; lim > 0 {
+	if lim := w.g.Env.e.testLimit; lim > 0 {
 		left := int64(lim) - w.before - w.stored
 		n = int(min(int64(n), (left+rest.PageSize-1)/rest.PageSize))
 	}
@@ -174,7 +174,7 @@ func (w *rangeWalk) take(ctx context.Context) (rangeJob, bool, error) {
 		}
 		if len(job.rs) > 0 && !w.heldBack {
 			w.heldBack = true
-			w.g.Env.e.Log.Info("memory limit holds requests back: the answers in flight would not fit", "entity", w.g.Ent.Name,
+			w.g.Env.e.log.Info("memory limit holds requests back: the answers in flight would not fit", "entity", w.g.Ent.Name,
 				"held_mb", int(w.held)>>20, "budget_mb", int(memory)>>20, "row_bytes", int(w.size.bytes/w.size.rows))
 		}
 		return rangeJob{}, false, nil
@@ -230,7 +230,7 @@ func (w *rangeWalk) workers() int {
 	if w.density <= 0 {
 		return 1
 	}
-	workers := w.g.Env.e.concurrency()
+	workers := w.g.Env.e.concurrency
 	burst := rest.DefaultRate().Burst - 1
 	if open := countOpen(w.ranges); workers >= defaultConcurrency && open > workers && open <= burst {
 		workers = min(open, max(workers, oneRound))
@@ -244,12 +244,12 @@ func (w *rangeWalk) run(ctx context.Context) error {
 	workers := w.workers()
 	err := runPool(ctx, workers, w.take, func(ctx context.Context, job rangeJob) error {
 		began := time.Now()
-		pages, err := w.g.Env.e.Source.ScanSegments(ctx, w.scan.Scan, job.segs)
+		pages, err := w.g.Env.e.source.ScanSegments(ctx, w.scan.Scan, job.segs)
 		fetched := time.Now()
 		if err == nil {
 			err = w.store(ctx, job.rs, pages)
 		}
-		w.g.Env.e.Log.Debug("ID ranges read", "entity", w.g.Ent.Name, "ranges", len(job.rs),
+		w.g.Env.e.log.Debug("ID ranges read", "entity", w.g.Ent.Name, "ranges", len(job.rs),
 			"fetch_ms", fetched.Sub(began).Milliseconds(), "store_ms", time.Since(fetched).Milliseconds())
 		return err
 	}, w.release)
@@ -276,7 +276,7 @@ func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Pag
 	limited := false
 	w.mu.Lock()
 	left := int64(math.MaxInt64)
-	if lim := e.TestLimit; lim > 0 {
+	if lim := e.testLimit; lim > 0 {
 		left = int64(lim) - w.before - w.stored
 	}
 	w.mu.Unlock()
@@ -310,7 +310,7 @@ func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Pag
 		moves = append(moves, m)
 	}
 	batch := []EntityRecords{{ent, recs}}
-	for _, child := range e.registry().Children(ent) {
+	for _, child := range e.registry.Children(ent) {
 		if child.Fetch == nil {
 			continue
 		}
@@ -320,7 +320,7 @@ func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Pag
 		}
 		batch = append(batch, EntityRecords{child, kids})
 	}
-	if e.TestLimit > 0 {
+	if e.testLimit > 0 {
 		pulled, err := e.pullReferenced(ctx, batch, w.zone)
 		if err != nil {
 			return err
@@ -328,7 +328,7 @@ func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Pag
 		batch = append(batch, pulled...)
 	}
 	var st GetStats
-	err := pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
 		st = GetStats{}
 		if err := e.saveBatch(ctx, tx, batch, &st); err != nil {
 			return err
@@ -341,7 +341,7 @@ func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Pag
 				return err
 			}
 		}
-		return NewStore(tx).logPages(ctx, w.scan.scope(ent), e.RunID, w.pass, logged, w.total, limited)
+		return NewStore(tx).logPages(ctx, w.scan.scope(ent), e.runID, w.pass, logged, w.total, limited)
 	})
 	if err != nil {
 		return err

@@ -25,7 +25,7 @@ func TestRangeWalkWorkers(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("c=%d/open=%d/done=%d/density=%g", c.concurrency, c.open, c.done, c.density), func(t *testing.T) {
-			w := &rangeWalk{g: &GetRun{Env: (&Engine{Concurrency: c.concurrency}).env()}, density: c.density}
+			w := &rangeWalk{g: &GetRun{Env: build(Config{Concurrency: c.concurrency}).env()}, density: c.density}
 			for i := range c.open + c.done {
 				w.ranges = append(w.ranges, &idRange{done: i < c.done})
 			}

@@ -24,7 +24,7 @@ type outcome struct {
 // importRecords sends one batch to the target and records each record's outcome. It fails only when the run must stop: the database, or a
 // request the target refused as a whole for a reason retrying cannot fix (a wrong token).
 func (s *setter) importRecords(ctx context.Context, ent *Entity, recs []Record) error {
-	rf, err := loadRefs(ctx, s.e.Pool, ent, recs)
+	rf, err := loadRefs(ctx, s.e.pool, ent, recs)
 	if err != nil {
 		return err
 	}
@@ -49,7 +49,7 @@ func (s *setter) send(ctx context.Context, ent *Entity, recs []Record, build fun
 		outs = append(outs, outcome{rec: r})
 	}
 	if len(items) > 0 {
-		results, err := s.e.Target.Import(ctx, ent.Name, items)
+		results, err := s.e.target.Import(ctx, ent.Name, items)
 		switch {
 		case err == nil:
 			for i, res := range results {
@@ -91,7 +91,7 @@ type failure struct {
 func (s *setter) record(ctx context.Context, ent *Entity, outs []outcome) error {
 	var imported int
 	var failures []failure
-	err := pgx.BeginFunc(ctx, s.e.Pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, s.e.pool, func(tx pgx.Tx) error {
 		var err error
 		if imported, err = s.recordSuccesses(ctx, tx, ent, outs); err != nil {
 			return err
@@ -102,8 +102,8 @@ func (s *setter) record(ctx context.Context, ent *Entity, outs []outcome) error 
 				continue
 			}
 			res, err := Machine.Fail(ctx, tx, o.rec.ID, o.rec.Status,
-				status.Failure{Cause: o.reason, Retryable: o.retryable, Now: s.e.now(), Policy: s.e.retryPolicy()},
-				status.Change{Actor: s.e.Actor, RunID: s.e.RunID})
+				status.Failure{Cause: o.reason, Retryable: o.retryable, Now: s.e.now(), Policy: s.e.retryPolicy},
+				status.Change{Actor: s.e.actor, RunID: s.e.runID})
 			if err != nil {
 				return err
 			}
@@ -117,7 +117,7 @@ func (s *setter) record(ctx context.Context, ent *Entity, outs []outcome) error 
 	if err != nil {
 		return err
 	}
-	m := s.e.Metrics
+	m := s.e.metrics
 	retried := 0
 	for _, o := range outs {
 		if o.rec.Status == ErrorRetry {
@@ -140,7 +140,7 @@ func (s *setter) record(ctx context.Context, ent *Entity, outs []outcome) error 
 		} else {
 			c.Retry++
 		}
-		s.e.Log.Warn("record not imported", "entity", ent.Name, "source_id", f.o.rec.SourceID, "status", f.to,
+		s.e.log.Warn("record not imported", "entity", ent.Name, "source_id", f.o.rec.SourceID, "status", f.to,
 			"cause", f.o.reason)
 	}
 	s.done += int64(imported + len(failures))
@@ -175,7 +175,7 @@ func (s *setter) recordSuccesses(ctx context.Context, tx pgx.Tx, ent *Entity, ou
 	}
 	var sids, tids, sums []string
 	for from, ids := range byStatus {
-		moved, err := Machine.MoveMany(ctx, tx, ids, from, ImportOK, status.Change{Actor: s.e.Actor, RunID: s.e.RunID, Attempt: true})
+		moved, err := Machine.MoveMany(ctx, tx, ids, from, ImportOK, status.Change{Actor: s.e.actor, RunID: s.e.runID, Attempt: true})
 		if err != nil {
 			return 0, err
 		}

@@ -78,7 +78,7 @@ func (f *ChildFetch) fetch(ctx context.Context, e *Engine, child *Entity, parent
 		parent := strings.TrimPrefix(key, "p")
 		switch {
 		case f.ParentGone != nil && f.ParentGone(err):
-			e.Log.Warn("parent disappeared while its children were read", "entity", child.Name,
+			e.log.Warn("parent disappeared while its children were read", "entity", child.Name,
 				"parent", child.Parent, "parent_id", parent, "error", err)
 			return nil
 		case f.Refused != nil && f.Refused(err):

@@ -123,7 +123,7 @@ func (s *IDScan) begin(ctx context.Context, w *rangeWalk) (inv Inventory, first 
 			return inv, nil, err
 		}
 		w.density, w.total = densityOf(w.ranges, inv.SourceTotal), inv.SourceTotal
-		e.Log.Info("resuming an interrupted get where each ID range stopped", "entity", ent.Name, "pass", inv.Pass,
+		e.log.Info("resuming an interrupted get where each ID range stopped", "entity", ent.Name, "pass", inv.Pass,
 			"ranges_open", countOpen(w.ranges), "rows_so_far", inv.PassRows)
 		if w.size, err = e.store().storedRowSize(ctx, ent.Name); err != nil {
 			return inv, nil, err
@@ -133,22 +133,22 @@ func (s *IDScan) begin(ctx context.Context, w *rangeWalk) (inv Inventory, first 
 	}
 	// The bounds' answer shows the portal's clock: a new pass learns the zone from it, one
 	// request fewer than a probe of its own.
-	b, err := e.Source.ScanBounds(ctx, s.Scan, "0")
+	b, err := e.source.ScanBounds(ctx, s.Scan, "0")
 	if err != nil {
 		return inv, nil, err
 	}
 	if w.zone, err = e.clockZone(ent.Name, b.Time); err != nil {
 		return inv, nil, err
 	}
-	w.ranges, w.density = newRanges(b, e.TestLimit)
+	w.ranges, w.density = newRanges(b, e.testLimit)
 	// The count sizes ranges and shows progress; a count the first page contradicts (the
 	// page's own size) is none. The walk ends where the ranges' pages end, whatever it said.
 	if b.Total >= len(b.First.Rows) && (b.First.Last || b.Total > len(b.First.Rows)) {
 		t := int64(b.Total)
 		w.total = &t
 	}
-	err = pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
-		if inv, err = NewStore(tx).startPass(ctx, scope, e.TestLimit); err != nil {
+	err = pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+		if inv, err = NewStore(tx).startPass(ctx, scope, e.testLimit); err != nil {
 			return err
 		}
 		return NewStore(tx).saveRanges(ctx, scope, inv.Pass, w.ranges)
@@ -156,7 +156,7 @@ func (s *IDScan) begin(ctx context.Context, w *rangeWalk) (inv Inventory, first 
 	if err != nil {
 		return inv, nil, err
 	}
-	e.Log.Info("get started", "entity", ent.Name, "pass", inv.Pass, "test_limit", e.TestLimit, "total", b.Total,
+	e.log.Info("get started", "entity", ent.Name, "pass", inv.Pass, "test_limit", e.testLimit, "total", b.Total,
 		"last_id", b.Last, "ranges", len(w.ranges))
 	return inv, &b.First, nil
 }
@@ -180,7 +180,7 @@ func (s *IDScan) Total(ctx context.Context, env Env, ent *Entity) (int64, error)
 	for key, v := range s.CountParams {
 		params[key] = v
 	}
-	resp, err := e.Source.Call(ctx, s.Scan.Method, params)
+	resp, err := e.source.Call(ctx, s.Scan.Method, params)
 	if err != nil {
 		return 0, fmt.Errorf("count %s: %w", ent.Name, err)
 	}
@@ -246,26 +246,26 @@ type EntityRecords struct {
 // records_extracted_total metric, and clears the VERIFIED flag of every entity whose records
 // were added or changed.
 func (e *Engine) saveBatch(ctx context.Context, tx pgx.Tx, batch []EntityRecords, st *GetStats) error {
-	change := status.Change{Reason: "changed on the source", Actor: e.Actor, RunID: e.RunID}
+	change := status.Change{Reason: "changed on the source", Actor: e.actor, RunID: e.runID}
 	for _, b := range batch {
 		sv, err := NewStore(tx).saveRecords(ctx, b.Ent.Name, b.Recs, change)
 		if err != nil {
 			return err
 		}
 		e.noteSaved(b.Ent.Name, sv)
-		refused, err := NewStore(tx).refuseUnreachable(ctx, b.Ent.Name, b.Recs, status.Change{Actor: e.Actor, RunID: e.RunID})
+		refused, err := NewStore(tx).refuseUnreachable(ctx, b.Ent.Name, b.Recs, status.Change{Actor: e.actor, RunID: e.runID})
 		if err != nil {
 			return err
 		}
 		st.Unreachable += refused
 		if sv.Inserted+sv.Changed > 0 {
-			if err := NewStore(tx).unverify(ctx, verifiedAs(e.registry(), b.Ent)); err != nil {
+			if err := NewStore(tx).unverify(ctx, verifiedAs(e.registry, b.Ent)); err != nil {
 				return err
 			}
 		}
 		st.Add(b.Ent.Name, len(b.Recs), sv)
 		if len(b.Recs) > 0 {
-			e.Metrics.RecordsExtracted.WithLabelValues(b.Ent.Name).Add(float64(len(b.Recs)))
+			e.metrics.RecordsExtracted.WithLabelValues(b.Ent.Name).Add(float64(len(b.Recs)))
 		}
 	}
 	return nil
@@ -301,7 +301,7 @@ func (e *Engine) pullReferenced(ctx context.Context, batch []EntityRecords, zone
 	}
 	var out []EntityRecords
 	for _, name := range order {
-		target, _ := e.registry().Entity(name)
+		target, _ := e.registry.Entity(name)
 		scan, ok := target.Lister.(*IDScan)
 		if !ok {
 			continue
@@ -319,7 +319,7 @@ func (e *Engine) pullReferenced(ctx context.Context, batch []EntityRecords, zone
 		if err != nil {
 			return nil, err
 		}
-		e.Log.Info("records pulled in beyond test_limit", "entity", name, "referenced", len(want), "found", len(recs))
+		e.log.Info("records pulled in beyond test_limit", "entity", name, "referenced", len(want), "found", len(recs))
 		out = append(out, EntityRecords{target, recs})
 	}
 	return out, nil

@@ -42,10 +42,10 @@ func (o *OffsetPages) Get(ctx context.Context, g *GetRun) error {
 		return fmt.Errorf("%s: the inventory's cursor %q is not an offset", ent.Name, inv.Cursor)
 	}
 	g.Stats.Pass, g.Stats.Cursor = inv.Pass, inv.Cursor
-	e.Log.Info("get started", "entity", ent.Name, "pass", inv.Pass, "resumed", g.Stats.Resumed, "offset", start)
+	e.log.Info("get started", "entity", ent.Name, "pass", inv.Pass, "resumed", g.Stats.Resumed, "offset", start)
 	// The first page comes alone: its answer says how many rows there are and, through its
 	// clock, the portal's time zone.
-	resp, err := e.Source.Call(ctx, o.List.Method, o.params(start))
+	resp, err := e.source.Call(ctx, o.List.Method, o.params(start))
 	if err != nil {
 		return fmt.Errorf("list %s from %d: %w", o.List.Method, start, err)
 	}
@@ -69,7 +69,7 @@ func (o *OffsetPages) Get(ctx context.Context, g *GetRun) error {
 	if err := p.store(ctx, rows, start, next, last); err != nil || last {
 		return err
 	}
-	return e.Source.ListByStart(ctx, o.List, next, func(page rest.Page) error {
+	return e.source.ListByStart(ctx, o.List, next, func(page rest.Page) error {
 		from, _ := strconv.Atoi(page.Cursor)
 		to, _ := strconv.Atoi(page.Next)
 		return p.store(ctx, page.Rows, from, to, page.Last)
@@ -80,7 +80,7 @@ func (o *OffsetPages) params(start int) map[string]any { return o.List.PageParam
 
 func (o *OffsetPages) Total(ctx context.Context, env Env, ent *Entity) (int64, error) {
 	e := env.e
-	resp, err := e.Source.Call(ctx, o.List.Method, o.params(0))
+	resp, err := e.source.Call(ctx, o.List.Method, o.params(0))
 	if err != nil {
 		return 0, fmt.Errorf("count %s: %w", ent.Name, err)
 	}
@@ -149,7 +149,7 @@ type offsetPages struct {
 func (p *offsetPages) store(ctx context.Context, rows []json.RawMessage, from, next int, last bool) error {
 	e, ent := p.g.Env.e, p.g.Ent
 	limited := false
-	if lim := int64(e.TestLimit); lim > 0 && p.before+p.stored+int64(len(rows)) >= lim {
+	if lim := int64(e.testLimit); lim > 0 && p.before+p.stored+int64(len(rows)) >= lim {
 		rows, last, limited = rows[:max(lim-p.before-p.stored, 0)], true, true
 	}
 	recs, _, err := decodeRows(ent, rows, p.zone)
@@ -158,12 +158,12 @@ func (p *offsetPages) store(ctx context.Context, rows []json.RawMessage, from, n
 	}
 	batch := []EntityRecords{{ent, recs}}
 	var st GetStats
-	err = pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
 		st = GetStats{}
 		if err := e.saveBatch(ctx, tx, batch, &st); err != nil {
 			return err
 		}
-		return NewStore(tx).logPage(ctx, ent.Name, e.RunID, PageRecord{Pass: p.pass, Cursor: strconv.Itoa(from),
+		return NewStore(tx).logPage(ctx, ent.Name, e.runID, PageRecord{Pass: p.pass, Cursor: strconv.Itoa(from),
 			Next: strconv.Itoa(next), Count: len(recs), Total: p.total, Last: last})
 
 	})

@@ -55,10 +55,10 @@ func (p *PerRecord) Get(ctx context.Context, g *GetRun) error {
 		return fmt.Errorf("%s: the inventory's cursor %q is not a record id", ent.Name, inv.Cursor)
 	}
 	g.Stats.Pass, g.Stats.Cursor = inv.Pass, inv.Cursor
-	w := &perRecordWalk{p: p, g: g, pass: inv.Pass, stored: inv.PassRows, zone: e.SourceZone}
-	e.Log.Info("get started", "entity", ent.Name, "of", strings.Join(p.Of, ","), "pass", inv.Pass, "resumed", g.Stats.Resumed, "after_record", cursor)
+	w := &perRecordWalk{p: p, g: g, pass: inv.Pass, stored: inv.PassRows, zone: e.zone}
+	e.log.Info("get started", "entity", ent.Name, "of", strings.Join(p.Of, ","), "pass", inv.Pass, "resumed", g.Stats.Resumed, "after_record", cursor)
 	for {
-		owners, err := w.owners(ctx, cursor, rest.MaxBatch*e.concurrency())
+		owners, err := w.owners(ctx, cursor, rest.MaxBatch*e.concurrency)
 		if err != nil {
 			return err
 		}
@@ -72,9 +72,9 @@ func (p *PerRecord) Get(ctx context.Context, g *GetRun) error {
 			return ErrLimitReached
 		}
 	}
-	return pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
+	return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
 		g.Stats.Complete = true
-		return NewStore(tx).logPage(ctx, ent.Name, e.RunID, PageRecord{Pass: w.pass, Cursor: strconv.FormatInt(cursor, 10),
+		return NewStore(tx).logPage(ctx, ent.Name, e.runID, PageRecord{Pass: w.pass, Cursor: strconv.FormatInt(cursor, 10),
 			Next: strconv.FormatInt(cursor, 10), Last: true})
 
 	})
@@ -189,7 +189,7 @@ func (w *perRecordWalk) fetch(ctx context.Context, chunk []owner) ([]json.RawMes
 			var i int
 			_, _ = fmt.Sscanf(key, "r%d_", &i)
 			if p.Gone != nil && p.Gone(err) {
-				e.Log.Warn("record gone from the portal while its rows were read", "entity", w.g.Ent.Name,
+				e.log.Warn("record gone from the portal while its rows were read", "entity", w.g.Ent.Name,
 					"of", chunk[i].entity, "id", chunk[i].sourceID, "error", err)
 				return nil
 			}
@@ -211,7 +211,7 @@ func (w *perRecordWalk) fetch(ctx context.Context, chunk []owner) ([]json.RawMes
 // one transaction.
 func (w *perRecordWalk) store(ctx context.Context, rows []json.RawMessage, from, to int64) error {
 	e, ent := w.g.Env.e, w.g.Ent
-	if lim := int64(e.TestLimit); lim > 0 && w.stored+int64(len(rows)) >= lim {
+	if lim := int64(e.testLimit); lim > 0 && w.stored+int64(len(rows)) >= lim {
 		rows, w.limited = rows[:max(lim-w.stored, 0)], true
 	}
 	zone, err := w.zoneFrom(nil)
@@ -223,12 +223,12 @@ func (w *perRecordWalk) store(ctx context.Context, rows []json.RawMessage, from,
 		return err
 	}
 	var st GetStats
-	err = pgx.BeginFunc(ctx, e.Pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
 		st = GetStats{}
 		if err := e.saveBatch(ctx, tx, []EntityRecords{{ent, recs}}, &st); err != nil {
 			return err
 		}
-		return NewStore(tx).logPage(ctx, ent.Name, e.RunID, PageRecord{Pass: w.pass, Cursor: strconv.FormatInt(from, 10),
+		return NewStore(tx).logPage(ctx, ent.Name, e.runID, PageRecord{Pass: w.pass, Cursor: strconv.FormatInt(from, 10),
 			Next: strconv.FormatInt(to, 10), Count: len(recs), Last: w.limited})
 
 	})

@@ -80,7 +80,7 @@ type KeyWalk struct {
 	// need it sends one call less.
 	NoMe bool
 	// AsUser: the keys are portal user ids, and a key whose user has a webhook of its own
-	// (Engine.Delegates) is read through it, in batches of its own, WalkPage.Me being that user.
+	// (Config.Delegates) is read through it, in batches of its own, WalkPage.Me being that user.
 	AsUser bool
 }
 
@@ -129,7 +129,7 @@ func parseKeyCursor(s string) keyCursor {
 // as its Walk (a lister that needs the pass and whether it resumed calls Run instead).
 func (w *KeyWalk) Walk(ctx context.Context, env Env, child *Entity, st *GetStats) error {
 	e := env.e
-	if _, _, err := w.Run(ctx, e.env(), child, st, e.TestLimit); err != nil {
+	if _, _, err := w.Run(ctx, e.env(), child, st, e.testLimit); err != nil {
 		return err
 	}
 	return nil
@@ -164,7 +164,7 @@ func (w *KeyWalk) Run(ctx context.Context, env Env, child *Entity, st *GetStats,
 	if err != nil {
 		return 0, false, err
 	}
-	e.Log.Info("walking", "entity", child.Name, "method", w.Method, "pass", inv.Pass, "resumed", resumed,
+	e.log.Info("walking", "entity", child.Name, "method", w.Method, "pass", inv.Pass, "resumed", resumed,
 		"keys", len(keys), "keys_left", len(queue))
 	kw := &keyWalker{w: w, e: e, child: child, pass: inv.Pass, me: me, st: st, queue: queue, start: e.now()}
 	if err := kw.run(ctx); err != nil {
@@ -231,7 +231,7 @@ type keyJob struct {
 }
 
 func (k *keyWalker) run(ctx context.Context) error {
-	return runPool(ctx, k.e.concurrency(), k.take, k.readJob, func(job []keyJob) {
+	return runPool(ctx, k.e.concurrency, k.take, k.readJob, func(job []keyJob) {
 		cursors := make([]*keyCursor, len(job))
 		for i, j := range job {
 			cursors[i] = j.c
@@ -285,7 +285,7 @@ func (k *keyWalker) readJob(ctx context.Context, job []keyJob) error {
 	for _, j := range job {
 		cmds = append(cmds, j.cmds...)
 	}
-	src, me := k.e.Source, k.me
+	src, me := k.e.source, k.me
 	if d := k.delegate(job[0].c.key); d != nil {
 		src, me = d, job[0].c.key
 	}
@@ -320,17 +320,17 @@ func (k *keyWalker) readJob(ctx context.Context, job []keyJob) error {
 	}
 	var got Saved
 	var refused int
-	err = pgx.BeginFunc(ctx, k.e.Pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, k.e.pool, func(tx pgx.Tx) error {
 		var err error
-		c := status.Change{Reason: cmp.Or(k.w.Reason, "changed on the source"), Actor: k.e.Actor, RunID: k.e.RunID}
+		c := status.Change{Reason: cmp.Or(k.w.Reason, "changed on the source"), Actor: k.e.actor, RunID: k.e.runID}
 		if got, err = NewStore(tx).saveRecords(ctx, k.child.Name, recs, c); err != nil {
 			return err
 		}
-		if refused, err = NewStore(tx).refuseUnreachable(ctx, k.child.Name, recs, status.Change{Actor: k.e.Actor, RunID: k.e.RunID}); err != nil {
+		if refused, err = NewStore(tx).refuseUnreachable(ctx, k.child.Name, recs, status.Change{Actor: k.e.actor, RunID: k.e.runID}); err != nil {
 			return err
 		}
 		for _, p := range pages {
-			if err := NewStore(tx).logPage(ctx, k.child.Name, k.e.RunID, p); err != nil {
+			if err := NewStore(tx).logPage(ctx, k.child.Name, k.e.runID, p); err != nil {
 				return err
 			}
 		}
@@ -340,7 +340,7 @@ func (k *keyWalker) readJob(ctx context.Context, job []keyJob) error {
 			}
 		}
 		if got.Inserted+got.Changed > 0 || len(lost) > 0 {
-			return NewStore(tx).unverify(ctx, verifiedAs(k.e.registry(), k.child))
+			return NewStore(tx).unverify(ctx, verifiedAs(k.e.registry, k.child))
 		}
 		return nil
 	})
@@ -348,7 +348,7 @@ func (k *keyWalker) readJob(ctx context.Context, job []keyJob) error {
 		return err
 	}
 	k.e.noteSaved(k.child.Name, got)
-	k.e.Metrics.RecordsExtracted.WithLabelValues(k.child.Name).Add(float64(len(recs)))
+	k.e.metrics.RecordsExtracted.WithLabelValues(k.child.Name).Add(float64(len(recs)))
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.st.Pages += len(pages)
@@ -440,7 +440,7 @@ func (k *keyWalker) incoming(ctx context.Context, rows []WalkRow, zone *time.Loc
 		return nil, err
 	}
 	noun := strings.TrimSuffix(k.child.Parent, "s")
-	if p, ok := k.e.registry().Entity(k.child.Parent); ok && p.Noun != "" {
+	if p, ok := k.e.registry.Entity(k.child.Parent); ok && p.Noun != "" {
 		noun = strings.TrimSuffix(p.Noun, "s")
 	}
 	var out []Incoming
@@ -451,7 +451,7 @@ func (k *keyWalker) incoming(ctx context.Context, rows []WalkRow, zone *time.Loc
 		}
 		payload := r.Payload
 		if slices.Contains(gone, r.Parent) {
-			if k.e.TestLimit > 0 {
+			if k.e.testLimit > 0 {
 				continue
 			}
 			payload = MustJSON(MarkUnreachable(fields, fmt.Sprintf("out of reach: its %s %s was not read from the portal "+
@@ -488,7 +488,7 @@ func (w *KeyWalk) PlanCalls(ctx context.Context, env Env, child *Entity, planned
 		}
 	}
 	calls := CeilDiv(n, rest.MaxBatch)
-	if d := int64(len(e.Delegates)); w.AsUser && d > 0 {
+	if d := int64(len(e.delegates)); w.AsUser && d > 0 {
 		// A user's own webhook reads that user's key alone: a call of its own each.
 		calls = CeilDiv(max(n-d, 0), rest.MaxBatch) + int(d)
 		how += fmt.Sprintf("; %d keys through their users' own webhooks, one to a call", d)
@@ -498,7 +498,7 @@ func (w *KeyWalk) PlanCalls(ctx context.Context, env Env, child *Entity, planned
 
 // walkChildren runs the walkers of ent's children, once its listing is complete.
 func (e *Engine) walkChildren(ctx context.Context, ent *Entity, st *GetStats) error {
-	for _, child := range e.registry().Children(ent) {
+	for _, child := range e.registry.Children(ent) {
 		if child.Walk == nil {
 			continue
 		}
@@ -531,5 +531,5 @@ func (k *keyWalker) delegate(key string) Source {
 	if !k.w.AsUser {
 		return nil
 	}
-	return k.e.Delegates[key]
+	return k.e.delegates[key]
 }

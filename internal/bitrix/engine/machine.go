@@ -7,8 +7,8 @@ import (
 
 // Record statuses, exactly as seed 000 names them.
 const (
-	// New: read from the source (or changed there since the last import), waiting for set.
-	New status.Status = "NEW"
+	// StatusNew: read from the source (or changed there since the last import), waiting for set.
+	StatusNew status.Status = "NEW"
 	// ImportOK: the target holds the record; its target id is in bitrix_id_map.
 	ImportOK status.Status = "IMPORT_OK"
 	// ImportErr: the import failed for good (a permanent error, an unresolvable reference, an
@@ -32,21 +32,21 @@ var Machine = &status.Machine{
 	Table:    "bitrix_records",
 	Scope:    "entity",
 	Key:      "source_id",
-	Statuses: []status.Status{New, ImportOK, ImportErr, ErrorRetry, DeletedAtSource, DeletedOnTarget},
+	Statuses: []status.Status{StatusNew, ImportOK, ImportErr, ErrorRetry, DeletedAtSource, DeletedOnTarget},
 	Auto: []status.Transition{
-		{From: New, To: ImportOK}, {From: New, To: ErrorRetry}, {From: New, To: ImportErr},
+		{From: StatusNew, To: ImportOK}, {From: StatusNew, To: ErrorRetry}, {From: StatusNew, To: ImportErr},
 		{From: ErrorRetry, To: ImportOK}, {From: ErrorRetry, To: ErrorRetry}, {From: ErrorRetry, To: ImportErr},
 		// A re-get that finds the record changed on the source sends it through set again.
-		{From: ImportOK, To: New}, {From: ImportErr, To: New}, {From: ErrorRetry, To: New},
+		{From: ImportOK, To: StatusNew}, {From: ImportErr, To: StatusNew}, {From: ErrorRetry, To: StatusNew},
 		// Deletions (deletions.go): a complete get that no longer sees a record, set removing it from
 		// the target, and the portal showing it again.
-		{From: New, To: DeletedAtSource}, {From: ImportOK, To: DeletedAtSource},
+		{From: StatusNew, To: DeletedAtSource}, {From: ImportOK, To: DeletedAtSource},
 		{From: ImportErr, To: DeletedAtSource}, {From: ErrorRetry, To: DeletedAtSource},
 		{From: DeletedAtSource, To: DeletedOnTarget},
-		{From: DeletedAtSource, To: New}, {From: DeletedOnTarget, To: New},
+		{From: DeletedAtSource, To: StatusNew}, {From: DeletedOnTarget, To: StatusNew},
 	},
 	Manual: []status.Transition{
-		{From: ImportErr, To: New}, {From: ErrorRetry, To: New}, {From: ImportOK, To: New},
+		{From: ImportErr, To: StatusNew}, {From: ErrorRetry, To: StatusNew}, {From: ImportOK, To: StatusNew},
 	},
 	Attention: []status.Status{ImportErr, ErrorRetry},
 	// Seed 000: three retries after 0 s, 2 s and 6 s plus jitter, then IMPORT_ERR.

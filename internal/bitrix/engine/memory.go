@@ -15,7 +15,7 @@ import (
 // times larger would not fit the pod's 512 MiB. The walk therefore keeps the answers it waits
 // for and stores within a budget, from the rows' size as the portal sends them.
 
-// defaultMemoryLimit is the memory a process may use when Engine.MemoryLimit is 0: the limit
+// defaultMemoryLimit is the memory a process may use when Config.MemoryLimit is 0: the limit
 // of the pods in deploy/.
 const defaultMemoryLimit = 512 << 20
 
@@ -28,11 +28,7 @@ const heldPerAnswerByte = 4
 // memoryBudget is the bytes a walk's answers in flight may hold: half the process's limit, the
 // other half left to the runtime, the connection pool and the children of a page.
 func (e *Engine) memoryBudget() float64 {
-	limit := e.MemoryLimit
-	if limit <= 0 {
-		limit = defaultMemoryLimit
-	}
-	return float64(limit) / 2
+	return float64(e.memoryLimit) / 2
 }
 
 // rowSize keeps the mean size of the rows a walk has seen, as the portal sent them.

@@ -28,7 +28,7 @@ func TestRangeWalkKeepsAnswersInTheMemoryBudget(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("limit=%d/row=%g", c.limit, c.rowBytes), func(t *testing.T) {
-			e := &Engine{MemoryLimit: c.limit, Log: slog.New(slog.DiscardHandler)}
+			e := build(Config{MemoryLimit: c.limit, Log: slog.New(slog.DiscardHandler)})
 			w := &rangeWalk{g: &GetRun{Env: e.env(), Ent: &Entity{Name: "users"}}, density: 1}
 			for range 10 {
 				w.ranges = append(w.ranges, &idRange{})

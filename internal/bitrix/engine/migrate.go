@@ -28,7 +28,7 @@ type MigrateOptions struct {
 // phase's error (ErrNotVerified when verify found problems nobody acknowledged).
 type MigrateError struct {
 	Entity string
-	Phase  string
+	Phase  Phase
 	K, N   int
 	// Records are the portal ids of the records that keep the entity from being verified, by
 	// entity ("<entity> <portal id>", "<child> <parent id>:<n>"), up to MaxListed of them.
@@ -90,7 +90,7 @@ func (r *Registry) MigrateEntities(o MigrateOptions) ([]*Entity, error) {
 // its place ("entity k of n"), its records and the calls left to the end of the migration with
 // their time at the rate, from `bitrix plan`; every line of the phases carries the place too.
 func (e *Engine) Migrate(ctx context.Context, o MigrateOptions) error {
-	ents, err := e.registry().MigrateEntities(o)
+	ents, err := e.registry.MigrateEntities(o)
 	if err != nil {
 		return err
 	}
@@ -102,49 +102,50 @@ func (e *Engine) Migrate(ctx context.Context, o MigrateOptions) error {
 	left := 0
 	var recordsLeft int64
 	for _, ent := range ents {
-		for _, f := range e.registry().Family(ent) {
+		for _, f := range e.registry.Family(ent) {
 			left += calls[f.Name]
 			recordsLeft += records[f.Name]
 		}
 	}
 	var measured pace
-	log, start := e.Log, e.now()
-	defer func() { e.Log = log }()
-	e.Log.Info("migration started", append(append([]any{"entities", len(ents), "plan_calls_left", left},
+	log, start := e.log, e.now()
+	defer func() { e.log = log }()
+	e.log.Info("migration started", append(append([]any{"entities", len(ents), "plan_calls_left", left},
 		measured.eta(float64(left)/rate.PerSecond, recordsLeft)...), "rate", rate.String())...)
 	for k, ent := range ents {
 		place := fmt.Sprintf("%d of %d", k+1, len(ents))
-		e.Log = log.With("migrate_entity", place)
+		e.log = log.With("migrate_entity", place)
 		var entCalls int
 		var entRecords int64
-		for _, f := range e.registry().Family(ent) {
+		for _, f := range e.registry.Family(ent) {
 			entCalls += calls[f.Name]
 			entRecords += records[f.Name]
 		}
-		e.Log.Info("migration: entity started", append(append([]any{"entity", ent.Name, "records_planned", entRecords,
+		e.log.Info("migration: entity started", append(append([]any{"entity", ent.Name, "records_planned", entRecords,
 			"plan_calls_left", left}, measured.eta(float64(left)/rate.PerSecond, recordsLeft)...),
 			"elapsed_s", round1(e.now().Sub(start).Seconds()))...)
 		sent := e.stats()
 		var beyondGet time.Duration
-		for _, phase := range Phases {
-			e.Log.Info("phase started", "entity", ent.Name, "phase", phase)
+		for _, s := range phaseSpecs() {
+			e.log.Info("phase started", "entity", ent.Name, "phase", string(s.phase))
 			began := e.now()
-			if err := e.migratePhase(ctx, ent.Name, phase); err != nil {
-				merr := &MigrateError{Entity: ent.Name, Phase: phase, K: k + 1, N: len(ents), Err: err}
+			if err := s.run(e, ctx, ent); err != nil {
+				err = fmt.Errorf("bitrix %s %s: %w", ent.Name, s.phase, err)
+				merr := &MigrateError{Entity: ent.Name, Phase: s.phase, K: k + 1, N: len(ents), Err: err}
 				var nv *notVerified
 				if errors.As(err, &nv) {
 					merr.Records, merr.More = named(nv.report)
 				}
 				return merr
 			}
-			if phase != "get" {
+			if s.phase != PhaseGet {
 				beyondGet += e.now().Sub(began)
 			}
 		}
 		measured.add(ctx, e, ent, beyondGet)
 		left = max(0, left-entCalls)
 		recordsLeft = max(0, recordsLeft-entRecords)
-		e.Log.Info("migration: entity verified", append(append([]any{"entity", ent.Name, "calls_sent", e.stats() - sent,
+		e.log.Info("migration: entity verified", append(append([]any{"entity", ent.Name, "calls_sent", e.stats() - sent,
 			"plan_calls_left", left}, measured.eta(float64(left)/rate.PerSecond, recordsLeft)...),
 			"elapsed_s", round1(e.now().Sub(start).Seconds()))...)
 	}
@@ -152,33 +153,15 @@ func (e *Engine) Migrate(ctx context.Context, o MigrateOptions) error {
 	return nil
 }
 
-// migratePhase runs one phase; a verify that finds problems is a failure, as in Run, whose
-// error (a *notVerified) keeps the report.
-func (e *Engine) migratePhase(ctx context.Context, entity, phase string) error {
-	if phase != "verify" {
-		if err := e.Phase(ctx, entity, phase); err != nil {
-			return fmt.Errorf("bitrix %s %s: %w", entity, phase, err)
-		}
-		return nil
-	}
-	r, err := e.Verify(ctx, entity)
-	if err != nil {
-		return fmt.Errorf("bitrix %s verify: %w", entity, err)
-	}
-	if !r.Clean() {
-		return &notVerified{entity: entity, report: r}
-	}
-	return nil
-}
-
-// notVerified is a verify that found problems: ErrNotVerified, with the report.
+// notVerified is a verify that found problems: ErrNotVerified, with the report (for Migrate's
+// list of the records at fault).
 type notVerified struct {
 	entity string
 	report VerifyReport
 }
 
 func (n *notVerified) Error() string {
-	return fmt.Sprintf("bitrix %s verify: %s: %v: %s", n.entity, n.entity, ErrNotVerified, n.report.Summary())
+	return fmt.Sprintf("%s: %v: %s", n.entity, ErrNotVerified, n.report.Summary())
 }
 
 func (n *notVerified) Unwrap() error { return ErrNotVerified }
@@ -191,7 +174,7 @@ func (e *Engine) migratePlan(ctx context.Context, rate rest.Rate, ents []*Entity
 	p, err := e.planOf(ctx, rate, ents)
 	if err != nil {
 		if ctx.Err() == nil {
-			e.Log.Warn("migration: no plan, so no ETA in the progress lines", "error", err)
+			e.log.Warn("migration: no plan, so no ETA in the progress lines", "error", err)
 		}
 		return calls, records
 	}
@@ -201,7 +184,7 @@ func (e *Engine) migratePlan(ctx context.Context, rate rest.Rate, ents []*Entity
 			records[ep.Entity] += ep.Records
 		}
 	}
-	e.Log.Info("migration: plan made", "plan_calls", p.Calls, "plan_s", p.Seconds, "asking_calls", p.PlanCalls)
+	e.log.Info("migration: plan made", "plan_calls", p.Calls, "plan_s", p.Seconds, "asking_calls", p.PlanCalls)
 	return calls, records
 }
 

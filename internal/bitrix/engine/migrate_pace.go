@@ -17,7 +17,7 @@ type pace struct {
 // add counts one entity's time outside get and the records of its family.
 func (p *pace) add(ctx context.Context, e *Engine, ent *Entity, took time.Duration) {
 	p.seconds += took.Seconds()
-	for _, f := range e.registry().Family(ent) {
+	for _, f := range e.registry.Family(ent) {
 		if _, n, err := e.store().countByStatus(ctx, f.Name); err == nil {
 			p.records += n
 		}

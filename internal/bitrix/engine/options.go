@@ -20,7 +20,7 @@ import (
 // mapOptions records the target option of every option of the entity's enumeration fields that
 // the target has. It returns the source options left without one, as "FIELD: value (id)".
 func (e *Engine) mapOptions(ctx context.Context, ent *Entity, renames map[string]fieldName) ([]string, error) {
-	onTarget, err := e.Target.Fields(ctx, ent.Name)
+	onTarget, err := e.target.Fields(ctx, ent.Name)
 	if err != nil {
 		return nil, fmt.Errorf("fields-set %s: read the target's fields: %w", ent.Name, err)
 	}
@@ -67,7 +67,7 @@ func (e *Engine) mapOptions(ctx context.Context, ent *Entity, renames map[string
 	if err != nil {
 		return nil, fmt.Errorf("fields-set %s: %w", ent.Name, err)
 	}
-	if err := e.Pool.SendBatch(ctx, b).Close(); err != nil {
+	if err := e.pool.SendBatch(ctx, b).Close(); err != nil {
 		return nil, fmt.Errorf("fields-set %s: store option mapping: %w", ent.Name, err)
 	}
 	return unmatched, nil

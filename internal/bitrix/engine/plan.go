@@ -42,7 +42,7 @@ type EntityPlan struct {
 // calls and time get will need at rate. Entities listed by a lister that has no count
 // are planned by reading their cheapest listing. It sends nothing to the target.
 func (e *Engine) Plan(ctx context.Context, rate rest.Rate) (Plan, error) {
-	return e.planOf(ctx, rate, e.registry().Commands())
+	return e.planOf(ctx, rate, e.registry.Commands())
 }
 
 // planOf is the plan of the command entities ents: migrate plans only what it runs.
@@ -55,7 +55,7 @@ func (e *Engine) planOf(ctx context.Context, rate rest.Rate, ents []*Entity) (Pl
 		if err != nil {
 			return p, fmt.Errorf("plan %s: %w", ent.Name, err)
 		}
-		for _, child := range e.registry().Children(ent) {
+		for _, child := range e.registry.Children(ent) {
 			switch {
 			case child.Lister != nil:
 				more, err := child.Lister.Plan(ctx, e.env(), child)
@@ -102,7 +102,7 @@ func (s *IDScan) Plan(ctx context.Context, env Env, ent *Entity) ([]EntityPlan, 
 		out[0].Calls += CeilDiv(n, rest.MaxBatch)
 		out[0].How += fmt.Sprintf(", and one %s per record, %d to a call", s.CompleteMethod, rest.MaxBatch)
 	}
-	for _, child := range e.registry().Children(ent) {
+	for _, child := range e.registry.Children(ent) {
 		if child.Fetch == nil {
 			continue
 		}
@@ -161,7 +161,7 @@ func CeilDiv(n int64, d int) int { return int(math.Ceil(float64(n) / float64(d))
 
 // stats counts the requests sent to the portal so far, when the source can say.
 func (e *Engine) stats() int64 {
-	if s, ok := e.Source.(interface{ Stats() rest.Stats }); ok {
+	if s, ok := e.source.(interface{ Stats() rest.Stats }); ok {
 		return s.Stats().Requests
 	}
 	return 0

@@ -107,7 +107,7 @@ func (s Store) touchPasses(ctx context.Context, family []*Entity) error {
 // (a child's is its parent's), its records waiting for their parent, and whether a live run is
 // reading its get pass. inventories holds every entity's inventory read so far, by name.
 func (e *Engine) reportState(ctx context.Context, ent *Entity, es *EntityStatus, inventories map[string]*Inventory, live map[string]liveRun) error {
-	top := verifiedAs(e.registry(), ent)
+	top := verifiedAs(e.registry, ent)
 	if top != ent.Name {
 		es.VerifiedWith = top
 	}

@@ -53,7 +53,7 @@ func TestReportStatesOfAVerifiedFamily(t *testing.T) {
 	if err := NewStore(pool).saveVerify(ctx, "things", VerifyReport{Entity: "things"}); err != nil {
 		t.Fatal(err)
 	}
-	e := &Engine{Registry: reg, Pool: pool}
+	e := build(Config{Registry: reg, Pool: pool})
 	report := func() map[string]EntityStatus {
 		t.Helper()
 		rep, err := e.Report(ctx)

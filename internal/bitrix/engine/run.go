@@ -10,43 +10,31 @@ import (
 	"time"
 )
 
-// Phases lists the phases of the single-pass model in the order Run runs them.
-var Phases = []string{"fields-get", "fields-set", "get", "set", "verify"}
-
-// Phase runs one phase of an entity by its command name ("fields-get", "get", ...).
-func (e *Engine) Phase(ctx context.Context, entity, phase string) error {
-	var err error
-	switch phase {
-	case "fields-get":
-		_, err = e.FieldsGet(ctx, entity)
-	case "fields-set":
-		_, err = e.FieldsSet(ctx, entity)
-	case "get":
-		_, err = e.Get(ctx, entity)
-	case "set":
-		_, err = e.Set(ctx, entity)
-	case "verify":
-		var r VerifyReport
-		r, err = e.Verify(ctx, entity)
-		if err == nil && !r.Clean() {
-			err = fmt.Errorf("%s: %w: %s", entity, ErrNotVerified, r.Summary())
-		}
-	default:
-		return fmt.Errorf("unknown bitrix phase %q (valid: fields-get, fields-set, get, set, verify, run)", phase)
+// Phase runs one phase of an entity, both by their command names ("things", "get"). An unknown
+// phase or entity is an error that lists the valid ones.
+func (e *Engine) Phase(ctx context.Context, entity string, phase Phase) error {
+	s, ok := phase.spec()
+	if !ok {
+		return fmt.Errorf("unknown bitrix phase %q (valid: %s, run)", phase, phaseList())
 	}
-	return err
+	ent, err := e.registry.Command(entity)
+	if err != nil {
+		return err
+	}
+	return s.run(e, ctx, ent)
 }
 
 // Run runs every phase of the entity in order and stops at the first that fails; a verify that
 // finds problems is a failure (ErrNotVerified).
 func (e *Engine) Run(ctx context.Context, entity string) error {
-	if _, err := e.registry().Command(entity); err != nil {
+	ent, err := e.registry.Command(entity)
+	if err != nil {
 		return err
 	}
-	for _, phase := range Phases {
-		e.Log.Info("phase started", "entity", entity, "phase", phase)
-		if err := e.Phase(ctx, entity, phase); err != nil {
-			return fmt.Errorf("bitrix %s %s: %w", entity, phase, err)
+	for _, s := range phaseSpecs() {
+		e.log.Info("phase started", "entity", ent.Name, "phase", string(s.phase))
+		if err := s.run(e, ctx, ent); err != nil {
+			return fmt.Errorf("bitrix %s %s: %w", ent.Name, s.phase, err)
 		}
 	}
 	return nil
@@ -112,17 +100,17 @@ type ReasonCount struct {
 
 // Report returns the state of every entity.
 func (e *Engine) Report(ctx context.Context) (StatusReport, error) {
-	counts, err := Machine.Counts(ctx, e.Pool)
+	counts, err := Machine.Counts(ctx, e.pool)
 	if err != nil {
 		return StatusReport{}, err
 	}
-	live, err := e.store().liveHolders(ctx, e.registry())
+	live, err := e.store().liveHolders(ctx, e.registry)
 	if err != nil {
 		return StatusReport{}, err
 	}
 	inventories := map[string]*Inventory{}
 	var out StatusReport
-	for _, ent := range e.registry().All() {
+	for _, ent := range e.registry.All() {
 		name := ent.Name
 		es := EntityStatus{Entity: name, ByStatus: map[string]int64{}}
 		for _, st := range Machine.Statuses {

@@ -37,14 +37,14 @@ func (s *setter) reviveOrphans(ctx context.Context, ent *Entity) error {
 	parent := status.ParentPick{Column: "parent_source_id", Machine: Machine, ScopeValue: ent.Name,
 		Statuses: slices.DeleteFunc(slices.Clone(Machine.Statuses), func(s status.Status) bool { return s == ImportErr })}
 	var err error
-	if parent.Gone, err = selfGone(ctx, s.e.Pool, ent); err != nil { // failed before the link could be dropped
+	if parent.Gone, err = selfGone(ctx, s.e.pool, ent); err != nil { // failed before the link could be dropped
 		return err
 	}
-	moved, err := Machine.Revive(ctx, s.e.Pool, status.ReviveParams{ScopeValue: ent.Name, From: ImportErr, To: New,
+	moved, err := Machine.Revive(ctx, s.e.pool, status.ReviveParams{ScopeValue: ent.Name, From: ImportErr, To: StatusNew,
 		Code: reasonParentUnavailable, Parent: &parent,
-		Change: status.Change{Reason: "its parent can be imported now", Actor: s.e.Actor, RunID: s.e.RunID}})
+		Change: status.Change{Reason: "its parent can be imported now", Actor: s.e.actor, RunID: s.e.runID}})
 	if err == nil && len(moved) > 0 {
-		s.e.Log.Info("records failed for their parent go again: the parent can be imported now", "entity", ent.Name, "count", len(moved))
+		s.e.log.Info("records failed for their parent go again: the parent can be imported now", "entity", ent.Name, "count", len(moved))
 	}
 	return err
 }
@@ -79,11 +79,11 @@ func (s *setter) failOrphans(ctx context.Context, ent *Entity) (int, error) {
 		if cycle {
 			now = orphans // nothing settled is left to blame: they wait for each other
 		}
-		err = pgx.BeginFunc(ctx, s.e.Pool, func(tx pgx.Tx) error {
+		err = pgx.BeginFunc(ctx, s.e.pool, func(tx pgx.Tx) error {
 			for _, o := range now {
 				_, err := Machine.Fail(ctx, tx, o.id, status.Status(o.status),
-					status.Failure{Cause: o.reason(ent, cycle), Code: reasonParentUnavailable, Now: s.e.now(), Policy: s.e.retryPolicy()},
-					status.Change{Actor: s.e.Actor, RunID: s.e.RunID})
+					status.Failure{Cause: o.reason(ent, cycle), Code: reasonParentUnavailable, Now: s.e.now(), Policy: s.e.retryPolicy},
+					status.Change{Actor: s.e.actor, RunID: s.e.runID})
 				if err != nil {
 					return err
 				}
@@ -95,10 +95,10 @@ func (s *setter) failOrphans(ctx context.Context, ent *Entity) (int, error) {
 		}
 		failed += len(now)
 		for _, o := range now {
-			s.e.Log.Warn("record not imported: its parent of the same entity cannot be", "entity", ent.Name,
+			s.e.log.Warn("record not imported: its parent of the same entity cannot be", "entity", ent.Name,
 				"source_id", o.sourceID, "parent", o.parent, "cause", o.reason(ent, cycle))
 		}
-		s.e.Metrics.ImportErr.WithLabelValues(ent.Name).Add(float64(len(now)))
+		s.e.metrics.ImportErr.WithLabelValues(ent.Name).Add(float64(len(now)))
 		s.mu.Lock()
 		s.st.of(ent.Name).Failed += len(now)
 		s.mu.Unlock()

@@ -61,17 +61,22 @@ func (e *PrerequisiteError) Unwrap() error { return ErrPrerequisite }
 //
 // It refuses to start until every entity the entity requires is verified.
 func (e *Engine) Set(ctx context.Context, entity string) (SetStats, error) {
-	ent, err := e.registry().Command(entity)
+	ent, err := e.registry.Command(entity)
 	if err != nil {
 		return nil, err
 	}
+	return e.set(ctx, ent)
+}
+
+// set is Set of a registered entity.
+func (e *Engine) set(ctx context.Context, ent *Entity) (SetStats, error) {
 	for _, need := range ent.Requires {
 		if err := e.requireVerified(ctx, ent.Name, "set", need); err != nil {
 			return nil, err
 		}
 	}
-	defer e.Metrics.Phase(ent.Name, "set")()
-	family := e.registry().Family(ent)
+	defer e.metrics.Phase(ent.Name, "set")()
+	family := e.registry.Family(ent)
 	if err := e.propagateDeletions(ctx, family); err != nil {
 		return nil, err
 	}
@@ -89,7 +94,7 @@ func (e *Engine) Set(ctx context.Context, entity string) (SetStats, error) {
 	if err := s.countBacklog(ctx, family); err != nil {
 		return s.st, err
 	}
-	e.Log.Info("set started", "entity", ent.Name, "backlog", s.backlog)
+	e.log.Info("set started", "entity", ent.Name, "backlog", s.backlog)
 	for {
 		worked := false
 		for _, m := range family {
@@ -110,7 +115,7 @@ func (e *Engine) Set(ctx context.Context, entity string) (SetStats, error) {
 			break
 		}
 		wait := next.Sub(e.now())
-		e.Log.Debug("waiting for the next retry", "entity", ent.Name, "wait", wait)
+		e.log.Debug("waiting for the next retry", "entity", ent.Name, "wait", wait)
 		if err := e.sleep(ctx, wait); err != nil {
 			return s.st, err
 		}
@@ -127,15 +132,16 @@ func (e *Engine) Set(ctx context.Context, entity string) (SetStats, error) {
 		attrs := []any{"entity", m.Name, "imported", c.Imported, "failed", c.Failed, "retry_pending", c.Retry, "retries", c.Retries,
 			"unfinished", c.Unfinished}
 		if m.Parent != "" {
+			var err error
 			if c.Waiting, err = e.waitingChildren(ctx, m); err != nil {
 				return s.st, err
 			}
 			attrs = append(attrs, "waiting_for_parent", c.Waiting)
 			if c.Waiting > 0 {
-				e.Log.Warn("records wait for their parent, which is not imported", "entity", m.Name, "parent", m.Parent, "count", c.Waiting)
+				e.log.Warn("records wait for their parent, which is not imported", "entity", m.Name, "parent", m.Parent, "count", c.Waiting)
 			}
 		}
-		e.Log.Info("set done", attrs...)
+		e.log.Info("set done", attrs...)
 	}
 	return s.st, nil
 }
@@ -145,7 +151,7 @@ func (e *Engine) nextDue(ctx context.Context, ents []*Entity) (time.Time, bool, 
 	var next time.Time
 	found := false
 	for _, m := range ents {
-		at, ok, err := Machine.NextDue(ctx, e.Pool, m.Name)
+		at, ok, err := Machine.NextDue(ctx, e.pool, m.Name)
 		if err != nil {
 			return time.Time{}, false, err
 		}
@@ -158,7 +164,7 @@ func (e *Engine) nextDue(ctx context.Context, ents []*Entity) (time.Time, bool, 
 
 // waitingChildren counts a child entity's records not imported because their parent is not.
 func (e *Engine) waitingChildren(ctx context.Context, child *Entity) (int64, error) {
-	return Machine.CountWaiting(ctx, e.Pool, child.Name, pending, parentImported(child))
+	return Machine.CountWaiting(ctx, e.pool, child.Name, pending, parentImported(child))
 }
 
 // parentImported is the condition on a child's parent that lets the child be imported.
@@ -168,7 +174,7 @@ func parentImported(child *Entity) status.ParentPick {
 }
 
 // pending are the statuses set works on.
-var pending = []status.Status{New, ErrorRetry}
+var pending = []status.Status{StatusNew, ErrorRetry}
 
 func statusNames(ss []status.Status) []string {
 	out := make([]string, len(ss))
@@ -188,7 +194,7 @@ func (e *Engine) requireVerified(ctx context.Context, entity, phase, needs strin
 		return nil
 	}
 	var notOK int64
-	if ent, ok := e.registry().Entity(needs); ok {
+	if ent, ok := e.registry.Entity(needs); ok {
 		if notOK, err = e.store().countNotOK(ctx, ent); err != nil {
 			return err
 		}
@@ -245,7 +251,7 @@ func (s *setter) round(ctx context.Context, ent *Entity) (bool, error) {
 	if ent.SelfRef != "" { // parents first: a record goes once the record it names is imported
 		pp := selfParent(ent)
 		var err error
-		if pp.Gone, err = selfGone(ctx, s.e.Pool, ent); err != nil {
+		if pp.Gone, err = selfGone(ctx, s.e.pool, ent); err != nil {
 			return false, err
 		}
 		p.Parent = &pp
@@ -255,7 +261,7 @@ func (s *setter) round(ctx context.Context, ent *Entity) (bool, error) {
 		if drained { // batches in flight leave nothing new after p.After: no need to ask again
 			return nil, false, nil
 		}
-		ids, err := Machine.Pick(ctx, s.e.Pool, p)
+		ids, err := Machine.Pick(ctx, s.e.pool, p)
 		if err != nil || len(ids) == 0 {
 			drained = true
 			return nil, false, err
@@ -263,7 +269,7 @@ func (s *setter) round(ctx context.Context, ent *Entity) (bool, error) {
 		worked, p.After = true, ids[len(ids)-1]
 		return ids, true, nil
 	}
-	err := runPool(ctx, s.e.concurrency(), pick, func(ctx context.Context, ids []int64) error {
+	err := runPool(ctx, s.e.concurrency, pick, func(ctx context.Context, ids []int64) error {
 		return s.importIDs(ctx, ent, ids)
 	}, nil)
 	return worked, err
@@ -273,7 +279,7 @@ func (s *setter) round(ctx context.Context, ent *Entity) (bool, error) {
 // within each parent, one batch after another (a batch may carry the end of one parent's
 // records and the start of the next one's); then its due retries.
 func (s *setter) orderedRound(ctx context.Context, ent *Entity) (bool, error) {
-	parents, err := Machine.Parents(ctx, s.e.Pool, ent.Name, []status.Status{New}, parentImported(ent))
+	parents, err := Machine.Parents(ctx, s.e.pool, ent.Name, []status.Status{StatusNew}, parentImported(ent))
 	if err != nil {
 		return false, err
 	}
@@ -289,8 +295,8 @@ func (s *setter) orderedRound(ctx context.Context, ent *Entity) (bool, error) {
 		return nil
 	}
 	for _, parent := range parents {
-		ids, err := Machine.PickChildren(ctx, s.e.Pool, status.ChildPick{ScopeValue: ent.Name, Column: "parent_source_id",
-			Key: parent, Statuses: []status.Status{New}, Order: ent.Order})
+		ids, err := Machine.PickChildren(ctx, s.e.pool, status.ChildPick{ScopeValue: ent.Name, Column: "parent_source_id",
+			Key: parent, Statuses: []status.Status{StatusNew}, Order: ent.Order})
 		if err != nil {
 			return false, fmt.Errorf("%s of %s %s: %w", ent.Name, ent.Parent, parent, err)
 		}
@@ -306,7 +312,7 @@ func (s *setter) orderedRound(ctx context.Context, ent *Entity) (bool, error) {
 	pp := parentImported(ent)
 	p := status.PickParams{Statuses: []status.Status{ErrorRetry}, Limit: ent.Batch, ScopeValue: ent.Name, DueBy: s.e.now(), Parent: &pp}
 	for {
-		ids, err := Machine.Pick(ctx, s.e.Pool, p)
+		ids, err := Machine.Pick(ctx, s.e.pool, p)
 		if err != nil || len(ids) == 0 {
 			return worked, err
 		}

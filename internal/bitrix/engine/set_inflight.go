@@ -17,8 +17,8 @@ import (
 // kills the process every time ends in IMPORT_ERR after the schedule's attempts, saying so,
 // instead of stopping every later set.
 func (s *setter) countUnfinished(ctx context.Context, ent *Entity) error {
-	out, err := Machine.FailUnfinished(ctx, s.e.Pool, status.UnfinishedParams{Statuses: pending, ScopeValue: ent.Name,
-		Now: s.e.now(), Policy: s.e.retryPolicy()}, status.Change{Actor: s.e.Actor, RunID: s.e.RunID})
+	out, err := Machine.FailUnfinished(ctx, s.e.pool, status.UnfinishedParams{Statuses: pending, ScopeValue: ent.Name,
+		Now: s.e.now(), Policy: s.e.retryPolicy}, status.Change{Actor: s.e.actor, RunID: s.e.runID})
 	if err != nil {
 		return err
 	}
@@ -30,10 +30,10 @@ func (s *setter) countUnfinished(ctx context.Context, ent *Entity) error {
 		} else {
 			c.Retry++
 		}
-		s.e.Metrics.Processed.WithLabelValues(ent.Name, string(u.To)).Inc()
+		s.e.metrics.Processed.WithLabelValues(ent.Name, string(u.To)).Inc()
 	}
 	for _, b := range unfinishedBatches(out) {
-		s.e.Log.Warn("import batch of an earlier run never finished: the process died during it; each record counts a failed attempt",
+		s.e.log.Warn("import batch of an earlier run never finished: the process died during it; each record counts a failed attempt",
 			"entity", ent.Name, "run_id", b.runID, "started_at", b.startedAt, "records", len(b.ids),
 			"retry", b.retry, "import_err", b.failed, "ids", logIDs(b.ids), "reason", b.reason)
 	}
@@ -44,7 +44,7 @@ func (s *setter) countUnfinished(ctx context.Context, ent *Entity) error {
 // attempt died with its process goes in a batch of its own, in its place in the order: if it
 // kills the process again, the death is counted against it alone, not its batch-mates.
 func (s *setter) attempt(ctx context.Context, recs []Record, fn func([]Record) error) error {
-	died, err := Machine.DiedDuring(ctx, s.e.Pool, recordIDs(recs))
+	died, err := Machine.DiedDuring(ctx, s.e.pool, recordIDs(recs))
 	if err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func (s *setter) attemptBatch(ctx context.Context, recs []Record, fn func([]Reco
 	if len(recs) == 0 {
 		return nil
 	}
-	started, err := Machine.StartAttempts(ctx, s.e.Pool, recordIDs(recs), pending, s.e.RunID)
+	started, err := Machine.StartAttempts(ctx, s.e.pool, recordIDs(recs), pending, s.e.runID)
 	if err != nil {
 		return err
 	}
@@ -86,12 +86,12 @@ func (s *setter) attemptBatch(ctx context.Context, recs []Record, fn func([]Reco
 		return nil
 	}
 	if err := fn(kept); err != nil {
-		if aerr := Machine.AbandonAttempts(ctx, s.e.Pool, started); aerr != nil {
-			s.e.Log.Warn("attempts left open after the stop; the next set counts them", "ids", started, "error", aerr)
+		if aerr := Machine.AbandonAttempts(ctx, s.e.pool, started); aerr != nil {
+			s.e.log.Warn("attempts left open after the stop; the next set counts them", "ids", started, "error", aerr)
 		}
 		return err
 	}
-	return Machine.EndAttempts(ctx, s.e.Pool, started)
+	return Machine.EndAttempts(ctx, s.e.pool, started)
 }
 
 func recordIDs(recs []Record) []int64 {

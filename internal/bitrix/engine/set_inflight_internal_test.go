@@ -34,7 +34,7 @@ VALUES ('users', $1, '{}', 'c', 'NEW') RETURNING id`, fmt.Sprint(i)).Scan(&id); 
 		}
 	}
 	var logs bytes.Buffer
-	s := &setter{e: &Engine{Pool: pool, Metrics: metrics.New(), Log: slog.New(slog.NewTextHandler(&logs, nil))}, st: SetStats{}}
+	s := &setter{e: build(Config{Pool: pool, Metrics: metrics.New(), Log: slog.New(slog.NewTextHandler(&logs, nil))}), st: SetStats{}}
 	if err := s.countUnfinished(ctx, testUsers()); err != nil {
 		t.Fatal(err)
 	}

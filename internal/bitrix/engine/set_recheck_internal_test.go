@@ -23,7 +23,7 @@ func TestSetLeavesRecordsMovedSinceThePick(t *testing.T) {
 VALUES ('users', '7', '{"ID": "7"}', 'c', 'IMPORT_OK') RETURNING id`).Scan(&id); err != nil {
 		t.Fatal(err)
 	}
-	s := &setter{e: &Engine{Pool: pool, Metrics: metrics.New(), Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, st: SetStats{}}
+	s := &setter{e: build(Config{Pool: pool, Metrics: metrics.New(), Log: slog.New(slog.NewTextHandler(io.Discard, nil))}), st: SetStats{}}
 	if err := s.importIDs(ctx, testUsers(), []int64{id}); err != nil {
 		t.Fatalf("set of a record moved since its pick: %v", err)
 	}

@@ -143,7 +143,7 @@ WHERE entity = $1 AND source_id = ANY($2) ORDER BY id FOR UPDATE`, entity, ids)
 		case cur.checksum != r.checksum || IsDeleted(cur.status):
 			changed = append(changed, r)
 			changedIDs = append(changedIDs, cur.id)
-			if cur.status != New {
+			if cur.status != StatusNew {
 				back[cur.status] = append(back[cur.status], cur.id)
 			}
 		default:
@@ -180,7 +180,7 @@ WHERE entity = $1 AND source_id = ANY($2) ORDER BY id FOR UPDATE`, entity, ids)
 			return out, err
 		}
 		for from, ids := range back {
-			if _, err := Machine.MoveMany(ctx, s.tx, ids, from, New, c); err != nil {
+			if _, err := Machine.MoveMany(ctx, s.tx, ids, from, StatusNew, c); err != nil {
 				return out, err
 			}
 		}
@@ -442,7 +442,7 @@ func (s Store) refuseUnreachable(ctx context.Context, entity string, recs []Inco
 	moved := 0
 	for _, reason := range SortedKeys(byReason) {
 		rows, err := s.tx.Query(ctx, `SELECT id FROM bitrix_records WHERE entity = $1 AND source_id = ANY($2) AND status = $3 ORDER BY id`,
-			entity, byReason[reason], string(New))
+			entity, byReason[reason], string(StatusNew))
 		if err != nil {
 			return moved, fmt.Errorf("find unreachable %s: %w", entity, err)
 		}
@@ -454,7 +454,7 @@ func (s Store) refuseUnreachable(ctx context.Context, entity string, recs []Inco
 			continue
 		}
 		c.Reason = reason
-		done, err := Machine.MoveMany(ctx, s.tx, ids, New, ImportErr, c)
+		done, err := Machine.MoveMany(ctx, s.tx, ids, StatusNew, ImportErr, c)
 		if err != nil {
 			return moved, err
 		}

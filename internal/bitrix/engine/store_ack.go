@@ -45,7 +45,7 @@ WHERE entity = $1 AND strpos(payload->>$3, $4) > 0 GROUP BY 1 ORDER BY 2 DESC, 1
 // waitingFor counts, by parent, the child's records that wait (NEW) for one of the parents.
 func (s Store) waitingFor(ctx context.Context, child *Entity, parents []string) (map[string]int64, error) {
 	rows, err := s.db.Query(ctx, `SELECT c.parent_source_id, count(*) FROM bitrix_records c
-WHERE c.entity = $1 AND c.parent_source_id = ANY($2) AND c.status = $3 GROUP BY 1`, child.Name, parents, string(New))
+WHERE c.entity = $1 AND c.parent_source_id = ANY($2) AND c.status = $3 GROUP BY 1`, child.Name, parents, string(StatusNew))
 	if err != nil {
 		return nil, fmt.Errorf("count %s waiting for their %s: %w", child.Name, child.Parent, err)
 	}

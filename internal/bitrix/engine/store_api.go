@@ -27,7 +27,7 @@ func NewStore(db status.DB) Store {
 }
 
 // store is the engine's Store over its pool.
-func (e *Engine) store() Store { return NewStore(e.Pool) }
+func (e *Engine) store() Store { return NewStore(e.pool) }
 
 // errNoTx is the error of a write that must share a transaction, asked outside Tx.
 var errNoTx = errors.New("bitrix store: this write needs a transaction (Store.Tx)")
@@ -119,7 +119,7 @@ func (s Store) Unverify(ctx context.Context, entity string) error {
 // reason: they can be read but not migrated. It returns how many it moved.
 func (s Store) RefuseNew(ctx context.Context, entity string, sourceIDs []string, c status.Change) (int, error) {
 	rows, err := s.db.Query(ctx, `SELECT id FROM bitrix_records WHERE entity = $2 AND source_id = ANY($1) AND status = $3 ORDER BY id`,
-		sourceIDs, entity, string(New))
+		sourceIDs, entity, string(StatusNew))
 	if err != nil {
 		return 0, fmt.Errorf("find the %s to refuse: %w", entity, err)
 	}
@@ -130,7 +130,7 @@ func (s Store) RefuseNew(ctx context.Context, entity string, sourceIDs []string,
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	moved, err := Machine.MoveMany(ctx, s.db, ids, New, ImportErr, c)
+	moved, err := Machine.MoveMany(ctx, s.db, ids, StatusNew, ImportErr, c)
 	return len(moved), err
 }
 

@@ -185,7 +185,7 @@ AND (r.payload->>$2 = ANY($3) OR (jsonb_typeof(r.payload->$2) = 'array'
 	if err != nil || len(found) == 0 {
 		return 0, err
 	}
-	moved, err := Machine.MoveMany(ctx, s.db, found, ImportOK, New, c)
+	moved, err := Machine.MoveMany(ctx, s.db, found, ImportOK, StatusNew, c)
 	if err != nil {
 		return 0, fmt.Errorf("send %s again without their links: %w", entity, err)
 	}

@@ -146,5 +146,5 @@ func waitsForParent(a string, ent *Entity) string {
 		return "false"
 	}
 	return fmt.Sprintf(`(%[1]s.status = '%[2]s' AND EXISTS (SELECT 1 FROM bitrix_records wp WHERE wp.entity = '%[3]s'
-    AND wp.source_id = %[1]s.parent_source_id AND wp.status <> '%[4]s'))`, a, New, ent.Parent, ImportOK)
+    AND wp.source_id = %[1]s.parent_source_id AND wp.status <> '%[4]s'))`, a, StatusNew, ent.Parent, ImportOK)
 }

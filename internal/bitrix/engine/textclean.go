@@ -197,7 +197,7 @@ func (s Store) refuseUnstorable(ctx context.Context, entity string, bad []Unstor
 			return fmt.Errorf("find unstorable %s %s: %w", entity, u.SourceID, err)
 		}
 		c.Reason, c.Code = u.Reason, CodeUnstorable
-		if _, err := Machine.MoveMany(ctx, s.tx, []int64{id}, New, ImportErr, c); err != nil {
+		if _, err := Machine.MoveMany(ctx, s.tx, []int64{id}, StatusNew, ImportErr, c); err != nil {
 			return err
 		}
 	}
@@ -208,18 +208,18 @@ func (s Store) refuseUnstorable(ctx context.Context, entity string, bad []Unstor
 // text cleaned, and those Postgres refused.
 func (e *Engine) noteSaved(entity string, sv Saved) {
 	for _, c := range sv.Cleaned {
-		e.Log.Warn("text Postgres cannot store was cleaned out of a record", "entity", entity, "source_id", c.SourceID,
+		e.log.Warn("text Postgres cannot store was cleaned out of a record", "entity", entity, "source_id", c.SourceID,
 			"fields", pgtext.Paths(c.Changes), "replaced", pgtext.Describe(c.Changes))
 	}
 	if len(sv.Cleaned) > 0 {
-		e.Metrics.TextCleaned.WithLabelValues(entity).Add(float64(len(sv.Cleaned)))
+		e.metrics.TextCleaned.WithLabelValues(entity).Add(float64(len(sv.Cleaned)))
 	}
 	for _, u := range sv.Unstorable {
 		if u.Stored {
-			e.Log.Warn("record not stored: kept as a stub in IMPORT_ERR", "entity", entity, "source_id", u.SourceID, "code", CodeUnstorable, "reason", u.Reason)
+			e.log.Warn("record not stored: kept as a stub in IMPORT_ERR", "entity", entity, "source_id", u.SourceID, "code", CodeUnstorable, "reason", u.Reason)
 		} else {
-			e.Log.Warn("record not stored, nor a stub for it", "entity", entity, "source_id", u.SourceID, "reason", u.Reason)
+			e.log.Warn("record not stored, nor a stub for it", "entity", entity, "source_id", u.SourceID, "reason", u.Reason)
 		}
-		e.Metrics.Processed.WithLabelValues(entity, CodeUnstorable).Inc()
+		e.metrics.Processed.WithLabelValues(entity, CodeUnstorable).Inc()
 	}
 }

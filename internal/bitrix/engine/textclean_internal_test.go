@@ -105,7 +105,7 @@ func TestSavePageWithUnstorableText(t *testing.T) {
 	if len(got) != 5 {
 		t.Fatalf("%d records stored, want 5: %v", len(got), got)
 	}
-	if p := got["2"].payload; !strings.Contains(p, `"NAME": "Bob"`) || !strings.Contains(p, `"x`+"\uFFFD"+`"`) || got["2"].status != string(New) {
+	if p := got["2"].payload; !strings.Contains(p, `"NAME": "Bob"`) || !strings.Contains(p, `"x`+"\uFFFD"+`"`) || got["2"].status != string(StatusNew) {
 		t.Errorf("record 2: %+v", got["2"])
 	}
 	if p := got["3"].payload; !strings.Contains(p, "Cl\uFFFDara") {
@@ -131,7 +131,7 @@ func TestSavePageWithUnstorableText(t *testing.T) {
 	if sv.Changed != 1 || len(sv.Unstorable) != 0 {
 		t.Errorf("fixed: %+v; want record 4 changed", sv)
 	}
-	if r := storedRows(t, pool, ent.Name)["4"]; r.status != string(New) || !strings.Contains(r.payload, `"UF_BIG": 1`) {
+	if r := storedRows(t, pool, ent.Name)["4"]; r.status != string(StatusNew) || !strings.Contains(r.payload, `"UF_BIG": 1`) {
 		t.Errorf("record 4 after the fix: %+v", r)
 	}
 	// And breaks it again, among changed records: the update of the others goes through.

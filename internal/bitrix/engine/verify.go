@@ -19,13 +19,18 @@ import (
 // report is stored; the entity's VERIFIED flag is set only when it is clean. Mismatches are
 // counted in verify_sample_mismatch_total.
 func (e *Engine) Verify(ctx context.Context, entity string) (VerifyReport, error) {
-	ent, err := e.registry().Command(entity)
+	ent, err := e.registry.Command(entity)
 	if err != nil {
 		return VerifyReport{}, err
 	}
-	defer e.Metrics.Phase(ent.Name, "verify")()
+	return e.verify(ctx, ent)
+}
+
+// verify is Verify of a registered entity.
+func (e *Engine) verify(ctx context.Context, ent *Entity) (VerifyReport, error) {
+	defer e.metrics.Phase(ent.Name, "verify")()
 	r := VerifyReport{Entity: ent.Name, At: e.now().UTC(), ByStatus: map[string]int64{}}
-	family := e.registry().Family(ent)
+	family := e.registry.Family(ent)
 	step := e.verifySteps(ent.Name)
 	if err := e.listAcknowledged(ctx, family, &r); err != nil {
 		return r, err
@@ -76,12 +81,12 @@ func (e *Engine) Verify(ctx context.Context, entity string) (VerifyReport, error
 		return r, err
 	}
 	if r.Clean() {
-		e.Log.Info("verify clean: entity VERIFIED", "entity", ent.Name, "summary", r.Summary())
+		e.log.Info("verify clean: entity VERIFIED", "entity", ent.Name, "summary", r.Summary())
 	} else {
-		e.Log.Warn("verify found problems: entity not verified", "entity", ent.Name, "problems", r.Summary())
+		e.log.Warn("verify found problems: entity not verified", "entity", ent.Name, "problems", r.Summary())
 	}
 	if r.UnreachableCount > 0 {
-		e.Log.Warn("records out of the webhook user's reach", "entity", ent.Name, "count", r.UnreachableCount)
+		e.log.Warn("records out of the webhook user's reach", "entity", ent.Name, "count", r.UnreachableCount)
 	}
 	return r, nil
 }
@@ -96,10 +101,10 @@ func (e *Engine) verifyCounts(ctx context.Context, k *Entity, r *VerifyReport) e
 		return fmt.Errorf("verify %s: source count: %w", k.Name, err)
 	}
 	r.SourceCount = total
-	if r.TargetCount, err = e.Target.Count(ctx, k.Name); err != nil {
+	if r.TargetCount, err = e.target.Count(ctx, k.Name); err != nil {
 		return fmt.Errorf("verify %s: %w", k.Name, err)
 	}
-	counts, err := Machine.Counts(ctx, e.Pool)
+	counts, err := Machine.Counts(ctx, e.pool)
 	if err != nil {
 		return err
 	}
@@ -151,7 +156,7 @@ func (e *Engine) verifyCounts(ctx context.Context, k *Entity, r *VerifyReport) e
 func (e *Engine) verifyChildren(ctx context.Context, child *Entity, r *VerifyReport) error {
 	cov := ChildCounts{Entity: child.Name, Source: -1}
 	var err error
-	if cov.Target, err = e.Target.Count(ctx, child.Name); err != nil {
+	if cov.Target, err = e.target.Count(ctx, child.Name); err != nil {
 		return fmt.Errorf("verify %s: %w", child.Name, err)
 	}
 	byParent := map[string]*ParentCounts{}
@@ -169,7 +174,7 @@ func (e *Engine) verifyChildren(ctx context.Context, child *Entity, r *VerifyRep
 		for i, m := range recs {
 			keys[i] = idempotencyKey(child.Name, m.sourceID)
 		}
-		_, gone, err := e.Target.GetByKeys(ctx, child.Name, keys)
+		_, gone, err := e.target.GetByKeys(ctx, child.Name, keys)
 		if err != nil {
 			return fmt.Errorf("verify %s: %w", child.Name, err)
 		}
@@ -201,7 +206,7 @@ func (e *Engine) verifyChildren(ctx context.Context, child *Entity, r *VerifyRep
 		}
 	}
 	if cov.Missing > 0 {
-		parent, _ := e.registry().Entity(child.Parent)
+		parent, _ := e.registry.Entity(child.Parent)
 		r.Problem("%d %s of %d %s are missing on the target", cov.Missing, child.noun(), parents, parent.noun())
 	}
 	kept, err := e.store().keptOnTarget(ctx, child.Name)
@@ -261,7 +266,7 @@ func (e *Engine) verifyRef(ctx context.Context, ent *Entity, ref Ref, r *VerifyR
 		}
 		onTarget := map[string]string{}
 		if len(keys) > 0 {
-			items, _, err := e.Target.GetByKeys(ctx, ent.Name, keys)
+			items, _, err := e.target.GetByKeys(ctx, ent.Name, keys)
 			if err != nil {
 				return fmt.Errorf("verify %s %s: %w", ent.Name, ref.Field, err)
 			}
@@ -301,7 +306,7 @@ func (e *Engine) verifyRef(ctx context.Context, ent *Entity, ref Ref, r *VerifyR
 // against what set would send for them now.
 func (e *Engine) verifySample(ctx context.Context, k *Entity, r *VerifyReport) error {
 	return e.compareSample(ctx, k, r, func(ctx context.Context, chunk []Record) (recordComparer, error) {
-		rf, err := loadRefs(ctx, e.Pool, k, chunk)
+		rf, err := loadRefs(ctx, e.pool, k, chunk)
 		if err != nil {
 			return nil, err
 		}
@@ -320,11 +325,7 @@ type recordComparer func(rec Record, onTarget map[string]importapi.Record) ([]Mi
 // counted in verify_sample_mismatch_total.
 func (e *Engine) compareSample(ctx context.Context, k *Entity, r *VerifyReport,
 	prepare func(ctx context.Context, chunk []Record) (recordComparer, error)) error {
-	size := e.SampleSize
-	if size <= 0 {
-		size = 50
-	}
-	recs, err := e.store().sample(ctx, k.Name, size)
+	recs, err := e.store().sample(ctx, k.Name, e.sampleSize)
 	if err != nil {
 		return err
 	}
@@ -337,7 +338,7 @@ func (e *Engine) compareSample(ctx context.Context, k *Entity, r *VerifyReport,
 		for i, rec := range chunk {
 			keys[i] = rec.IdempotencyKey()
 		}
-		items, _, err := e.Target.GetByKeys(ctx, k.Name, keys)
+		items, _, err := e.target.GetByKeys(ctx, k.Name, keys)
 		if err != nil {
 			return fmt.Errorf("verify %s: sample: %w", k.Name, err)
 		}
@@ -360,7 +361,7 @@ func (e *Engine) compareSample(ctx context.Context, k *Entity, r *VerifyReport,
 			if len(diffs) > 0 {
 				r.MismatchedRecords++
 				if r.countMismatch(k.Name, rec.SourceID) {
-					e.Metrics.VerifyMismatch.WithLabelValues(k.Name).Inc()
+					e.metrics.VerifyMismatch.WithLabelValues(k.Name).Inc()
 				}
 			}
 		}
@@ -404,6 +405,6 @@ func (e *Engine) verifySteps(entity string) func(step string) {
 		if took >= slowStep {
 			level = slog.LevelInfo
 		}
-		e.Log.Log(context.Background(), level, "verify step done", "entity", entity, "step", step, "took_s", round1(took.Seconds()))
+		e.log.Log(context.Background(), level, "verify step done", "entity", entity, "step", step, "took_s", round1(took.Seconds()))
 	}
 }

@@ -33,7 +33,7 @@ func (e *Engine) verifyAll(ctx context.Context, ent *Entity, r *VerifyReport) er
 	onTarget := map[string]targetEntry{}
 	listing := e.stepProgress("target listing", ent.Name, imported)
 	for cursor := ""; ; {
-		items, next, err := e.Target.List(ctx, ent.Name, cursor, importapi.MaxListItems)
+		items, next, err := e.target.List(ctx, ent.Name, cursor, importapi.MaxListItems)
 		if err != nil {
 			return fmt.Errorf("verify %s: list the target: %w", ent.Name, err)
 		}
@@ -52,7 +52,7 @@ func (e *Engine) verifyAll(ctx context.Context, ent *Entity, r *VerifyReport) er
 	compared := e.stepProgress("compare", ent.Name, imported)
 	err = e.store().EachImported(ctx, ent.Name, func(recs []Record) error {
 		defer compared.add(len(recs))
-		rf, err := loadRefs(ctx, e.Pool, ent, recs)
+		rf, err := loadRefs(ctx, e.pool, ent, recs)
 		if err != nil {
 			return err
 		}
@@ -63,7 +63,7 @@ func (e *Engine) verifyAll(ctx context.Context, ent *Entity, r *VerifyReport) er
 			delete(onTarget, key)
 			if !held {
 				if r.countMismatch(ent.Name, rec.SourceID) {
-					e.Metrics.VerifyMismatch.WithLabelValues(ent.Name).Inc()
+					e.metrics.VerifyMismatch.WithLabelValues(ent.Name).Inc()
 				}
 				r.MissingCount++
 				if len(r.Missing) < MaxListed {
@@ -117,7 +117,7 @@ func (e *Engine) diffSuspects(ctx context.Context, ent *Entity, r *VerifyReport,
 	if len(suspects) == 0 {
 		return nil
 	}
-	shape, err := loadShape(ctx, e.Pool, ent)
+	shape, err := loadShape(ctx, e.pool, ent)
 	if err != nil {
 		return fmt.Errorf("verify %s: %w", ent.Name, err)
 	}
@@ -128,7 +128,7 @@ func (e *Engine) diffSuspects(ctx context.Context, ent *Entity, r *VerifyReport,
 		for i, rec := range chunk {
 			keys[i] = rec.IdempotencyKey()
 		}
-		items, _, err := e.Target.GetByKeys(ctx, ent.Name, keys)
+		items, _, err := e.target.GetByKeys(ctx, ent.Name, keys)
 		if err != nil {
 			return fmt.Errorf("verify %s: %w", ent.Name, err)
 		}
@@ -161,7 +161,7 @@ func (e *Engine) differs(ent *Entity, r *VerifyReport, sourceID string, diffs []
 		return
 	}
 	if r.countMismatch(ent.Name, sourceID) {
-		e.Metrics.VerifyMismatch.WithLabelValues(ent.Name).Inc()
+		e.metrics.VerifyMismatch.WithLabelValues(ent.Name).Inc()
 	}
 	r.DifferingCount++
 	for _, d := range diffs {
@@ -179,7 +179,7 @@ func (e *Engine) extras(ctx context.Context, ent *Entity, r *VerifyReport, left 
 	prefix := "source:" + ent.Name + ":"
 	for _, key := range SortedKeys(left) {
 		if r.countMismatch(ent.Name, strings.TrimPrefix(key, prefix)) {
-			e.Metrics.VerifyMismatch.WithLabelValues(ent.Name).Inc()
+			e.metrics.VerifyMismatch.WithLabelValues(ent.Name).Inc()
 		}
 		r.ExtraCount++
 		if len(r.Extra) >= MaxListed {
@@ -190,7 +190,7 @@ func (e *Engine) extras(ctx context.Context, ent *Entity, r *VerifyReport, left 
 		if rec, err := e.store().Record(ctx, ent.Name, issue.SourceID); err == nil {
 			issue.Status = string(rec.Status)
 			issue.Reason = fmt.Sprintf("on the target as %s, but %s here: run `ingest bitrix %s set`", left[key].targetID,
-				rec.Status, verifiedAs(e.registry(), ent))
+				rec.Status, verifiedAs(e.registry, ent))
 		}
 		r.Extra = append(r.Extra, issue)
 	}

@@ -93,7 +93,7 @@ func (e *Engine) verifyListedChild(ctx context.Context, child *Entity, r *Verify
 func (e *Engine) childCounts(ctx context.Context, child *Entity, source int64, r *VerifyReport) error {
 	c := ChildCounts{Entity: child.Name, Source: source, ByStatus: map[string]int64{}}
 	var err error
-	if c.Target, err = e.Target.Count(ctx, child.Name); err != nil {
+	if c.Target, err = e.target.Count(ctx, child.Name); err != nil {
 		return fmt.Errorf("verify %s: %w", child.Name, err)
 	}
 	if c.ByStatus, c.Read, err = e.store().countByStatus(ctx, child.Name); err != nil {
@@ -105,7 +105,7 @@ func (e *Engine) childCounts(ctx context.Context, child *Entity, source int64, r
 	}
 	parent := e.Entity(child.Parent)
 	err = e.store().eachChildNotImported(ctx, child, parent, func(sid, status, reason, parentID string, parentOK bool) {
-		if status == string(New) && !parentOK {
+		if status == string(StatusNew) && !parentOK {
 			reason = fmt.Sprintf("waits for its %s %s, which is not imported", parent.noun(), parentID)
 		}
 		c.NotImported = append(c.NotImported, RecordIssue{Entity: child.Name, SourceID: sid, Status: status, Reason: reason})

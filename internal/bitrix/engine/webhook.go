@@ -14,7 +14,7 @@ func (e *Engine) webhookUser(ctx context.Context) (string, error) {
 	if e.me != "" {
 		return e.me, nil
 	}
-	resp, err := e.Source.Call(ctx, "user.current", nil)
+	resp, err := e.source.Call(ctx, "user.current", nil)
 	if err != nil {
 		return "", fmt.Errorf("learn the webhook's user: %w", err)
 	}
@@ -37,13 +37,13 @@ func (e *Engine) webhookAdmin(ctx context.Context, entity string) bool {
 	if e.admin != nil {
 		return *e.admin
 	}
-	resp, err := e.Source.Call(ctx, "user.admin", nil)
+	resp, err := e.source.Call(ctx, "user.admin", nil)
 	admin := true
 	if err == nil {
 		err = resp.Decode(&admin)
 	}
 	if err != nil {
-		e.Log.Warn("user.admin did not answer; the webhook's user is taken for an administrator", "entity", entity, "error", err)
+		e.log.Warn("user.admin did not answer; the webhook's user is taken for an administrator", "entity", entity, "error", err)
 		admin = true
 	}
 	e.admin = &admin

@@ -50,18 +50,32 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	e := &engine.Engine{Registry: bitrix.Catalog(), Pool: pool, Source: source, Target: target, Log: log, Metrics: metrics.New(),
-		Actor: "crash test", RetryPolicy: retry.Policy{Delays: []time.Duration{0, 0, 0}}}
-	if e.Deletions, err = engine.ParseDeletions(os.Getenv("BITRIX_DELETIONS")); err != nil {
+	deletions, err := engine.ParseDeletions(os.Getenv("BITRIX_DELETIONS"))
+	if err != nil {
+		return err
+	}
+	// engine.New as the command builds it, its defaults (concurrency, memory, sample) included;
+	// only the retry schedule is shorter, so that a kill lands in set, not in its waits.
+	e, err := engine.New(engine.Config{Registry: bitrix.Catalog(), Pool: pool, Source: source, Target: target, Log: log,
+		Metrics: metrics.New(), Actor: "crash test", RetryPolicy: retry.Policy{Delays: []time.Duration{0, 0, 0}},
+		Deletions: deletions})
+	if err != nil {
 		return err
 	}
 	entities := bitrix.Catalog().CommandNames()
 	if list := os.Getenv("BITRIX_CRASH_ENTITIES"); list != "" {
 		entities = strings.Split(list, ",")
 	}
-	phases := engine.Phases
+	phases := engine.Phases()
 	if list := os.Getenv("BITRIX_CRASH_PHASES"); list != "" {
-		phases = strings.Split(list, ",")
+		phases = nil
+		for _, name := range strings.Split(list, ",") {
+			p, err := engine.ParsePhase(name)
+			if err != nil {
+				return err
+			}
+			phases = append(phases, p)
+		}
 	}
 	for _, entity := range entities {
 		for _, phase := range phases {
