@@ -20,7 +20,6 @@ import (
 	"github.com/ingest-dev/ingest/internal/httplimit"
 	"github.com/ingest-dev/ingest/internal/importapi"
 	"github.com/ingest-dev/ingest/internal/memlimit"
-	"github.com/ingest-dev/ingest/internal/redact"
 	"github.com/ingest-dev/ingest/internal/run"
 	"github.com/ingest-dev/ingest/internal/status"
 )
@@ -87,59 +86,6 @@ func bitrixPipeline() *pipeline {
 		show:       &showBitrixCmd{},
 		showHelp:   "a Bitrix24 record, by entity and the portal's id",
 		commands:   []*cliCommand{bitrixTree(reg, c)},
-		owns: func(command string) bool {
-			_, _, ok := bitrixCommand(reg, command)
-			return ok || command == "bitrix status" || command == "bitrix plan" || command == bitrixMigrate
-		},
-		usage: func(command string) error {
-			if command == bitrixMigrate {
-				return c.Migrate.check(reg)
-			}
-			return nil
-		},
-		check: func(command string, _ *args, r *redact.Redactor) error {
-			if _, phase, ok := bitrixCommand(reg, command); ok {
-				return c.check(phase, r.Add)
-			}
-			if command == "bitrix plan" {
-				return c.check("plan", r.Add)
-			}
-			if command == bitrixMigrate {
-				return c.check("migrate", r.Add)
-			}
-			return nil
-		},
-		run: func(ctx context.Context, app *app, command string) error {
-			switch command {
-			case "bitrix status":
-				return app.bitrixStatus(ctx, c.Status.JSON)
-			case "bitrix plan":
-				return app.bitrixPlan(ctx, c)
-			case bitrixMigrate:
-				return app.bitrixMigrate(ctx, c)
-			}
-			entity, phase, _ := bitrixCommand(reg, command)
-			return app.bitrixPhase(ctx, c, command, entity, phase)
-		},
-		runNames: func() []string { return append(bitrixCommands(reg), bitrixMigrate) },
-		// A `bitrix ENTITY PHASE` owns its entity and the entity's children (groups: their
-		// members), nothing else: every entity's CronJob publishes its own counts. `bitrix
-		// migrate` owns every entity: it is the one command that migrates them all.
-		records: func(command string) []run.Owned {
-			if command == bitrixMigrate {
-				return []run.Owned{{Source: "bitrix", Machine: engine.Machine, Scopes: reg.Names()}}
-			}
-			name, _, ok := bitrixCommand(reg, command)
-			if !ok {
-				return nil
-			}
-			e, _ := reg.Entity(name)
-			var scopes []string
-			for _, f := range reg.Family(e) {
-				scopes = append(scopes, f.Name)
-			}
-			return []run.Owned{{Source: "bitrix", Machine: engine.Machine, Scopes: scopes}}
-		},
 	}
 }
 
@@ -147,39 +93,17 @@ func bitrixPipeline() *pipeline {
 // the portal's answer time, sets the pace, and more only holds more pages in memory.
 const maxConcurrency = 32
 
-// bitrixCommand splits "bitrix users get" into entity and phase; ok is false for other commands.
-func bitrixCommand(reg *engine.Registry, command string) (entity, phase string, ok bool) {
-	f := strings.Fields(command)
-	if len(f) != 3 || f[0] != "bitrix" || !slices.Contains(reg.CommandNames(), f[1]) {
-		return "", "", false
-	}
-	if f[2] != "run" && !slices.Contains(engine.Phases, f[2]) {
-		return "", "", false
-	}
-	return f[1], f[2], true
-}
+// bitrixNeeds is which of the portal and the target a command talks to: their URLs are required.
+type bitrixNeeds struct{ source, target bool }
 
-// bitrixCommands lists every `bitrix ENTITY PHASE` run name, for `ingest status bitrix`.
-func bitrixCommands(reg *engine.Registry) []string {
-	var out []string
-	for _, e := range reg.CommandNames() {
-		for _, p := range append(slices.Clone(engine.Phases), "run") {
-			out = append(out, "bitrix "+e+" "+p)
-		}
+// check validates the Bitrix24 configuration the command what (a phase, plan, migrate) needs,
+// before anything connects, and registers the secrets for redaction.
+func (c *bitrixCmd) check(what string, need bitrixNeeds, redact func(string)) error {
+	if need.source && c.WebhookURL == "" {
+		return configError{"BITRIX_WEBHOOK_URL (or --webhook-url) is required for " + what + ": the portal's incoming webhook, https://PORTAL/rest/USER/TOKEN/"}
 	}
-	return out
-}
-
-// check validates the Bitrix24 configuration a phase needs, before anything connects, and
-// registers the secrets for redaction.
-func (c *bitrixCmd) check(phase string, redact func(string)) error {
-	needSource := phase != "fields-set" && phase != "set" && phase != ""
-	needTarget := phase != "fields-get" && phase != "get" && phase != "plan" && phase != ""
-	if needSource && c.WebhookURL == "" {
-		return configError{"BITRIX_WEBHOOK_URL (or --webhook-url) is required for " + phase + ": the portal's incoming webhook, https://PORTAL/rest/USER/TOKEN/"}
-	}
-	if needTarget && c.TargetURL == "" {
-		return configError{"TARGET_WEBHOOK_URL (or --target-url) is required for " + phase + ": the target import API, https://import:TOKEN@HOST/PATH/"}
+	if need.target && c.TargetURL == "" {
+		return configError{"TARGET_WEBHOOK_URL (or --target-url) is required for " + what + ": the target import API, https://import:TOKEN@HOST/PATH/"}
 	}
 	// A URL given is checked even where the phase does not need it: the engine still builds
 	// its client, and a wrong one is better found now than on the next phase.
@@ -249,7 +173,8 @@ func (app *app) bitrixEngine(c *bitrixCmd, r *run.Run) (*engine.Engine, error) {
 	return e, nil
 }
 
-func (app *app) bitrixPhase(ctx context.Context, c *bitrixCmd, command, entity, phase string) error {
+// bitrixPhase runs do, a phase (or every phase) of entity, as the recorded run command.
+func (app *app) bitrixPhase(ctx context.Context, c *bitrixCmd, command, entity string, do func(context.Context, *engine.Engine) error) error {
 	// One lock per entity: two phases of the same entity never overlap, while users and groups
 	// (or Habr) may run side by side. Each also holds the pipeline's lock shared, which keeps
 	// `bitrix migrate` (exclusive) out while any of them runs, and them out while it runs.
@@ -258,10 +183,7 @@ func (app *app) bitrixPhase(ctx context.Context, c *bitrixCmd, command, entity, 
 		if err != nil {
 			return err
 		}
-		if phase == "run" {
-			return e.Run(ctx, entity)
-		}
-		return e.Phase(ctx, entity, phase)
+		return do(ctx, e)
 	})
 }
 
