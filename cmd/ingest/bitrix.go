@@ -41,33 +41,54 @@ type bitrixCmd struct {
 	Deletions       string `arg:"--deletions,env:BITRIX_DELETIONS" default:"keep" help:"records deleted on the portal: keep (the target keeps them; verify lists them apart) or propagate (set removes them from the target)" placeholder:"POLICY"`
 	AllowMassDelete bool   `arg:"--allow-mass-delete,env:BITRIX_ALLOW_MASS_DELETE" help:"let get mark more than 10% of an entity's records deleted on the portal (otherwise it refuses, naming the count)"`
 
-	// Status and Plan are the arguments of `bitrix status` and `bitrix plan`; Chats holds the
-	// flags of the chats entity's commands (entityFlags). Each is parsed by its own command.
+	// Status and Plan are the arguments of `bitrix status` and `bitrix plan`. Each is parsed by
+	// its own command.
 	Status  *bitrixStatusCmd  `arg:"-"`
 	Plan    *bitrixPlanCmd    `arg:"-"`
 	Migrate *bitrixMigrateCmd `arg:"-"`
-	Chats   bitrixChatsFlags  `arg:"-"`
+	// given is the entity flags of the command that runs (entityFlags), set by its node; nil
+	// for none.
+	given *entityFlags `arg:"-"`
 }
 
-// bitrixChatsFlags are the flags of `bitrix chats get` (and `run`, which runs get).
-type bitrixChatsFlags struct {
-	ChatRescan bool `arg:"--chat-rescan,env:BITRIX_CHAT_RESCAN" help:"read every chat's whole history again (finds edited messages) instead of only the new messages"`
-}
-
-// entityFlags maps "ENTITY PHASE" to the go-arg destination of the flags that entity's phase
-// takes beyond bitrix's own.
-func (c *bitrixCmd) entityFlags() map[string]any {
-	return map[string]any{"chats get": &c.Chats, "chats run": &c.Chats}
+// registry is the catalog the command's engine runs with: the entity flags given applied.
+func (c *bitrixCmd) registry() (*engine.Registry, error) {
+	reg := bitrix.Catalog()
+	if c.given == nil {
+		return reg, nil
+	}
+	return reg, c.given.apply(reg)
 }
 
 type bitrixStatusCmd struct {
 	JSON bool `arg:"--json" help:"print JSON"`
 }
 
+// showBitrixCmd is `show bitrix ENTITY ID`; the help of ENTITY and ID names the registry's
+// entities (showBitrixHelp).
 type showBitrixCmd struct {
-	Entity string `arg:"positional,required" help:"an entity as ingest bitrix status lists it (children too: group_members, chat_messages...)" placeholder:"ENTITY"`
-	ID     string `arg:"positional,required" help:"the portal's id (group_members: GROUP:USER, chat_messages: CHAT:MESSAGE, smart: ENTITYTYPEID:ID, crm_categories: ENTITYTYPEID:ID, crm_stages: STATUS_ID)" placeholder:"ID"`
+	Entity string `arg:"positional,required" help:"an entity as ingest bitrix status lists it" placeholder:"ENTITY"`
+	ID     string `arg:"positional,required" help:"the portal's id" placeholder:"ID"`
 	JSON   bool   `arg:"--json" help:"print JSON"`
+}
+
+// showBitrixHelp is the help of show bitrix's ENTITY and ID: the first children, whose names
+// people would not guess, and the entities whose ids are not one plain number
+// (engine.Entity.IDFormat).
+func showBitrixHelp(reg *engine.Registry) map[string]string {
+	var children, formats []string
+	for _, e := range reg.All() {
+		if e.Parent != "" && len(children) < 2 {
+			children = append(children, e.Name)
+		}
+		if e.IDFormat != "" {
+			formats = append(formats, e.Name+": "+e.IDFormat)
+		}
+	}
+	return map[string]string{
+		"Entity": "an entity as ingest bitrix status lists it (children too: " + strings.Join(children, ", ") + "...)",
+		"ID":     "the portal's id (" + strings.Join(formats, ", ") + ")",
+	}
 }
 
 func (c *showBitrixCmd) show(ctx context.Context, app *app) error { return app.showBitrix(ctx, c) }
@@ -78,14 +99,18 @@ func (c *showBitrixCmd) show(ctx context.Context, app *app) error { return app.s
 func bitrixPipeline() *pipeline {
 	reg := bitrix.Catalog()
 	c := &bitrixCmd{Status: &bitrixStatusCmd{}, Plan: &bitrixPlanCmd{}, Migrate: &bitrixMigrateCmd{}}
+	show := &showBitrixCmd{}
 	return &pipeline{
-		name:       "bitrix",
-		machines:   []*status.Machine{engine.Machine},
-		statusHelp: "Bitrix24 records only (ids for status set are the records' ids shown here and in verify reports)",
-		entities:   reg.Names,
-		show:       &showBitrixCmd{},
-		showHelp:   "a Bitrix24 record, by entity and the portal's id",
-		commands:   []*cliCommand{bitrixTree(reg, c)},
+		name:        "bitrix",
+		machines:    []*status.Machine{engine.Machine},
+		statusHelp:  "Bitrix24 records only (ids for status set are the records' ids shown here and in verify reports)",
+		entities:    reg.Names,
+		show:        show,
+		showOptions: withHelp(show, showBitrixHelp(reg)),
+		showHelp:    "a Bitrix24 record, by entity and the portal's id",
+		idHelp:      "the portal's ids with --entity (e.g. --entity " + reg.CommandNames()[0] + " --id 42 57), or record ids without it",
+		entityHelp:  strings.Join(reg.CommandNames()[:2], ", ") + "...",
+		commands:    []*cliCommand{bitrixTree(reg, c)},
 	}
 }
 
@@ -144,7 +169,8 @@ func (c *bitrixCmd) check(what string, need bitrixNeeds, redact func(string)) er
 
 // bitrixEngine builds the engine for one run, with the phase's clients.
 func (app *app) bitrixEngine(c *bitrixCmd, r *run.Run) (*engine.Engine, error) {
-	e := &engine.Engine{Registry: bitrix.Catalog(bitrix.ChatRescan(c.Chats.ChatRescan)), Pool: app.pool, Log: r.Log, Metrics: r.Metrics,
+	reg, _ := c.registry() // checked before the run
+	e := &engine.Engine{Registry: reg, Pool: app.pool, Log: r.Log, Metrics: r.Metrics,
 		Actor: r.Actor(), RunID: r.ID, TestLimit: c.TestLimit, Concurrency: c.Concurrency,
 		AllowMassDelete: c.AllowMassDelete, MemoryLimit: memlimit.Process()}
 	e.Deletions, _ = engine.ParseDeletions(c.Deletions) // checked before the run

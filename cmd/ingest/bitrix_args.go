@@ -36,11 +36,10 @@ func bitrixPhaseNeeds(phase string) bitrixNeeds {
 
 // bitrixTree is the `bitrix` command: c's options, status, plan, and one command per entity of
 // the registry, each with its phases, every command with its behaviour. A new entity gets its
-// command, its --help line and its place in the list by being registered, without a line here;
-// an entity whose phase takes flags of its own names them in c.entityFlags.
+// command, its --help line, its flags (engine.Entity.Flags) and its place in the list by being
+// registered, without a line here.
 func bitrixTree(reg *engine.Registry, c *bitrixCmd) *cliCommand {
 	phases := append(append([]string{}, engine.Phases...), "run")
-	flags := c.entityFlags()
 	// `bitrix migrate` owns every entity: it is the one command that migrates them all.
 	every := func() []run.Owned {
 		return []run.Owned{{Source: "bitrix", Machine: engine.Machine, Scopes: reg.Names()}}
@@ -80,12 +79,25 @@ func bitrixTree(reg *engine.Registry, c *bitrixCmd) *cliCommand {
 				do = func(ctx context.Context, e *engine.Engine) error { return e.Run(ctx, ent.Name) }
 			}
 			label := "bitrix " + ent.Name + " " + phase
-			e.subs = append(e.subs, &cliCommand{name: phase, help: bitrixPhaseHelp(phase), options: flags[ent.Name+" "+phase], act: &action{
-				config:   func(_ *args, r *redact.Redactor) error { return c.check(phase, bitrixPhaseNeeds(phase), r.Add) },
-				run:      func(ctx context.Context, app *app) error { return app.bitrixPhase(ctx, c, label, ent.Name, do) },
+			node := &cliCommand{name: phase, help: bitrixPhaseHelp(phase), act: &action{
+				config: func(_ *args, r *redact.Redactor) error { return c.check(phase, bitrixPhaseNeeds(phase), r.Add) },
+				run: func(ctx context.Context, app *app) error {
+					return app.bitrixPhase(ctx, c, label, ent.Name, do)
+				},
 				recorded: true,
 				records:  family,
-			}})
+			}}
+			if flags := newEntityFlags(ent, phase); flags != nil {
+				node.options = flags.options()
+				// The flags given, applied to a catalog of its own: a value the entity refuses is
+				// a usage error before anything connects, and the run's engine gets them.
+				node.act.usage = func() error {
+					c.given = flags
+					_, err := c.registry()
+					return err
+				}
+			}
+			e.subs = append(e.subs, node)
 		}
 		cmd.subs = append(cmd.subs, e)
 	}

@@ -38,6 +38,7 @@ func habrPipeline() *pipeline {
 		statusHelp: "Habr publications only",
 		show:       &showHabrCmd{},
 		showHelp:   "a Habr publication",
+		idHelp:     "article ids",
 		commands: []*cliCommand{
 			{name: "discover", help: "register new publications from a source's feeds", subs: []*cliCommand{
 				{name: "habr", help: "read Habr's RSS feeds (HABR_BASE_URL) and register new publications as extract_pending", options: discover,

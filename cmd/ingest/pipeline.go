@@ -31,6 +31,11 @@ type pipeline struct {
 	// show. showHelp is its --help line.
 	show     showCommand
 	showHelp string
+	// showOptions, if set, is show's go-arg destination when it is not show itself (withHelp).
+	showOptions any
+	// idHelp, if set, is how `status set --id` names the pipeline's records; entityHelp, if
+	// set, gives examples of its --entity values.
+	idHelp, entityHelp string
 	// commands are the pipeline's own top-level commands (`discover`, `bitrix`, ...), each with
 	// its behaviour.
 	commands []*cliCommand
@@ -119,7 +124,7 @@ func commandTree(ps []*pipeline) (*cliCommand, *statusCmd) {
 			usage: func() error { return st.checkListing("status", machinesOf(ps)) },
 			run:   func(ctx context.Context, app *app) error { return app.status(ctx, machinesOf(ps), nil, st) },
 		}, subs: []*cliCommand{
-			{name: "set", help: "move records to another status by hand (recorded with who, when and why)", options: st.Set, act: &action{
+			{name: "set", help: "move records to another status by hand (recorded with who, when and why)", options: withHelp(st.Set, statusSetHelp(ps)), act: &action{
 				usage: func() error {
 					if err := st.Set.check(ps); err != nil {
 						return err
@@ -145,7 +150,11 @@ func commandTree(ps []*pipeline) (*cliCommand, *statusCmd) {
 			run:   func(ctx context.Context, app *app) error { return app.status(ctx, p.machines, p.runNames(), st) },
 		}})
 		if p.show != nil {
-			show.subs = append(show.subs, &cliCommand{name: p.name, help: p.showHelp, options: p.show,
+			opts := any(p.show)
+			if p.showOptions != nil {
+				opts = p.showOptions
+			}
+			show.subs = append(show.subs, &cliCommand{name: p.name, help: p.showHelp, options: opts,
 				act: &action{usage: p.show.check, run: p.show.show}})
 		}
 	}
@@ -163,4 +172,22 @@ func commandTree(ps []*pipeline) (*cliCommand, *statusCmd) {
 		root.subs = append(root.subs, p.commands...)
 	}
 	return root, st
+}
+
+// statusSetHelp is the help of status set's --id and --entity: how each pipeline names its
+// records and its entities.
+func statusSetHelp(ps []*pipeline) map[string]string {
+	var ids, entities []string
+	for _, p := range ps {
+		if p.idHelp != "" {
+			ids = append(ids, p.name+": "+p.idHelp)
+		}
+		if p.entityHelp != "" {
+			entities = append(entities, p.name+": "+p.entityHelp)
+		}
+	}
+	return map[string]string{
+		"IDs":    "records, space-separated; required. " + strings.Join(ids, "; "),
+		"Entity": "the entity the --id values belong to, as ingest status lists them (" + strings.Join(entities, "; ") + ")",
+	}
 }
