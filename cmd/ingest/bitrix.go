@@ -49,11 +49,13 @@ type bitrixCmd struct {
 	// given is the entity flags of the command that runs (entityFlags), set by its node; nil
 	// for none.
 	given *entityFlags `arg:"-"`
+	// catalog builds the registry the commands come from, a new one each call (bitrix.Catalog).
+	catalog func() *engine.Registry `arg:"-"`
 }
 
 // registry is the catalog the command's engine runs with: the entity flags given applied.
 func (c *bitrixCmd) registry() (*engine.Registry, error) {
-	reg := bitrix.Catalog()
+	reg := c.catalog()
 	if c.given == nil {
 		return reg, nil
 	}
@@ -97,8 +99,9 @@ func (c *showBitrixCmd) show(ctx context.Context, app *app) error { return app.s
 // PHASE` for every entity of the registry, `bitrix status`, `bitrix plan`, and the records of
 // every entity for `status`, `show`, `status set` and `status ack`.
 func bitrixPipeline() *pipeline {
-	reg := bitrix.Catalog()
-	c := &bitrixCmd{Status: &bitrixStatusCmd{}, Plan: &bitrixPlanCmd{}, Migrate: &bitrixMigrateCmd{}}
+	c := &bitrixCmd{Status: &bitrixStatusCmd{}, Plan: &bitrixPlanCmd{}, Migrate: &bitrixMigrateCmd{},
+		catalog: func() *engine.Registry { return bitrix.Catalog() }}
+	reg := c.catalog()
 	show := &showBitrixCmd{}
 	return &pipeline{
 		name:        "bitrix",
