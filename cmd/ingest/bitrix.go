@@ -46,8 +46,8 @@ type bitrixCmd struct {
 	Status  *bitrixStatusCmd  `arg:"-"`
 	Plan    *bitrixPlanCmd    `arg:"-"`
 	Migrate *bitrixMigrateCmd `arg:"-"`
-	// given is the entity flags of the command that runs (entityFlags), set by its node; nil
-	// for none.
+	// given is the entity flags of the command that runs (entityFlags), set by its node's usage
+	// check, which Main runs first; nil for none.
 	given *entityFlags `arg:"-"`
 	// catalog builds the registry the commands come from, a new one each call (bitrix.Catalog).
 	catalog func() *engine.Registry `arg:"-"`
