@@ -30,9 +30,9 @@ type app struct {
 	pool           *pgxpool.Pool
 	// fence makes the pool's connections work for the run this process records (run.Options).
 	fence *pgsession.Fence
-	// command is the command line's command ("bitrix users run"): the runs it makes publish the
-	// records it owns (pipeline.records).
-	command string
+	// records is what the command line's command owns of the machines: the runs it makes
+	// publish those records (action.records).
+	records []run.Owned
 }
 
 // configError is a configuration problem found before any work starts (exit 78).
@@ -52,22 +52,21 @@ const configPrefix = "configuration: "
 // newApp validates the configuration and connects. On failure it logs why and returns the exit
 // code: 78 for configuration the server refused (wrong password, no such database or role), 1
 // for a server that cannot be reached (the next run may find it back).
-func newApp(ctx context.Context, command string, c parsed, stdout, stderr io.Writer) (*app, int) {
-	a := c.args
+func newApp(ctx context.Context, command string, act *action, a args, ps []*pipeline, stdout, stderr io.Writer) (*app, int) {
 	r := redact.New()
 	log, err := newLogger(stderr, a.LogFormat, a.LogLevel, r)
 	if err != nil {
 		fallbackLogger(stderr, a.LogFormat, r).Error(configPrefix+err.Error(), "exit_code", exitConfig)
 		return nil, exitConfig
 	}
-	if err := validate(command, &a, c.pipelines, r); err != nil {
+	if err := validate(act, &a, r); err != nil {
 		log.Error(configPrefix+r.String(err.Error()), "exit_code", exitConfig)
 		return nil, exitConfig
 	}
 	cfg, _ := pgxpool.ParseConfig(a.DatabaseURL) // validated above
 	cfg.ConnConfig.RuntimeParams["application_name"] = "ingest"
 	fence := &pgsession.Fence{}
-	pgsession.ConfigurePool(cfg, boundsFor(command), fence)
+	pgsession.ConfigurePool(cfg, boundsFor(act.schema), fence)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	timeout := connectTimeout(cfg)
 	if err == nil {
@@ -90,26 +89,30 @@ func newApp(ctx context.Context, command string, c parsed, stdout, stderr io.Wri
 			msg = fmt.Sprintf("cannot connect to Postgres: %s did not answer within the connect timeout (%s; connect_timeout in DATABASE_URL changes it)", describeHost(cfg), timeout)
 		}
 		log.Error(msg, "database", describeDB(cfg), "error", err, "exit_code", exitFailed)
-		publishFailedStart(ctx, command, a, c.pipelines, log)
+		publishFailedStart(ctx, command, act, a, log)
 		return nil, exitFailed
 	}
-	return &app{args: a, pipelines: c.pipelines, stdout: stdout, stderr: stderr, log: log, redactor: r, pool: pool, fence: fence, command: command}, exitOK
+	var records []run.Owned
+	if act.records != nil {
+		records = act.records()
+	}
+	return &app{args: a, pipelines: ps, stdout: stdout, stderr: stderr, log: log, redactor: r, pool: pool, fence: fence, records: records}, exitOK
 }
 
-// boundsFor is the session bounds of command's connections: every command's, but a migration's
-// statements are not cut (an index built on a big table may take long; lock_timeout still keeps
-// it from queueing every run behind it for long).
-func boundsFor(command string) pgsession.Bounds {
+// boundsFor is the session bounds of the connections of a command that needs schema: every
+// command's, but a migration's statements are not cut (an index built on a big table may take
+// long; lock_timeout still keeps it from queueing every run behind it for long).
+func boundsFor(schema schemaNeed) pgsession.Bounds {
 	b := pgsession.Defaults()
-	if command == "migrate" || strings.HasPrefix(command, "migrate ") {
+	if schema != schemaCurrent {
 		b.Statement = 0
 	}
 	return b
 }
 
-// validate checks the configuration command needs before any work starts and registers its
-// secrets with r: the global options, then the pipeline's that runs command.
-func validate(command string, a *args, ps []*pipeline, r *redact.Redactor) error {
+// validate checks the configuration a command needs before any work starts and registers its
+// secrets with r: the global options, then the command's own (action.config).
+func validate(act *action, a *args, r *redact.Redactor) error {
 	if strings.TrimSpace(a.DatabaseURL) == "" {
 		return configError{"DATABASE_URL (or --database-url) is required, e.g. postgres://ingest@db.example:5432/ingest?sslmode=require (password in the URL or PGPASSWORD)"}
 	}
@@ -126,8 +129,8 @@ func validate(command string, a *args, ps []*pipeline, r *redact.Redactor) error
 			return configError{"PUSHGATEWAY_URL: " + err.Error()}
 		}
 	}
-	if p := pipelineOwning(ps, command); p != nil && p.check != nil {
-		return p.check(command, a, r)
+	if act.config != nil {
+		return act.config(a, r)
 	}
 	return nil
 }
@@ -192,7 +195,7 @@ func (app *app) execSet(ctx context.Context, command string, set lockSet, fn fun
 		Log:              app.log.With("cmd", command),
 		PushgatewayURL:   app.args.PushgatewayURL,
 		MetricsTextfile:  app.args.MetricsTextfile,
-		Records:          ownedBy(app.pipelines, app.command),
+		Records:          app.records,
 	}, fn)
 }
 

@@ -34,10 +34,12 @@ type statusAckCmd struct {
 	By     *string  `arg:"--by" help:"who accepts it; default $USER (an empty --by is refused)" placeholder:"NAME"`
 }
 
+// statusSetCmd is `status set`; the help of --id and --entity gives each pipeline's examples
+// (statusSetHelp).
 type statusSetCmd struct {
 	Source string   `arg:"positional,required" help:"the state machine of the records, as ingest status names it (habr, bitrix, ...)" placeholder:"SOURCE"`
-	IDs    []string `arg:"--id" help:"records, space-separated; required. habr: article ids; bitrix: the portal's ids with --entity (e.g. --entity users --id 42 57), or record ids without it" placeholder:"ID"`
-	Entity string   `arg:"--entity" help:"the entity the --id values belong to, as ingest status lists them (bitrix: users, chats...)" placeholder:"ENTITY"`
+	IDs    []string `arg:"--id" help:"records, space-separated; required" placeholder:"ID"`
+	Entity string   `arg:"--entity" help:"the entity the --id values belong to, as ingest status lists them" placeholder:"ENTITY"`
 	To     string   `arg:"--to" help:"the new status; required" placeholder:"STATUS"`
 	Reason string   `arg:"--reason" help:"why: kept in the status history; required" placeholder:"TEXT"`
 	By     *string  `arg:"--by" help:"who is making the change; default $USER (an empty --by is refused)" placeholder:"NAME"`

@@ -20,7 +20,6 @@ import (
 	"github.com/ingest-dev/ingest/internal/httplimit"
 	"github.com/ingest-dev/ingest/internal/importapi"
 	"github.com/ingest-dev/ingest/internal/memlimit"
-	"github.com/ingest-dev/ingest/internal/redact"
 	"github.com/ingest-dev/ingest/internal/run"
 	"github.com/ingest-dev/ingest/internal/status"
 )
@@ -42,33 +41,56 @@ type bitrixCmd struct {
 	Deletions       string `arg:"--deletions,env:BITRIX_DELETIONS" default:"keep" help:"records deleted on the portal: keep (the target keeps them; verify lists them apart) or propagate (set removes them from the target)" placeholder:"POLICY"`
 	AllowMassDelete bool   `arg:"--allow-mass-delete,env:BITRIX_ALLOW_MASS_DELETE" help:"let get mark more than 10% of an entity's records deleted on the portal (otherwise it refuses, naming the count)"`
 
-	// Status and Plan are the arguments of `bitrix status` and `bitrix plan`; Chats holds the
-	// flags of the chats entity's commands (entityFlags). Each is parsed by its own command.
+	// Status and Plan are the arguments of `bitrix status` and `bitrix plan`. Each is parsed by
+	// its own command.
 	Status  *bitrixStatusCmd  `arg:"-"`
 	Plan    *bitrixPlanCmd    `arg:"-"`
 	Migrate *bitrixMigrateCmd `arg:"-"`
-	Chats   bitrixChatsFlags  `arg:"-"`
+	// given is the entity flags of the command that runs (entityFlags), set by its node's usage
+	// check, which Main runs first; nil for none.
+	given *entityFlags `arg:"-"`
+	// catalog builds the registry the commands come from, a new one each call (bitrix.Catalog).
+	catalog func() *engine.Registry `arg:"-"`
 }
 
-// bitrixChatsFlags are the flags of `bitrix chats get` (and `run`, which runs get).
-type bitrixChatsFlags struct {
-	ChatRescan bool `arg:"--chat-rescan,env:BITRIX_CHAT_RESCAN" help:"read every chat's whole history again (finds edited messages) instead of only the new messages"`
-}
-
-// entityFlags maps "ENTITY PHASE" to the go-arg destination of the flags that entity's phase
-// takes beyond bitrix's own.
-func (c *bitrixCmd) entityFlags() map[string]any {
-	return map[string]any{"chats get": &c.Chats, "chats run": &c.Chats}
+// registry is the catalog the command's engine runs with: the entity flags given applied.
+func (c *bitrixCmd) registry() (*engine.Registry, error) {
+	reg := c.catalog()
+	if c.given == nil {
+		return reg, nil
+	}
+	return reg, c.given.apply(reg)
 }
 
 type bitrixStatusCmd struct {
 	JSON bool `arg:"--json" help:"print JSON"`
 }
 
+// showBitrixCmd is `show bitrix ENTITY ID`; the help of ENTITY and ID names the registry's
+// entities (showBitrixHelp).
 type showBitrixCmd struct {
-	Entity string `arg:"positional,required" help:"an entity as ingest bitrix status lists it (children too: group_members, chat_messages...)" placeholder:"ENTITY"`
-	ID     string `arg:"positional,required" help:"the portal's id (group_members: GROUP:USER, chat_messages: CHAT:MESSAGE, smart: ENTITYTYPEID:ID, crm_categories: ENTITYTYPEID:ID, crm_stages: STATUS_ID)" placeholder:"ID"`
+	Entity string `arg:"positional,required" help:"an entity as ingest bitrix status lists it" placeholder:"ENTITY"`
+	ID     string `arg:"positional,required" help:"the portal's id" placeholder:"ID"`
 	JSON   bool   `arg:"--json" help:"print JSON"`
+}
+
+// showBitrixHelp is the help of show bitrix's ENTITY and ID: the first children, whose names
+// people would not guess, and the entities whose ids are not one plain number
+// (engine.Entity.IDFormat).
+func showBitrixHelp(reg *engine.Registry) map[string]string {
+	var children, formats []string
+	for _, e := range reg.All() {
+		if e.Parent != "" && len(children) < 2 {
+			children = append(children, e.Name)
+		}
+		if e.IDFormat != "" {
+			formats = append(formats, e.Name+": "+e.IDFormat)
+		}
+	}
+	return map[string]string{
+		"Entity": "an entity as ingest bitrix status lists it (children too: " + strings.Join(children, ", ") + "...)",
+		"ID":     "the portal's id (" + strings.Join(formats, ", ") + ")",
+	}
 }
 
 func (c *showBitrixCmd) show(ctx context.Context, app *app) error { return app.showBitrix(ctx, c) }
@@ -77,69 +99,21 @@ func (c *showBitrixCmd) show(ctx context.Context, app *app) error { return app.s
 // PHASE` for every entity of the registry, `bitrix status`, `bitrix plan`, and the records of
 // every entity for `status`, `show`, `status set` and `status ack`.
 func bitrixPipeline() *pipeline {
-	reg := bitrix.Catalog()
-	c := &bitrixCmd{Status: &bitrixStatusCmd{}, Plan: &bitrixPlanCmd{}, Migrate: &bitrixMigrateCmd{}}
+	c := &bitrixCmd{Status: &bitrixStatusCmd{}, Plan: &bitrixPlanCmd{}, Migrate: &bitrixMigrateCmd{},
+		catalog: func() *engine.Registry { return bitrix.Catalog() }}
+	reg := c.catalog()
+	show := &showBitrixCmd{}
 	return &pipeline{
-		name:       "bitrix",
-		machines:   []*status.Machine{engine.Machine},
-		statusHelp: "Bitrix24 records only (ids for status set are the records' ids shown here and in verify reports)",
-		entities:   reg.Names,
-		show:       &showBitrixCmd{},
-		showHelp:   "a Bitrix24 record, by entity and the portal's id",
-		commands:   []*cliCommand{bitrixTree(reg, c)},
-		owns: func(command string) bool {
-			_, _, ok := bitrixCommand(reg, command)
-			return ok || command == "bitrix status" || command == "bitrix plan" || command == bitrixMigrate
-		},
-		usage: func(command string) error {
-			if command == bitrixMigrate {
-				return c.Migrate.check(reg)
-			}
-			return nil
-		},
-		check: func(command string, _ *args, r *redact.Redactor) error {
-			if _, phase, ok := bitrixCommand(reg, command); ok {
-				return c.check(phase, r.Add)
-			}
-			if command == "bitrix plan" {
-				return c.check("plan", r.Add)
-			}
-			if command == bitrixMigrate {
-				return c.check("migrate", r.Add)
-			}
-			return nil
-		},
-		run: func(ctx context.Context, app *app, command string) error {
-			switch command {
-			case "bitrix status":
-				return app.bitrixStatus(ctx, c.Status.JSON)
-			case "bitrix plan":
-				return app.bitrixPlan(ctx, c)
-			case bitrixMigrate:
-				return app.bitrixMigrate(ctx, c)
-			}
-			entity, phase, _ := bitrixCommand(reg, command)
-			return app.bitrixPhase(ctx, c, command, entity, phase)
-		},
-		runNames: func() []string { return append(bitrixCommands(reg), bitrixMigrate) },
-		// A `bitrix ENTITY PHASE` owns its entity and the entity's children (groups: their
-		// members), nothing else: every entity's CronJob publishes its own counts. `bitrix
-		// migrate` owns every entity: it is the one command that migrates them all.
-		records: func(command string) []run.Owned {
-			if command == bitrixMigrate {
-				return []run.Owned{{Source: "bitrix", Machine: engine.Machine, Scopes: reg.Names()}}
-			}
-			name, _, ok := bitrixCommand(reg, command)
-			if !ok {
-				return nil
-			}
-			e, _ := reg.Entity(name)
-			var scopes []string
-			for _, f := range reg.Family(e) {
-				scopes = append(scopes, f.Name)
-			}
-			return []run.Owned{{Source: "bitrix", Machine: engine.Machine, Scopes: scopes}}
-		},
+		name:        "bitrix",
+		machines:    []*status.Machine{engine.Machine},
+		statusHelp:  "Bitrix24 records only (ids for status set are the records' ids shown here and in verify reports)",
+		entities:    reg.Names,
+		show:        show,
+		showOptions: withHelp(show, showBitrixHelp(reg)),
+		showHelp:    "a Bitrix24 record, by entity and the portal's id",
+		idHelp:      "the portal's ids with --entity (e.g. --entity " + reg.CommandNames()[0] + " --id 42 57), or record ids without it",
+		entityHelp:  strings.Join(reg.CommandNames()[:2], ", ") + "...",
+		commands:    []*cliCommand{bitrixTree(reg, c)},
 	}
 }
 
@@ -147,39 +121,17 @@ func bitrixPipeline() *pipeline {
 // the portal's answer time, sets the pace, and more only holds more pages in memory.
 const maxConcurrency = 32
 
-// bitrixCommand splits "bitrix users get" into entity and phase; ok is false for other commands.
-func bitrixCommand(reg *engine.Registry, command string) (entity, phase string, ok bool) {
-	f := strings.Fields(command)
-	if len(f) != 3 || f[0] != "bitrix" || !slices.Contains(reg.CommandNames(), f[1]) {
-		return "", "", false
-	}
-	if _, err := engine.ParsePhase(f[2]); f[2] != "run" && err != nil {
-		return "", "", false
-	}
-	return f[1], f[2], true
-}
+// bitrixNeeds is which of the portal and the target a command talks to: their URLs are required.
+type bitrixNeeds struct{ source, target bool }
 
-// bitrixCommands lists every `bitrix ENTITY PHASE` run name, for `ingest status bitrix`.
-func bitrixCommands(reg *engine.Registry) []string {
-	var out []string
-	for _, e := range reg.CommandNames() {
-		for _, p := range append(engine.Phases(), "run") {
-			out = append(out, "bitrix "+e+" "+string(p))
-		}
+// check validates the Bitrix24 configuration the command what (a phase, plan, migrate) needs,
+// before anything connects, and registers the secrets for redaction.
+func (c *bitrixCmd) check(what string, need bitrixNeeds, redact func(string)) error {
+	if need.source && c.WebhookURL == "" {
+		return configError{"BITRIX_WEBHOOK_URL (or --webhook-url) is required for " + what + ": the portal's incoming webhook, https://PORTAL/rest/USER/TOKEN/"}
 	}
-	return out
-}
-
-// check validates the Bitrix24 configuration a phase needs, before anything connects, and
-// registers the secrets for redaction.
-func (c *bitrixCmd) check(phase string, redact func(string)) error {
-	needSource := phase != "fields-set" && phase != "set" && phase != ""
-	needTarget := phase != "fields-get" && phase != "get" && phase != "plan" && phase != ""
-	if needSource && c.WebhookURL == "" {
-		return configError{"BITRIX_WEBHOOK_URL (or --webhook-url) is required for " + phase + ": the portal's incoming webhook, https://PORTAL/rest/USER/TOKEN/"}
-	}
-	if needTarget && c.TargetURL == "" {
-		return configError{"TARGET_WEBHOOK_URL (or --target-url) is required for " + phase + ": the target import API, https://import:TOKEN@HOST/PATH/"}
+	if need.target && c.TargetURL == "" {
+		return configError{"TARGET_WEBHOOK_URL (or --target-url) is required for " + what + ": the target import API, https://import:TOKEN@HOST/PATH/"}
 	}
 	// A URL given is checked even where the phase does not need it: the engine still builds
 	// its client, and a wrong one is better found now than on the next phase.
@@ -242,7 +194,7 @@ func (app *app) bitrixEngine(c *bitrixCmd, r *run.Run) (*engine.Engine, error) {
 
 // engineConfig adds c's options and the clients of the portal and the target they name to cfg.
 func (c *bitrixCmd) engineConfig(cfg *engine.Config) error {
-	cfg.Registry = bitrix.Catalog(bitrix.ChatRescan(c.Chats.ChatRescan))
+	cfg.Registry, _ = c.registry() // checked before the run (the flags given, applied)
 	cfg.TestLimit, cfg.Concurrency, cfg.AllowMassDelete = c.TestLimit, c.Concurrency, c.AllowMassDelete
 	cfg.Deletions, _ = engine.ParseDeletions(c.Deletions) // checked before the run
 	rt, _ := rest.ParseRate(c.Rate)                       // checked before the run
@@ -270,7 +222,8 @@ func (c *bitrixCmd) engineConfig(cfg *engine.Config) error {
 	return nil
 }
 
-func (app *app) bitrixPhase(ctx context.Context, c *bitrixCmd, command, entity, phase string) error {
+// bitrixPhase runs do, a phase (or every phase) of entity, as the recorded run command.
+func (app *app) bitrixPhase(ctx context.Context, c *bitrixCmd, command, entity string, do func(context.Context, *engine.Engine) error) error {
 	// One lock per entity: two phases of the same entity never overlap, while users and groups
 	// (or Habr) may run side by side. Each also holds the pipeline's lock shared, which keeps
 	// `bitrix migrate` (exclusive) out while any of them runs, and them out while it runs.
@@ -279,10 +232,7 @@ func (app *app) bitrixPhase(ctx context.Context, c *bitrixCmd, command, entity, 
 		if err != nil {
 			return err
 		}
-		if phase == "run" {
-			return e.Run(ctx, entity)
-		}
-		return e.Phase(ctx, entity, engine.Phase(phase))
+		return do(ctx, e)
 	})
 }
 

@@ -21,8 +21,9 @@ type cliCommand struct {
 	// a struct without go-arg subcommands: the tree holds every command), nil for none.
 	options any
 	subs    []*cliCommand
-	// runsAlone marks a command with subs that also runs by itself (`status`).
-	runsAlone bool
+	// act is what the command does when the line names it; nil for a command that only groups
+	// others. A command with subs may also run by itself (`status`).
+	act *action
 }
 
 func (c *cliCommand) sub(name string) *cliCommand {
@@ -176,7 +177,7 @@ func withoutHelp(argv []string) []string {
 }
 
 // isGroup reports whether the parsed command only groups others.
-func (l *cliLine) isGroup() bool { return len(l.node().subs) > 0 && !l.node().runsAlone }
+func (l *cliLine) isGroup() bool { return l.node().act == nil }
 
 // ownParser is a go-arg parser over the command's own options only (the root's are the global
 // ones), for its usage and help.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -132,11 +133,37 @@ func TestCommandWordsAmongFlagValues(t *testing.T) {
 	}
 }
 
+// rescans reports whether the engine of the command line's bitrix command would rescan chats,
+// as bitrix.ChatRescan(true) makes it: the chats' own flag applied to the registry by its node.
+func rescans(t *testing.T, line *cliLine, b *bitrixCmd) bool {
+	t.Helper()
+	if act := line.node().act; act != nil && act.usage != nil {
+		if err := act.usage(); err != nil {
+			t.Fatalf("ingest %v: %v", line.names(), err)
+		}
+	}
+	reg, err := b.registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := reg.Entity(bitrix.Chats)
+	plain, _ := bitrix.Catalog().Entity(bitrix.Chats)
+	rescan, _ := bitrix.Catalog(bitrix.ChatRescan(true)).Entity(bitrix.Chats)
+	if reflect.DeepEqual(plain.Lister, rescan.Lister) {
+		t.Fatal("ChatRescan(true) changes nothing in the chats' lister: this test cannot tell")
+	}
+	return reflect.DeepEqual(got.Lister, rescan.Lister)
+}
+
 func TestChatRescanIsAFlagOfTheChatsCommands(t *testing.T) {
 	unsetenv(t, "BITRIX_CHAT_RESCAN")
 	for _, phase := range []string{"get", "run"} {
-		if _, _, _, b, err := parseForTest(t, "bitrix", "chats", phase, "--chat-rescan"); err != nil || !b.Chats.ChatRescan {
-			t.Errorf("bitrix chats %s --chat-rescan: %v, rescan %v", phase, err, b.Chats.ChatRescan)
+		line, _, _, b, err := parseForTest(t, "bitrix", "chats", phase, "--chat-rescan")
+		if err != nil || !rescans(t, line, b) {
+			t.Errorf("bitrix chats %s --chat-rescan: %v, no rescan", phase, err)
+		}
+		if line, _, _, b, err := parseForTest(t, "bitrix", "chats", phase); err != nil || rescans(t, line, b) {
+			t.Errorf("bitrix chats %s rescans without --chat-rescan (%v)", phase, err)
 		}
 	}
 	for _, argv := range [][]string{{"bitrix", "users", "get", "--chat-rescan"}, {"bitrix", "--chat-rescan", "chats", "get"}, {"bitrix", "chats", "set", "--chat-rescan"}} {
@@ -145,12 +172,12 @@ func TestChatRescanIsAFlagOfTheChatsCommands(t *testing.T) {
 		}
 	}
 	t.Setenv("BITRIX_CHAT_RESCAN", "true")
-	if _, _, _, b, err := parseForTest(t, "bitrix", "chats", "get"); err != nil || !b.Chats.ChatRescan {
-		t.Errorf("BITRIX_CHAT_RESCAN=true: %v, rescan %v", err, b.Chats.ChatRescan)
+	if line, _, _, b, err := parseForTest(t, "bitrix", "chats", "get"); err != nil || !rescans(t, line, b) {
+		t.Errorf("BITRIX_CHAT_RESCAN=true: %v, no rescan", err)
 	}
 	t.Setenv("BITRIX_CHAT_RESCAN", "maybe")
-	if _, _, _, b, err := parseForTest(t, "bitrix", "users", "get"); err != nil || b.Chats.ChatRescan {
-		t.Errorf("BITRIX_CHAT_RESCAN is read by the chats commands only: users get gave %v, rescan %v", err, b.Chats.ChatRescan)
+	if line, _, _, b, err := parseForTest(t, "bitrix", "users", "get"); err != nil || rescans(t, line, b) {
+		t.Errorf("BITRIX_CHAT_RESCAN is read by the chats commands only: users get gave %v", err)
 	}
 }
 

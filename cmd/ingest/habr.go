@@ -38,28 +38,32 @@ func habrPipeline() *pipeline {
 		statusHelp: "Habr publications only",
 		show:       &showHabrCmd{},
 		showHelp:   "a Habr publication",
+		idHelp:     "article ids",
 		commands: []*cliCommand{
 			{name: "discover", help: "register new publications from a source's feeds", subs: []*cliCommand{
-				{name: "habr", help: "read Habr's RSS feeds (HABR_BASE_URL) and register new publications as extract_pending", options: discover},
+				{name: "habr", help: "read Habr's RSS feeds (HABR_BASE_URL) and register new publications as extract_pending", options: discover,
+					act: habrAction(func(ctx context.Context, app *app) error { return app.discoverHabr(ctx, discover) })},
 			}},
 			{name: "extract", help: "extract the text of pending publications", subs: []*cliCommand{
-				{name: "habr", help: "extract Markdown for extract_pending publications, then extract_failed ones whose retry is due (seed 004; takes no parameters)"},
+				{name: "habr", help: "extract Markdown for extract_pending publications, then extract_failed ones whose retry is due (seed 004; takes no parameters)",
+					act: habrAction(func(ctx context.Context, app *app) error { return app.extractHabr(ctx) })},
 			}},
 		},
-		owns: func(command string) bool { return command == "discover habr" || command == "extract habr" },
-		check: func(_ string, a *args, _ *redact.Redactor) error {
+	}
+}
+
+// habrAction is the behaviour of a Habr command that runs fn: a recorded run owning every Habr
+// record, which needs a valid HABR_BASE_URL.
+func habrAction(fn func(ctx context.Context, app *app) error) *action {
+	return &action{
+		config: func(a *args, _ *redact.Redactor) error {
 			if err := checkHTTPURL(a.HabrBaseURL); err != nil {
 				return configError{"HABR_BASE_URL: " + err.Error()}
 			}
 			return nil
 		},
-		run: func(ctx context.Context, app *app, command string) error {
-			if command == "discover habr" {
-				return app.discoverHabr(ctx, discover)
-			}
-			return app.extractHabr(ctx)
-		},
-		runNames: func() []string { return []string{"discover habr", "extract habr"} },
+		run:      fn,
+		recorded: true,
 		records:  everyMachine("habr", []*status.Machine{habr.Machine}),
 	}
 }

@@ -48,7 +48,7 @@ func TestHelpAndUsageNeverShowSecrets(t *testing.T) {
 			append(slices.Clone(words), "--no-such-flag"))
 		if len(c.subs) > 0 {
 			lines = append(lines, append(slices.Clone(words), "nosuchcommand"))
-			if !c.runsAlone {
+			if c.act == nil {
 				lines = append(lines, words) // "needs a subcommand", with the whole help
 			}
 		}

@@ -67,7 +67,7 @@ func Main(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 	out := &cliOutput{stderr: stderr, format: formatFromArgv(argv, os.Getenv)}
 	var a args
 	ps := pipelines()
-	root, st := commandTree(ps)
+	root, _ := commandTree(ps)
 	line, err := parseLine(root, &a, argv, stderr)
 	names := line.names()
 	var unknown errUnknownCommand
@@ -98,29 +98,27 @@ func Main(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 		out.usage(line, msg, true)
 		return exitUsage
 	}
-	cmd := parsed{args: a, pipelines: ps, status: st}
-	if name, ok := strings.CutPrefix(command, "show "); ok {
-		cmd.show = showOf(ps, name)
+	act := line.node().act
+	if act.usage != nil {
+		if err := act.usage(); err != nil {
+			out.usage(line, err.Error(), false)
+			return exitUsage
+		}
 	}
-	if usage := cmd.check(command); usage != nil {
-		out.usage(line, usage.Error(), false)
-		return exitUsage
-	}
-	if command == "version" {
-		fmt.Fprintln(stdout, a.Version())
+	if act.local != nil {
+		act.local(stdout)
 		return exitOK
 	}
 
-	app, code := newApp(ctx, command, cmd, stdout, stderr)
+	app, code := newApp(ctx, command, act, a, ps, stdout, stderr)
 	if app == nil {
 		return code
 	}
 	defer app.close()
-	if err := app.checkSchema(ctx, command); err != nil {
+	if err := app.checkSchema(ctx, act.schema); err != nil {
 		return app.exitCode(err)
 	}
-	err = app.dispatch(ctx, command, cmd)
-	return app.exitCode(err)
+	return app.exitCode(act.run(ctx, app))
 }
 
 // helpAlias turns `ingest help [COMMAND...]` into `ingest [COMMAND...] --help`.
@@ -187,46 +185,6 @@ func (o *cliOutput) usage(l *cliLine, msg string, withHelp bool) {
 	fmt.Fprintln(o.stderr, "error:", msg)
 }
 
-// parsed is a command line after parsing: the global options and the commands' arguments.
-type parsed struct {
-	args      args
-	pipelines []*pipeline
-	status    *statusCmd  // `status ...`
-	show      showCommand // `show NAME ...`, nil otherwise
-}
-
-// check finds what the parser cannot in the arguments of command, before anything connects.
-func (c parsed) check(command string) error {
-	switch {
-	case command == "status set":
-		s := c.status.Set
-		if err := s.check(c.pipelines); err != nil {
-			return err
-		}
-		return checkEntity(c.pipelines, "status set", s.Source, s.Entity)
-	case command == "status ack":
-		s := c.status.Ack
-		if err := s.check(); err != nil {
-			return err
-		}
-		return checkEntity(c.pipelines, "status ack", s.Source, s.Entity)
-	case c.show != nil:
-		return c.show.check()
-	}
-	if command == "status" {
-		return c.status.checkListing(command, machinesOf(c.pipelines))
-	}
-	if name, ok := strings.CutPrefix(command, "status "); ok {
-		if p := pipelineNamed(c.pipelines, name); p != nil {
-			return c.status.checkListing(command, p.machines)
-		}
-	}
-	if p := pipelineOwning(c.pipelines, command); p != nil && p.usage != nil {
-		return p.usage(command)
-	}
-	return nil
-}
-
 // checkEntity refuses an --entity the records of the machine named source do not have.
 func checkEntity(ps []*pipeline, command, source, entity string) error {
 	if entity == "" {
@@ -240,31 +198,4 @@ func checkEntity(ps []*pipeline, command, source, entity string) error {
 		}
 	}
 	return nil
-}
-
-func (app *app) dispatch(ctx context.Context, command string, c parsed) error {
-	switch command {
-	case "migrate", "migrate up":
-		return app.migrateUp(ctx)
-	case "migrate status":
-		return app.migrateStatus(ctx)
-	case "status":
-		return app.status(ctx, machinesOf(c.pipelines), nil, c.status)
-	case "status set":
-		return app.statusSet(ctx, c.status.Set)
-	case "status ack":
-		return app.statusAck(ctx, c.status.Ack)
-	}
-	if name, ok := strings.CutPrefix(command, "status "); ok {
-		if p := pipelineNamed(c.pipelines, name); p != nil {
-			return app.status(ctx, p.machines, p.runNames(), c.status)
-		}
-	}
-	if c.show != nil {
-		return c.show.show(ctx, app)
-	}
-	if p := pipelineOwning(c.pipelines, command); p != nil {
-		return p.run(ctx, app, command)
-	}
-	return fmt.Errorf("unknown command %q", command)
 }

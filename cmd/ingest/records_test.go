@@ -16,7 +16,7 @@ import (
 	"github.com/ingest-dev/ingest/internal/run"
 )
 
-// TestEveryCommandPublishesWhatItOwns runs every registered command's run on an empty database
+// TestEveryCommandPublishesWhatItOwns runs every recorded command's run on an empty database
 // and reads its metrics textfile: each publishes ingest_records (the stuck-records alerts read
 // them) under its pipeline's source, and a Bitrix24 command only for its entity and the
 // entity's children, so the counts of a command that stopped running (a suspended CronJob) are
@@ -25,18 +25,24 @@ func TestEveryCommandPublishesWhatItOwns(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.Pool(t)
 	ctx := context.Background()
-	ps := pipelines()
 	reg := bitrix.Catalog()
 	series := regexp.MustCompile(`(?m)^ingest_records\{command="[^"]*",scope="([^"]*)",source="([^"]*)",status="[^"]*"\} `)
 	dir := t.TempDir()
 	n := 0
-	for _, p := range ps {
-		for _, command := range p.runNames() {
+	for _, p := range pipelines() {
+		walkTree(&cliCommand{subs: p.commands}, nil, func(words []string, c *cliCommand) {
+			if c.act == nil || !c.act.recorded {
+				return
+			}
+			command := strings.Join(words, " ")
 			n++
-			owned := ownedBy(ps, command)
+			var owned []run.Owned
+			if c.act.records != nil {
+				owned = c.act.records()
+			}
 			if len(owned) == 0 {
 				t.Errorf("%s: owns no state machine", command)
-				continue
+				return
 			}
 			path := filepath.Join(dir, strings.ReplaceAll(command, " ", "_")+".prom")
 			o := run.Options{Pool: pool, Command: command, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -53,8 +59,8 @@ func TestEveryCommandPublishesWhatItOwns(t *testing.T) {
 				t.Errorf("%s publishes no ingest_records:\n%s", command, raw)
 			}
 			var family []string
-			if entity, _, ok := bitrixCommand(reg, command); ok {
-				e, _ := reg.Entity(entity)
+			if len(words) == 3 && words[0] == "bitrix" {
+				e, _ := reg.Entity(words[1])
 				for _, f := range reg.Family(e) {
 					family = append(family, f.Name)
 				}
@@ -68,7 +74,7 @@ func TestEveryCommandPublishesWhatItOwns(t *testing.T) {
 					t.Errorf("%s publishes the records of %q, which it does not own (owns %v)", command, scope, family)
 				}
 			}
-		}
+		})
 	}
 	if n < 20 {
 		t.Fatalf("only %d commands registered: the loop is not over the registry", n)

@@ -39,49 +39,30 @@ func socialPipeline() *pipeline {
 		show:       &showSocialCmd{},
 		showHelp:   "a social account or post",
 		commands:   []*cliCommand{socialTree(cmds.Social)},
-		owns:       func(command string) bool { return isSocialCommand(command) && command != "show social" },
-		usage: func(command string) error {
-			if command == "social accounts add" {
-				return cmds.Social.Accounts.Add.check()
-			}
-			return nil
-		},
-		check: func(command string, _ *args, r *redact.Redactor) error {
-			_, err := cmds.Social.check(command, r.Add)
-			return err
-		},
-		run: func(ctx context.Context, app *app, command string) error {
-			return app.socialCommand(ctx, command, cmds.Social)
-		},
-		// Sharded runs are named "social sync run shard 0/4": ingest status matches them by
-		// these names as prefixes.
-		runNames: func() []string {
-			return []string{"social accounts add", "social accounts import", "social sync profiles", "social sync posts",
-				"social sync comments", "social sync run", "social normalize", "social enrich submit", "social enrich poll"}
-		},
-		// Every social command moves records of every social machine (a sync queues
-		// enrichments; a submit moves posts' enrichments and makes jobs).
-		records: everyMachine("social", social.Machines()),
 	}
 }
 
-// socialCommand runs a `social ...` command.
-func (app *app) socialCommand(ctx context.Context, command string, c *socialCmd) error {
-	set, err := c.check(command, app.redactor.Add)
-	if err != nil {
-		return err
+// socialAction is the behaviour of the `social ...` command named label: its configuration,
+// checked with what it needs, and fn run with the checked settings. Sharded runs are named
+// "social sync run shard 0/4": ingest status matches them by label as a prefix. Every social
+// command moves records of every social machine (a sync queues enrichments; a submit moves
+// posts' enrichments and makes jobs).
+func socialAction(c *socialCmd, label string, need socialNeed, recorded bool, fn func(ctx context.Context, app *app, set socialSettings) error) *action {
+	return &action{
+		config: func(_ *args, r *redact.Redactor) error {
+			_, err := c.check(label, need, r.Add)
+			return err
+		},
+		run: func(ctx context.Context, app *app) error {
+			set, err := c.check(label, need, app.redactor.Add)
+			if err != nil {
+				return err
+			}
+			return fn(ctx, app, set)
+		},
+		recorded: recorded,
+		records:  everyMachine("social", social.Machines()),
 	}
-	switch command {
-	case "social accounts add":
-		return app.socialAdd(ctx, c)
-	case "social accounts import":
-		return app.socialImport(ctx, c)
-	case "social status":
-		return app.socialStatus(ctx, c.Status)
-	case "social enrich submit", "social enrich poll":
-		return app.socialEnrich(ctx, command, c, set)
-	}
-	return app.socialSync(ctx, command, c, set)
 }
 
 // shardSuffix names this run's shard in run and lock names ("" when unsharded).
@@ -99,7 +80,7 @@ func (app *app) socialPool(ctx context.Context) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
-func (app *app) socialSync(ctx context.Context, command string, c *socialCmd, set socialSettings) error {
+func (app *app) socialSync(ctx context.Context, command string, c *socialCmd, set socialSettings, steps []socialStep) error {
 	sealer, _ := social.NewSealer(c.TokenKey) // checked
 	pool, err := app.socialPool(ctx)
 	if err != nil {
@@ -128,15 +109,10 @@ func (app *app) socialSync(ctx context.Context, command string, c *socialCmd, se
 		}
 		slices.Sort(s.Providers)
 		s.Shard.Count, s.Shard.Index = c.Shards, c.Shard
-		steps := map[string][]string{"social sync run": {"profiles", "posts", "comments", "normalize"}}[command]
-		if steps == nil {
-			steps = []string{strings.TrimPrefix(strings.TrimPrefix(command, "social sync "), "social ")}
-		}
-		for _, step := range steps {
-			fn := map[string]func(context.Context) (social.Stats, error){
-				"profiles": s.SyncProfiles, "posts": s.SyncPosts, "comments": s.SyncComments, "normalize": s.Normalize}[step]
+		for _, sp := range steps {
+			step := sp.name
 			done := r.Metrics.Phase("social", step)
-			st, err := fn(ctx)
+			st, err := sp.run(s, ctx)
 			done()
 			for outcome, n := range st.Outcomes {
 				r.Metrics.Processed.WithLabelValues("social_"+step, outcome).Add(float64(n))
@@ -158,7 +134,8 @@ func (app *app) socialSync(ctx context.Context, command string, c *socialCmd, se
 	})
 }
 
-func (app *app) socialEnrich(ctx context.Context, command string, c *socialCmd, set socialSettings) error {
+// socialEnrich runs do (submit or poll) as the recorded run command.
+func (app *app) socialEnrich(ctx context.Context, command string, c *socialCmd, set socialSettings, do func(*social.Enricher, context.Context) (social.EnrichStats, error)) error {
 	pool, err := app.socialPool(ctx)
 	if err != nil {
 		return err
@@ -174,13 +151,7 @@ func (app *app) socialEnrich(ctx context.Context, command string, c *socialCmd, 
 			}
 			e.Clients[name] = cl
 		}
-		var st social.EnrichStats
-		var err error
-		if command == "social enrich submit" {
-			st, err = e.Submit(ctx)
-		} else {
-			st, err = e.Poll(ctx)
-		}
+		st, err := do(e, ctx)
 		r.Metrics.Processed.WithLabelValues("social_enrich", "jobs_submitted").Add(float64(st.Jobs))
 		r.Metrics.Processed.WithLabelValues("social_enrich", "jobs_succeeded").Add(float64(st.Succeeded))
 		r.Metrics.Processed.WithLabelValues("social_enrich", "jobs_failed").Add(float64(st.Failed))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -33,29 +34,66 @@ type socialAccountsCmd struct {
 	Import *socialImportCmd
 }
 
-// socialTree is the `social` command: c's options and the commands below it.
+// socialTree is the `social` command: c's options and the commands below it, each with its
+// behaviour.
 func socialTree(c *socialCmd) *cliCommand {
 	c.Accounts = socialAccountsCmd{Add: &socialAddCmd{}, Import: &socialImportCmd{}}
 	c.Status = &socialStatusCmd{}
+	key := socialNeed{key: true}
+	profiles := socialStep{"profiles", (*social.Syncer).SyncProfiles}
+	posts := socialStep{"posts", (*social.Syncer).SyncPosts}
+	comments := socialStep{"comments", (*social.Syncer).SyncComments}
+	normalize := socialStep{"normalize", (*social.Syncer).Normalize}
+	sync := func(label string, steps ...socialStep) *action {
+		return socialAction(c, label, key, true, func(ctx context.Context, app *app, set socialSettings) error {
+			return app.socialSync(ctx, label, c, set, steps)
+		})
+	}
+	enrich := func(label string, do func(*social.Enricher, context.Context) (social.EnrichStats, error)) *action {
+		return socialAction(c, label, socialNeed{enrich: true}, true, func(ctx context.Context, app *app, set socialSettings) error {
+			return app.socialEnrich(ctx, label, c, set, do)
+		})
+	}
+	add := socialAction(c, "social accounts add", key, true, func(ctx context.Context, app *app, _ socialSettings) error { return app.socialAdd(ctx, c) })
+	add.usage = c.Accounts.Add.check
 	return &cliCommand{name: "social", options: c, help: "social-account sync (Instagram): accounts, sync, normalize, enrich, status",
 		subs: []*cliCommand{
 			{name: "accounts", help: "register accounts to track: add, import", subs: []*cliCommand{
-				{name: "add", help: "track one account: --username (business discovery) or --ig-user-id with a token (connected)", options: c.Accounts.Add},
-				{name: "import", help: "track the accounts of a CSV file (header: username,ig_user_id,token,via)", options: c.Accounts.Import},
+				{name: "add", help: "track one account: --username (business discovery) or --ig-user-id with a token (connected)", options: c.Accounts.Add, act: add},
+				{name: "import", help: "track the accounts of a CSV file (header: username,ig_user_id,token,via)", options: c.Accounts.Import,
+					act: socialAction(c, "social accounts import", key, true, func(ctx context.Context, app *app, _ socialSettings) error { return app.socialImport(ctx, c) })},
 			}},
 			{name: "sync", help: "sync profiles, posts, comments of the due accounts of this shard (or run: all, then normalize)", subs: []*cliCommand{
-				{name: "profiles", help: "read the profile of every due account"},
-				{name: "posts", help: "list the media (and stories) of accounts whose profile was read"},
-				{name: "comments", help: "walk the comments of new or changed posts of synced accounts"},
-				{name: "run", help: "profiles, posts, comments, then normalize, in order"},
+				{name: "profiles", help: "read the profile of every due account", act: sync("social sync profiles", profiles)},
+				{name: "posts", help: "list the media (and stories) of accounts whose profile was read", act: sync("social sync posts", posts)},
+				{name: "comments", help: "walk the comments of new or changed posts of synced accounts", act: sync("social sync comments", comments)},
+				{name: "run", help: "profiles, posts, comments, then normalize, in order", act: sync("social sync run", profiles, posts, comments, normalize)},
 			}},
-			{name: "normalize", help: "validate fetched posts and write the normalized tables"},
+			{name: "normalize", help: "validate fetched posts and write the normalized tables",
+				act: socialAction(c, "social normalize", socialNeed{}, true, func(ctx context.Context, app *app, set socialSettings) error {
+					return app.socialSync(ctx, "social normalize", c, set, []socialStep{normalize})
+				})},
 			{name: "enrich", help: "asynchronous enrichment: submit, poll", subs: []*cliCommand{
-				{name: "submit", help: "send waiting posts to the configured providers, within the cap"},
-				{name: "poll", help: "poll due jobs; read, store and normalize finished ones"},
+				{name: "submit", help: "send waiting posts to the configured providers, within the cap", act: enrich("social enrich submit", (*social.Enricher).Submit)},
+				{name: "poll", help: "poll due jobs; read, store and normalize finished ones", act: enrich("social enrich poll", (*social.Enricher).Poll)},
 			}},
-			{name: "status", help: "per account: what was and was not synced, calls per sync, parks, rejects", options: c.Status},
+			{name: "status", help: "per account: what was and was not synced, calls per sync, parks, rejects", options: c.Status,
+				act: socialAction(c, "social status", socialNeed{}, false, func(ctx context.Context, app *app, _ socialSettings) error { return app.socialStatus(ctx, c.Status) })},
 		}}
+}
+
+// socialNeed is what a social command needs of the configuration beyond its defaults.
+type socialNeed struct {
+	// key: SOCIAL_TOKEN_KEY, which seals and unseals the access tokens.
+	key bool
+	// enrich: at least one enrichment provider, each with its token.
+	enrich bool
+}
+
+// socialStep is one step of a sync: its name in metrics and logs, and the Syncer's method.
+type socialStep struct {
+	name string
+	run  func(*social.Syncer, context.Context) (social.Stats, error)
 }
 
 type socialAddCmd struct {
@@ -87,19 +125,9 @@ type socialSettings struct {
 	providers                           map[string][2]string // name -> URL, token
 }
 
-// isSocialCommand reports a complete `social ...` command.
-func isSocialCommand(command string) bool {
-	switch command {
-	case "social accounts add", "social accounts import", "social sync profiles", "social sync posts", "social sync comments",
-		"social sync run", "social normalize", "social enrich submit", "social enrich poll", "social status", "show social":
-		return true
-	}
-	return false
-}
-
-// check validates the social configuration before anything connects and registers its
-// secrets for redaction.
-func (c *socialCmd) check(command string, redact func(string)) (socialSettings, error) {
+// check validates the social configuration the command named label needs before anything
+// connects and registers its secrets for redaction.
+func (c *socialCmd) check(label string, need socialNeed, redact func(string)) (socialSettings, error) {
 	var s socialSettings
 	if c == nil {
 		return s, nil
@@ -127,9 +155,8 @@ func (c *socialCmd) check(command string, redact func(string)) (socialSettings, 
 	if _, err := social.NewSealer(c.TokenKey); err != nil {
 		return s, configError{err.Error()}
 	}
-	needsKey := strings.HasPrefix(command, "social sync") || strings.HasPrefix(command, "social accounts")
-	if needsKey && c.TokenKey == "" {
-		return s, configError{"SOCIAL_TOKEN_KEY is required for " + command + ": 32 random bytes in base64 (head -c32 /dev/urandom | base64), kept in a Secret; it seals the access tokens stored in the database"}
+	if need.key && c.TokenKey == "" {
+		return s, configError{"SOCIAL_TOKEN_KEY is required for " + label + ": 32 random bytes in base64 (head -c32 /dev/urandom | base64), kept in a Secret; it seals the access tokens stored in the database"}
 	}
 	// Providers are configured by SOCIAL_ENRICH_<NAME>_URL and _TOKEN, for each registered one.
 	s.providers = map[string][2]string{}
@@ -143,12 +170,12 @@ func (c *socialCmd) check(command string, redact func(string)) (socialSettings, 
 		if err := checkHTTPURL(u); err != nil {
 			return s, configError{env + "_URL: " + err.Error()}
 		}
-		if strings.HasPrefix(command, "social enrich") && strings.TrimSpace(tok) == "" {
+		if need.enrich && strings.TrimSpace(tok) == "" {
 			return s, configError{env + "_TOKEN is empty while " + env + "_URL is set: the provider would refuse every call (401)"}
 		}
 		s.providers[p.Name] = [2]string{u, tok}
 	}
-	if strings.HasPrefix(command, "social enrich") && len(s.providers) == 0 {
+	if need.enrich && len(s.providers) == 0 {
 		names := make([]string, len(social.Providers))
 		for i, p := range social.Providers {
 			names[i] = "SOCIAL_ENRICH_" + strings.ToUpper(p.Name) + "_URL"

@@ -39,6 +39,21 @@ func chatsEntity(o catalogOptions) *engine.Entity {
 		NoFields: noChatFields,
 		Payload:  chatPayload,
 		Verify:   verifyChats,
+		Flags:    []engine.Flag{chatRescanFlag()},
+	}
+}
+
+// chatRescanFlag is ChatRescan on the chats' commands: `bitrix chats get --chat-rescan`.
+func chatRescanFlag() engine.Flag {
+	return engine.Flag{
+		Name:   "chat-rescan",
+		Env:    "BITRIX_CHAT_RESCAN",
+		Help:   "read every chat's whole history again (finds edited messages) instead of only the new messages",
+		Phases: []engine.Phase{engine.PhaseGet},
+		Set: func(e *engine.Entity, _ string) error {
+			e.Lister = chatLister{rescan: true}
+			return nil
+		},
 	}
 }
 
@@ -52,6 +67,7 @@ func chatMessagesEntity() *engine.Entity {
 		// A message's "unread" says whether the webhook's user has read it, not what it is.
 		Volatile: []string{"unread"},
 		Batch:    100, // seed 002: 100 messages per call
+		IDFormat: "CHAT:MESSAGE",
 		// A chat's messages reach the target in the order they were written.
 		Order:    "split_part(source_id, ':', 2)::bigint",
 		NoFields: noChatFields,

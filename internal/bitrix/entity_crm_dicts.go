@@ -48,6 +48,7 @@ func crmCategoriesEntity() *engine.Entity {
 		Refs:     []engine.Ref{{Field: "entityTypeId", Entity: CRMTypes, Values: smartTypeOf}},
 		Batch:    50,
 		Finish:   categoryFinish,
+		IDFormat: "ENTITYTYPEID:ID",
 		NoFields: "funnels have no custom fields",
 		Verify:   verifyStages,
 	}
@@ -61,6 +62,7 @@ func crmStagesEntity() *engine.Entity {
 		// A stage is its STATUS_ID (NEW, C1:NEW, DT1038_21:NEW), unique across the portal's
 		// funnels and what items name in stageId; CATEGORY_ID receives the funnel's target id.
 		IDField:     "STATUS_ID",
+		IDFormat:    "STATUS_ID",
 		ParentField: "CATEGORY_ID",
 		Batch:       100,
 		NoFields:    "stages have no custom fields",

@@ -37,6 +37,8 @@ func groupMembersEntity() *engine.Entity {
 		Name:   GroupMembers,
 		Noun:   "memberships",
 		Parent: Groups,
+		// A membership is "<group>:<user>".
+		IDFormat: "GROUP:USER",
 		// sonet_group.user.get returns every active member of one group at once (no paging).
 		Fetch:       &engine.ChildFetch{Method: "sonet_group.user.get", ParentParam: "ID", KeyField: "USER_ID", ParentGone: isGroupGone},
 		ParentField: "GROUP_ID",

@@ -27,6 +27,8 @@ func smartEntity() *engine.Entity {
 		Requires: []string{Users, CRMTypes, CRMCategories, Companies, Contacts, Deals},
 		Lister:   smartItems{},
 		IDField:  "id",
+		// An item is "<entityTypeId>:<id>": ids are unique only within a type.
+		IDFormat: "ENTITYTYPEID:ID",
 		Refs: append(append(crmRefs(0), crmClientRefs...),
 			engine.Ref{Field: "entityTypeId", Name: "type", Entity: CRMTypes, Values: func(f map[string]json.RawMessage) []string {
 				return []string{engine.Text(f, "entityTypeId")}

@@ -8,13 +8,13 @@ import (
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 )
 
-// The worked example of docs/adding-an-entity.md: a flat entity is one value. (Departments are
-// not part of the migration; the example shows the shape, and this test keeps it compiling and
-// valid.)
+// The worked example of docs/adding-an-entity.md: an entity is one value, a child another.
+// (Departments are not part of the migration; the example shows the shape, and these examples
+// keep it compiling and valid.)
 func departmentsEntity() *engine.Entity {
 	return &engine.Entity{
 		Name:     "departments",
-		Help:     "the company structure (users must be imported and verified first)",
+		Help:     "the company structure and its members (users must be imported and verified first)",
 		Requires: []string{bitrix.Users},
 		// department.get takes top-level SORT and ORDER, a filter by ID and start=-1.
 		Lister: &engine.IDScan{Scan: rest.Scan{
@@ -28,15 +28,88 @@ func departmentsEntity() *engine.Entity {
 		SelfRef:  "PARENT",
 		Batch:    50,
 		NoFields: "departments have no custom fields of their own",
+		// `ingest bitrix departments set --headless-departments`: a department whose head left
+		// (UF_HEAD empty) goes without one instead of failing.
+		Flags: []engine.Flag{{
+			Name:   "headless-departments",
+			Env:    "BITRIX_HEADLESS_DEPARTMENTS",
+			Help:   "send a department without a head (UF_HEAD empty) with none, instead of failing it",
+			Phases: []engine.Phase{engine.PhaseSet},
+			Set: func(e *engine.Entity, _ string) error {
+				for i := range e.Refs {
+					if e.Refs[i].Field == "UF_HEAD" {
+						e.Refs[i].Optional = true
+					}
+				}
+				return nil
+			},
+		}},
+	}
+}
+
+// departmentMembersEntity is the departments' child: who works in each, read with every page of
+// departments.
+func departmentMembersEntity() *engine.Entity {
+	return &engine.Entity{
+		Name:   "department_members",
+		Noun:   "memberships",
+		Parent: "departments",
+		// One user.get per department, all of a page's departments in one batch. ChildFetch
+		// takes one answer a parent: user.get answers 50 users, so departments of more would
+		// be walked instead (a KeyWalk, as the feed's comments are).
+		Fetch: &engine.ChildFetch{Method: "user.get", KeyField: "ID", Params: func(department string) any {
+			return map[string]any{"FILTER": map[string]any{"UF_DEPARTMENT": department}, "ADMIN_MODE": true}
+		}},
+		// A membership is "<department>:<user>": show bitrix and status set name it so.
+		IDFormat:    "DEPARTMENT:USER",
+		ParentField: "DEPARTMENT_ID",
+		Refs:        []engine.Ref{{Field: "ID", Entity: bitrix.Users, Name: "member"}},
+		Batch:       100,
+		NoFields:    "memberships have no custom fields",
 	}
 }
 
 func ExampleNewRegistry() {
-	reg, err := engine.NewRegistry(append(bitrix.Catalog().All(), departmentsEntity())...)
+	reg, err := engine.NewRegistry(append(bitrix.Catalog().All(), departmentsEntity(), departmentMembersEntity())...)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	fmt.Println(reg.CommandNames())
-	// Output: [users groups chats feed tasks crm_types crm_categories companies contacts deals deal_products crm_comments smart workflows departments]
+	d, _ := reg.Entity("departments")
+	for _, e := range reg.Family(d) {
+		fmt.Print(e.Name, " ")
+	}
+	fmt.Println()
+	// Output:
+	// [users groups chats feed tasks crm_types crm_categories companies contacts deals deal_products crm_comments smart workflows departments]
+	// departments department_members
+}
+
+// The command line applies a flag given to the entity the engine runs with; here by hand.
+func Example_entityFlag() {
+	reg, err := engine.NewRegistry(append(bitrix.Catalog().All(), departmentsEntity(), departmentMembersEntity())...)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	d, _ := reg.Entity("departments")
+	flag := d.Flags[0]
+	fmt.Println("--"+flag.Name, flag.Phases, d.Refs[0].Optional)
+	if err := flag.Set(d, "true"); err != nil {
+		fmt.Println(err)
+	}
+	fmt.Println(d.Refs[0].Name, "optional:", d.Refs[0].Optional)
+	// Output:
+	// --headless-departments [set] false
+	// head optional: true
+}
+
+// NewRegistry refuses a flag the command line could not offer.
+func Example_childFlagRefused() {
+	child := departmentMembersEntity()
+	child.Flags = departmentsEntity().Flags
+	_, err := engine.NewRegistry(append(bitrix.Catalog().All(), departmentsEntity(), child)...)
+	fmt.Println(err)
+	// Output: bitrix entity "department_members": a child has no command, so no flags of its own
 }

@@ -96,6 +96,12 @@ type Entity struct {
 	// its dates, enumerations, references and custom-field names (money as decimal strings,
 	// a reference whose entity depends on another field). Not used with Payload.
 	Finish func(fields map[string]json.RawMessage, r Record, rf *Refs) error
+	// Flags are the options of the entity's own commands (Flag): what a run of the entity may be
+	// asked to do differently, declared here so that the command line names no entity.
+	Flags []Flag
+	// IDFormat, when the portal's id of a record is not one plain number, is how people write it
+	// (`show bitrix`, `status set --entity`): "GROUP:USER", "STATUS_ID". Empty means the id.
+	IDFormat string
 	// NotMigrated names what the entity's migration leaves behind by design (what the target has
 	// no place for, a running state), so that verify's report and the README say so: nothing is
 	// silently absent.
@@ -229,6 +235,9 @@ func NewRegistry(entities ...*Entity) (*Registry, error) {
 			return nil, fmt.Errorf("bitrix entity %q: a child cannot have a SelfRef (parent_source_id holds its parent)", e.Name)
 		case e.Walk != nil && e.Parent == "":
 			return nil, fmt.Errorf("bitrix entity %q: only a child is walked", e.Name)
+		}
+		if err := checkFlags(e); err != nil {
+			return nil, err
 		}
 		r.byName[e.Name] = e
 	}
