@@ -69,7 +69,9 @@ func bitrixTree(reg *engine.Registry, c *bitrixCmd) *cliCommand {
 			}
 			label := "bitrix " + ent.Name + " " + string(phase)
 			node := &cliCommand{name: string(phase), help: bitrixPhaseHelp(phase), act: &action{
-				config: func(_ *args, r *redact.Redactor) error { return c.check(string(phase), bitrixPhaseNeeds(string(phase)), r.Add) },
+				config: func(_ *args, r *redact.Redactor) error {
+					return c.check(string(phase), bitrixPhaseNeeds(string(phase)), r.Add)
+				},
 				run: func(ctx context.Context, app *app) error {
 					return app.bitrixPhase(ctx, c, label, ent.Name, do)
 				},
