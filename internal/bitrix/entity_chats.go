@@ -53,7 +53,7 @@ func chatMessagesEntity() *engine.Entity {
 		Volatile: []string{"unread"},
 		Batch:    100, // seed 002: 100 messages per call
 		// A chat's messages reach the target in the order they were written.
-		Order:    "split_part(source_id, ':', 2)::bigint",
+		Order:    engine.OrderByIDPart(2),
 		NoFields: noChatFields,
 		Payload:  messagePayload,
 		// The message id as a string, as every id is sent (the portal writes ids either way).

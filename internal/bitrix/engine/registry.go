@@ -67,10 +67,10 @@ type Entity struct {
 	// Batch is how many records one import.<entity>.batch call carries.
 	Batch int
 	// Order, for a child entity whose records must reach the target in order within their
-	// parent (the messages of a conversation), is the SQL expression over bitrix_records that sorts them: set
-	// then sends them parent by parent, one batch after another. Empty means any order, with
-	// batches sent concurrently.
-	Order string
+	// parent (the messages of a conversation), is that order (OrderByIDPart): set then sends them
+	// parent by parent, one batch after another. The zero Ordering means any order, with batches
+	// sent concurrently.
+	Order Ordering
 	// Fields is how the entity's custom fields are read; nil when the REST API has none, and
 	// NoFields says why.
 	Fields   *CustomFields
@@ -228,6 +228,10 @@ func NewRegistry(entities ...*Entity) (*Registry, error) {
 			return nil, fmt.Errorf("bitrix entity %q: a child cannot have a SelfRef (parent_source_id holds its parent)", e.Name)
 		case e.Walk != nil && e.Parent == "":
 			return nil, fmt.Errorf("bitrix entity %q: only a child is walked", e.Name)
+		case !e.Order.valid():
+			return nil, fmt.Errorf("bitrix entity %q: Order names no part of the source id", e.Name)
+		case e.Order.ordered() && e.Parent == "":
+			return nil, fmt.Errorf("bitrix entity %q: only a child's records are sent in order within their parent", e.Name)
 		}
 		r.byName[e.Name] = e
 	}

@@ -234,7 +234,7 @@ func (s *setter) countBacklog(ctx context.Context, family []*Entity) error {
 // attempt has come, children only once their parent is IMPORT_OK. It reports whether it sent
 // anything.
 func (s *setter) round(ctx context.Context, ent *Entity) (bool, error) {
-	if ent.Order != "" {
+	if ent.Order.ordered() {
 		return s.orderedRound(ctx, ent)
 	}
 	p := status.PickParams{Statuses: pending, Limit: ent.Batch, ScopeValue: ent.Name, DueBy: s.e.now()}
@@ -290,7 +290,7 @@ func (s *setter) orderedRound(ctx context.Context, ent *Entity) (bool, error) {
 	}
 	for _, parent := range parents {
 		ids, err := Machine.PickChildren(ctx, s.e.Pool, status.ChildPick{ScopeValue: ent.Name, Column: "parent_source_id",
-			Key: parent, Statuses: []status.Status{New}, Order: ent.Order})
+			Key: parent, Statuses: []status.Status{New}, Order: ent.Order.sql()})
 		if err != nil {
 			return false, fmt.Errorf("%s of %s %s: %w", ent.Name, ent.Parent, parent, err)
 		}
