@@ -29,7 +29,7 @@ func chatsEntity(o catalogOptions) *engine.Entity {
 		// cursor (messagesWalk, a KeyWalk).
 		Lister: chatLister{rescan: o.chatRescan},
 		Refs: []engine.Ref{
-			{Field: "participants", Entity: Users, Values: chatUsers},
+			{Field: "participants", Entity: Users, Values: chatUsers, Listed: true},
 			{Field: "entity_id", Entity: Groups, Values: chatGroup},
 		},
 		Dates: []string{"date_create"},
@@ -39,13 +39,18 @@ func chatsEntity(o catalogOptions) *engine.Entity {
 		NoFields: noChatFields,
 		Payload:  chatPayload,
 		Verify:   verifyChats,
+		// A chat the webhook's user cannot read carries the portal's refusal (chatRow.Unreachable).
+		OutOfReach: "unreachable",
 	}
 }
 
 func chatMessagesEntity() *engine.Entity {
 	return &engine.Entity{
 		Name:   ChatMessages,
+		Noun:   "chat messages",
 		Parent: Chats,
+		// verify compares the messages read with the portal's count of every readable chat.
+		ChildCount: &engine.PortalCount{Summary: "messages", Count: chatMessageCounts},
 		// Walked by the chats' lister; author, mentions in the BB-code text and likes are users.
 		Refs:  []engine.Ref{{Field: "author_id", Entity: Users, Values: messageUsers}},
 		Dates: []string{"date"},

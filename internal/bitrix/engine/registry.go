@@ -96,6 +96,13 @@ type Entity struct {
 	// its dates, enumerations, references and custom-field names (money as decimal strings,
 	// a reference whose entity depends on another field). Not used with Payload.
 	Finish func(fields map[string]json.RawMessage, r Record, rf *Refs) error
+	// ChildCount, for a child entity, is the portal's count of its records per parent (the
+	// messages of each conversation), which verify compares with what get read (PortalCount).
+	ChildCount *PortalCount
+	// OutOfReach is the payload field of the entity's own, when it has one, whose presence marks
+	// a record the webhook's user cannot read (as the engine's UnreachableKey does): verify
+	// asks no count of its children and leaves it out of the coverage of listed references.
+	OutOfReach string
 	// NotMigrated names what the entity's migration leaves behind by design (what the target has
 	// no place for, a running state), so that verify's report and the README say so: nothing is
 	// silently absent.
@@ -126,6 +133,9 @@ type Ref struct {
 	// every dropped link by record. On a SelfRef it also lets the record go without waiting for
 	// that parent (dropped.go).
 	DropGone bool
+	// Listed: the field holds a list of ids (read by Values for translation) whose coverage
+	// verify checks: how many of them have a target id, and which records hold ones that do not.
+	Listed bool
 }
 
 // none reports whether an id is no reference at all: the portal writes "0", "" or null.
@@ -230,6 +240,8 @@ func NewRegistry(entities ...*Entity) (*Registry, error) {
 			return nil, fmt.Errorf("bitrix entity %q: only a child is walked", e.Name)
 		case !e.Order.valid():
 			return nil, fmt.Errorf("bitrix entity %q: Order names no part of the source id", e.Name)
+		case e.ChildCount != nil && (e.Parent == "" || e.ChildCount.Count == nil || e.Lister != nil):
+			return nil, fmt.Errorf("bitrix entity %q: a ChildCount, with its Count, is for a child without a lister of its own", e.Name)
 		case e.Order.ordered() && e.Parent == "":
 			return nil, fmt.Errorf("bitrix entity %q: only a child's records are sent in order within their parent", e.Name)
 		}

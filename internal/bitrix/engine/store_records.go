@@ -58,8 +58,8 @@ FROM bitrix_records WHERE entity = $1 AND `+live(""), entity, field).Scan(&with,
 	return with, without, nil
 }
 
-// CountByParent counts a child entity's records by their parent's source id.
-func (s Store) CountByParent(ctx context.Context, child string) (map[string]int64, error) {
+// countByParent counts a child entity's records by their parent's source id.
+func (s Store) countByParent(ctx context.Context, child string) (map[string]int64, error) {
 	return s.byParent(ctx, "count "+child+" per parent",
 		`SELECT parent_source_id, count(*) FROM bitrix_records WHERE entity = $1 GROUP BY 1`, child)
 }
@@ -121,33 +121,6 @@ WHERE entity = $1 AND status <> $2 AND payload->$3 IS NULL AND acknowledged_at I
 		return nil, fmt.Errorf("list unimported %s: %w", entity, err)
 	}
 	return out, nil
-}
-
-// ListCoverage checks the references an entity's records hold as a list of ids in a payload
-// field (the participants of a record): how many there are and how many have a target id of the entity
-// they name (to), with the records holding unmapped ones (up to MaxListed, their ids in numeric
-// order). Acknowledged records and those whose payload has the field skip are left out.
-func (s Store) ListCoverage(ctx context.Context, entity, field, to, skip string) (RefCoverage, error) {
-	c := RefCoverage{Entity: entity, Field: field, Refers: to}
-	err := s.db.QueryRow(ctx, `SELECT count(*), count(u.source_id) FROM bitrix_records c
-CROSS JOIN jsonb_array_elements_text(c.payload->$2) AS pid
-LEFT JOIN bitrix_id_map u ON u.entity = $3 AND u.source_id = pid
-WHERE c.entity = $1 AND c.payload->$4 IS NULL AND c.acknowledged_at IS NULL`, entity, field, to, skip).Scan(&c.Total, &c.Mapped)
-	if err != nil {
-		return c, fmt.Errorf("check %s of %s: %w", field, entity, err)
-	}
-	rows, err := s.db.Query(ctx, `SELECT c.source_id, array_agg(pid ORDER BY pid::bigint) FROM bitrix_records c
-CROSS JOIN jsonb_array_elements_text(c.payload->$2) AS pid
-WHERE c.entity = $1 AND c.payload->$4 IS NULL AND c.acknowledged_at IS NULL
-  AND NOT EXISTS (SELECT 1 FROM bitrix_id_map u WHERE u.entity = $3 AND u.source_id = pid)
-GROUP BY c.id, c.source_id ORDER BY c.id LIMIT $5`, entity, field, to, skip, MaxListed)
-	if err != nil {
-		return c, fmt.Errorf("check %s of %s: %w", field, entity, err)
-	}
-	if c.Unmapped, err = pgx.CollectRows(rows, pgx.RowToStructByPos[UnmappedRefs]); err != nil {
-		return c, fmt.Errorf("check %s of %s: %w", field, entity, err)
-	}
-	return c, nil
 }
 
 // TargetIDByField returns the target id of the entity's record whose payload field holds value;
