@@ -96,6 +96,11 @@ type Entity struct {
 	// its dates, enumerations, references and custom-field names (money as decimal strings,
 	// a reference whose entity depends on another field). Not used with Payload.
 	Finish func(fields map[string]json.RawMessage, r Record, rf *Refs) error
+	// Untranslated, when set, names the values of an imported record that set sent as the portal
+	// has them because their mapping cannot be proved (a user named in a template's text, a
+	// document outside the CRM), given the record's fields and what it refers to: verify lists
+	// each by record.
+	Untranslated func(fields map[string]json.RawMessage, rf *Refs) []string
 	// ChildCount, for a child entity, is the portal's count of its records per parent (the
 	// messages of each conversation), which verify compares with what get read (PortalCount).
 	ChildCount *PortalCount

@@ -93,12 +93,6 @@ func (s Store) StatusCounts(ctx context.Context) ([]status.Count, error) {
 	return Machine.Counts(ctx, s.db)
 }
 
-// Refs loads what translating the records' references needs: the target ids of every record
-// they name.
-func (s Store) Refs(ctx context.Context, ent *Entity, recs []Record) (*Refs, error) {
-	return loadRefs(ctx, s.db, ent, recs)
-}
-
 // Unverify clears the entity's VERIFIED flag (and its parents'): records of it changed.
 func (s Store) Unverify(ctx context.Context, entity string) error {
 	return s.unverify(ctx, entity)

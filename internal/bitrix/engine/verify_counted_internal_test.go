@@ -170,3 +170,39 @@ INSERT INTO bitrix_id_map (entity, source_id, target_id, checksum) VALUES ('peop
 		t.Errorf("problems %q, want %q", r.Problems, want)
 	}
 }
+
+// An entity's Untranslated hook sees every imported record of the family with what it refers to,
+// and each value it names is listed by record; records not imported are not asked about.
+func TestVerifyListsUntranslatedValues(t *testing.T) {
+	people := &Entity{Name: "people", Batch: 1, Lister: &IDScan{}}
+	posts := &Entity{Name: "posts", Batch: 1, Lister: &IDScan{},
+		Refs: []Ref{{Field: "owner", Entity: "people", Optional: true}},
+		Untranslated: func(fields map[string]json.RawMessage, rf *Refs) []string {
+			if id := Text(fields, "owner"); id != "" {
+				if _, ok := rf.Target("people", id); !ok {
+					return []string{"owner " + id + " kept as on the portal"}
+				}
+			}
+			return nil
+		}}
+	reg, err := NewRegistry(people, posts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := countedEngine(t, reg)
+	ctx := context.Background()
+	storeRecords(t, e.Pool, "posts", ImportOK, [3]string{"p1", "", `{"owner": "1"}`}, [3]string{"p2", "", `{"owner": "2"}`},
+		[3]string{"p3", "", `{}`})
+	storeRecords(t, e.Pool, "posts", New, [3]string{"p4", "", `{"owner": "3"}`})
+	if _, err := e.Pool.Exec(ctx, `INSERT INTO bitrix_id_map (entity, source_id, target_id, checksum) VALUES ('people', '1', 't1', '')`); err != nil {
+		t.Fatal(err)
+	}
+	var r VerifyReport
+	if err := e.untranslatedValues(ctx, reg.Family(posts), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.UntranslatedCount != 1 || len(r.Untranslated) != 1 || r.Untranslated[0].SourceID != "p2" ||
+		r.Untranslated[0].Reason != "owner 2 kept as on the portal" || r.Untranslated[0].Status != string(ImportOK) {
+		t.Errorf("untranslated %d %+v, want p2's owner alone", r.UntranslatedCount, r.Untranslated)
+	}
+}
