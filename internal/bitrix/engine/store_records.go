@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -151,41 +148,35 @@ WHERE entity = $1 AND NOT on_target ORDER BY field_name`, entity)
 	return out, nil
 }
 
-// RollUp advances the get pass of an entity read in parts (each part an inventory row of its
-// own, named in parts): its cursor becomes the part just read, its rows and source total the
-// parts' sums.
-func (s Store) RollUp(ctx context.Context, entity, cursor string, parts []string) error {
+// RollUpParams is one step of the get pass of an entity read in parts (each part an inventory
+// row of its own): a part read, or the pass complete.
+type RollUpParams struct {
+	// Entity is the entity read in parts.
+	Entity string
+	// Cursor is the part just read; the pass's rows and source total become the sums of the
+	// inventory rows named in Parts.
+	Cursor string
+	Parts  []string
+	// Complete marks the pass complete instead, with the source total the parts summed to (0
+	// when none said).
+	Complete bool
+}
+
+// RollUp advances the get pass of an entity read in parts past the part just read, or marks it
+// complete.
+func (s Store) RollUp(ctx context.Context, p RollUpParams) error {
+	if p.Complete {
+		if _, err := s.db.Exec(ctx, `UPDATE bitrix_inventory SET get_complete = true, get_finished_at = now(),
+source_total = coalesce(source_total, 0), updated_at = now() WHERE entity = $1`, p.Entity); err != nil {
+			return fmt.Errorf("finish get of %s: %w", p.Entity, err)
+		}
+		return nil
+	}
 	if _, err := s.db.Exec(ctx, `UPDATE bitrix_inventory SET get_cursor = $2,
 pass_rows = (SELECT coalesce(sum(pass_rows), 0) FROM bitrix_inventory WHERE entity = ANY($3)),
 source_total = (SELECT sum(source_total) FROM bitrix_inventory WHERE entity = ANY($3)), updated_at = now()
-WHERE entity = $1`, entity, cursor, parts); err != nil {
-		return fmt.Errorf("advance get of %s past %s: %w", entity, cursor, err)
+WHERE entity = $1`, p.Entity, p.Cursor, p.Parts); err != nil {
+		return fmt.Errorf("advance get of %s past %s: %w", p.Entity, p.Cursor, err)
 	}
 	return nil
-}
-
-// FinishRollUp marks the get pass of an entity read in parts complete, with the source total
-// the parts summed to (0 when none said).
-func (s Store) FinishRollUp(ctx context.Context, entity string) error {
-	if _, err := s.db.Exec(ctx, `UPDATE bitrix_inventory SET get_complete = true, get_finished_at = now(),
-source_total = coalesce(source_total, 0), updated_at = now() WHERE entity = $1`, entity); err != nil {
-		return fmt.Errorf("finish get of %s: %w", entity, err)
-	}
-	return nil
-}
-
-// IntIDs returns the source ids of an entity whose ids are numbers, ascending.
-func (s Store) IntIDs(ctx context.Context, entity string) ([]int, error) {
-	ids, err := s.SourceIDs(ctx, entity)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]int, len(ids))
-	for i, id := range ids {
-		if out[i], err = strconv.Atoi(strings.TrimSpace(id)); err != nil {
-			return nil, fmt.Errorf("%s %q: the id is not a number: %w", entity, id, err)
-		}
-	}
-	slices.Sort(out)
-	return out, nil
 }
