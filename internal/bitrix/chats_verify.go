@@ -41,7 +41,7 @@ func verifyChatCounts(ctx context.Context, e engine.Env, chats []chatRow, r *eng
 	}
 	// The chats out of reach are not in SourceCount: only the readable ones a person acknowledged
 	// are subtracted.
-	acked, err := e.Store().CountExcusedReachable(ctx, e.Entity(Chats), "unreachable")
+	acked, err := e.Store().CountExcusedReachable(ctx, e.Entity(Chats))
 	if err != nil {
 		return err
 	}
@@ -81,7 +81,7 @@ func verifyChatCounts(ctx context.Context, e engine.Env, chats []chatRow, r *eng
 			r.ByStatus[string(c.Status)] = c.N
 		}
 	}
-	issues, err := e.Store().Unimported(ctx, Chats, "unreachable")
+	issues, err := e.Store().Unimported(ctx, e.Entity(Chats))
 	if err != nil {
 		return err
 	}
