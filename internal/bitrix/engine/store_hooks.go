@@ -15,7 +15,7 @@ import (
 
 // Payloads returns the payloads of the entity's records, in record order.
 //
-// Caller: storedChats (internal/bitrix/chats_get.go), the chats' lister and verify.
+// Caller: storedChats (internal/bitrix/chats_get.go).
 func (s Store) Payloads(ctx context.Context, entity string) ([]json.RawMessage, error) {
 	rows, err := s.db.Query(ctx, `SELECT payload FROM bitrix_records WHERE entity = $1 ORDER BY id`, entity)
 	if err != nil {
@@ -32,8 +32,7 @@ func (s Store) Payloads(ctx context.Context, entity string) ([]json.RawMessage, 
 // source ids are "<key>:<sequence>" (a walk's records numbered within their key, as messages
 // within a conversation); field, when not empty, keeps only the records whose payload has it.
 //
-// Caller: newestMessages (internal/bitrix/chats_messages.go), where the chats' and the task
-// chats' walks resume.
+// Caller: newestMessages (internal/bitrix/chats_messages.go).
 func (s Store) NewestBySeq(ctx context.Context, child, field string) (map[string]int64, error) {
 	return s.byParent(ctx, "find the newest stored "+child, `SELECT parent_source_id, max(split_part(source_id, ':', 2)::bigint)
 FROM bitrix_records WHERE entity = $1 AND ($2 = '' OR payload ? $2) GROUP BY 1`, child, field)
@@ -42,7 +41,7 @@ FROM bitrix_records WHERE entity = $1 AND ($2 = '' OR payload ? $2) GROUP BY 1`,
 // Childless returns the source ids of the parent entity's records that have no record of the
 // child entity, in record order.
 //
-// Caller: verifyFeed (internal/bitrix/feed_payload.go), posts without recipients.
+// Caller: verifyFeed (internal/bitrix/feed_payload.go).
 func (s Store) Childless(ctx context.Context, parent, child string) ([]string, error) {
 	rows, err := s.db.Query(ctx, `SELECT p.source_id FROM bitrix_records p WHERE p.entity = $1
 AND NOT EXISTS (SELECT 1 FROM bitrix_records c WHERE c.entity = $2 AND c.parent_source_id = p.source_id) ORDER BY p.id`,
@@ -60,7 +59,7 @@ AND NOT EXISTS (SELECT 1 FROM bitrix_records c WHERE c.entity = $2 AND c.parent_
 // Unimported lists every record of the entity that is not IMPORT_OK, leaving out acknowledged
 // ones and those out of reach (Entity.OutOfReach, UnreachableKey), in record order.
 //
-// Caller: verifyChatCounts (internal/bitrix/chats_verify.go), the readable chats not imported.
+// Caller: verifyChatCounts (internal/bitrix/chats_verify.go).
 func (s Store) Unimported(ctx context.Context, ent *Entity) ([]RecordIssue, error) {
 	rows, err := s.db.Query(ctx, `SELECT source_id, status, coalesce(last_error, '') FROM bitrix_records r
 WHERE r.entity = $1 AND r.status <> $2 AND `+reachable("r", ent)+` AND r.acknowledged_at IS NULL ORDER BY r.id`, ent.Name, string(ImportOK))
@@ -82,7 +81,7 @@ WHERE r.entity = $1 AND r.status <> $2 AND `+reachable("r", ent)+` AND r.acknowl
 // UnreachableKey): an entity that counts its records out of reach apart subtracts them once,
 // not again when they are acknowledged too.
 //
-// Caller: verifyChatCounts (internal/bitrix/chats_verify.go), the chats expected on the target.
+// Caller: verifyChatCounts (internal/bitrix/chats_verify.go).
 func (s Store) CountExcusedReachable(ctx context.Context, ent *Entity) (int64, error) {
 	var n int64
 	err := s.db.QueryRow(ctx, `SELECT count(*) FROM bitrix_records r WHERE r.entity = $1 AND `+reachable("r", ent)+` AND `+
@@ -101,8 +100,7 @@ type FieldMatch struct {
 // TargetIDByField returns the target id of the record the match names; pgx.ErrNoRows (wrapped)
 // when no such record is imported.
 //
-// Caller: smartFieldSplit (internal/bitrix/entity_smart.go), a smart process type by its
-// entityTypeId.
+// Caller: smartFieldSplit (internal/bitrix/entity_smart.go).
 func (s Store) TargetIDByField(ctx context.Context, m FieldMatch) (string, error) {
 	var target string
 	err := s.db.QueryRow(ctx, `SELECT m.target_id FROM bitrix_records r
@@ -146,8 +144,7 @@ type UnreachableBy struct {
 // CountUnreachableBy counts the records the selection names by their value of its field, most
 // first.
 //
-// Caller: withheldAuthors (internal/bitrix/feed_authors.go), the authors whose webhooks would
-// recover the most withheld texts.
+// Caller: withheldAuthors (internal/bitrix/feed_authors.go).
 func (s Store) CountUnreachableBy(ctx context.Context, u UnreachableBy) ([]ValueCount, error) {
 	rows, err := s.db.Query(ctx, `SELECT coalesce(payload->>$2, ''), count(*) FROM bitrix_records
 WHERE entity = $1 AND strpos(payload->>$3, $4) > 0 GROUP BY 1 ORDER BY 2 DESC, 1`, u.Entity, u.Field, UnreachableKey, u.Because)
@@ -178,8 +175,7 @@ type RollUpParams struct {
 // RollUp advances the get pass of an entity read in parts past the part just read, or marks it
 // complete.
 //
-// Caller: smartItems.Get (internal/bitrix/lister_smart.go), the smart process items read type by
-// type.
+// Caller: smartItems.Get (internal/bitrix/lister_smart.go).
 func (s Store) RollUp(ctx context.Context, p RollUpParams) error {
 	if p.Complete {
 		if _, err := s.db.Exec(ctx, `UPDATE bitrix_inventory SET get_complete = true, get_finished_at = now(),

@@ -206,3 +206,30 @@ func TestVerifyListsUntranslatedValues(t *testing.T) {
 		t.Errorf("untranslated %d %+v, want p2's owner alone", r.UntranslatedCount, r.Untranslated)
 	}
 }
+
+// The registry takes a ChildCount only on a child read without a lister of its own, with its
+// Count.
+func TestRegistryChecksChildCount(t *testing.T) {
+	count := func(context.Context, Env, []string, func(ParentCount)) error { return nil }
+	for _, tc := range []struct {
+		name  string
+		child bool
+		pc    *PortalCount
+		ok    bool
+	}{
+		{"child", true, &PortalCount{Count: count}, true},
+		{"top-level", false, &PortalCount{Count: count}, false},
+		{"no count", true, &PortalCount{Summary: "notes"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &Entity{Name: "notes", Batch: 1, Lister: &IDScan{}, ChildCount: tc.pc}
+			if tc.child {
+				e.Parent, e.Lister = "posts", nil
+			}
+			_, err := NewRegistry(&Entity{Name: "posts", Batch: 1, Lister: &IDScan{}}, e)
+			if (err == nil) != tc.ok {
+				t.Errorf("NewRegistry: %v, want ok = %v", err, tc.ok)
+			}
+		})
+	}
+}
