@@ -3,7 +3,6 @@ package bitrix
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -11,36 +10,22 @@ import (
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 )
 
-// verifyChats is the chats' own part of verify (seed 002 "chats-verify"): chat and message
-// counts, chats of which fewer messages were read than the portal counts, chats the recent list
-// shows that were never read, the mapping of every participant, and the chats out of reach,
-// listed with the reason. The engine adds the records not imported and the sample of chats and
-// messages compared field by field (text included).
+// verifyChats is the chats' own part of verify (seed 002 "chats-verify"): chat counts and chats
+// the recent list shows that were never read, and the chats out of reach, listed with the
+// reason. The engine adds the messages compared with the portal's count of every readable chat
+// (chatMessageCounts), the mapping of every participant (a Listed reference), the records not
+// imported and the sample of chats and messages compared field by field (text included).
 func verifyChats(ctx context.Context, e engine.Env, _ *engine.Entity, r *engine.VerifyReport) error {
-	m := &engine.ChildCounts{Entity: ChatMessages, ByStatus: map[string]int64{}, Summary: "messages"}
-	p := &engine.RefCoverage{Entity: Chats, Field: "participants", Refers: Users}
 	chats, err := storedChats(ctx, e.Store())
 	if err != nil {
 		return err
 	}
-	if err := verifyChatCounts(ctx, e, chats, r, m); err != nil {
-		return err
-	}
-	if err := verifyMessageCounts(ctx, e, chats, r, m); err != nil {
-		return err
-	}
-	if err := verifyParticipants(ctx, e, r, p); err != nil {
-		return err
-	}
-	r.Children = append(r.Children, *m)
-	r.References = append(r.References, *p)
-	return nil
+	return verifyChatCounts(ctx, e, chats, r)
 }
 
 // verifyChatCounts compares the readable chats read with the target, lists the unreachable
-// ones, and reads the recent list again to find chats get never read; m gets the messages'
-// statuses.
-func verifyChatCounts(ctx context.Context, e engine.Env, chats []chatRow, r *engine.VerifyReport, m *engine.ChildCounts) error {
+// ones, and reads the recent list again to find chats get never read.
+func verifyChatCounts(ctx context.Context, e engine.Env, chats []chatRow, r *engine.VerifyReport) error {
 	read := map[int64]bool{}
 	for _, c := range chats {
 		read[c.ID] = true
@@ -56,7 +41,7 @@ func verifyChatCounts(ctx context.Context, e engine.Env, chats []chatRow, r *eng
 	}
 	// The chats out of reach are not in SourceCount: only the readable ones a person acknowledged
 	// are subtracted.
-	acked, err := e.Store().CountExcusedReachable(ctx, e.Entity(Chats), "unreachable")
+	acked, err := e.Store().CountExcusedReachable(ctx, e.Entity(Chats))
 	if err != nil {
 		return err
 	}
@@ -92,22 +77,11 @@ func verifyChatCounts(ctx context.Context, e engine.Env, chats []chatRow, r *eng
 		return err
 	}
 	for _, c := range counts {
-		switch c.Scope {
-		case Chats:
+		if c.Scope == Chats {
 			r.ByStatus[string(c.Status)] = c.N
-		case ChatMessages:
-			m.ByStatus[string(c.Status)] = c.N
-			m.Read += c.N
 		}
 	}
-	// Messages of an acknowledged chat (or acknowledged themselves) are not expected on the
-	// target.
-	excusedMessages, err := e.Store().CountExcused(ctx, e.Entity(ChatMessages))
-	if err != nil {
-		return err
-	}
-	m.Excused = excusedMessages
-	issues, err := e.Store().Unimported(ctx, Chats, "unreachable")
+	issues, err := e.Store().Unimported(ctx, e.Entity(Chats))
 	if err != nil {
 		return err
 	}
@@ -145,64 +119,23 @@ func messageCounts(ctx context.Context, e engine.Env, chats []int64, fn func(cha
 	})
 }
 
-// verifyMessageCounts compares the messages stored with the portal's count of every readable
-// chat (im.dialog.get message_count, 50 chats per batch) and with the target.
-func verifyMessageCounts(ctx context.Context, e engine.Env, chats []chatRow, r *engine.VerifyReport, m *engine.ChildCounts) error {
-	stored, err := e.Store().CountByParent(ctx, ChatMessages)
-	if err != nil {
-		return err
-	}
-	var readable []int64
-	for _, c := range chats {
-		if c.Unreachable == nil {
-			readable = append(readable, c.ID)
+// chatMessageCounts is the chat messages' PortalCount: how many messages the portal holds in
+// each of the chats (im.dialog.get message_count), a chat the webhook's user can no longer read
+// answered as gone.
+func chatMessageCounts(ctx context.Context, e engine.Env, chats []string, fn func(engine.ParentCount)) error {
+	ids := make([]int64, len(chats))
+	for i, c := range chats {
+		id, err := strconv.ParseInt(c, 10, 64)
+		if err != nil {
+			return fmt.Errorf("chat %q: the id is not a number: %w", c, err)
 		}
+		ids[i] = id
 	}
-	behind := 0
-	err = messageCounts(ctx, e, readable, func(chat string, count int64) {
-		m.Source += count
-		if got := stored[chat]; got < count {
-			behind++
-			if len(m.Short) < engine.MaxListed {
-				m.Short = append(m.Short, engine.ParentCounts{Parent: chat, Source: count, Read: got, Target: -1})
-			}
-		}
+	return messageCounts(ctx, e, ids, func(chat string, count int64) {
+		fn(engine.ParentCount{Parent: chat, Count: count})
 	}, func(chat string, u *engine.Unreachable) {
-		r.Problem("chat %s can no longer be read (%s): run get again", chat, u.Code)
+		fn(engine.ParentCount{Parent: chat, Gone: u})
 	})
-	if err != nil {
-		return err
-	}
-	slices.SortFunc(m.Short, func(a, b engine.ParentCounts) int { return strings.Compare(a.Parent, b.Parent) })
-	if behind > 0 {
-		r.Problem("%d chats have more messages on the portal than were read (run get again)", behind)
-	}
-	if m.Target, err = e.Target().Count(ctx, ChatMessages); err != nil {
-		return fmt.Errorf("verify chat messages: %w", err)
-	}
-	if m.Target != m.Read-m.Excused {
-		r.Problem("target holds %d chat messages, %d were read (%d of them excused)", m.Target, m.Read, m.Excused)
-	}
-	if n := m.Read - m.ByStatus[string(engine.ImportOK)] - m.Excused; n > 0 {
-		r.Problem("%d chat messages are not IMPORT_OK", n)
-		if m.NotImported, err = e.Store().NotImported(ctx, e.Entity(ChatMessages)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// verifyParticipants checks that every participant of every readable chat has a target id.
-func verifyParticipants(ctx context.Context, e engine.Env, r *engine.VerifyReport, p *engine.RefCoverage) error {
-	c, err := e.Store().ListCoverage(ctx, Chats, "participants", Users, "unreachable")
-	if err != nil {
-		return fmt.Errorf("verify participants: %w", err)
-	}
-	p.Total, p.Mapped, p.Unmapped = c.Total, c.Mapped, c.Unmapped
-	if n := p.Total - p.Mapped; n > 0 {
-		r.Problem("%d of %d chat participants have no target id (users not imported)", n, p.Total)
-	}
-	return nil
 }
 
 // clipList joins ids for a problem line, at most ten of them.

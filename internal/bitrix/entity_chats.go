@@ -29,7 +29,7 @@ func chatsEntity(o catalogOptions) *engine.Entity {
 		// cursor (messagesWalk, a KeyWalk).
 		Lister: chatLister{rescan: o.chatRescan},
 		Refs: []engine.Ref{
-			{Field: "participants", Entity: Users, Values: chatUsers},
+			{Field: "participants", Entity: Users, Values: chatUsers, Listed: true},
 			{Field: "entity_id", Entity: Groups, Values: chatGroup},
 		},
 		Dates: []string{"date_create"},
@@ -40,6 +40,8 @@ func chatsEntity(o catalogOptions) *engine.Entity {
 		Payload:  chatPayload,
 		Verify:   verifyChats,
 		Flags:    []engine.Flag{chatRescanFlag()},
+		// A chat the webhook's user cannot read carries the portal's refusal (chatRow.Unreachable).
+		OutOfReach: "unreachable",
 	}
 }
 
@@ -60,7 +62,10 @@ func chatRescanFlag() engine.Flag {
 func chatMessagesEntity() *engine.Entity {
 	return &engine.Entity{
 		Name:   ChatMessages,
+		Noun:   "chat messages",
 		Parent: Chats,
+		// verify compares the messages read with the portal's count of every readable chat.
+		ChildCount: &engine.PortalCount{Summary: "messages", Count: chatMessageCounts},
 		// Walked by the chats' lister; author, mentions in the BB-code text and likes are users.
 		Refs:  []engine.Ref{{Field: "author_id", Entity: Users, Values: messageUsers}},
 		Dates: []string{"date"},
@@ -69,7 +74,7 @@ func chatMessagesEntity() *engine.Entity {
 		Batch:    100, // seed 002: 100 messages per call
 		IDFormat: "CHAT:MESSAGE",
 		// A chat's messages reach the target in the order they were written.
-		Order:    "split_part(source_id, ':', 2)::bigint",
+		Order:    engine.OrderByIDPart(2),
 		NoFields: noChatFields,
 		Payload:  messagePayload,
 		// The message id as a string, as every id is sent (the portal writes ids either way).

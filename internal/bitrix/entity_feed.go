@@ -106,7 +106,7 @@ func feedCommentsEntity() *engine.Entity {
 		Batch:    100,
 		NoFields: noFeedFields,
 		// A post's comments reach the target in the order they were written.
-		Order:   "split_part(source_id, ':', 2)::bigint",
+		Order:   engine.OrderByIDPart(2),
 		Payload: commentPayload,
 		Shapes:  engine.Shapes{IDs: []string{"comment_id"}},
 		Advice:  withheldAuthors, // feed_authors.go

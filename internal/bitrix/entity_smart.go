@@ -111,7 +111,7 @@ func smartFieldSplit(ctx context.Context, st engine.Store, name string) (code, p
 	if m == nil {
 		return "", "", fmt.Errorf("%s is not named UF_CRM_<type id>_<code>", name)
 	}
-	target, err := st.TargetIDByField(ctx, CRMTypes, "id", m[1])
+	target, err := st.TargetIDByField(ctx, engine.FieldMatch{Entity: CRMTypes, Field: "id", Value: m[1]})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", "", fmt.Errorf("its smart process type (id %s) is not imported: run `ingest bitrix crm_types run` first", m[1])
 	}

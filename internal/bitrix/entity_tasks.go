@@ -115,7 +115,7 @@ func taskCommentsEntity(o catalogOptions) *engine.Entity {
 		Volatile: []string{"unread"},
 		Batch:    100,
 		// A task's comments reach the target in the order they were written.
-		Order:    "split_part(source_id, ':', 2)::bigint",
+		Order:    engine.OrderByIDPart(2),
 		NoFields: "task comments have no custom fields in the REST API",
 		Payload:  taskCommentPayload,
 	}

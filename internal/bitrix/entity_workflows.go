@@ -47,7 +47,8 @@ func workflowsEntity() *engine.Entity {
 		Batch:    20, // a template's TEMPLATE tree can be large
 		Finish:   templateFinish,
 		NoFields: "workflow templates have no custom fields",
-		Verify:   verifyWorkflows,
+		// verify lists the users named in templates that cannot be proved (verify_workflows.go).
+		Untranslated: templateUntranslated,
 		NotMigrated: []string{
 			"user references in templates that cannot be proved (a user_<id> of a user not migrated, ids written as plain numbers): kept as on the portal, listed",
 		},
@@ -73,6 +74,8 @@ func workflowInstancesEntity() *engine.Entity {
 		Batch:    100,
 		Finish:   documentFinish,
 		NoFields: "workflows have no custom fields",
+		// verify lists the documents that have no target record (verify_workflows.go).
+		Untranslated: documentUntranslated,
 		NotMigrated: []string{"running state: a running workflow is imported as a history record (template, document, " +
 			"who started it and when) and does not go on running on the target; start it again there if it must finish"},
 	}
@@ -99,6 +102,8 @@ func workflowTasksEntity() *engine.Entity {
 		Batch:    100,
 		Finish:   documentFinish,
 		NoFields: "workflow tasks have no custom fields",
+		// verify lists the documents that have no target record (verify_workflows.go).
+		Untranslated: documentUntranslated,
 		NotMigrated: []string{"tasks of workflows that completed more than a day before get (the cloud lists them for a day only)",
 			"a pending task cannot be answered on the target: it is a history record of who was asked what, and their answer if any"},
 	}

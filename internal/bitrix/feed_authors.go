@@ -22,7 +22,7 @@ const maxNamedAuthors = 20
 // (BITRIX_AUTHOR_WEBHOOKS) would recover the most withheld comment texts: the fewest that hold
 // 80% of them, most first ("12 authors hold 80% of them").
 func withheldAuthors(ctx context.Context, e engine.Env, ent *engine.Entity) ([]string, error) {
-	by, err := e.Store().CountUnreachableBy(ctx, ent.Name, "author_id", textWithheld)
+	by, err := e.Store().CountUnreachableBy(ctx, engine.UnreachableBy{Entity: ent.Name, Field: "author_id", Because: textWithheld})
 	if err != nil || len(by) == 0 {
 		return nil, err
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ingest-dev/ingest/internal/bitrix/engine"
@@ -28,10 +30,17 @@ func funnelTypes(ctx context.Context, e engine.Env) ([]int, error) {
 
 // smartTypeIDs are the entityTypeIds of the smart process types crm_types read, ascending.
 func smartTypeIDs(ctx context.Context, e engine.Env) ([]int, error) {
-	out, err := e.Store().IntIDs(ctx, CRMTypes)
+	ids, err := e.Store().SourceIDs(ctx, CRMTypes)
 	if err != nil {
 		return nil, fmt.Errorf("list smart process types: %w", err)
 	}
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		if out[i], err = strconv.Atoi(strings.TrimSpace(id)); err != nil {
+			return nil, fmt.Errorf("list smart process types: %s %q: the id is not a number: %w", CRMTypes, id, err)
+		}
+	}
+	slices.Sort(out)
 	return out, nil
 }
 

@@ -57,11 +57,11 @@ func (smartItems) Get(ctx context.Context, g *engine.GetRun) error {
 			return fmt.Errorf("smart process %d: %w", et, err)
 		}
 		g.Stats.Pages += st.Pages
-		if err := e.Store().RollUp(ctx, ent.Name, strconv.Itoa(et), scopes); err != nil {
+		if err := e.Store().RollUp(ctx, engine.RollUpParams{Entity: ent.Name, Cursor: strconv.Itoa(et), Parts: scopes}); err != nil {
 			return fmt.Errorf("smart process %d: %w", et, err)
 		}
 	}
-	if err := e.Store().FinishRollUp(ctx, ent.Name); err != nil {
+	if err := e.Store().RollUp(ctx, engine.RollUpParams{Entity: ent.Name, Complete: true}); err != nil {
 		return err
 	}
 	g.Stats.Complete = true

@@ -192,7 +192,7 @@ func (e *Engine) untranslatedFieldLinks(ctx context.Context, ent *Entity, r *Ver
 	if ent.Fields == nil || ent.Fields.Links == nil || ent.Fields.Links.CRM == nil {
 		return nil
 	}
-	return e.store().EachImported(ctx, ent.Name, func(recs []Record) error {
+	return e.store().eachImported(ctx, ent.Name, func(recs []Record) error {
 		rf := &Refs{Maps: map[string]IDMap{}}
 		if err := rf.loadFieldLinks(ctx, e.pool, ent, recs); err != nil {
 			return err

@@ -67,10 +67,10 @@ type Entity struct {
 	// Batch is how many records one import.<entity>.batch call carries.
 	Batch int
 	// Order, for a child entity whose records must reach the target in order within their
-	// parent (the messages of a conversation), is the SQL expression over bitrix_records that sorts them: set
-	// then sends them parent by parent, one batch after another. Empty means any order, with
-	// batches sent concurrently.
-	Order string
+	// parent (the messages of a conversation), is that order (OrderByIDPart): set then sends them
+	// parent by parent, one batch after another. The zero Ordering means any order, with batches
+	// sent concurrently.
+	Order Ordering
 	// Fields is how the entity's custom fields are read; nil when the REST API has none, and
 	// NoFields says why.
 	Fields   *CustomFields
@@ -102,6 +102,18 @@ type Entity struct {
 	// IDFormat, when the portal's id of a record is not one plain number, is how people write it
 	// (`show bitrix`, `status set --entity`): "GROUP:USER", "STATUS_ID". Empty means the id.
 	IDFormat string
+	// Untranslated, when set, names the values of an imported record that set sent as the portal
+	// has them because their mapping cannot be proved (a user named in a template's text, a
+	// document outside the CRM), given the record's fields and what it refers to: verify lists
+	// each by record.
+	Untranslated func(fields map[string]json.RawMessage, rf *Refs) []string
+	// ChildCount, for a child entity, is the portal's count of its records per parent (the
+	// messages of each conversation), which verify compares with what get read (PortalCount).
+	ChildCount *PortalCount
+	// OutOfReach is the payload field of the entity's own, when it has one, whose presence marks
+	// a record the webhook's user cannot read (as the engine's UnreachableKey does): verify
+	// asks no count of its children and leaves it out of the coverage of listed references.
+	OutOfReach string
 	// NotMigrated names what the entity's migration leaves behind by design (what the target has
 	// no place for, a running state), so that verify's report and the README say so: nothing is
 	// silently absent.
@@ -132,6 +144,9 @@ type Ref struct {
 	// every dropped link by record. On a SelfRef it also lets the record go without waiting for
 	// that parent (dropped.go).
 	DropGone bool
+	// Listed: the field holds a list of ids (read by Values for translation) whose coverage
+	// verify checks: how many of them have a target id, and which records hold ones that do not.
+	Listed bool
 }
 
 // None reports whether an id is no reference at all: the portal writes "0", "" or null.
@@ -235,6 +250,12 @@ func NewRegistry(entities ...*Entity) (*Registry, error) {
 			return nil, fmt.Errorf("bitrix entity %q: a child cannot have a SelfRef (parent_source_id holds its parent)", e.Name)
 		case e.Walk != nil && e.Parent == "":
 			return nil, fmt.Errorf("bitrix entity %q: only a child is walked", e.Name)
+		case !e.Order.valid():
+			return nil, fmt.Errorf("bitrix entity %q: Order names no part of the source id", e.Name)
+		case e.ChildCount != nil && (e.Parent == "" || e.ChildCount.Count == nil || e.Lister != nil):
+			return nil, fmt.Errorf("bitrix entity %q: a ChildCount, with its Count, is for a child without a lister of its own", e.Name)
+		case e.Order.ordered() && e.Parent == "":
+			return nil, fmt.Errorf("bitrix entity %q: only a child's records are sent in order within their parent", e.Name)
 		}
 		if err := checkFlags(e); err != nil {
 			return nil, err

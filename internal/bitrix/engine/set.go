@@ -240,7 +240,7 @@ func (s *setter) countBacklog(ctx context.Context, family []*Entity) error {
 // attempt has come, children only once their parent is IMPORT_OK. It reports whether it sent
 // anything.
 func (s *setter) round(ctx context.Context, ent *Entity) (bool, error) {
-	if ent.Order != "" {
+	if ent.Order.ordered() {
 		return s.orderedRound(ctx, ent)
 	}
 	p := status.PickParams{Statuses: pending, Limit: ent.Batch, ScopeValue: ent.Name, DueBy: s.e.now()}
@@ -296,7 +296,7 @@ func (s *setter) orderedRound(ctx context.Context, ent *Entity) (bool, error) {
 	}
 	for _, parent := range parents {
 		ids, err := Machine.PickChildren(ctx, s.e.pool, status.ChildPick{ScopeValue: ent.Name, Column: "parent_source_id",
-			Key: parent, Statuses: []status.Status{StatusNew}, Order: ent.Order})
+			Key: parent, Statuses: []status.Status{StatusNew}, Order: ent.Order.sql()})
 		if err != nil {
 			return false, fmt.Errorf("%s of %s %s: %w", ent.Name, ent.Parent, parent, err)
 		}

@@ -88,26 +88,9 @@ func (s Store) SourceIDs(ctx context.Context, entity string) ([]string, error) {
 	return s.storedIDs(ctx, entity)
 }
 
-// CountExcused is how many records of the entity verify excuses (acknowledged, or out of reach).
-func (s Store) CountExcused(ctx context.Context, ent *Entity) (int64, error) {
-	return s.countExcused(ctx, ent)
-}
-
-// NotImported lists the entity's records that are not IMPORT_OK and not excused, up to
-// MaxListed, in record order.
-func (s Store) NotImported(ctx context.Context, ent *Entity) ([]RecordIssue, error) {
-	return s.notImported(ctx, ent)
-}
-
 // StatusCounts counts the records of every entity by status.
 func (s Store) StatusCounts(ctx context.Context) ([]status.Count, error) {
 	return Machine.Counts(ctx, s.db)
-}
-
-// Refs loads what translating the records' references needs: the target ids of every record
-// they name.
-func (s Store) Refs(ctx context.Context, ent *Entity, recs []Record) (*Refs, error) {
-	return loadRefs(ctx, s.db, ent, recs)
 }
 
 // Unverify clears the entity's VERIFIED flag (and its parents'): records of it changed.

@@ -2,30 +2,13 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
 
 // The queries an entity's own code asks of its records: generic in the entity, the payload
 // fields and the entities they name, which the caller gives.
-
-// Payloads returns the payloads of the entity's records, in record order.
-func (s Store) Payloads(ctx context.Context, entity string) ([]json.RawMessage, error) {
-	rows, err := s.db.Query(ctx, `SELECT payload FROM bitrix_records WHERE entity = $1 ORDER BY id`, entity)
-	if err != nil {
-		return nil, fmt.Errorf("load %s: %w", entity, err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[json.RawMessage])
-	if err != nil {
-		return nil, fmt.Errorf("load %s: %w", entity, err)
-	}
-	return out, nil
-}
 
 // FieldValue is one record's value of a payload field, as text ("" when absent or null).
 type FieldValue struct {
@@ -58,8 +41,8 @@ FROM bitrix_records WHERE entity = $1 AND `+live(""), entity, field).Scan(&with,
 	return with, without, nil
 }
 
-// CountByParent counts a child entity's records by their parent's source id.
-func (s Store) CountByParent(ctx context.Context, child string) (map[string]int64, error) {
+// countByParent counts a child entity's records by their parent's source id.
+func (s Store) countByParent(ctx context.Context, child string) (map[string]int64, error) {
 	return s.byParent(ctx, "count "+child+" per parent",
 		`SELECT parent_source_id, count(*) FROM bitrix_records WHERE entity = $1 GROUP BY 1`, child)
 }
@@ -77,142 +60,5 @@ func (s Store) byParent(ctx context.Context, what, sql string, args ...any) (map
 	if _, err := pgx.ForEachRow(rows, []any{&parent, &n}, func() error { out[parent] = n; return nil }); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	return out, nil
-}
-
-// NewestBySeq returns, per parent, the highest sequence among a child entity's records whose
-// source ids are "<key>:<sequence>" (a walk's records numbered within their key, as messages
-// within a conversation); field, when not empty, keeps only the records whose payload has it.
-func (s Store) NewestBySeq(ctx context.Context, child, field string) (map[string]int64, error) {
-	return s.byParent(ctx, "find the newest stored "+child, `SELECT parent_source_id, max(split_part(source_id, ':', 2)::bigint)
-FROM bitrix_records WHERE entity = $1 AND ($2 = '' OR payload ? $2) GROUP BY 1`, child, field)
-}
-
-// Childless returns the source ids of the parent entity's records that have no record of the
-// child entity, in record order.
-func (s Store) Childless(ctx context.Context, parent, child string) ([]string, error) {
-	rows, err := s.db.Query(ctx, `SELECT p.source_id FROM bitrix_records p WHERE p.entity = $1
-AND NOT EXISTS (SELECT 1 FROM bitrix_records c WHERE c.entity = $2 AND c.parent_source_id = p.source_id) ORDER BY p.id`,
-		parent, child)
-	if err != nil {
-		return nil, fmt.Errorf("find %s without %s: %w", parent, child, err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("find %s without %s: %w", parent, child, err)
-	}
-	return out, nil
-}
-
-// Unimported lists every record of the entity that is not IMPORT_OK, leaving out acknowledged
-// ones and those whose payload has the field skip (records known not to be migratable), in
-// record order.
-func (s Store) Unimported(ctx context.Context, entity, skip string) ([]RecordIssue, error) {
-	rows, err := s.db.Query(ctx, `SELECT source_id, status, coalesce(last_error, '') FROM bitrix_records
-WHERE entity = $1 AND status <> $2 AND payload->$3 IS NULL AND acknowledged_at IS NULL ORDER BY id`, entity, string(ImportOK), skip)
-	if err != nil {
-		return nil, fmt.Errorf("list unimported %s: %w", entity, err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (RecordIssue, error) {
-		i := RecordIssue{Entity: entity}
-		return i, row.Scan(&i.SourceID, &i.Status, &i.Reason)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list unimported %s: %w", entity, err)
-	}
-	return out, nil
-}
-
-// ListCoverage checks the references an entity's records hold as a list of ids in a payload
-// field (the participants of a record): how many there are and how many have a target id of the entity
-// they name (to), with the records holding unmapped ones (up to MaxListed, their ids in numeric
-// order). Acknowledged records and those whose payload has the field skip are left out.
-func (s Store) ListCoverage(ctx context.Context, entity, field, to, skip string) (RefCoverage, error) {
-	c := RefCoverage{Entity: entity, Field: field, Refers: to}
-	err := s.db.QueryRow(ctx, `SELECT count(*), count(u.source_id) FROM bitrix_records c
-CROSS JOIN jsonb_array_elements_text(c.payload->$2) AS pid
-LEFT JOIN bitrix_id_map u ON u.entity = $3 AND u.source_id = pid
-WHERE c.entity = $1 AND c.payload->$4 IS NULL AND c.acknowledged_at IS NULL`, entity, field, to, skip).Scan(&c.Total, &c.Mapped)
-	if err != nil {
-		return c, fmt.Errorf("check %s of %s: %w", field, entity, err)
-	}
-	rows, err := s.db.Query(ctx, `SELECT c.source_id, array_agg(pid ORDER BY pid::bigint) FROM bitrix_records c
-CROSS JOIN jsonb_array_elements_text(c.payload->$2) AS pid
-WHERE c.entity = $1 AND c.payload->$4 IS NULL AND c.acknowledged_at IS NULL
-  AND NOT EXISTS (SELECT 1 FROM bitrix_id_map u WHERE u.entity = $3 AND u.source_id = pid)
-GROUP BY c.id, c.source_id ORDER BY c.id LIMIT $5`, entity, field, to, skip, MaxListed)
-	if err != nil {
-		return c, fmt.Errorf("check %s of %s: %w", field, entity, err)
-	}
-	if c.Unmapped, err = pgx.CollectRows(rows, pgx.RowToStructByPos[UnmappedRefs]); err != nil {
-		return c, fmt.Errorf("check %s of %s: %w", field, entity, err)
-	}
-	return c, nil
-}
-
-// TargetIDByField returns the target id of the entity's record whose payload field holds value;
-// pgx.ErrNoRows (wrapped) when no such record is imported.
-func (s Store) TargetIDByField(ctx context.Context, entity, field, value string) (string, error) {
-	var target string
-	err := s.db.QueryRow(ctx, `SELECT m.target_id FROM bitrix_records r
-JOIN bitrix_id_map m ON m.entity = r.entity AND m.source_id = r.source_id
-WHERE r.entity = $1 AND r.payload->>$2 = $3`, entity, field, value).Scan(&target)
-	if err != nil {
-		return "", fmt.Errorf("target id of the %s whose %s is %s: %w", entity, field, value, err)
-	}
-	return target, nil
-}
-
-// FieldsNotOnTarget lists the entity's custom fields read by fields-get that the target does not
-// have, as "NAME (type)", by name.
-func (s Store) FieldsNotOnTarget(ctx context.Context, entity string) ([]string, error) {
-	rows, err := s.db.Query(ctx, `SELECT field_name || ' (' || coalesce(payload->>'USER_TYPE_ID', '?') || ')' FROM bitrix_fields
-WHERE entity = $1 AND NOT on_target ORDER BY field_name`, entity)
-	if err != nil {
-		return nil, fmt.Errorf("fields of %s not on the target: %w", entity, err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("fields of %s not on the target: %w", entity, err)
-	}
-	return out, nil
-}
-
-// RollUp advances the get pass of an entity read in parts (each part an inventory row of its
-// own, named in parts): its cursor becomes the part just read, its rows and source total the
-// parts' sums.
-func (s Store) RollUp(ctx context.Context, entity, cursor string, parts []string) error {
-	if _, err := s.db.Exec(ctx, `UPDATE bitrix_inventory SET get_cursor = $2,
-pass_rows = (SELECT coalesce(sum(pass_rows), 0) FROM bitrix_inventory WHERE entity = ANY($3)),
-source_total = (SELECT sum(source_total) FROM bitrix_inventory WHERE entity = ANY($3)), updated_at = now()
-WHERE entity = $1`, entity, cursor, parts); err != nil {
-		return fmt.Errorf("advance get of %s past %s: %w", entity, cursor, err)
-	}
-	return nil
-}
-
-// FinishRollUp marks the get pass of an entity read in parts complete, with the source total
-// the parts summed to (0 when none said).
-func (s Store) FinishRollUp(ctx context.Context, entity string) error {
-	if _, err := s.db.Exec(ctx, `UPDATE bitrix_inventory SET get_complete = true, get_finished_at = now(),
-source_total = coalesce(source_total, 0), updated_at = now() WHERE entity = $1`, entity); err != nil {
-		return fmt.Errorf("finish get of %s: %w", entity, err)
-	}
-	return nil
-}
-
-// IntIDs returns the source ids of an entity whose ids are numbers, ascending.
-func (s Store) IntIDs(ctx context.Context, entity string) ([]int, error) {
-	ids, err := s.SourceIDs(ctx, entity)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]int, len(ids))
-	for i, id := range ids {
-		if out[i], err = strconv.Atoi(strings.TrimSpace(id)); err != nil {
-			return nil, fmt.Errorf("%s %q: the id is not a number: %w", entity, id, err)
-		}
-	}
-	slices.Sort(out)
 	return out, nil
 }

@@ -222,9 +222,15 @@ func (e *Engine) verifyChildren(ctx context.Context, child *Entity, r *VerifyRep
 
 // verifyRefs checks that every plain reference of the entity's records resolves: the referenced
 // record has a target id, and the target's copy of an imported record names exactly that id
-// (seed 001 "Owners"). References read by a Values function are the payload hook's to check.
+// (seed 001 "Owners"). References read by a Values function are the payload hook's to check,
+// save the coverage of a Listed one.
 func (e *Engine) verifyRefs(ctx context.Context, ent *Entity, r *VerifyReport) error {
 	for _, ref := range ent.Refs {
+		if ref.Listed {
+			if err := e.verifyListCoverage(ctx, ent, ref, r); err != nil {
+				return err
+			}
+		}
 		if ref.Values != nil {
 			continue
 		}

@@ -50,7 +50,7 @@ func (e *Engine) verifyAll(ctx context.Context, ent *Entity, r *VerifyReport) er
 	var wants = map[string][]byte{}
 	listing.end()
 	compared := e.stepProgress("compare", ent.Name, imported)
-	err = e.store().EachImported(ctx, ent.Name, func(recs []Record) error {
+	err = e.store().eachImported(ctx, ent.Name, func(recs []Record) error {
 		defer compared.add(len(recs))
 		rf, err := loadRefs(ctx, e.pool, ent, recs)
 		if err != nil {

@@ -54,8 +54,9 @@ type ParentCounts struct {
 }
 
 // verifyFamily adds to verify what the engine knows about an entity's family beyond counts and
-// references: the children read by listings of their own, the custom fields the target names
-// differently, and what the family's migration leaves behind by design.
+// references: the children read by listings of their own or counted per parent by the portal,
+// the custom fields the target names differently, the values kept untranslated, and what the
+// family's migration leaves behind by design.
 func (e *Engine) verifyFamily(ctx context.Context, family []*Entity, r *VerifyReport) error {
 	for i, m := range family {
 		for _, what := range m.NotMigrated {
@@ -66,13 +67,21 @@ func (e *Engine) verifyFamily(ctx context.Context, family []*Entity, r *VerifyRe
 				return err
 			}
 		}
+		if i > 0 && m.ChildCount != nil {
+			if err := e.verifyCountedChild(ctx, m, r); err != nil {
+				return err
+			}
+		}
 	}
 	renamed, err := e.renamedFields(ctx, family[0])
 	if err != nil {
 		return err
 	}
 	r.RenamedFields = renamed
-	return e.untranslatedFieldLinks(ctx, family[0], r)
+	if err := e.untranslatedFieldLinks(ctx, family[0], r); err != nil {
+		return err
+	}
+	return e.untranslatedValues(ctx, family, r)
 }
 
 // verifyListedChild compares a child entity read by a listing of its own with the portal and

@@ -1,0 +1,194 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The store's queries that one entity's own code asks, each with its one caller named: what the
+// engine cannot yet do for every entity. A query that a second entity needs, or that the engine
+// can take over (as it took the counts per parent and the coverage of listed references), leaves
+// this file.
+
+// Payloads returns the payloads of the entity's records, in record order.
+//
+// Caller: storedChats (internal/bitrix/chats_get.go).
+func (s Store) Payloads(ctx context.Context, entity string) ([]json.RawMessage, error) {
+	rows, err := s.db.Query(ctx, `SELECT payload FROM bitrix_records WHERE entity = $1 ORDER BY id`, entity)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", entity, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[json.RawMessage])
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", entity, err)
+	}
+	return out, nil
+}
+
+// NewestBySeq returns, per parent, the highest sequence among a child entity's records whose
+// source ids are "<key>:<sequence>" (a walk's records numbered within their key, as messages
+// within a conversation); field, when not empty, keeps only the records whose payload has it.
+//
+// Caller: newestMessages (internal/bitrix/chats_messages.go).
+func (s Store) NewestBySeq(ctx context.Context, child, field string) (map[string]int64, error) {
+	return s.byParent(ctx, "find the newest stored "+child, `SELECT parent_source_id, max(split_part(source_id, ':', 2)::bigint)
+FROM bitrix_records WHERE entity = $1 AND ($2 = '' OR payload ? $2) GROUP BY 1`, child, field)
+}
+
+// Childless returns the source ids of the parent entity's records that have no record of the
+// child entity, in record order.
+//
+// Caller: verifyFeed (internal/bitrix/feed_payload.go).
+func (s Store) Childless(ctx context.Context, parent, child string) ([]string, error) {
+	rows, err := s.db.Query(ctx, `SELECT p.source_id FROM bitrix_records p WHERE p.entity = $1
+AND NOT EXISTS (SELECT 1 FROM bitrix_records c WHERE c.entity = $2 AND c.parent_source_id = p.source_id) ORDER BY p.id`,
+		parent, child)
+	if err != nil {
+		return nil, fmt.Errorf("find %s without %s: %w", parent, child, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("find %s without %s: %w", parent, child, err)
+	}
+	return out, nil
+}
+
+// Unimported lists every record of the entity that is not IMPORT_OK, leaving out acknowledged
+// ones and those out of reach (Entity.OutOfReach, UnreachableKey), in record order.
+//
+// Caller: verifyChatCounts (internal/bitrix/chats_verify.go).
+func (s Store) Unimported(ctx context.Context, ent *Entity) ([]RecordIssue, error) {
+	rows, err := s.db.Query(ctx, `SELECT source_id, status, coalesce(last_error, '') FROM bitrix_records r
+WHERE r.entity = $1 AND r.status <> $2 AND `+reachable("r", ent)+` AND r.acknowledged_at IS NULL ORDER BY r.id`, ent.Name, string(ImportOK))
+	if err != nil {
+		return nil, fmt.Errorf("list unimported %s: %w", ent.Name, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (RecordIssue, error) {
+		i := RecordIssue{Entity: ent.Name}
+		return i, row.Scan(&i.SourceID, &i.Status, &i.Reason)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list unimported %s: %w", ent.Name, err)
+	}
+	return out, nil
+}
+
+// CountExcusedReachable is how many records of the entity verify excuses (acknowledged, or
+// children of an acknowledged parent) among those in reach (Entity.OutOfReach,
+// UnreachableKey): an entity that counts its records out of reach apart subtracts them once,
+// not again when they are acknowledged too.
+//
+// Caller: verifyChatCounts (internal/bitrix/chats_verify.go).
+func (s Store) CountExcusedReachable(ctx context.Context, ent *Entity) (int64, error) {
+	var n int64
+	err := s.db.QueryRow(ctx, `SELECT count(*) FROM bitrix_records r WHERE r.entity = $1 AND `+reachable("r", ent)+` AND `+
+		excused("r", ent), ent.Name).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count acknowledged %s: %w", ent.Name, err)
+	}
+	return n, nil
+}
+
+// FieldMatch names the records of Entity whose payload Field holds Value.
+type FieldMatch struct {
+	Entity, Field, Value string
+}
+
+// TargetIDByField returns the target id of the record the match names; pgx.ErrNoRows (wrapped)
+// when no such record is imported.
+//
+// Caller: smartFieldSplit (internal/bitrix/entity_smart.go).
+func (s Store) TargetIDByField(ctx context.Context, m FieldMatch) (string, error) {
+	var target string
+	err := s.db.QueryRow(ctx, `SELECT m.target_id FROM bitrix_records r
+JOIN bitrix_id_map m ON m.entity = r.entity AND m.source_id = r.source_id
+WHERE r.entity = $1 AND r.payload->>$2 = $3`, m.Entity, m.Field, m.Value).Scan(&target)
+	if err != nil {
+		return "", fmt.Errorf("target id of the %s whose %s is %s: %w", m.Entity, m.Field, m.Value, err)
+	}
+	return target, nil
+}
+
+// FieldsNotOnTarget lists the entity's custom fields read by fields-get that the target does not
+// have, as "NAME (type)", by name.
+//
+// Caller: verifyTasks (internal/bitrix/tasks_payload.go).
+func (s Store) FieldsNotOnTarget(ctx context.Context, entity string) ([]string, error) {
+	rows, err := s.db.Query(ctx, `SELECT field_name || ' (' || coalesce(payload->>'USER_TYPE_ID', '?') || ')' FROM bitrix_fields
+WHERE entity = $1 AND NOT on_target ORDER BY field_name`, entity)
+	if err != nil {
+		return nil, fmt.Errorf("fields of %s not on the target: %w", entity, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("fields of %s not on the target: %w", entity, err)
+	}
+	return out, nil
+}
+
+// ValueCount is how many records share one value.
+type ValueCount struct {
+	Value string
+	N     int64
+}
+
+// UnreachableBy selects the records of Entity out of reach whose reason contains Because, to be
+// counted by their value of the payload Field.
+type UnreachableBy struct {
+	Entity, Field, Because string
+}
+
+// CountUnreachableBy counts the records the selection names by their value of its field, most
+// first.
+//
+// Caller: withheldAuthors (internal/bitrix/feed_authors.go).
+func (s Store) CountUnreachableBy(ctx context.Context, u UnreachableBy) ([]ValueCount, error) {
+	rows, err := s.db.Query(ctx, `SELECT coalesce(payload->>$2, ''), count(*) FROM bitrix_records
+WHERE entity = $1 AND strpos(payload->>$3, $4) > 0 GROUP BY 1 ORDER BY 2 DESC, 1`, u.Entity, u.Field, UnreachableKey, u.Because)
+	if err != nil {
+		return nil, fmt.Errorf("count unreachable %s by %s: %w", u.Entity, u.Field, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[ValueCount])
+	if err != nil {
+		return nil, fmt.Errorf("count unreachable %s by %s: %w", u.Entity, u.Field, err)
+	}
+	return out, nil
+}
+
+// RollUpParams is one step of the get pass of an entity read in parts (each part an inventory
+// row of its own): a part read, or the pass complete.
+type RollUpParams struct {
+	// Entity is the entity read in parts.
+	Entity string
+	// Cursor is the part just read; the pass's rows and source total become the sums of the
+	// inventory rows named in Parts.
+	Cursor string
+	Parts  []string
+	// Complete marks the pass complete instead, with the source total the parts summed to (0
+	// when none said).
+	Complete bool
+}
+
+// RollUp advances the get pass of an entity read in parts past the part just read, or marks it
+// complete.
+//
+// Caller: smartItems.Get (internal/bitrix/lister_smart.go).
+func (s Store) RollUp(ctx context.Context, p RollUpParams) error {
+	if p.Complete {
+		if _, err := s.db.Exec(ctx, `UPDATE bitrix_inventory SET get_complete = true, get_finished_at = now(),
+source_total = coalesce(source_total, 0), updated_at = now() WHERE entity = $1`, p.Entity); err != nil {
+			return fmt.Errorf("finish get of %s: %w", p.Entity, err)
+		}
+		return nil
+	}
+	if _, err := s.db.Exec(ctx, `UPDATE bitrix_inventory SET get_cursor = $2,
+pass_rows = (SELECT coalesce(sum(pass_rows), 0) FROM bitrix_inventory WHERE entity = ANY($3)),
+source_total = (SELECT sum(source_total) FROM bitrix_inventory WHERE entity = ANY($3)), updated_at = now()
+WHERE entity = $1`, p.Entity, p.Cursor, p.Parts); err != nil {
+		return fmt.Errorf("advance get of %s past %s: %w", p.Entity, p.Cursor, err)
+	}
+	return nil
+}
