@@ -312,20 +312,16 @@ func (k *keyWalker) readJob(ctx context.Context, job []keyJob) error {
 	if err != nil {
 		return err
 	}
-	page := Page{Records: []EntityRecords{{k.child, recs}}, Reason: k.w.Reason, Log: []PageLog{{k.child.Name, pages}}}
-	var saved PageResult
-	err = k.e.store().Tx(ctx, func(tx Store) error {
-		var err error
-		if saved, err = k.e.savePage(ctx, tx, page); err != nil {
-			return err
-		}
-		for _, l := range lost {
-			if err := k.w.Lost(ctx, tx, l.key, l.u, zone); err != nil {
-				return err
+	page := Page{Records: []EntityRecords{{k.child, recs}}, Reason: k.w.Reason, Log: []PageLog{{k.child.Name, pages}},
+		then: func(ctx context.Context, tx Store) error {
+			for _, l := range lost {
+				if err := k.w.Lost(ctx, tx, l.key, l.u, zone); err != nil {
+					return err
+				}
 			}
-		}
-		return nil
-	})
+			return nil
+		}}
+	saved, err := k.e.savePage(ctx, k.e.store(), page)
 	if err != nil {
 		return err
 	}

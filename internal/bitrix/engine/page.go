@@ -30,6 +30,9 @@ type Page struct {
 	// ranges, set by an IDScan's walk, are the ID ranges the read moved: their cursors are
 	// stored with the page, and its page log rows are logged as theirs (logPages).
 	ranges *rangeLog
+	// then, when set, makes writes of the engine's own in the page's transaction, after the
+	// page's (a walk's lost keys, KeyWalk.Lost).
+	then func(ctx context.Context, tx Store) error
 }
 
 // PageLog is the page log rows of one listing read by a Page.
@@ -145,6 +148,9 @@ func (e *Engine) writePage(ctx context.Context, tx Store, p Page) (PageResult, e
 				return res, err
 			}
 		}
+	}
+	if p.then != nil {
+		return res, p.then(ctx, tx)
 	}
 	return res, nil
 }
