@@ -81,7 +81,8 @@ func (r PageResult) AddCounts(st *GetStats) {
 // every entity whose records changed (a child's is its parent's), and the page log rows, all in
 // one transaction: st's when st is one (inside Store.Tx, with writes of the caller's own), else
 // one of its own. The records whose text was cleaned or refused are logged, and those read
-// counted in records_extracted_total.
+// counted in records_extracted_total, once the transaction commits when it is SavePage's own
+// (when it is st's, as soon as the page is written: SavePage cannot see the commit).
 func (v Env) SavePage(ctx context.Context, st Store, p Page) (PageResult, error) {
 	return v.e.savePage(ctx, st, p)
 }
