@@ -209,10 +209,8 @@ func recentChats(ctx context.Context, e engine.Env, pass int) ([]*chatRow, *time
 		if pass == 0 {
 			return page.HasMore, nil
 		}
-		err := e.Store().Tx(ctx, func(tx engine.Store) error {
-			return tx.LogPage(ctx, Chats, e.RunID(), engine.PageRecord{Pass: pass, Cursor: "recent OFFSET=" + strconv.Itoa(offset),
-				Next: next, Count: len(page.Items)})
-		})
+		_, err := e.SavePage(ctx, e.Store(), engine.Page{Log: []engine.PageLog{{Entity: Chats, Pages: []engine.PageRecord{{
+			Pass: pass, Cursor: "recent OFFSET=" + strconv.Itoa(offset), Next: next, Count: len(page.Items)}}}}})
 		return page.HasMore, err
 	}
 	more, err := take(0, resp)
@@ -368,7 +366,6 @@ func chatParticipants(ctx context.Context, e engine.Env, rows []*chatRow) error 
 func saveChats(ctx context.Context, e engine.Env, rows []*chatRow, zone *time.Location, st *engine.GetStats) error {
 	for chunk := range slices.Chunk(rows, 500) {
 		recs := make([]engine.Incoming, len(chunk))
-		reasons := map[string][]string{} // reason -> source ids
 		for i, r := range chunk {
 			payload := engine.MustJSON(r)
 			fields, err := engine.FieldsOf(payload)
@@ -381,39 +378,16 @@ func saveChats(ctx context.Context, e engine.Env, rows []*chatRow, zone *time.Lo
 			}
 			if r.Unreachable != nil {
 				st.Unreachable++
-				reasons[refusal(r.Unreachable)] = append(reasons[refusal(r.Unreachable)], id)
+				recs[i] = recs[i].WithRefusal(refusal(r.Unreachable))
 			}
 		}
-		err := e.Store().Tx(ctx, func(tx engine.Store) error {
-			got, err := tx.SaveRecords(ctx, Chats, recs, e.Change("changed on the source"))
-			if err != nil {
-				return err
-			}
-			e.NoteSaved(Chats, got)
-			st.Add(Chats, len(chunk), got)
-			for _, reason := range engine.SortedKeys(reasons) {
-				if err := refuse(ctx, e, tx, reasons[reason], reason); err != nil {
-					return err
-				}
-			}
-			if got.Inserted+got.Changed > 0 {
-				return tx.Unverify(ctx, Chats)
-			}
-			return nil
-		})
+		saved, err := e.SavePage(ctx, e.Store(), engine.Page{Records: []engine.EntityRecords{{Ent: e.Entity(Chats), Recs: recs}}})
 		if err != nil {
 			return err
 		}
-		e.CountExtracted(Chats, len(chunk))
+		saved.AddCounts(st)
 	}
 	return e.Store().FinishPass(ctx, Chats, int64(len(rows)))
-}
-
-// refuse moves the chats that are NEW among the given ones to IMPORT_ERR with the reason: they
-// cannot be read, so they cannot be imported, and verify lists them.
-func refuse(ctx context.Context, e engine.Env, tx engine.Store, sourceIDs []string, reason string) error {
-	_, err := tx.RefuseNew(ctx, Chats, sourceIDs, e.Change(reason))
-	return err
 }
 
 // storedChats returns the chats stored, readable or not, in id order of their records.

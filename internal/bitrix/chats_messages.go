@@ -254,12 +254,9 @@ func markUnreachable(ctx context.Context, e engine.Env, tx engine.Store, chat in
 		return err
 	}
 	e.Log().Warn("chat no longer readable", "entity", Chats, "source_id", id, "reason", refusal(u))
-	got, err := tx.SaveRecords(ctx, Chats, []engine.Incoming{in}, e.Change("no longer readable"))
-	if err != nil {
-		return err
-	}
-	e.NoteSaved(Chats, got)
-	return refuse(ctx, e, tx, []string{id}, refusal(u))
+	_, err = e.SavePage(ctx, tx, engine.Page{Records: []engine.EntityRecords{{Ent: e.Entity(Chats),
+		Recs: []engine.Incoming{in.WithRefusal(refusal(u))}}}, Reason: "no longer readable", Unread: true})
+	return err
 }
 
 // newestMessages returns the newest message stored of every chat, by chat id: the messages of

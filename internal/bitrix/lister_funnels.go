@@ -220,9 +220,9 @@ func (funnelWalker) Get(ctx context.Context, g *engine.GetRun) error {
 	if err != nil {
 		return err
 	}
-	var st engine.GetStats
+	var saved engine.PageResult
 	err = e.Store().Tx(ctx, func(tx engine.Store) error {
-		st = engine.GetStats{}
+		page := engine.Page{Records: []engine.EntityRecords{{Ent: ent, Recs: cats}, {Ent: stages, Recs: kids}}}
 		for _, name := range []string{ent.Name, stages.Name} {
 			if _, err := tx.Inventory(ctx, name); err != nil { // startPass moves an existing row
 				return err
@@ -233,27 +233,19 @@ func (funnelWalker) Get(ctx context.Context, g *engine.GetRun) error {
 			}
 			g.Stats.Pass = inv.Pass
 		}
-		if err := e.SaveBatch(ctx, tx, []engine.EntityRecords{{Ent: ent, Recs: cats}, {Ent: stages, Recs: kids}}, &st); err != nil {
-			return err
+		for _, r := range page.Records {
+			total := int64(len(r.Recs))
+			page.Log = append(page.Log, engine.PageLog{Entity: r.Ent.Name, Pages: []engine.PageRecord{{Pass: g.Stats.Pass,
+				Cursor: "0", Next: "0", Count: len(r.Recs), Total: &total, Last: true}}})
 		}
-		for _, p := range []struct {
-			name string
-			n    int
-		}{{ent.Name, len(cats)}, {stages.Name, len(kids)}} {
-			total := int64(p.n)
-			if err := tx.LogPage(ctx, p.name, e.RunID(), engine.PageRecord{Pass: g.Stats.Pass, Cursor: "0", Next: "0", Count: p.n,
-				Total: &total, Last: true}); err != nil {
-				return err
-			}
-		}
-		return nil
+		var err error
+		saved, err = e.SavePage(ctx, tx, page)
+		return err
 	})
 	if err != nil {
 		return err
 	}
-	for name, c := range st.Counts {
-		g.Stats.Add(name, c.Rows, engine.Saved{Inserted: c.Inserted, Changed: c.Changed, Unchanged: c.Unchanged})
-	}
+	saved.AddCounts(g.Stats)
 	g.Stats.Pages, g.Stats.Complete = 1, true
 	e.Log().Info("funnels and stages read", "types", len(types), "funnels", len(cats), "stages", len(kids))
 	return nil

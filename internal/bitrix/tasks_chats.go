@@ -76,13 +76,8 @@ func lostTaskChat(ctx context.Context, e engine.Env, tx engine.Store, child *eng
 		return err
 	}
 	e.Log().Warn("task chat not readable", "entity", child.Name, "task", task, "chat", chat, "reason", reason)
-	c := e.Change("no longer readable")
-	got, err := tx.SaveRecords(ctx, child.Name, []engine.Incoming{in}, c)
-	if err != nil {
-		return err
-	}
-	e.NoteSaved(child.Name, got)
-	_, err = tx.RefuseUnreachable(ctx, child.Name, []engine.Incoming{in}, e.Change(""))
+	_, err = e.SavePage(ctx, tx, engine.Page{Records: []engine.EntityRecords{{Ent: child, Recs: []engine.Incoming{in}}},
+		Reason: "no longer readable", Unread: true})
 	return err
 }
 

@@ -76,17 +76,6 @@ func (v Env) BatchEachConcurrently(ctx context.Context, cmds []rest.Command, fn 
 	return v.e.batchEachConcurrently(ctx, cmds, fn, onErr)
 }
 
-// SaveBatch stores the records of one read, entity by entity, in the store's transaction,
-// counting them in st: unreachable ones are refused, the entities whose records changed lose
-// their VERIFIED flag, and the extracted-records metric grows.
-func (v Env) SaveBatch(ctx context.Context, tx Store, batch []EntityRecords, st *GetStats) error {
-	t, err := tx.inTx()
-	if err != nil {
-		return err
-	}
-	return v.e.saveBatch(ctx, t, batch, st)
-}
-
 // ChildCounts adds to a verify report the count of a child entity's records by status, against
 // the source's count of them (-1 when the portal cannot say).
 func (v Env) ChildCounts(ctx context.Context, child *Entity, source int64, r *VerifyReport) error {
@@ -96,12 +85,3 @@ func (v Env) ChildCounts(ctx context.Context, child *Entity, source int64, r *Ve
 // Requests counts the requests sent to the portal so far, when the source can say (0 when it
 // cannot): what a plan costs.
 func (v Env) Requests() int64 { return v.e.stats() }
-
-// CountExtracted adds n records of the entity read from the portal to the run's metrics.
-func (v Env) CountExtracted(entity string, n int) {
-	v.e.metrics.RecordsExtracted.WithLabelValues(entity).Add(float64(n))
-}
-
-// NoteSaved names in the log, and counts in the metrics, the records of a SaveRecords stored with
-// their text cleaned and those Postgres refused (textclean.go).
-func (v Env) NoteSaved(entity string, sv Saved) { v.e.noteSaved(entity, sv) }

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 )
 
@@ -327,22 +325,12 @@ func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Pag
 		}
 		batch = append(batch, pulled...)
 	}
-	var st GetStats
-	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
-		st = GetStats{}
-		if err := e.saveBatch(ctx, tx, batch, &st); err != nil {
-			return err
-		}
-		var logged []PageRecord
-		for _, m := range moves {
-			logged = append(logged, m.pages...)
-			done := m.done || limited
-			if err := NewStore(tx).advanceRange(ctx, w.scan.scope(ent), w.pass, m.r.lo, m.cursor, done); err != nil {
-				return err
-			}
-		}
-		return NewStore(tx).logPages(ctx, w.scan.scope(ent), e.runID, w.pass, logged, w.total, limited)
-	})
+	ranges := &rangeLog{scope: w.scan.scope(ent), pass: w.pass, total: w.total, limited: limited}
+	for _, m := range moves {
+		ranges.pages = append(ranges.pages, m.pages...)
+		ranges.steps = append(ranges.steps, rangeStep{lo: m.r.lo, cursor: m.cursor, done: m.done || limited})
+	}
+	saved, err := e.savePage(ctx, e.store(), Page{Records: batch, ranges: ranges})
 	if err != nil {
 		return err
 	}
@@ -358,9 +346,7 @@ func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Pag
 			w.size.add(p.Rows)
 		}
 	}
-	for name, c := range st.Counts {
-		w.g.Stats.Add(name, c.Rows, Saved{Inserted: c.Inserted, Changed: c.Changed, Unchanged: c.Unchanged})
-	}
+	saved.AddCounts(w.g.Stats)
 	open := slices.ContainsFunc(w.ranges, func(r *idRange) bool { return !r.done })
 	w.g.Stats.Complete = !open || limited
 	e.progress("get", ent.Name, w.before+w.stored, w.total, int(w.stored), w.g.Start)

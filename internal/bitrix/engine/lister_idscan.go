@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
-	"github.com/ingest-dev/ingest/internal/status"
 )
 
 // IDScan lists an entity by ID-keyed enumeration (research/bitrix.md §3): sorted by ID, filtered
@@ -240,35 +239,6 @@ func (e *Entity) idField() string {
 type EntityRecords struct {
 	Ent  *Entity
 	Recs []Incoming
-}
-
-// saveBatch stores records of several entities read together, counts them in st and in the
-// records_extracted_total metric, and clears the VERIFIED flag of every entity whose records
-// were added or changed.
-func (e *Engine) saveBatch(ctx context.Context, tx pgx.Tx, batch []EntityRecords, st *GetStats) error {
-	change := status.Change{Reason: "changed on the source", Actor: e.actor, RunID: e.runID}
-	for _, b := range batch {
-		sv, err := NewStore(tx).saveRecords(ctx, b.Ent.Name, b.Recs, change)
-		if err != nil {
-			return err
-		}
-		e.noteSaved(b.Ent.Name, sv)
-		refused, err := NewStore(tx).refuseUnreachable(ctx, b.Ent.Name, b.Recs, status.Change{Actor: e.actor, RunID: e.runID})
-		if err != nil {
-			return err
-		}
-		st.Unreachable += refused
-		if sv.Inserted+sv.Changed > 0 {
-			if err := NewStore(tx).unverify(ctx, verifiedAs(e.registry, b.Ent)); err != nil {
-				return err
-			}
-		}
-		st.Add(b.Ent.Name, len(b.Recs), sv)
-		if len(b.Recs) > 0 {
-			e.metrics.RecordsExtracted.WithLabelValues(b.Ent.Name).Add(float64(len(b.Recs)))
-		}
-	}
-	return nil
 }
 
 // verifiedAs is the entity whose VERIFIED flag covers ent: its parent for a child.

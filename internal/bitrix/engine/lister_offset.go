@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 )
 
@@ -156,23 +154,12 @@ func (p *offsetPages) store(ctx context.Context, rows []json.RawMessage, from, n
 	if err != nil {
 		return err
 	}
-	batch := []EntityRecords{{ent, recs}}
-	var st GetStats
-	err = pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
-		st = GetStats{}
-		if err := e.saveBatch(ctx, tx, batch, &st); err != nil {
-			return err
-		}
-		return NewStore(tx).logPage(ctx, ent.Name, e.runID, PageRecord{Pass: p.pass, Cursor: strconv.Itoa(from),
-			Next: strconv.Itoa(next), Count: len(recs), Total: p.total, Last: last})
-
-	})
+	saved, err := e.savePage(ctx, e.store(), Page{Records: []EntityRecords{{ent, recs}}, Log: []PageLog{{ent.Name, []PageRecord{{
+		Pass: p.pass, Cursor: strconv.Itoa(from), Next: strconv.Itoa(next), Count: len(recs), Total: p.total, Last: last}}}}})
 	if err != nil {
 		return err
 	}
-	for name, c := range st.Counts {
-		p.g.Stats.Add(name, c.Rows, Saved{Inserted: c.Inserted, Changed: c.Changed, Unchanged: c.Unchanged})
-	}
+	saved.AddCounts(p.g.Stats)
 	p.stored += int64(len(recs))
 	p.g.Stats.Pages++
 	p.g.Stats.Complete = last

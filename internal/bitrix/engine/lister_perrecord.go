@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 )
 
@@ -72,12 +70,10 @@ func (p *PerRecord) Get(ctx context.Context, g *GetRun) error {
 			return ErrLimitReached
 		}
 	}
-	return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
-		g.Stats.Complete = true
-		return NewStore(tx).logPage(ctx, ent.Name, e.runID, PageRecord{Pass: w.pass, Cursor: strconv.FormatInt(cursor, 10),
-			Next: strconv.FormatInt(cursor, 10), Last: true})
-
-	})
+	g.Stats.Complete = true
+	_, err = e.savePage(ctx, e.store(), Page{Log: []PageLog{{ent.Name, []PageRecord{{Pass: w.pass,
+		Cursor: strconv.FormatInt(cursor, 10), Next: strconv.FormatInt(cursor, 10), Last: true}}}}})
+	return err
 }
 
 // perRecordWalk is one get of a PerRecord entity.
@@ -222,22 +218,12 @@ func (w *perRecordWalk) store(ctx context.Context, rows []json.RawMessage, from,
 	if err != nil {
 		return err
 	}
-	var st GetStats
-	err = pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
-		st = GetStats{}
-		if err := e.saveBatch(ctx, tx, []EntityRecords{{ent, recs}}, &st); err != nil {
-			return err
-		}
-		return NewStore(tx).logPage(ctx, ent.Name, e.runID, PageRecord{Pass: w.pass, Cursor: strconv.FormatInt(from, 10),
-			Next: strconv.FormatInt(to, 10), Count: len(recs), Last: w.limited})
-
-	})
+	saved, err := e.savePage(ctx, e.store(), Page{Records: []EntityRecords{{ent, recs}}, Log: []PageLog{{ent.Name, []PageRecord{{
+		Pass: w.pass, Cursor: strconv.FormatInt(from, 10), Next: strconv.FormatInt(to, 10), Count: len(recs), Last: w.limited}}}}})
 	if err != nil {
 		return err
 	}
-	for name, c := range st.Counts {
-		w.g.Stats.Add(name, c.Rows, Saved{Inserted: c.Inserted, Changed: c.Changed, Unchanged: c.Unchanged})
-	}
+	saved.AddCounts(w.g.Stats)
 	w.stored += int64(len(recs))
 	w.g.Stats.Pages++
 	w.g.Stats.Complete = w.limited

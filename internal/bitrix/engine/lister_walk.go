@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,10 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
-	"github.com/ingest-dev/ingest/internal/status"
 )
 
 // Walker reads a child entity once its parent's listing is complete (Entity.Walk). Get runs the
@@ -70,8 +66,8 @@ type KeyWalk struct {
 	Chain       int
 	ChainParams func(key, cursor, previous string) (params any, ok bool)
 	// Lost, when set, records in the batch's transaction a key whose first page the portal
-	// refused (ACCESS_ERROR, see Unreachable): its walk ends there. Without it such a refusal
-	// fails the walk.
+	// refused (ACCESS_ERROR, see Unreachable): its walk ends there. It stores what it keeps with
+	// Env.SavePage in tx, as a Page of Unread records. Without it such a refusal fails the walk.
 	Lost func(ctx context.Context, tx Store, key string, u *Unreachable, zone *time.Location) error
 	// Reason is the status history's reason for a record that changed ("changed on the source"
 	// when empty).
@@ -318,42 +314,24 @@ func (k *keyWalker) readJob(ctx context.Context, job []keyJob) error {
 	if err != nil {
 		return err
 	}
-	var got Saved
-	var refused int
-	err = pgx.BeginFunc(ctx, k.e.pool, func(tx pgx.Tx) error {
-		var err error
-		c := status.Change{Reason: cmp.Or(k.w.Reason, "changed on the source"), Actor: k.e.actor, RunID: k.e.runID}
-		if got, err = NewStore(tx).saveRecords(ctx, k.child.Name, recs, c); err != nil {
-			return err
-		}
-		if refused, err = NewStore(tx).refuseUnreachable(ctx, k.child.Name, recs, status.Change{Actor: k.e.actor, RunID: k.e.runID}); err != nil {
-			return err
-		}
-		for _, p := range pages {
-			if err := NewStore(tx).logPage(ctx, k.child.Name, k.e.runID, p); err != nil {
-				return err
+	page := Page{Records: []EntityRecords{{k.child, recs}}, Reason: k.w.Reason, Log: []PageLog{{k.child.Name, pages}},
+		then: func(ctx context.Context, tx Store) error {
+			for _, l := range lost {
+				if err := k.w.Lost(ctx, tx, l.key, l.u, zone); err != nil {
+					return err
+				}
 			}
-		}
-		for _, l := range lost {
-			if err := k.w.Lost(ctx, NewStore(tx), l.key, l.u, zone); err != nil {
-				return err
-			}
-		}
-		if got.Inserted+got.Changed > 0 || len(lost) > 0 {
-			return NewStore(tx).unverify(ctx, verifiedAs(k.e.registry, k.child))
-		}
-		return nil
-	})
+			return nil
+		}}
+	saved, err := k.e.savePage(ctx, k.e.store(), page)
 	if err != nil {
 		return err
 	}
-	k.e.noteSaved(k.child.Name, got)
-	k.e.metrics.RecordsExtracted.WithLabelValues(k.child.Name).Add(float64(len(recs)))
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.st.Pages += len(pages)
-	k.st.Unreachable += refused + len(lost)
-	k.st.Add(k.child.Name, len(recs), got)
+	k.st.Unreachable += saved.Refused + len(lost)
+	saved.AddCounts(k.st)
 	k.read += len(recs)
 	k.e.progress("get", k.child.Name, int64(k.read), nil, k.read, k.start)
 	return nil

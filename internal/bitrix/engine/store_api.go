@@ -67,17 +67,6 @@ func (s Store) FinishPass(ctx context.Context, entity string, total int64) error
 	return s.finishPass(ctx, entity, total)
 }
 
-// LogPage records one page read in the page log, in the transaction that stored its records.
-func (s Store) LogPage(ctx context.Context, entity string, runID int64, p PageRecord) error {
-	return s.logPage(ctx, entity, runID, p)
-}
-
-// SaveRecords stores records of one entity read from the source, in the transaction: new ones
-// as NEW, changed ones back to NEW with the change's reason, unchanged ones left alone.
-func (s Store) SaveRecords(ctx context.Context, entity string, recs []Incoming, c status.Change) (Saved, error) {
-	return s.saveRecords(ctx, entity, recs, c)
-}
-
 // Count is how many records of the entity are stored.
 func (s Store) Count(ctx context.Context, entity string) (int64, error) {
 	return s.storedCount(ctx, entity)
@@ -91,34 +80,4 @@ func (s Store) SourceIDs(ctx context.Context, entity string) ([]string, error) {
 // StatusCounts counts the records of every entity by status.
 func (s Store) StatusCounts(ctx context.Context) ([]status.Count, error) {
 	return Machine.Counts(ctx, s.db)
-}
-
-// Unverify clears the entity's VERIFIED flag (and its parents'): records of it changed.
-func (s Store) Unverify(ctx context.Context, entity string) error {
-	return s.unverify(ctx, entity)
-}
-
-// RefuseNew moves the entity's NEW records among the source ids to IMPORT_ERR with the change's
-// reason: they can be read but not migrated. It returns how many it moved.
-func (s Store) RefuseNew(ctx context.Context, entity string, sourceIDs []string, c status.Change) (int, error) {
-	rows, err := s.db.Query(ctx, `SELECT id FROM bitrix_records WHERE entity = $2 AND source_id = ANY($1) AND status = $3 ORDER BY id`,
-		sourceIDs, entity, string(StatusNew))
-	if err != nil {
-		return 0, fmt.Errorf("find the %s to refuse: %w", entity, err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return 0, fmt.Errorf("find the %s to refuse: %w", entity, err)
-	}
-	if len(ids) == 0 {
-		return 0, nil
-	}
-	moved, err := Machine.MoveMany(ctx, s.db, ids, StatusNew, ImportErr, c)
-	return len(moved), err
-}
-
-// RefuseUnreachable moves the records among recs that carry an unreachable reason from NEW to
-// IMPORT_ERR with it, in the transaction that stored them; it returns how many it moved.
-func (s Store) RefuseUnreachable(ctx context.Context, entity string, recs []Incoming, c status.Change) (int, error) {
-	return s.refuseUnreachable(ctx, entity, recs, c)
 }
