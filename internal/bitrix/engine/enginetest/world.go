@@ -105,10 +105,12 @@ func (w *World) Logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(w.Log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-// Engine returns a new engine on the world's registry, database, portal and target. It is the
-// only place the tests build one, so that how an engine is built changes here alone.
-func (w *World) Engine() *engine.Engine {
-	return &engine.Engine{Registry: w.Registry,
+// Engine returns a new engine on the world's registry, database, portal and target, with the
+// options applied in order. It is the only place the tests build one, and tests set the
+// engine's settings through options rather than on the engine afterwards, so that how an
+// engine is built and configured changes here alone.
+func (w *World) Engine(opts ...func(*engine.Engine)) *engine.Engine {
+	e := &engine.Engine{Registry: w.Registry,
 		Pool:    w.Pool,
 		Source:  w.Source,
 		Target:  w.Client,
@@ -116,6 +118,10 @@ func (w *World) Engine() *engine.Engine {
 		Metrics: w.Metrics,
 		Actor:   "test",
 	}
+	for _, o := range opts {
+		o(e)
+	}
+	return e
 }
 
 // Phases runs phases of an entity and fails the test on the first error.
