@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
 	"github.com/ingest-dev/ingest/internal/bitrix/engine"
@@ -264,29 +263,6 @@ func TestGetTestLimitPullsDependenciesBeyondIt(t *testing.T) {
 	}
 	if st.Of(bitrix.Users).Inserted == 0 || v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'users'`) != 10+st.Of(bitrix.Users).Inserted {
 		t.Errorf("pulled %d users; stored users should be 10 plus them", st.Of(bitrix.Users).Inserted)
-	}
-}
-
-func TestGetKeepsDatesAsReceivedWithUTCAndOffset(t *testing.T) {
-	t.Parallel()
-	v := newEnv(t, bitrixfake.Options{Users: 60, Seed: 5})
-	id := strconv.Itoa(v.portal.UserIDs()[2])
-	v.portal.SetUserField(v.portal.UserIDs()[2], "DATE_REGISTER", "2024-07-15T00:00:00+02:00")
-	v.portal.SetUserField(v.portal.UserIDs()[2], "TIMESTAMP_X", "24.08.2023 13:19:39")
-	if _, err := v.engine().Get(v.ctx, bitrix.Users); err != nil {
-		t.Fatal(err)
-	}
-	r := v.record(bitrix.Users, id)
-	reg, ts := r.Dates["DATE_REGISTER"], r.Dates["TIMESTAMP_X"]
-	if reg.Raw != "2024-07-15T00:00:00+02:00" || !reg.UTC.Equal(time.Date(2024, 7, 14, 22, 0, 0, 0, time.UTC)) || reg.Offset != "+02:00" || reg.Assumed {
-		t.Errorf("DATE_REGISTER = %+v", reg)
-	}
-	// No offset in the value: the portal's (+03:00, learned from its clock) is assumed.
-	if ts.Raw != "24.08.2023 13:19:39" || !ts.UTC.Equal(time.Date(2023, 8, 24, 10, 19, 39, 0, time.UTC)) || ts.Offset != "+03:00" || !ts.Assumed {
-		t.Errorf("TIMESTAMP_X = %+v", ts)
-	}
-	if _, ok := r.Dates["UF_EMPLOYMENT_DATE"]; ok && r.Dates["UF_EMPLOYMENT_DATE"].Raw == "" {
-		t.Errorf("an empty date was kept as a date: %+v", r.Dates["UF_EMPLOYMENT_DATE"])
 	}
 }
 
