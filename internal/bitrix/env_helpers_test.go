@@ -2,6 +2,8 @@ package bitrix_test
 
 import (
 	"context"
+	"sync"
+	"time"
 
 	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
@@ -40,4 +42,35 @@ func (c *cancelOnCall) ScanSegments(ctx context.Context, s rest.Scan, segs []res
 		return nil, context.Cause(ctx)
 	}
 	return c.Source.ScanSegments(ctx, s, segs)
+}
+
+// targetID returns the target id a record was imported under.
+func (v *env) targetID(entity, sourceID string) string {
+	v.t.Helper()
+	var id string
+	if err := v.pool.QueryRow(v.ctx, `SELECT target_id FROM bitrix_id_map WHERE entity = $1 AND source_id = $2`, entity, sourceID).Scan(&id); err != nil {
+		v.t.Fatalf("target id of %s %s: %v", entity, sourceID, err)
+	}
+	return id
+}
+
+// fakeClock is a clock that moves only when set sleeps: retries wait no real time.
+type fakeClock struct {
+	mu    sync.Mutex
+	now   time.Time
+	waits []time.Duration
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.waits = append(c.waits, d)
+	c.now = c.now.Add(d)
+	return ctx.Err()
 }
