@@ -194,7 +194,9 @@ func TestSetPermanentErrorFailsOnlyThatRecord(t *testing.T) {
 func TestSetResendsAfterLostAnswersWithoutDuplicates(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, bitrixfake.Options{Users: 120, Seed: 14})
-	e := w.Engine(func(e *engine.Engine) { e.RetryPolicy = retry.Policy{Delays: []time.Duration{0, time.Millisecond, time.Millisecond}} })
+	e := w.Engine(func(e *engine.Engine) {
+		e.RetryPolicy = retry.Policy{Delays: []time.Duration{0, time.Millisecond, time.Millisecond}}
+	})
 	w.Phases(e, people, "get")
 	// The first batch is applied but its answer lost; the second gets a 503 page; the third
 	// times out on a dropped connection.
@@ -364,7 +366,6 @@ func TestUnreadableDateFailsOnlyItsRecord(t *testing.T) {
 		t.Errorf("target payload %s, want TIMESTAMP_X %s", got.Payload, want)
 	}
 }
-
 
 // ownerOf returns the OWNER_ID of a stored team.
 func ownerOf(t *testing.T, g engine.Record) string {
