@@ -3,13 +3,10 @@ package engine_test
 import (
 	"encoding/json"
 	"errors"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/ingest-dev/ingest/internal/bitrix/engine"
-	"github.com/ingest-dev/ingest/internal/bitrix/engine/enginetest"
-	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
 )
 
 func TestParseDate(t *testing.T) {
@@ -73,31 +70,5 @@ func TestParseDate(t *testing.T) {
 				t.Errorf("Raw = %q, want the value as received %q", d.Raw, raw)
 			}
 		})
-	}
-}
-
-// TestGetKeepsDatesAsReceivedWithUTCAndOffset: a get keeps each date of an entity's Dates as the
-// portal sent it, with its instant in UTC and its offset; a date without an offset is read in the
-// portal's zone, which the get learns from the portal's clock, and marked assumed.
-func TestGetKeepsDatesAsReceivedWithUTCAndOffset(t *testing.T) {
-	t.Parallel()
-	w := enginetest.New(t, enginetest.Options{Portal: bitrixfake.Options{Users: 60, Seed: 5}})
-	id := strconv.Itoa(w.Portal.UserIDs()[2])
-	w.Portal.SetUserField(w.Portal.UserIDs()[2], "DATE_REGISTER", "2024-07-15T00:00:00+02:00")
-	w.Portal.SetUserField(w.Portal.UserIDs()[2], "TIMESTAMP_X", "24.08.2023 13:19:39")
-	if _, err := w.Engine().Get(w.Ctx, enginetest.People); err != nil {
-		t.Fatal(err)
-	}
-	r := w.Record(enginetest.People, id)
-	reg, ts := r.Dates["DATE_REGISTER"], r.Dates["TIMESTAMP_X"]
-	if reg.Raw != "2024-07-15T00:00:00+02:00" || !reg.UTC.Equal(time.Date(2024, 7, 14, 22, 0, 0, 0, time.UTC)) || reg.Offset != "+02:00" || reg.Assumed {
-		t.Errorf("DATE_REGISTER = %+v", reg)
-	}
-	// No offset in the value: the portal's (+03:00, learned from its clock) is assumed.
-	if ts.Raw != "24.08.2023 13:19:39" || !ts.UTC.Equal(time.Date(2023, 8, 24, 10, 19, 39, 0, time.UTC)) || ts.Offset != "+03:00" || !ts.Assumed {
-		t.Errorf("TIMESTAMP_X = %+v", ts)
-	}
-	if _, ok := r.Dates["UF_EMPLOYMENT_DATE"]; ok && r.Dates["UF_EMPLOYMENT_DATE"].Raw == "" {
-		t.Errorf("an empty date was kept as a date: %+v", r.Dates["UF_EMPLOYMENT_DATE"])
 	}
 }
