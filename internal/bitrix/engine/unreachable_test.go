@@ -111,9 +111,9 @@ func remarkPayload(r engine.Record, rf *engine.Refs) (json.RawMessage, error) {
 }
 
 // remarksWorld is a world whose registry adds the remarks to the synthetic entities, with the
-// people, the teams and the posts (and so their remarks) migrated once; verify of the posts fails
-// on the withheld remarks.
-func remarksWorld(t *testing.T, seed uint64) *enginetest.World {
+// people, the teams and the posts (and so their remarks) read and set once, after the changes
+// given have been made to the world (its portal) before anything was read.
+func remarksWorld(t *testing.T, seed uint64, changes ...func(*enginetest.World)) *enginetest.World {
 	t.Helper()
 	reg, err := engine.NewRegistry(append(enginetest.Entities(), remarksEntity())...)
 	if err != nil {
@@ -121,6 +121,9 @@ func remarksWorld(t *testing.T, seed uint64) *enginetest.World {
 	}
 	w := enginetest.New(t, enginetest.Options{Registry: reg,
 		Portal: bitrixfake.Options{Users: 20, Groups: 3, Posts: 40, PostComments: 4, Seed: seed}})
+	for _, c := range changes {
+		c(w)
+	}
 	e := w.Engine()
 	w.Migrate(e, enginetest.People, enginetest.Teams)
 	w.Phases(e, enginetest.Posts, "get", "set")
