@@ -2,8 +2,6 @@ package bitrix_test
 
 import (
 	"context"
-	"sync"
-	"time"
 
 	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
@@ -52,25 +50,4 @@ func (v *env) targetID(entity, sourceID string) string {
 		v.t.Fatalf("target id of %s %s: %v", entity, sourceID, err)
 	}
 	return id
-}
-
-// fakeClock is a clock that moves only when set sleeps: retries wait no real time.
-type fakeClock struct {
-	mu    sync.Mutex
-	now   time.Time
-	waits []time.Duration
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.waits = append(c.waits, d)
-	c.now = c.now.Add(d)
-	return ctx.Err()
 }
