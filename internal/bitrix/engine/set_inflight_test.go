@@ -45,36 +45,37 @@ func (d *dyingTarget) Import(ctx context.Context, entity string, items []importa
 // kills the process every time ends in IMPORT_ERR, saying so, and its batch-mates are imported.
 func TestSetCountsImportAttemptsThatNeverFinished(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t, enginetest.Options{Portal: bitrixfake.Options{Users: 5, Seed: 19}})
+	w := newWorld(t, bitrixfake.Options{Users: 5, Seed: 19})
 	clock := enginetest.NewClock(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC))
-	ids := w.Portal.UserIDs()
-	poison := strconv.Itoa(ids[2])
-	target := &dyingTarget{Target: w.Client, poison: "source:people:" + poison}
-	e := w.Engine(func(e *engine.Engine) {
+	configure := func(e *engine.Engine) {
 		e.Now = clock.Now
 		policy := retry.Default()
 		policy.Sleep = clock.Sleep
 		e.RetryPolicy = policy
-		e.Target = target
-	})
-	w.Phases(e, enginetest.People, "get")
+	}
+	e := w.Engine(configure)
+	w.Phases(e, people, "get")
+	ids := w.Portal.UserIDs()
+	poison := strconv.Itoa(ids[2])
+	target := &dyingTarget{Target: w.Client, poison: "source:people:" + poison}
+	e = w.Engine(configure, func(e *engine.Engine) { e.Target = target })
 
-	// The first set died during its one call, with all five users in it.
+	// The first set died during its one call, with all five people in it.
 	all := make([]int64, len(ids))
 	for i, id := range ids {
-		all[i] = w.Record(enginetest.People, strconv.Itoa(id)).ID
+		all[i] = w.Record(people, strconv.Itoa(id)).ID
 	}
 	if started, err := engine.Machine.StartAttempts(w.Ctx, w.Pool, all, []status.Status{engine.New}, 0); err != nil || len(started) != 5 {
 		t.Fatalf("start = %v, %v", started, err)
 	}
-	poisonID := w.Record(enginetest.People, poison).ID
+	poisonID := w.Record(people, poison).ID
 	// Each later set counts the death before it, sends the records alone, and dies on the poison
 	// record again, until the retries are used up (retry.Default: 3 retries, 4 attempts).
 	for run := 1; run <= 4; run++ {
-		st, err := e.Set(w.Ctx, enginetest.People)
+		st, err := e.Set(w.Ctx, people)
 		wantUnfinished := map[bool]int{true: 5, false: 1}[run == 1]
-		if st[enginetest.People] == nil || st[enginetest.People].Unfinished != wantUnfinished {
-			t.Errorf("set %d: stats %+v, want %d unfinished attempts counted", run, st[enginetest.People], wantUnfinished)
+		if st[people] == nil || st[people].Unfinished != wantUnfinished {
+			t.Errorf("set %d: stats %+v, want %d unfinished attempts counted", run, st[people], wantUnfinished)
 		}
 		if run < 4 {
 			if !errors.Is(err, errDied) {
@@ -89,7 +90,7 @@ func TestSetCountsImportAttemptsThatNeverFinished(t *testing.T) {
 			t.Fatalf("set %d: %v", run, err)
 		}
 	}
-	r := w.Record(enginetest.People, poison)
+	r := w.Record(people, poison)
 	if r.Status != engine.ImportErr || r.Attempts != 4 || !strings.HasPrefix(r.LastError, "gave up after 4 attempts: attempt started ") ||
 		!strings.Contains(r.LastError, "never finished: the process died during it") {
 		t.Errorf("poison record: %s after %d attempts, %q", r.Status, r.Attempts, r.LastError)
@@ -99,7 +100,7 @@ func TestSetCountsImportAttemptsThatNeverFinished(t *testing.T) {
 	}
 	for _, id := range ids {
 		if s := strconv.Itoa(id); s != poison {
-			if r := w.Record(enginetest.People, s); r.Status != engine.ImportOK || r.Attempts != 2 {
+			if r := w.Record(people, s); r.Status != engine.ImportOK || r.Attempts != 2 {
 				t.Errorf("person %s: %s after %d attempts, want IMPORT_OK after the death and one more", s, r.Status, r.Attempts)
 			}
 		}
@@ -118,19 +119,19 @@ func TestSetCountsImportAttemptsThatNeverFinished(t *testing.T) {
 // next set sends them as if nothing happened.
 func TestSetStopEndsItsAttemptsUncounted(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t, enginetest.Options{Portal: bitrixfake.Options{Users: 3, Seed: 20}})
-	w.Phases(w.Engine(), enginetest.People, "get")
+	w := newWorld(t, bitrixfake.Options{Users: 3, Seed: 20})
+	w.Phases(w.Engine(), people, "get")
 	ctx, cancel := context.WithCancel(w.Ctx)
-	stopping := w.Engine(func(e *engine.Engine) { e.Target = stoppingTarget{Target: w.Client, stop: cancel} })
-	if _, err := stopping.Set(ctx, enginetest.People); err == nil {
+	e := w.Engine(func(e *engine.Engine) { e.Target = stoppingTarget{Target: w.Client, stop: cancel} })
+	if _, err := e.Set(ctx, people); err == nil {
 		t.Fatal("a stopped set reported no error")
 	}
 	if n := w.Count(`SELECT count(*) FROM bitrix_records WHERE attempt_started_at IS NOT NULL OR status <> 'NEW'`); n != 0 {
 		t.Fatalf("%d records moved or with an attempt open after the stop", n)
 	}
-	st, err := w.Engine().Set(w.Ctx, enginetest.People)
-	if err != nil || st[enginetest.People].Unfinished != 0 || st[enginetest.People].Imported != 3 {
-		t.Errorf("next set: %+v, %v; want 3 imported and nothing counted", st[enginetest.People], err)
+	st, err := w.Engine().Set(w.Ctx, people)
+	if err != nil || st[people].Unfinished != 0 || st[people].Imported != 3 {
+		t.Errorf("next set: %+v, %v; want 3 imported and nothing counted", st[people], err)
 	}
 }
 
