@@ -1,25 +1,14 @@
 package bitrix_test
 
 import (
-	"encoding/json"
 	"errors"
-	"maps"
-	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
-
-	"golang.org/x/time/rate"
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
 	"github.com/ingest-dev/ingest/internal/bitrix/engine"
-	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
-	"github.com/ingest-dev/ingest/internal/retry"
-	"github.com/ingest-dev/ingest/internal/status"
 )
 
 // policies are both deletion policies, for tests that run under each.
@@ -164,116 +153,6 @@ AND EXISTS (SELECT 1 FROM bitrix_records d WHERE d.entity = 'deals' AND d.payloa
 	}
 }
 
-func TestDeletedTaskUnderEachPolicy(t *testing.T) {
-	t.Parallel()
-	for _, policy := range policies {
-		t.Run(string(policy), func(t *testing.T) {
-			t.Parallel()
-			v := newEnv(t, bitrixfake.Options{Users: 40, Groups: 6, Tasks: 80, TaskComments: 3, Seed: 43})
-			e := v.engine(func(c *engine.Config) {
-				c.Deletions = policy
-			})
-			v.migrateBase(e)
-			_ = e.Run(v.ctx, bitrix.Tasks) // verify names the tasks the webhook's user cannot see; set is what matters
-			task := v.pick(`SELECT t.source_id FROM bitrix_records t WHERE t.entity = 'tasks' AND t.status = 'IMPORT_OK'
-AND EXISTS (SELECT 1 FROM bitrix_records c WHERE c.entity = 'task_comments' AND c.parent_source_id = t.source_id AND c.status = 'IMPORT_OK')
-ORDER BY t.id LIMIT 1`)
-			v.deleteOnPortal(bitrixfake.DeleteTasks, task)
-			v.phases(e, bitrix.Tasks, "get", "set")
-			if _, err := e.Verify(v.ctx, bitrix.Tasks); err != nil {
-				t.Fatal(err)
-			}
-			v.requireDeleted(policy, bitrix.Tasks, task, bitrix.TaskComments)
-			requireCountsHold(t, v.lastVerify(bitrix.Tasks))
-		})
-	}
-}
-
-func TestDeletedPostUnderEachPolicy(t *testing.T) {
-	t.Parallel()
-	for _, policy := range policies {
-		t.Run(string(policy), func(t *testing.T) {
-			t.Parallel()
-			v := newEnv(t, bitrixfake.Options{Users: 40, Groups: 6, Posts: 60, PostComments: 3, Seed: 44})
-			e := v.engine(func(c *engine.Config) {
-				c.Deletions = policy
-			})
-			v.migrateBase(e)
-			_ = e.Run(v.ctx, bitrix.Feed) // verify names the comments out of reach; set is what matters
-			post := v.pick(`SELECT p.source_id FROM bitrix_records p WHERE p.entity = 'feed' AND p.status = 'IMPORT_OK'
-AND EXISTS (SELECT 1 FROM bitrix_records c WHERE c.entity = 'feed_comments' AND c.parent_source_id = p.source_id AND c.status = 'IMPORT_OK')
-ORDER BY p.id LIMIT 1`)
-			v.deleteOnPortal(bitrixfake.DeleteFeed, post)
-			v.phases(e, bitrix.Feed, "get", "set")
-			if _, err := e.Verify(v.ctx, bitrix.Feed); err != nil {
-				t.Fatal(err)
-			}
-			v.requireDeleted(policy, bitrix.Feed, post, bitrix.FeedComments, bitrix.FeedRecipients)
-			requireCountsHold(t, v.lastVerify(bitrix.Feed))
-		})
-	}
-}
-
-func TestMassDeleteRefusedUnlessAllowed(t *testing.T) {
-	t.Parallel()
-	v := newEnv(t, crmOptions(45))
-	e := v.engine()
-	for _, ent := range []string{bitrix.Users, bitrix.CRMTypes, bitrix.CRMCategories, bitrix.Companies, bitrix.Contacts} {
-		v.phases(e, ent, "get", "set", "verify")
-	}
-	ids := v.portal.PortalIDs(bitrixfake.DeleteContacts)
-	gone := len(ids)/10 + 1 // just over a tenth
-	for _, id := range ids[:gone] {
-		v.deleteOnPortal(bitrixfake.DeleteContacts, strconv.Itoa(id))
-	}
-	// A test_limit pass does not see the whole portal: it concludes nothing.
-	if _, err := v.engine(func(c *engine.Config) { c.TestLimit = 5 }).Get(v.ctx, bitrix.Contacts); err != nil {
-		t.Fatalf("get with test_limit: %v", err)
-	}
-	if n := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'contacts' AND status = 'DELETED_AT_SOURCE'`); n != 0 {
-		t.Fatalf("a test_limit get marked %d contacts deleted", n)
-	}
-	_, err := e.Get(v.ctx, bitrix.Contacts)
-	if !errors.Is(err, engine.ErrMassDelete) || !strings.Contains(err.Error(), strconv.Itoa(gone)+" of the "+strconv.Itoa(len(ids))) {
-		t.Fatalf("get after %d of %d contacts deleted: %v, want a refusal naming the count", gone, len(ids), err)
-	}
-	if n := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'contacts' AND status = 'DELETED_AT_SOURCE'`); n != 0 {
-		t.Fatalf("a refused get marked %d contacts deleted", n)
-	}
-	e = v.engine(func(c *engine.Config) { c.AllowMassDelete = true })
-	st, err := e.Get(v.ctx, bitrix.Contacts)
-	if err != nil || st.Deleted != gone {
-		t.Fatalf("get with --allow-mass-delete: %d deleted, %v; want %d", st.Deleted, err, gone)
-	}
-	v.phases(e, bitrix.Contacts, "set", "verify")
-}
-
-func TestReappearingRecordGoesBackToTheFlow(t *testing.T) {
-	t.Parallel()
-	v := newEnv(t, crmOptions(46))
-	e := v.engine(func(c *engine.Config) {
-		c.Deletions = engine.DeletionsPropagate
-	})
-	for _, ent := range []string{bitrix.Users, bitrix.CRMTypes, bitrix.CRMCategories, bitrix.Companies} {
-		v.phases(e, ent, "get", "set", "verify")
-	}
-	// A company a get concluded deleted (say, while the webhook's user could not see it) and set
-	// removed from the target, that the portal then lists again.
-	company := v.pick(`SELECT source_id FROM bitrix_records WHERE entity = 'companies' ORDER BY id LIMIT 1`)
-	r := v.record(bitrix.Companies, company)
-	c := status.Change{Reason: "test: deleted", Code: engine.CodeDeletedAtSource, Actor: "test"}
-	if _, err := engine.Machine.MoveMany(v.ctx, v.pool, []int64{r.ID}, engine.ImportOK, engine.DeletedAtSource, c); err != nil {
-		t.Fatal(err)
-	}
-	v.phases(e, bitrix.Companies, "set")
-	v.requireDeleted(engine.DeletionsPropagate, bitrix.Companies, company)
-	v.phases(e, bitrix.Companies, "get", "set", "verify")
-	if r := v.record(bitrix.Companies, company); r.Status != engine.ImportOK {
-		t.Fatalf("company %s listed again: %s %q, want IMPORT_OK", company, r.Status, r.LastError)
-	}
-	v.onTarget(bitrix.Companies, company)
-}
-
 // reportText is `bitrix status` as people read it.
 func reportText(t *testing.T, rep engine.StatusReport) string {
 	t.Helper()
@@ -282,65 +161,6 @@ func reportText(t *testing.T, rep engine.StatusReport) string {
 		t.Fatal(err)
 	}
 	return out.String()
-}
-
-// TestShiftedPostIsNotDeleted deletes a post of the feed's first page while get reads it, so
-// that the next page, by offset, skips a post the portal still has: the skipped one is confirmed
-// by id and left alone, and the next pass concludes the deleted one, and only it.
-func TestShiftedPostIsNotDeleted(t *testing.T) {
-	t.Parallel()
-	v := newEnv(t, bitrixfake.Options{Users: 30, Groups: 4, Posts: 70, Seed: 47})
-	e := v.engine()
-	v.migrateBase(e)
-	v.phases(e, bitrix.Feed, "get")
-	var armed atomic.Bool
-	var victim atomic.Int64
-	shifting := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := httptest.NewRecorder()
-		v.portal.ServeHTTP(rec, r)
-		if strings.Contains(r.URL.Path, "log.blogpost.get") && armed.CompareAndSwap(true, false) {
-			var page struct {
-				Result []struct {
-					ID string `json:"ID"`
-				} `json:"result"`
-			}
-			if err := json.Unmarshal(rec.Body.Bytes(), &page); err != nil || len(page.Result) == 0 {
-				t.Errorf("first page of posts: %v %s", err, rec.Body.String())
-			} else {
-				id, _ := strconv.Atoi(page.Result[0].ID)
-				victim.Store(int64(id))
-				if err := v.portal.Delete(bitrixfake.DeleteFeed, id); err != nil {
-					t.Error(err)
-				}
-			}
-		}
-		maps.Copy(w.Header(), rec.Header())
-		w.WriteHeader(rec.Code)
-		_, _ = w.Write(rec.Body.Bytes())
-	})
-	srv := httptest.NewServer(shifting)
-	defer srv.Close()
-	src, err := rest.New(srv.URL+v.portal.WebhookPath(), rest.Options{Limiter: rate.NewLimiter(rate.Inf, 1),
-		Retry: retry.Policy{Delays: []time.Duration{0, 0, 0}}, Logger: v.logger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e = v.engine(func(c *engine.Config) { c.Source = src })
-	armed.Store(true)
-	v.phases(e, bitrix.Feed, "get")
-	if !strings.Contains(v.log.String(), "records the pass missed are still on the portal") {
-		t.Fatal("the pass missed no post: the pages did not shift, the test proves nothing")
-	}
-	// The deleted post was read before it went: the next pass concludes it, and only it.
-	deleted := `SELECT count(*) FROM bitrix_records WHERE entity = 'feed' AND status = 'DELETED_AT_SOURCE'`
-	if n := v.count(deleted); n != 0 {
-		t.Fatalf("%d posts concluded deleted by the pass that missed a live one", n)
-	}
-	v.phases(e, bitrix.Feed, "get")
-	rows := v.count(deleted)
-	if rows != 1 || v.record(bitrix.Feed, strconv.FormatInt(victim.Load(), 10)).Status != engine.DeletedAtSource {
-		t.Errorf("%d posts concluded deleted; want only the deleted post %d", rows, victim.Load())
-	}
 }
 
 // Deals deleted on the portal, and removed from the target, are not deals waiting for their

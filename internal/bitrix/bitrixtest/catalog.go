@@ -3,7 +3,6 @@ package bitrixtest
 import (
 	"slices"
 
-	"github.com/ingest-dev/ingest/internal/bitrix"
 	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 )
 
@@ -20,9 +19,8 @@ type plan struct {
 	before []string
 }
 
-// planOf returns the plan of the entity's command in the catalog.
-func planOf(entity string) (plan, error) {
-	reg := bitrix.Catalog()
+// planOf returns the plan of the entity's command in the registry.
+func planOf(reg *engine.Registry, entity string) (plan, error) {
 	ent, err := reg.Command(entity)
 	if err != nil {
 		return plan{}, err
@@ -42,7 +40,7 @@ func planOf(entity string) (plan, error) {
 			for _, d := range deps {
 				dep, ok := reg.Entity(d)
 				if !ok {
-					continue // NewRegistry refuses unknown entities: Catalog() has none
+					continue // NewRegistry refuses unknown entities: a registry has none
 				}
 				if dep.Parent != "" {
 					dep, _ = reg.Entity(dep.Parent) // a child comes with its parent's command

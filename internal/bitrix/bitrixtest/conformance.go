@@ -8,17 +8,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/crashtest"
 	"github.com/ingest-dev/ingest/internal/dbtest"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
 )
 
-// childPath is the crash child's package; built by import path, so that a test of any package
-// can use the helper.
-const childPath = "github.com/ingest-dev/ingest/internal/bitrix/bitrixtest/testdata/crashchild"
+// CatalogChild is the crash child of the catalog (bitrix.Catalog()): the command that runs the
+// phases of its entities, for New. Built by import path, so that a test of any package can use it.
+const CatalogChild = "github.com/ingest-dev/ingest/internal/bitrix/bitrixtest/testdata/crashchild"
 
 // Case is one entity's conformance test.
 type Case struct {
+	// Registry is the registry the entity is in, the one the Harness's child runs (the catalog's
+	// for CatalogChild): what the entity's command migrates and what must be migrated before it
+	// are planned from it. Required: any registry can be conformance-tested, not only the
+	// catalog.
+	Registry *engine.Registry
 	// Entity names the command under test ("deals"); its children are tested with it.
 	Entity string
 	// Portal is the fake portal both runs read. Keep it small: what a kill proves does not grow
@@ -68,19 +74,23 @@ type Harness struct {
 	bin string
 }
 
-// New builds the crash child (once, for every case the Harness runs; the binary lives in t's
-// temporary directory, so t must outlive them: the parent of parallel subtests does). It skips
-// t under -short or without a test database server, before building.
-func New(t testing.TB) *Harness {
+// New builds the crash child, the command at the import path child (once, for every case the
+// Harness runs; the binary lives in t's temporary directory, so t must outlive them: the parent
+// of parallel subtests does). The child runs the phases of the entities of the cases' registry
+// as testdata/crashchild (CatalogChild) runs the catalog's: it reads the database, portal,
+// target, entities and phases from the BITRIX_CRASH_ variables and announces each phase
+// (crashtest). It skips t under -short or without a test database server, before building.
+func New(t testing.TB, child string) *Harness {
 	t.Helper()
 	skip(t)
-	return &Harness{bin: crashtest.Build(t, childPath)}
+	return &Harness{bin: crashtest.Build(t, child)}
 }
 
-// Conformance runs one case with a Harness of its own: for a test of a single entity.
-func Conformance(t *testing.T, c Case) {
+// Conformance runs one case with a Harness of its own, built from child (New): for a test of a
+// single entity.
+func Conformance(t *testing.T, child string, c Case) {
 	t.Helper()
-	New(t).Conformance(t, c)
+	New(t, child).Conformance(t, c)
 }
 
 // skip skips the test under -short or without a test database server.
@@ -99,7 +109,10 @@ func skip(t testing.TB) {
 func (h *Harness) Conformance(t *testing.T, c Case) {
 	t.Helper()
 	skip(t)
-	p, err := planOf(c.Entity)
+	if c.Registry == nil {
+		t.Fatalf("conformance case of %q has no Registry: name the registry its entity is in", c.Entity)
+	}
+	p, err := planOf(c.Registry, c.Entity)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,13 +46,14 @@ var cases = map[string]bitrixtest.Case{
 // Every entity that has a command passes the conformance test; one without a case fails, so that
 // the next entity cannot be added without one (and a case of no command, so none is left behind).
 func TestEveryEntityConforms(t *testing.T) {
-	commands := bitrix.Catalog().Commands()
+	reg := bitrix.Catalog()
+	commands := reg.Commands()
 	for name := range cases {
 		if !slices.ContainsFunc(commands, func(e *engine.Entity) bool { return e.Name == name }) {
 			t.Errorf("conformance case %q names no bitrix command", name)
 		}
 	}
-	h := bitrixtest.New(t)
+	h := bitrixtest.New(t, bitrixtest.CatalogChild)
 	for _, ent := range commands {
 		t.Run(ent.Name, func(t *testing.T) {
 			c, ok := cases[ent.Name]
@@ -60,7 +61,7 @@ func TestEveryEntityConforms(t *testing.T) {
 				t.Fatalf("bitrix entity %q has no conformance case: add one to cases", ent.Name)
 			}
 			t.Parallel()
-			c.Entity = ent.Name
+			c.Registry, c.Entity = reg, ent.Name
 			h.Conformance(t, c)
 		})
 	}

@@ -21,7 +21,7 @@ import (
 // deletion also takes the links other records hold to them. The last case kills gets inside
 // their asks by id of the records their pass did not see (confirmationCase).
 func TestKilledDeletionsConverge(t *testing.T) {
-	h := bitrixtest.New(t)
+	h := bitrixtest.New(t, bitrixtest.CatalogChild)
 	t.Run("deals confirmed by id", func(t *testing.T) {
 		t.Parallel()
 		h.Conformance(t, confirmationCase(t))
@@ -42,7 +42,7 @@ func TestKilledDeletionsConverge(t *testing.T) {
 		t.Run(c.entity, func(t *testing.T) {
 			t.Parallel()
 			var deleted []string
-			h.Conformance(t, bitrixtest.Case{Entity: c.entity, Portal: c.opts, Env: []string{"BITRIX_DELETIONS=propagate"},
+			h.Conformance(t, bitrixtest.Case{Registry: bitrix.Catalog(), Entity: c.entity, Portal: c.opts, Env: []string{"BITRIX_DELETIONS=propagate"},
 				TargetMethodLatency: deleteHeld(c.entity),
 				Change: func(p *bitrixfake.Portal) {
 					ids := p.PortalIDs(c.portalEntity)
@@ -93,7 +93,7 @@ AND status IN ('DELETED_AT_SOURCE', 'DELETED_ON_TARGET') ORDER BY source_id`, en
 func confirmationCase(t *testing.T) bitrixtest.Case {
 	var emptyAfter int
 	var deleted []string
-	return bitrixtest.Case{Entity: bitrix.Deals, Env: []string{"BITRIX_DELETIONS=propagate"},
+	return bitrixtest.Case{Registry: bitrix.Catalog(), Entity: bitrix.Deals, Env: []string{"BITRIX_DELETIONS=propagate"},
 		Portal:              bitrixfake.Options{Users: 20, Companies: 10, Contacts: 10, Deals: 120, Seed: 66},
 		ConfirmKills:        4,
 		TargetMethodLatency: deleteHeld(bitrix.Deals),

@@ -12,6 +12,10 @@
 // that one more set sends nothing, and that both worlds end equal: statuses, id maps, inventories
 // and the target's records byte for byte, children included.
 //
+// Any registry can be conformance-tested, as riverdrivertest exercises any driver: a Case names
+// the registry its entity is in, and New builds the child that runs that registry's phases
+// (CatalogChild runs the catalog's).
+//
 // The fakes and databases live in the test and outlive the kills. The target gives ids by key
 // (targetfake.Options.StableIDs), so the two targets compare byte for byte although the runs
 // sent their batches in different orders.

@@ -1,4 +1,4 @@
-package bitrix_test
+package engine_test
 
 import (
 	"encoding/json"
@@ -7,9 +7,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ingest-dev/ingest/internal/bitrix"
 	"github.com/ingest-dev/ingest/internal/bitrix/engine"
+	"github.com/ingest-dev/ingest/internal/bitrix/engine/enginetest"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
+	"github.com/ingest-dev/ingest/internal/retry"
+)
+
+const (
+	posts         = enginetest.Posts
+	postAudiences = enginetest.PostAudiences
 )
 
 // Verify compares every record with the target, not a sample: one record corrupted, one deleted
@@ -18,33 +24,37 @@ import (
 // (size 1), so only the exhaustive comparison can find them.
 func TestVerifyNamesEveryRecordTheTargetChanged(t *testing.T) {
 	t.Parallel()
-	v, e := chatEnv(t, bitrixfake.Options{Users: 40, Groups: 6, Chats: 12, MessagesPerChat: 30, Seed: 31})
-	v.phases(e, bitrix.Chats, "get", "set")
-	e = v.engine(chatRetry, func(c *engine.Config) { c.SampleSize = 1 })
+	w := newWorld(t, bitrixfake.Options{Users: 40, Groups: 6, Posts: 30, Seed: 31})
+	e := w.Engine(func(e *engine.Config) {
+		e.RetryPolicy = retry.Policy{Delays: []time.Duration{0, time.Millisecond, time.Millisecond}}
+	})
+	w.Migrate(e, people, teams)
+	w.Phases(e, posts, "get", "set")
+	e = w.Engine(func(e *engine.Config) { e.SampleSize = 1 })
 	seed := time.Now().UnixNano()
 	rnd := rand.New(rand.NewPCG(uint64(seed), 7))
 	t.Logf("records picked with seed %d", seed)
 
 	type broken struct{ corrupted, deleted, added string }
 	want := map[string]broken{}
-	for _, entity := range []string{bitrix.Users, bitrix.Groups, bitrix.GroupMembers, bitrix.Chats, bitrix.ChatMessages} {
-		recs := v.target.Records(entity)
+	for _, entity := range []string{people, teams, teamMembers, posts, postAudiences} {
+		recs := w.Target.Records(entity)
 		if len(recs) < 3 {
 			t.Fatalf("only %d %s on the target", len(recs), entity)
 		}
 		i := rnd.IntN(len(recs) - 1)
 		c, d := recs[i], recs[i+1]
-		if err := v.target.Corrupt(entity, c.Key, "corrupted_by_test", "yes"); err != nil {
+		if err := w.Target.Corrupt(entity, c.Key, "corrupted_by_test", "yes"); err != nil {
 			t.Fatal(err)
 		}
-		v.target.Delete(entity, d.Key)
+		w.Target.Delete(entity, d.Key)
 		added := "source:" + entity + ":99999999"
-		v.target.Put(entity, added, json.RawMessage(`{"NAME":"not from the portal"}`))
+		w.Target.Put(entity, added, json.RawMessage(`{"NAME":"not from the portal"}`))
 		want[entity] = broken{c.Key, d.Key, added}
 	}
 
-	for _, command := range []string{bitrix.Users, bitrix.Groups, bitrix.Chats} {
-		r, err := e.Verify(v.ctx, command)
+	for _, command := range []string{people, teams, posts} {
+		r, err := e.Verify(w.Ctx, command)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,8 +85,8 @@ func TestVerifyNamesEveryRecordTheTargetChanged(t *testing.T) {
 		}
 	}
 	var counted float64
-	for _, entity := range []string{bitrix.Users, bitrix.Groups, bitrix.GroupMembers, bitrix.Chats, bitrix.ChatMessages} {
-		counted += v.metric("verify_sample_mismatch_total{entity=" + entity + "}")
+	for _, entity := range []string{people, teams, teamMembers, posts, postAudiences} {
+		counted += w.Metric("verify_sample_mismatch_total{entity=" + entity + "}")
 	}
 	if counted < 15 {
 		t.Errorf("verify_sample_mismatch_total = %v, want at least the 15 records changed", counted)
@@ -95,22 +105,20 @@ func hasIssue(issues []engine.RecordIssue, entity, sourceID string) bool {
 // The listing is paged: verify walks every page of a target holding more than one.
 func TestVerifyWalksEveryPageOfTheTargetListing(t *testing.T) {
 	t.Parallel()
-	v := newEnv(t, bitrixfake.Options{Users: 1100, Seed: 32})
-	e := v.engine(func(c *engine.Config) {
-		c.SampleSize = 1
-	})
-	v.migrateUsers(e)
-	last := v.target.Records(bitrix.Users)
+	w := newWorld(t, bitrixfake.Options{Users: 1100, Seed: 32})
+	e := w.Engine(func(e *engine.Config) { e.SampleSize = 1 })
+	w.Migrate(e, people)
+	last := w.Target.Records(people)
 	key := last[len(last)-1].Key // on the second page of 1,000
-	if err := v.target.Corrupt(bitrix.Users, key, "LAST_NAME", "Подменённый"); err != nil {
+	if err := w.Target.Corrupt(people, key, "LAST_NAME", "Подменённый"); err != nil {
 		t.Fatal(err)
 	}
-	r, err := e.Verify(v.ctx, bitrix.Users)
+	r, err := e.Verify(w.Ctx, people)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.Checked != 1100 || r.DifferingCount != 1 || len(r.Differing) != 1 || r.Differing[0].Field != "LAST_NAME" ||
-		r.Differing[0].SourceID != strings.TrimPrefix(key, "source:users:") {
+		r.Differing[0].SourceID != strings.TrimPrefix(key, "source:people:") {
 		t.Errorf("checked %d, differing %d %+v; want 1100 checked and %s's LAST_NAME", r.Checked, r.DifferingCount, r.Differing, key)
 	}
 }

@@ -1,4 +1,4 @@
-package bitrix_test
+package engine_test
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ingest-dev/ingest/internal/bitrix"
 	"github.com/ingest-dev/ingest/internal/bitrix/engine"
+	"github.com/ingest-dev/ingest/internal/bitrix/engine/enginetest"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
 	"github.com/ingest-dev/ingest/internal/importapi"
 	"github.com/ingest-dev/ingest/internal/retry"
@@ -45,39 +45,43 @@ func (d *dyingTarget) Import(ctx context.Context, entity string, items []importa
 // kills the process every time ends in IMPORT_ERR, saying so, and its batch-mates are imported.
 func TestSetCountsImportAttemptsThatNeverFinished(t *testing.T) {
 	t.Parallel()
-	v := newEnv(t, bitrixfake.Options{Users: 5, Seed: 19})
-	clock := &fakeClock{now: time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)}
-	policy := retry.Default()
-	policy.Sleep = clock.Sleep
-	timed := func(c *engine.Config) { c.Now, c.RetryPolicy = clock.Now, policy }
-	v.phases(v.engine(timed), bitrix.Users, "get")
-	ids := v.portal.UserIDs()
+	w := newWorld(t, bitrixfake.Options{Users: 5, Seed: 19})
+	clock := enginetest.NewClock(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC))
+	configure := func(e *engine.Config) {
+		e.Now = clock.Now
+		policy := retry.Default()
+		policy.Sleep = clock.Sleep
+		e.RetryPolicy = policy
+	}
+	e := w.Engine(configure)
+	w.Phases(e, people, "get")
+	ids := w.Portal.UserIDs()
 	poison := strconv.Itoa(ids[2])
-	target := &dyingTarget{Target: v.client, poison: "source:users:" + poison}
-	e := v.engine(timed, func(c *engine.Config) { c.Target = target })
+	target := &dyingTarget{Target: w.Client, poison: "source:people:" + poison}
+	e = w.Engine(configure, func(e *engine.Config) { e.Target = target })
 
-	// The first set died during its one call, with all five users in it.
+	// The first set died during its one call, with all five people in it.
 	all := make([]int64, len(ids))
 	for i, id := range ids {
-		all[i] = v.record(bitrix.Users, strconv.Itoa(id)).ID
+		all[i] = w.Record(people, strconv.Itoa(id)).ID
 	}
-	if started, err := engine.Machine.StartAttempts(v.ctx, v.pool, all, []status.Status{engine.StatusNew}, 0); err != nil || len(started) != 5 {
+	if started, err := engine.Machine.StartAttempts(w.Ctx, w.Pool, all, []status.Status{engine.StatusNew}, 0); err != nil || len(started) != 5 {
 		t.Fatalf("start = %v, %v", started, err)
 	}
-	poisonID := v.record(bitrix.Users, poison).ID
+	poisonID := w.Record(people, poison).ID
 	// Each later set counts the death before it, sends the records alone, and dies on the poison
 	// record again, until the retries are used up (retry.Default: 3 retries, 4 attempts).
 	for run := 1; run <= 4; run++ {
-		st, err := e.Set(v.ctx, bitrix.Users)
+		st, err := e.Set(w.Ctx, people)
 		wantUnfinished := map[bool]int{true: 5, false: 1}[run == 1]
-		if st[bitrix.Users] == nil || st[bitrix.Users].Unfinished != wantUnfinished {
-			t.Errorf("set %d: stats %+v, want %d unfinished attempts counted", run, st[bitrix.Users], wantUnfinished)
+		if st[people] == nil || st[people].Unfinished != wantUnfinished {
+			t.Errorf("set %d: stats %+v, want %d unfinished attempts counted", run, st[people], wantUnfinished)
 		}
 		if run < 4 {
 			if !errors.Is(err, errDied) {
 				t.Fatalf("set %d: %v, want it to die on the poison record", run, err)
 			}
-			if ok, err := engine.Machine.StartAttempt(v.ctx, v.pool, poisonID, engine.ErrorRetry, 0); err != nil || !ok {
+			if ok, err := engine.Machine.StartAttempt(w.Ctx, w.Pool, poisonID, engine.ErrorRetry, 0); err != nil || !ok {
 				t.Fatalf("set %d: leave the attempt open: %v %v", run, ok, err)
 			}
 			continue
@@ -86,18 +90,18 @@ func TestSetCountsImportAttemptsThatNeverFinished(t *testing.T) {
 			t.Fatalf("set %d: %v", run, err)
 		}
 	}
-	r := v.record(bitrix.Users, poison)
+	r := w.Record(people, poison)
 	if r.Status != engine.ImportErr || r.Attempts != 4 || !strings.HasPrefix(r.LastError, "gave up after 4 attempts: attempt started ") ||
 		!strings.Contains(r.LastError, "never finished: the process died during it") {
 		t.Errorf("poison record: %s after %d attempts, %q", r.Status, r.Attempts, r.LastError)
 	}
-	if got := v.count(`SELECT count(*) FROM bitrix_records WHERE id = $1 AND reason_code = 'attempt_unfinished' AND attempt_started_at IS NULL`, poisonID); got != 1 {
+	if got := w.Count(`SELECT count(*) FROM bitrix_records WHERE id = $1 AND reason_code = 'attempt_unfinished' AND attempt_started_at IS NULL`, poisonID); got != 1 {
 		t.Error("the poison record does not carry the code attempt_unfinished with its attempt closed")
 	}
 	for _, id := range ids {
 		if s := strconv.Itoa(id); s != poison {
-			if r := v.record(bitrix.Users, s); r.Status != engine.ImportOK || r.Attempts != 2 {
-				t.Errorf("user %s: %s after %d attempts, want IMPORT_OK after the death and one more", s, r.Status, r.Attempts)
+			if r := w.Record(people, s); r.Status != engine.ImportOK || r.Attempts != 2 {
+				t.Errorf("person %s: %s after %d attempts, want IMPORT_OK after the death and one more", s, r.Status, r.Attempts)
 			}
 		}
 	}
@@ -106,7 +110,7 @@ func TestSetCountsImportAttemptsThatNeverFinished(t *testing.T) {
 			t.Errorf("call %d sent %v: records whose attempt died go alone", i, keys)
 		}
 	}
-	if n := v.count(`SELECT count(*) FROM bitrix_records WHERE attempt_started_at IS NOT NULL`); n != 0 {
+	if n := w.Count(`SELECT count(*) FROM bitrix_records WHERE attempt_started_at IS NOT NULL`); n != 0 {
 		t.Errorf("%d attempts left open", n)
 	}
 }
@@ -115,20 +119,19 @@ func TestSetCountsImportAttemptsThatNeverFinished(t *testing.T) {
 // next set sends them as if nothing happened.
 func TestSetStopEndsItsAttemptsUncounted(t *testing.T) {
 	t.Parallel()
-	v := newEnv(t, bitrixfake.Options{Users: 3, Seed: 20})
-	e := v.engine()
-	v.phases(e, bitrix.Users, "get")
-	ctx, cancel := context.WithCancel(v.ctx)
-	stopping := v.engine(func(c *engine.Config) { c.Target = stoppingTarget{Target: v.client, stop: cancel} })
-	if _, err := stopping.Set(ctx, bitrix.Users); err == nil {
+	w := newWorld(t, bitrixfake.Options{Users: 3, Seed: 20})
+	w.Phases(w.Engine(), people, "get")
+	ctx, cancel := context.WithCancel(w.Ctx)
+	e := w.Engine(func(e *engine.Config) { e.Target = stoppingTarget{Target: w.Client, stop: cancel} })
+	if _, err := e.Set(ctx, people); err == nil {
 		t.Fatal("a stopped set reported no error")
 	}
-	if n := v.count(`SELECT count(*) FROM bitrix_records WHERE attempt_started_at IS NOT NULL OR status <> 'NEW'`); n != 0 {
+	if n := w.Count(`SELECT count(*) FROM bitrix_records WHERE attempt_started_at IS NOT NULL OR status <> 'NEW'`); n != 0 {
 		t.Fatalf("%d records moved or with an attempt open after the stop", n)
 	}
-	st, err := e.Set(v.ctx, bitrix.Users)
-	if err != nil || st[bitrix.Users].Unfinished != 0 || st[bitrix.Users].Imported != 3 {
-		t.Errorf("next set: %+v, %v; want 3 imported and nothing counted", st[bitrix.Users], err)
+	st, err := w.Engine().Set(w.Ctx, people)
+	if err != nil || st[people].Unfinished != 0 || st[people].Imported != 3 {
+		t.Errorf("next set: %+v, %v; want 3 imported and nothing counted", st[people], err)
 	}
 }
 

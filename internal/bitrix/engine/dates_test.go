@@ -1,4 +1,4 @@
-package bitrix_test
+package engine_test
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package bitrix_test
+package engine_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
+	"github.com/ingest-dev/ingest/internal/bitrix/engine/enginetest"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
 )
@@ -18,15 +20,16 @@ import (
 // over and over (and then answered with 502s) and must be waited out as any later call is,
 // with the client's own schedule, never sooner than the bucket drains.
 func TestGetWaitsOutAFullBucketAtItsFirstCalls(t *testing.T) {
-	v := newEnv(t, bitrixfake.Options{Users: 300, Seed: 3})
+	t.Parallel()
+	w := enginetest.New(t, enginetest.Options{Portal: bitrixfake.Options{Users: 300, Seed: 3}})
 	var mu sync.Mutex
 	var waits []time.Duration
-	srv := httptest.NewServer(v.portal)
+	srv := httptest.NewServer(w.Portal)
 	t.Cleanup(srv.Close)
 	// The client's default schedule, as the command builds it, with the waits recorded.
-	src, err := rest.New(srv.URL+v.portal.WebhookPath(), rest.Options{
+	src, err := rest.New(srv.URL+w.Portal.WebhookPath(), rest.Options{
 		Limiter: rate.NewLimiter(rate.Inf, 1),
-		Logger:  v.logger(),
+		Logger:  w.Logger(),
 		Sleep: func(ctx context.Context, d time.Duration) error {
 			mu.Lock()
 			waits = append(waits, d)
@@ -37,17 +40,16 @@ func TestGetWaitsOutAFullBucketAtItsFirstCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v.source = src
 	const refusals, failures = 9, 2
-	v.portal.FailNext("", bitrixfake.FaultQueryLimit, refusals)
-	v.portal.FailNext("", bitrixfake.FaultServerError, failures)
+	w.Portal.FailNext("", bitrixfake.FaultQueryLimit, refusals)
+	w.Portal.FailNext("", bitrixfake.FaultServerError, failures)
 
-	v.phases(v.engine(), "users", "get")
+	w.Phases(w.Engine(func(e *engine.Config) { e.Source = src }), enginetest.People, "get")
 
-	if got := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'users'`); got != 300 {
-		t.Errorf("%d users read, want 300", got)
+	if got := w.Count(`SELECT count(*) FROM bitrix_records WHERE entity = $1`, enginetest.People); got != 300 {
+		t.Errorf("%d people read, want 300", got)
 	}
-	s := v.source.Stats()
+	s := src.Stats()
 	if s.QueryLimit != refusals || s.ServerErrors != failures || s.Retries != refusals+failures {
 		t.Errorf("client stats %+v, want %d refusals and %d server errors, each retried", s, refusals, failures)
 	}

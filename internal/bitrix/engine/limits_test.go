@@ -1,11 +1,11 @@
-package bitrix_test
+package engine_test
 
 import (
 	"errors"
 	"strings"
 	"testing"
 
-	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/engine/enginetest"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
 	"github.com/ingest-dev/ingest/internal/httplimit"
 )
@@ -16,24 +16,24 @@ import (
 // record.
 func TestGzipBombFailsTheGetOnceAndARerunConverges(t *testing.T) {
 	t.Parallel()
-	const users = 120
-	v := newEnv(t, bitrixfake.Options{Users: users, Seed: 1})
-	v.portal.ServeGzipBombs("batch", 4<<30)
-	v.portal.ServeGzipBombs("user.get", 4<<30)
-	_, err := v.engine().Get(v.ctx, bitrix.Users)
+	const people = 120
+	w := enginetest.New(t, enginetest.Options{Portal: bitrixfake.Options{Users: people, Seed: 1}})
+	w.Portal.ServeGzipBombs("batch", 4<<30)
+	w.Portal.ServeGzipBombs("user.get", 4<<30)
+	_, err := w.Engine().Get(w.Ctx, enginetest.People)
 	if !errors.Is(err, httplimit.ErrTooLarge) || !strings.Contains(err.Error(), "answer larger than 67108864 bytes") ||
-		strings.Contains(err.Error(), v.portal.Token()) {
+		strings.Contains(err.Error(), w.Portal.Token()) {
 		t.Fatalf("get: %v, want the cap's error without the token", err)
 	}
-	if n := v.portal.Stats().Requests; n != 1 {
+	if n := w.Portal.Stats().Requests; n != 1 {
 		t.Errorf("%d requests, want 1: an answer over the cap is not asked again", n)
 	}
-	if n := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'users'`); n != 0 {
-		t.Errorf("%d users stored from a bomb", n)
+	if n := w.Count(`SELECT count(*) FROM bitrix_records WHERE entity = $1`, enginetest.People); n != 0 {
+		t.Errorf("%d people stored from a bomb", n)
 	}
-	v.portal.StopGzipBombs()
-	st, err := v.engine().Get(v.ctx, bitrix.Users)
-	if err != nil || st.Of(bitrix.Users).Rows != users {
-		t.Fatalf("rerun: %+v, %v; want all %d users", st, err, users)
+	w.Portal.StopGzipBombs()
+	st, err := w.Engine().Get(w.Ctx, enginetest.People)
+	if err != nil || st.Of(enginetest.People).Rows != people {
+		t.Fatalf("rerun: %+v, %v; want all %d people", st, err, people)
 	}
 }
