@@ -107,6 +107,12 @@ var commandKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 // Command failures are not errors of Batch: they are in the result's
 // Errors.
 func (c *Client) Batch(ctx context.Context, cmds []Command, halt bool) (*BatchResult, error) {
+	return c.batch(ctx, cmds, halt, true)
+}
+
+// batch is Batch; split says whether an answer over the cap may be asked again in parts
+// (splitTooLarge), which the parts themselves are not.
+func (c *Client) batch(ctx context.Context, cmds []Command, halt, split bool) (*BatchResult, error) {
 	if len(cmds) == 0 || len(cmds) > MaxBatch {
 		return nil, fmt.Errorf("bitrix batch: %d commands, want 1 to %d", len(cmds), MaxBatch)
 	}
@@ -135,7 +141,7 @@ func (c *Client) Batch(ctx context.Context, cmds []Command, halt bool) (*BatchRe
 		return nil, err
 	}
 	env, err := c.send(ctx, "batch", gate, body, idempotent)
-	if errors.Is(err, httplimit.ErrTooLarge) && idempotent && !halt && independent(cmds) {
+	if split && errors.Is(err, httplimit.ErrTooLarge) && idempotent && !halt && independent(cmds) {
 		return c.splitTooLarge(ctx, cmds, err)
 	}
 	if err != nil {

@@ -286,3 +286,27 @@ func TestSettleDoesNotResendATooLargeCommand(t *testing.T) {
 		t.Errorf("portal asked %d times, want 3 (the batch, then each half once)", n)
 	}
 }
+
+// TestBatchBombIsNotSplitOn: when both halves of a batch are still over the cap (a gzip bomb
+// answers every request alike), splitting stops there: three requests for a batch of any size,
+// every command failing with the cap, instead of one request per command.
+func TestBatchBombIsNotSplitOn(t *testing.T) {
+	e := newEnv(t, bitrixfake.Options{Users: 5, Seed: 1}, rest.Options{MaxAnswerBytes: 1 << 20})
+	e.portal.ServeGzipBombs("batch", 64<<20)
+	var cmds []rest.Command
+	for i := range rest.MaxBatch {
+		cmds = append(cmds, rest.Command{Key: "u" + strconv.Itoa(i), Method: "user.get", Params: map[string]any{"FILTER": map[string]any{"ID": i + 1}}})
+	}
+	res, err := e.client.Batch(t.Context(), cmds, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := e.portal.Stats().Requests; n != 3 {
+		t.Errorf("portal asked %d times, want 3", n)
+	}
+	for _, c := range cmds {
+		if _, err := res.Response(c.Key); !errors.Is(err, httplimit.ErrTooLarge) {
+			t.Fatalf("%s: %v, want ErrTooLarge", c.Key, err)
+		}
+	}
+}
