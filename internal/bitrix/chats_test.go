@@ -364,12 +364,12 @@ func (o *orderedTarget) Import(ctx context.Context, entity string, items []impor
 
 func TestChatMessagesAreNeverImportedBeforeTheirChat(t *testing.T) {
 	t.Parallel()
-	v, e := chatEnv(t, bitrixfake.Options{Users: 30, Chats: 25, MessagesPerChat: 60, Seed: 25})
+	v, _ := chatEnv(t, bitrixfake.Options{Users: 30, Chats: 25, MessagesPerChat: 60, Seed: 25})
 	readable, _ := portalChats(v.portal)
 	rejected := readable[3]
 	v.target.RejectKey(bitrix.Chats, "source:chats:"+strconv.Itoa(rejected.ID), "chat quota exceeded")
 	v.target.FailItems(bitrix.Chats, 5) // retried: their messages must wait for the retry
-	e = v.engine(chatRetry, func(c *engine.Config) {
+	e := v.engine(chatRetry, func(c *engine.Config) {
 		c.Target = &orderedTarget{Target: v.client, t: t, imported: map[string]bool{}, last: map[string]int{}}
 	})
 
@@ -541,8 +541,8 @@ func TestChatsOutOfReachAreReportedNotLost(t *testing.T) {
 func TestChatsGetPacksCursorCallsIntoBatches(t *testing.T) {
 	t.Parallel()
 	const chats, perChat = 50, 120 // pages of 50, 50, 20 per chat
-	v, e := chatEnv(t, bitrixfake.Options{Users: 200, Chats: chats, MessagesPerChat: perChat, Seed: 29})
-	e = v.engine(chatRetry, func(c *engine.Config) { c.Concurrency = 1 })
+	v, _ := chatEnv(t, bitrixfake.Options{Users: 200, Chats: chats, MessagesPerChat: perChat, Seed: 29})
+	e := v.engine(chatRetry, func(c *engine.Config) { c.Concurrency = 1 })
 	before := v.portal.Stats()
 	if _, err := e.Get(v.ctx, bitrix.Chats); err != nil {
 		t.Fatal(err)

@@ -32,13 +32,6 @@ func (e *Engine) store() Store { return NewStore(e.pool) }
 // errNoTx is the error of a write that must share a transaction, asked outside Tx.
 var errNoTx = errors.New("bitrix store: this write needs a transaction (Store.Tx)")
 
-func (s Store) inTx() (pgx.Tx, error) {
-	if s.tx == nil {
-		return nil, errNoTx
-	}
-	return s.tx, nil
-}
-
 // Tx runs fn in one transaction: everything fn stores through tx is committed together, or not
 // at all when fn fails.
 func (s Store) Tx(ctx context.Context, fn func(tx Store) error) error {
