@@ -70,7 +70,7 @@ AND strpos(payload->>'_unreachable', 'text withheld') > 0`, author)
 		t.Fatal(err)
 	}
 	for _, p := range plan.Entities {
-		if p.Entity == bitrix.FeedComments && !strings.Contains(p.How, "1 keys through their users' own webhooks") {
+		if p.Entity == bitrix.FeedComments && !strings.Contains(p.How, "1 keys through their owners' own webhooks") {
 			t.Errorf("plan of feed comments: %+v", p)
 		}
 	}

@@ -469,7 +469,7 @@ func (w *KeyWalk) PlanCalls(ctx context.Context, env Env, child *Entity, planned
 	if d := int64(len(e.delegates)); w.AsUser && d > 0 {
 		// A user's own webhook reads that user's key alone: a call of its own each.
 		calls = CeilDiv(max(n-d, 0), rest.MaxBatch) + int(d)
-		how += fmt.Sprintf("; %d keys through their users' own webhooks, one to a call", d)
+		how += fmt.Sprintf("; %d keys through their owners' own webhooks, one to a call", d)
 	}
 	return -1, calls, how, nil
 }

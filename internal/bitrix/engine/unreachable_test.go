@@ -219,7 +219,7 @@ GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1`, remarks, engine.UnreachableKey, w
 	planned := false
 	for _, p := range plan.Entities {
 		if p.Entity == remarks {
-			planned = strings.Contains(p.How, "1 keys through their users' own webhooks")
+			planned = strings.Contains(p.How, "1 keys through their owners' own webhooks")
 		}
 	}
 	if !planned {
