@@ -372,6 +372,9 @@ func (s *Server) answer(r *http.Request) (int, []byte, http.Header) {
 		key = "app"
 	}
 	s.usage(h, viewer, key, discovery, now)
+	if s.stats.Requests%callsSweepEvery == 0 {
+		s.sweepCalls(now)
+	}
 	if until, ok := s.throttled[key]; ok && now.Before(until) {
 		s.stats.WhileThrottled++
 		return s.throttle(h, viewer, key, discovery, now, false)
@@ -389,6 +392,21 @@ func (s *Server) answer(r *http.Request) (int, []byte, http.Header) {
 		return e.status, e.body, h
 	}
 	return http.StatusOK, b, h
+}
+
+// callsSweepEvery is how many requests pass between two sweeps of the usage windows.
+const callsSweepEvery = 1 << 16
+
+// sweepCalls forgets the usage windows of budgets not called for an hour: a window is
+// otherwise trimmed only when its budget is called again, and with a million generated
+// accounts most tokens are called a few times a cycle.
+func (s *Server) sweepCalls(now time.Time) {
+	cut := now.Add(-time.Hour)
+	for k, list := range s.calls {
+		if len(list) == 0 || !list[len(list)-1].After(cut) {
+			delete(s.calls, k)
+		}
+	}
 }
 
 // throttle answers with the next throttling code of the budget key stands for: the Platform
