@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -32,7 +33,17 @@ const (
 type genCache struct {
 	lru    *list.List
 	byIdx  map[int]*list.Element
-	pinned map[int]*account // accounts whose state must outlive eviction (stateful faults, AddPost)
+	pinned map[int]*account // accounts whose data changed (AddPost): kept built
+	// faults is what the once-only faults of dropped accounts did (DeleteBetweenPages,
+	// RejectCursorOnce), applied when they are built again: a few bytes an account where
+	// keeping the account built would hold all its posts.
+	faults map[int]faultState
+}
+
+// faultState is what an account's once-only faults did.
+type faultState struct {
+	servedFirstPage, rejectedCursor bool
+	deleted                         []string // media ids
 }
 
 // GeneratedUsername is the username of generated account i.
@@ -114,15 +125,26 @@ func (s *Server) generated(i int) *account {
 		a.token = genToken(i)
 	}
 	generate(rng, &genIDs{index: i}, a, s.genEpoch)
-	s.add(a)
-	if spec.DeleteBetweenPages || spec.RejectCursorOnce {
-		c.pinned[i] = a // their fault fires once: the state that says it fired must stay
-		return a
+	if f, ok := c.faults[i]; ok {
+		a.servedFirstPage, a.rejectedCursor = f.servedFirstPage, f.rejectedCursor
+		for _, m := range a.media {
+			m.deleted = slices.Contains(f.deleted, m.id)
+		}
 	}
+	s.add(a)
 	c.byIdx[i] = c.lru.PushFront(a)
 	for c.lru.Len() > genCacheSize {
 		old := c.lru.Remove(c.lru.Back()).(*account)
 		delete(c.byIdx, old.genIndex)
+		if old.spec.DeleteBetweenPages || old.spec.RejectCursorOnce {
+			f := faultState{servedFirstPage: old.servedFirstPage, rejectedCursor: old.rejectedCursor}
+			for _, m := range old.media {
+				if m.deleted {
+					f.deleted = append(f.deleted, m.id)
+				}
+			}
+			c.faults[old.genIndex] = f
+		}
 		s.drop(old)
 	}
 	return a

@@ -166,7 +166,7 @@ func New(o Options) *Server {
 	g := &ids{next: 1_000_000 + o.Seed%1000*1_000_000}
 	now := o.Now()
 	s.genEpoch = genEpochOf(now)
-	s.gen = genCache{lru: list.New(), byIdx: map[int]*list.Element{}, pinned: map[int]*account{}}
+	s.gen = genCache{lru: list.New(), byIdx: map[int]*list.Element{}, pinned: map[int]*account{}, faults: map[int]faultState{}}
 	if !o.NoFixtureAccounts {
 		for _, a := range fixtureAccounts(now) {
 			s.add(a)
