@@ -90,10 +90,11 @@ func runCycles(b *testing.B, n, shards int, latency time.Duration) {
 	// Each shard has a pool of its own, as each pod has.
 	syncers := make([]*social.Syncer, shards)
 	for i := range shards {
-		s := e.syncer(i, shards)
+		count := shards
 		if shards == 1 {
-			s = e.syncer(0, 0)
+			count = 0 // unsharded, as SOCIAL_SHARDS=1 runs
 		}
+		s := e.syncer(i, count)
 		cfg := e.pool.Config().Copy()
 		pool, err := pgxpool.NewWithConfig(e.ctx, cfg)
 		if err != nil {
