@@ -1,7 +1,6 @@
 package graphfake_test
 
 import (
-	"fmt"
 	"net/url"
 	"reflect"
 	"testing"
@@ -152,5 +151,5 @@ func TestGeneratedAccounts(t *testing.T) {
 	if big.MinimumCalls < 3+1 {
 		t.Errorf("minimum calls of %s: %d", big.Username, big.MinimumCalls)
 	}
-	t.Log(fmt.Sprintf("%s: %d posts, %d comments, %d calls at least", big.Username, len(big.Posts), big.Comments, big.MinimumCalls))
+	t.Logf("%s: %d posts, %d comments, %d calls at least", big.Username, len(big.Posts), big.Comments, big.MinimumCalls)
 }
