@@ -14,6 +14,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -70,6 +71,7 @@ type args struct {
 	SocialLatency   time.Duration `arg:"--social-latency" default:"20ms" help:"added to every Graph API answer"`
 	SocialThrottle  int           `arg:"--social-throttle-every" help:"answer every Nth Graph API request with a throttling error (HTTP 400)"`
 	SocialAccounts  string        `arg:"--social-accounts-file" help:"write the fake's accounts here as CSV for ingest social accounts import (holds its tokens)"`
+	SocialGenerated int           `arg:"--social-generated-accounts" help:"serve N generated accounts (seeded by --social-seed: connected and business discovery, few and many posts, heavy-tailed comments, faults at low rates) instead of the demo's six and the two fixture accounts; built on demand, so 10^6 fit"`
 	EnrichRunFor    time.Duration `arg:"--enrich-run-for" default:"2s" help:"how long a fake enrichment job runs"`
 	EnrichFailEvery int           `arg:"--enrich-fail-every" default:"5" help:"fail every Nth enrichment job (0: none)"`
 	EnrichExpiry    time.Duration `arg:"--enrich-expiry" default:"168h" help:"how long finished jobs' results are kept"`
@@ -160,7 +162,8 @@ func run(ctx context.Context, a args, log *slog.Logger) error {
 	}); err != nil {
 		return err
 	}
-	graph := graphfake.New(graphfake.Options{Seed: a.SocialSeed, Latency: a.SocialLatency, ThrottleEvery: a.SocialThrottle})
+	graph := graphfake.New(graphfake.Options{Seed: a.SocialSeed, Latency: a.SocialLatency, ThrottleEvery: a.SocialThrottle,
+		GeneratedAccounts: a.SocialGenerated, NoFixtureAccounts: a.SocialGenerated > 0})
 	if err := serve("graph", "SOCIAL_GRAPH_URL", graph, func(b string) string { return b + "/v23.0" }); err != nil {
 		return err
 	}
@@ -198,22 +201,40 @@ const demoEnrichToken = "demo0enrich0token"
 
 // writeSocialAccounts writes the fake Graph API's accounts as the CSV `ingest social accounts
 // import` reads: connected accounts with their tokens first (they are the viewers), then the
-// others by username, read through business discovery.
+// others by username, read through business discovery. Generated accounts come after the
+// others, streamed: a million are listed without building their data.
 func writeSocialAccounts(path string, g *graphfake.Server) error {
-	var b strings.Builder
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	b := bufio.NewWriter(f)
 	b.WriteString("username,ig_user_id,token\n")
 	accounts := g.Accounts()
-	for _, a := range accounts {
-		if a.Connected {
-			fmt.Fprintf(&b, "%s,%s,%s\n", a.Username, a.ID, a.Token)
+	n := g.GeneratedAccounts()
+	for _, connected := range []bool{true, false} {
+		for _, a := range accounts {
+			writeSocialAccount(b, a, connected)
+		}
+		for i := range n {
+			writeSocialAccount(b, g.Generated(i), connected)
 		}
 	}
-	for _, a := range accounts {
-		if !a.Connected {
-			fmt.Fprintf(&b, "%s,,\n", a.Username)
-		}
+	if err := b.Flush(); err != nil {
+		f.Close()
+		return err
 	}
-	return os.WriteFile(path, []byte(b.String()), 0o600)
+	return f.Close()
+}
+
+// writeSocialAccount writes a's line if it is connected (or not) as asked.
+func writeSocialAccount(b *bufio.Writer, a graphfake.Account, connected bool) {
+	switch {
+	case connected && a.Connected:
+		fmt.Fprintf(b, "%s,%s,%s\n", a.Username, a.ID, a.Token)
+	case !connected && !a.Connected:
+		fmt.Fprintf(b, "%s,,\n", a.Username)
+	}
 }
 
 // writeEnv writes the file atomically, so a reader polling for it never sees half of it.

@@ -14,6 +14,18 @@ import (
 // (0) took an empty page with a next link for the end, and may have stopped short.
 const WalkVersion = 1
 
+// staleAccounts and stalePosts select the walks of an earlier version ($2 and $1 of their
+// queries are WalkVersion). Each also says walk_version = 0, the only earlier version while
+// WalkVersion is 1, in the words of the partial indexes that hold those rows (migration 00009,
+// social_accounts_repair_idx and social_posts_repair_idx): Postgres does not prove that
+// walk_version < 1 implies walk_version = 0, and without it every profiles step of every
+// shard read both tables whole (2.5 s at 10^6 posts; docs/benchmarks.md). A WalkVersion 2
+// comes with indexes of its own and changes these (TestRepairReadsItsIndexes fails until then).
+const (
+	staleAccounts = `a.walk_version < $2 AND a.walk_version = 0 AND a.listed_at IS NOT NULL`
+	stalePosts    = `p.walk_version < $1 AND p.walk_version = 0 AND p.comments_hwm_at IS NOT NULL`
+)
+
 // RepairStats is what a repair scan found.
 type RepairStats struct {
 	Accounts int // accounts whose next listing walks to the platform's end
@@ -49,7 +61,7 @@ func (s *Syncer) Repair(ctx context.Context) (RepairStats, error) {
 	short := `(SELECT count(*) FROM social_posts p WHERE p.account_id = a.id AND p.surface = 'feed') < least(coalesce(a.media_count, 0), $1)`
 	args := append([]any{MaxListedMedia, WalkVersion}, shard...)
 	tag, err := s.Pool.Exec(ctx, `UPDATE social_accounts a SET walk_version = $2
-WHERE a.walk_version < $2 AND a.listed_at IS NOT NULL AND NOT a.full_walk AND `+cond+` AND NOT `+short, args...)
+WHERE `+staleAccounts+` AND NOT a.full_walk AND `+cond+` AND NOT `+short, args...)
 	if err != nil {
 		return rs, fmt.Errorf("repair scan of accounts: %w", err)
 	}
@@ -57,7 +69,7 @@ WHERE a.walk_version < $2 AND a.listed_at IS NOT NULL AND NOT a.full_walk AND `+
 	synced := fmt.Sprintf("$%d", len(args)+1)
 	tag, err = s.Pool.Exec(ctx, `UPDATE social_accounts a SET full_walk = true,
     next_attempt_at = CASE WHEN a.status = `+synced+` THEN least(a.next_attempt_at, now()) ELSE a.next_attempt_at END
-WHERE a.walk_version < $2 AND a.listed_at IS NOT NULL AND NOT a.full_walk AND `+cond+` AND `+short, append(args, string(Synced))...)
+WHERE `+staleAccounts+` AND NOT a.full_walk AND `+cond+` AND `+short, append(args, string(Synced))...)
 	if err != nil {
 		return rs, fmt.Errorf("repair accounts: %w", err)
 	}
@@ -67,7 +79,7 @@ WHERE a.walk_version < $2 AND a.listed_at IS NOT NULL AND NOT a.full_walk AND `+
 	pcond, pshard := s.shardCond("p.account_id", 3)
 	stored := `(SELECT count(*) FROM social_comments c WHERE c.post_id = p.id)`
 	pargs := append([]any{WalkVersion, string(Normalized)}, pshard...)
-	scope := `p.walk_version < $1 AND p.comments_hwm_at IS NOT NULL AND p.status = $2 AND ` + pcond
+	scope := stalePosts + ` AND p.status = $2 AND ` + pcond
 	tag, err = s.Pool.Exec(ctx, `UPDATE social_posts p SET walk_version = $1 WHERE `+scope+` AND `+stored+` >= coalesce(p.comments_count, 0)`, pargs...)
 	if err != nil {
 		return rs, fmt.Errorf("repair scan of posts: %w", err)

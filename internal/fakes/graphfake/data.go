@@ -21,6 +21,9 @@ type account struct {
 	servedFirstPage bool
 	// rejectedCursor is set once a cursor was refused (for RejectCursorOnce).
 	rejectedCursor bool
+	// isGen: a generated account (Options.GeneratedAccounts), number genIndex.
+	isGen    bool
+	genIndex int
 }
 
 // media is a post, reel, story or carousel child.
@@ -62,6 +65,12 @@ type comment struct {
 	replies                    []*comment // oldest first, as /replies lists them
 }
 
+// idGen hands out media and comment ids.
+type idGen interface {
+	media() string
+	comment() string
+}
+
 // ids hands out numeric ids shaped like the platform's (17 or 18 digits).
 type ids struct{ next uint64 }
 
@@ -80,7 +89,7 @@ var commenters = []string{"anna.k", "lixiangguodu123", "ikroskun", "mark_d", "so
 // generate builds an account's media and comments from its spec, newest first, ending before
 // now. Every fourth post is a carousel of 2-5 children, every fifth a reel (every third reel with
 // copyrighted audio, so its media_url is omitted), some hide their likes.
-func generate(rng *rand.Rand, g *ids, a *account, now time.Time) {
+func generate(rng *rand.Rand, g idGen, a *account, now time.Time) {
 	s := a.spec
 	ts := now.Add(-time.Duration(1+rng.IntN(3)) * time.Hour).Truncate(time.Second)
 	reels := 0
@@ -123,7 +132,7 @@ func generate(rng *rand.Rand, g *ids, a *account, now time.Time) {
 // spreadComments gives the posts total comments and replies, skewed the way engagement is: a
 // few posts hold most of them, many hold none; a few comments have long reply threads (more
 // than the platform inlines, so that /replies paging is needed).
-func spreadComments(rng *rand.Rand, g *ids, posts []*media, total int) {
+func spreadComments(rng *rand.Rand, g idGen, posts []*media, total int) {
 	if len(posts) == 0 || total <= 0 {
 		return
 	}

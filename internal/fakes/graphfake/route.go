@@ -24,7 +24,7 @@ func (s *Server) route(parts []string, q url.Values, viewer *account, token stri
 	}
 	v := view{token: token, rng: s.rng}
 	path := strings.Join(parts, "/")
-	if a := s.accounts[node]; a != nil {
+	if a := s.accountByID(node); a != nil {
 		if a != viewer {
 			return nil, errNoObject(node)
 		}
@@ -41,7 +41,7 @@ func (s *Server) route(parts []string, q url.Values, viewer *account, token stri
 		}
 		return nil, errNoObject(node + "/" + edge)
 	}
-	if m := s.media[node]; m != nil && !m.deleted {
+	if m := s.mediaByID(node); m != nil && !m.deleted {
 		if m.owner != viewer {
 			return nil, errNoObject(node)
 		}
@@ -63,7 +63,7 @@ func (s *Server) route(parts []string, q url.Values, viewer *account, token stri
 		}
 		return nil, errNoObject(node + "/" + edge)
 	}
-	if c := s.comments[node]; c != nil && !c.media.deleted {
+	if c := s.commentByID(node); c != nil && !c.media.deleted {
 		if c.media.owner != viewer {
 			return nil, errNoObject(node)
 		}
@@ -96,7 +96,7 @@ func (s *Server) businessDiscovery(viewer *account, bd field, v view, path strin
 	if !usernameRe.MatchString(name) {
 		return nil, errBadRequest(100, 0, "(#100) Param username must be a valid Instagram username")
 	}
-	target := s.byUsername[strings.ToLower(name)]
+	target := s.accountByUsername(name)
 	if target == nil || target.spec.AgeGated {
 		return nil, errUserNotFound(name)
 	}

@@ -21,6 +21,7 @@
 package graphfake
 
 import (
+	"container/list"
 	"encoding/json"
 	"math/rand/v2"
 	"net/http"
@@ -58,8 +59,14 @@ type AccountSpec struct {
 type Options struct {
 	// Seed makes the generated data reproducible.
 	Seed uint64
-	// Accounts are the generated accounts; none means DemoAccounts.
+	// Accounts are the generated accounts; none means DemoAccounts (none at all when
+	// GeneratedAccounts is set).
 	Accounts []AccountSpec
+	// GeneratedAccounts adds that many accounts generated from Seed (GeneratedSpec: a realistic
+	// mix of connected and business discovery accounts, sizes and faults), built when a request
+	// names them and dropped when too many are held, so that 10^6 cost no more memory than 10^3.
+	// They are not listed by Accounts: see Generated and Describe.
+	GeneratedAccounts int
 	// NoFixtureAccounts leaves out the two accounts built from the fixtures.
 	NoFixtureAccounts bool
 	// Latency is added to every answer (a real answer takes 100-500 ms).
@@ -80,6 +87,10 @@ type Options struct {
 	// CallsPerHour is the app's (and each token's) hourly budget behind the usage percentages
 	// (default 4800).
 	CallsPerHour int
+	// AppCallsPerHour, when positive, is the app's hourly budget (business discovery) instead of
+	// CallsPerHour. With generated accounts it defaults to Meta's Platform Rate Limit: 200 calls
+	// an hour per app user (each connected account), at least CallsPerHour.
+	AppCallsPerHour int
 	// Now is the fake's clock (default time.Now); the data is generated before its first value.
 	Now func() time.Time
 }
@@ -123,13 +134,16 @@ type Server struct {
 	throttled  map[string]time.Time // "app" or "token:<id>" -> until
 	calls      map[string][]time.Time
 	empties    map[string]int // empty answers served per list position (EmptyPages)
+	gen        genCache
+	genEpoch   time.Time // the clock generated accounts are built against
 }
 
 // New builds the fake and its data.
 func New(o Options) *Server {
-	if o.Accounts == nil {
+	if o.Accounts == nil && o.GeneratedAccounts <= 0 {
 		o.Accounts = DemoAccounts()
 	}
+	o.GeneratedAccounts = min(max(o.GeneratedAccounts, 0), MaxGeneratedAccounts)
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -139,12 +153,20 @@ func New(o Options) *Server {
 	if o.CallsPerHour <= 0 {
 		o.CallsPerHour = 4800
 	}
+	if o.AppCallsPerHour <= 0 {
+		o.AppCallsPerHour = o.CallsPerHour
+		if o.GeneratedAccounts > 0 {
+			o.AppCallsPerHour = max(o.CallsPerHour, 200*o.GeneratedAccounts*3/10)
+		}
+	}
 	s := &Server{opts: o, accounts: map[string]*account{}, byUsername: map[string]*account{}, byToken: map[string]*account{},
 		media: map[string]*media{}, comments: map[string]*comment{}, rng: rand.New(rand.NewPCG(o.Seed, 7)),
 		throttled: map[string]time.Time{}, calls: map[string][]time.Time{}, empties: map[string]int{}, stats: Stats{ByEndpoint: map[string]int{}}}
 	gen := rand.New(rand.NewPCG(o.Seed, 1))
 	g := &ids{next: 1_000_000 + o.Seed%1000*1_000_000}
 	now := o.Now()
+	s.genEpoch = genEpochOf(now)
+	s.gen = genCache{lru: list.New(), byIdx: map[int]*list.Element{}, pinned: map[int]*account{}, faults: map[int]faultState{}}
 	if !o.NoFixtureAccounts {
 		for _, a := range fixtureAccounts(now) {
 			s.add(a)
@@ -170,7 +192,9 @@ func (s *Server) add(a *account) {
 	if a.token != "" {
 		s.byToken[a.token] = a
 	}
-	s.order = append(s.order, a)
+	if !a.isGen {
+		s.order = append(s.order, a)
+	}
 	index := func(m *media) {
 		s.media[m.id] = m
 		for _, c := range m.comments {
@@ -196,7 +220,7 @@ func (s *Server) now() time.Time { return s.opts.Now() }
 func (s *Server) Token(username string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if a := s.byUsername[strings.ToLower(username)]; a != nil {
+	if a := s.accountByUsername(username); a != nil {
 		return a.token
 	}
 	return ""
@@ -206,7 +230,7 @@ func (s *Server) Token(username string) string {
 func (s *Server) UserID(username string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if a := s.byUsername[strings.ToLower(username)]; a != nil {
+	if a := s.accountByUsername(username); a != nil {
 		return a.id
 	}
 	return ""
@@ -220,9 +244,11 @@ type Account struct {
 	Comments            int      // comments and replies on those posts
 	Stories             int      // live stories
 	Spec                AccountSpec
+	// MinimumCalls is the fewest requests that read the account once (Describe only).
+	MinimumCalls int
 }
 
-// Accounts lists every account, fixture accounts first.
+// Accounts lists every account but the generated ones, fixture accounts first.
 func (s *Server) Accounts() []Account {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -255,7 +281,8 @@ func (s *Server) InvalidateCursors() {
 func (s *Server) AddPost(username string, comments int) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a := s.byUsername[strings.ToLower(username)]
+	a := s.accountByUsername(username)
+	s.pin(a)
 	g := &ids{next: uint64(900_000_000 + len(s.media))}
 	m := &media{id: g.media(), owner: a, ts: s.now().Truncate(time.Second), mediaType: "IMAGE", productType: "FEED",
 		shortcode: shortcode(s.rng), caption: "Fresh today #new", commentsEnabled: true}
@@ -323,7 +350,7 @@ func (s *Server) answer(r *http.Request) (int, []byte, http.Header) {
 	if token == "" {
 		token = strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 	}
-	viewer := s.byToken[token]
+	viewer := s.accountByToken(token)
 	endpoint := endpointName(parts, q)
 	s.stats.ByEndpoint[endpoint]++
 	if viewer == nil {
@@ -345,6 +372,9 @@ func (s *Server) answer(r *http.Request) (int, []byte, http.Header) {
 		key = "app"
 	}
 	s.usage(h, viewer, key, discovery, now)
+	if s.stats.Requests%callsSweepEvery == 0 {
+		s.sweepCalls(now)
+	}
 	if until, ok := s.throttled[key]; ok && now.Before(until) {
 		s.stats.WhileThrottled++
 		return s.throttle(h, viewer, key, discovery, now, false)
@@ -362,6 +392,21 @@ func (s *Server) answer(r *http.Request) (int, []byte, http.Header) {
 		return e.status, e.body, h
 	}
 	return http.StatusOK, b, h
+}
+
+// callsSweepEvery is how many requests pass between two sweeps of the usage windows.
+const callsSweepEvery = 1 << 16
+
+// sweepCalls forgets the usage windows of budgets not called for an hour: a window is
+// otherwise trimmed only when its budget is called again, and with a million generated
+// accounts most tokens are called a few times a cycle.
+func (s *Server) sweepCalls(now time.Time) {
+	cut := now.Add(-time.Hour)
+	for k, list := range s.calls {
+		if len(list) == 0 || !list[len(list)-1].After(cut) {
+			delete(s.calls, k)
+		}
+	}
 }
 
 // throttle answers with the next throttling code of the budget key stands for: the Platform
@@ -396,7 +441,11 @@ func (s *Server) usage(h http.Header, viewer *account, key string, discovery boo
 	if discovery {
 		floor = s.opts.UsageFloor + s.opts.AppUsageFloor
 	}
-	pct := min(100, floor+len(list)*100/s.opts.CallsPerHour)
+	budget := s.opts.CallsPerHour
+	if discovery {
+		budget = s.opts.AppCallsPerHour
+	}
+	pct := min(100, floor+len(list)*100/budget)
 	regain := 0
 	if until, ok := s.throttled[key]; ok && now.Before(until) {
 		regain = s.opts.RegainMinutes
@@ -433,7 +482,8 @@ func endpointName(parts []string, q url.Values) string {
 func (s *Server) SetRawCaption(mediaID string, raw json.RawMessage) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m, ok := s.media[mediaID]
+	m := s.mediaByID(mediaID)
+	ok := m != nil
 	if ok {
 		m.rawCaption = raw
 	}

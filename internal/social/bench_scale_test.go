@@ -1,0 +1,344 @@
+package social_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ingest-dev/ingest/internal/fakes/graphfake"
+	"github.com/ingest-dev/ingest/internal/social"
+	"github.com/ingest-dev/ingest/internal/status"
+)
+
+// BenchmarkSyncCycle runs full sync cycles (profiles, posts, comments, normalize) of generated
+// accounts on S shards at once (S = 1, 4, 16), each shard a goroutine with a pool of its own
+// (as a pod has), against the fake Graph API answering in SOCIAL_SCALE_LATENCY (default 200
+// ms), three cycles in a row (accounts made due again between two), and reports per cycle:
+// wall, accounts per second per shard, Graph API calls against the minimum, rows and bytes
+// written per account (raw and normalized, indexes included), peak connections, the process's
+// peak RSS (the fake and every shard: they share one process), and the cost of a full pick of
+// one shard's accounts and of its waiting posts as the tables grow.
+//
+// SOCIAL_SCALE_ACCOUNTS_PER_SHARD (default 50) sizes each S's run at that many accounts per
+// shard; SOCIAL_SCALE_ACCOUNTS instead gives every S the same number. The figures are in
+// docs/benchmarks.md.
+//
+//	SOCIAL_SCALE_ACCOUNTS_PER_SHARD=100 scripts/with-pg.sh go test -run '^$' -bench BenchmarkSyncCycle -benchtime 1x -timeout 90m ./internal/social/
+func BenchmarkSyncCycle(b *testing.B) {
+	latency := 200 * time.Millisecond
+	if v := os.Getenv("SOCIAL_SCALE_LATENCY"); v != "" {
+		var err error
+		if latency, err = time.ParseDuration(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	perShard, fixed := envInt(b, "SOCIAL_SCALE_ACCOUNTS_PER_SHARD", 50), envInt(b, "SOCIAL_SCALE_ACCOUNTS", 0)
+	shardCounts := []int{1, 4, 16}
+	if v := os.Getenv("SOCIAL_SCALE_SHARDS"); v != "" {
+		shardCounts = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil || n < 1 {
+				b.Fatalf("SOCIAL_SCALE_SHARDS=%q", v)
+			}
+			shardCounts = append(shardCounts, n)
+		}
+	}
+	for _, shards := range shardCounts {
+		n := perShard * shards
+		if fixed > 0 {
+			n = fixed
+		}
+		b.Run(fmt.Sprintf("accounts=%d/shards=%d", n, shards), func(b *testing.B) {
+			for range b.N {
+				runCycles(b, n, shards, latency)
+			}
+		})
+	}
+}
+
+func envInt(b *testing.B, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		b.Fatalf("%s=%q: want a number", name, v)
+	}
+	return n
+}
+
+// runCycles is one run of BenchmarkSyncCycle: n accounts, shards shards, three cycles.
+func runCycles(b *testing.B, n, shards int, latency time.Duration) {
+	e := newEnv(b, graphfake.Options{Seed: 34, GeneratedAccounts: n, NoFixtureAccounts: true, Latency: latency})
+	addGenerated(e)
+	minimum := 0
+	for i := range n {
+		a, _ := e.fake.Describe(graphfake.GeneratedUsername(i))
+		minimum += a.MinimumCalls
+	}
+	// Each shard has a pool of its own, as each pod has.
+	syncers := make([]*social.Syncer, shards)
+	for i := range shards {
+		count := shards
+		if shards == 1 {
+			count = 0 // unsharded, as SOCIAL_SHARDS=1 runs
+		}
+		s := e.syncer(i, count)
+		cfg := e.pool.Config().Copy()
+		pool, err := pgxpool.NewWithConfig(e.ctx, cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(pool.Close)
+		// The logs of thousands of accounts would be held in memory by the test's buffer.
+		quiet := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		s.Pool, s.Gate.Pool, s.Log, s.Gate.Log = pool, pool, quiet, quiet
+		syncers[i] = s
+	}
+	for cycle := 1; cycle <= 3; cycle++ {
+		if cycle > 1 {
+			// The interval has passed: every synced account is due again.
+			if _, err := e.pool.Exec(e.ctx, `UPDATE social_accounts SET next_attempt_at = now() - interval '1 second' WHERE status = 'synced'`); err != nil {
+				b.Fatal(err)
+			}
+		}
+		before := measureStore(b, e)
+		calls := e.fake.Stats().Requests
+		pickAccounts, pickPosts := pickCost(b, e, shards)
+		resetPeakRSS()
+		conns := watchConnections(e)
+		start := time.Now()
+		var wg sync.WaitGroup
+		errs := make([]error, shards)
+		for i, s := range syncers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for _, step := range []func(context.Context) (social.Stats, error){s.SyncProfiles, s.SyncPosts, s.SyncComments, s.Normalize} {
+					if _, err := step(e.ctx); err != nil {
+						errs[i] = err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				b.Fatalf("shard %d, cycle %d: %v", i, cycle, err)
+			}
+		}
+		wall := time.Since(start)
+		peakConns := conns()
+		after := measureStore(b, e)
+		calls = e.fake.Stats().Requests - calls
+		name := fmt.Sprintf("c%d-", cycle)
+		b.ReportMetric(wall.Seconds(), name+"wall-s")
+		b.ReportMetric(float64(n)/wall.Seconds()/float64(shards), name+"accounts/s/shard")
+		b.ReportMetric(float64(calls)/float64(n), name+"calls/account")
+		if cycle == 1 {
+			b.ReportMetric(float64(calls)/float64(minimum), name+"calls/minimum")
+		}
+		b.ReportMetric(float64(after.rawRows-before.rawRows)/float64(n), name+"raw-rows/account")
+		b.ReportMetric(float64(after.rawBytes-before.rawBytes)/float64(n), name+"raw-B/account")
+		b.ReportMetric(float64(after.normRows-before.normRows)/float64(n), name+"norm-rows/account")
+		b.ReportMetric(float64(after.normBytes-before.normBytes)/float64(n), name+"norm-B/account")
+		b.ReportMetric(float64(peakConns), name+"peak-conns")
+		b.ReportMetric(float64(peakRSS())/(1<<20), name+"process-peak-RSS-MiB")
+		b.ReportMetric(float64(pickAccounts.Microseconds())/1000, name+"pick-accounts-ms")
+		b.ReportMetric(float64(pickPosts.Microseconds())/1000, name+"pick-posts-ms")
+		b.Logf("cycle %d: %d accounts on %d shards in %s, %d calls (minimum of a first cycle %d), store %+v -> %+v, peak %d connections, pick %s/%s",
+			cycle, n, shards, wall.Round(time.Millisecond), calls, minimum, before, after, peakConns, pickAccounts, pickPosts)
+	}
+	var pending int
+	if err := e.pool.QueryRow(e.ctx, `SELECT (SELECT count(*) FROM social_accounts WHERE status IN ('profile_pending', 'posts_pending', 'sync_retry'))
+  + (SELECT count(*) FROM social_posts WHERE status IN ('comments_pending', 'comments_retry', 'fetched'))`).Scan(&pending); err != nil {
+		b.Fatal(err)
+	}
+	if pending != 0 {
+		b.Errorf("%d accounts and posts left pending after three cycles", pending)
+	}
+}
+
+// addGenerated registers the fake's generated accounts as the accounts file does: connected
+// ones first (the oldest is the viewer of the others).
+func addGenerated(e *env) {
+	e.t.Helper()
+	for _, connected := range []bool{true, false} {
+		for i := range e.fake.GeneratedAccounts() {
+			a := e.fake.Generated(i)
+			if a.Connected != connected {
+				continue
+			}
+			na := social.NewAccount{Username: a.Username}
+			if connected {
+				na = social.NewAccount{IGUserID: a.ID, Token: a.Token}
+			}
+			if _, err := social.Add(e.ctx, e.pool, e.sealer, na, "bench"); err != nil {
+				e.t.Fatalf("add %s: %v", a.Username, err)
+			}
+		}
+	}
+}
+
+// store is what the tables hold: the raw store (every partition), and the normalized and state
+// tables, rows and bytes with their indexes and TOAST.
+type store struct {
+	rawRows, rawBytes, normRows, normBytes int64
+}
+
+// normTables are the tables a sync cycle writes besides the raw store.
+var normTables = []string{"social_accounts", "social_account_counts", "social_posts", "social_post_content", "social_post_counts",
+	"social_media_items", "social_comments", "social_tags", "social_rejects", "status_history", "social_enrichments"}
+
+func measureStore(b *testing.B, e *env) store {
+	var s store
+	err := e.pool.QueryRow(e.ctx, `SELECT (SELECT count(*) FROM social_raw_pages),
+  (SELECT coalesce(sum(pg_total_relation_size(relid)), 0) FROM pg_partition_tree('social_raw_pages') WHERE isleaf)::bigint`).Scan(&s.rawRows, &s.rawBytes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, t := range normTables {
+		var rows, bytes int64
+		if err := e.pool.QueryRow(e.ctx, `SELECT (SELECT count(*) FROM `+t+`), pg_total_relation_size($1::regclass)`, t).Scan(&rows, &bytes); err != nil {
+			b.Fatal(err)
+		}
+		s.normRows += rows
+		s.normBytes += bytes
+	}
+	return s
+}
+
+// pickCost times one shard's picks over the whole table, as a sync step makes them: the
+// accounts due for a profile read, batch after batch; and the posts waiting for comments (at
+// a cycle's start none: the worst case, a read of the whole status range of other shards).
+func pickCost(b *testing.B, e *env, shards int) (accounts, posts time.Duration) {
+	var shard *status.Shard
+	if shards > 1 {
+		shard = &status.Shard{Column: "id", Count: shards, Index: 0}
+	}
+	now := time.Now()
+	start := time.Now()
+	var after int64
+	for {
+		ids, err := social.Accounts.Pick(e.ctx, e.pool, status.PickParams{Statuses: []status.Status{social.ProfilePending, social.Synced, social.SyncRetry},
+			After: after, Limit: social.AccountBatch, DueBy: now, Shard: shard})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(ids) < social.AccountBatch {
+			break
+		}
+		after = ids[len(ids)-1]
+	}
+	accounts = time.Since(start)
+	if shard != nil {
+		shard = &status.Shard{Column: "account_id", Count: shards, Index: 0}
+	}
+	start = time.Now()
+	if _, err := social.Posts.Pick(e.ctx, e.pool, status.PickParams{Statuses: []status.Status{social.CommentsPending, social.CommentsRetry},
+		Limit: social.PostBatch, DueBy: now, Shard: shard,
+		Parent: &status.ParentPick{Column: "account_id", Machine: social.Accounts, Statuses: []status.Status{social.Synced}}}); err != nil {
+		b.Fatal(err)
+	}
+	return accounts, time.Since(start)
+}
+
+// watchConnections samples the database's connections every 50 ms until the returned
+// function is called, which returns the most seen.
+func watchConnections(e *env) func() int {
+	var mu sync.Mutex
+	top := 0
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			var n int
+			if err := e.pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()`).Scan(&n); err == nil {
+				mu.Lock()
+				top = max(top, n-1) // less this query's own
+				mu.Unlock()
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() int {
+		close(done)
+		<-stopped
+		mu.Lock()
+		defer mu.Unlock()
+		return top
+	}
+}
+
+// resetPeakRSS starts the process's peak RSS (VmHWM) again from its current RSS (Linux).
+func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+// peakRSS is the process's peak resident set since the last reset, in bytes (0 off Linux).
+func peakRSS() int64 {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// BenchmarkRepairScan times the repair scan every profiles step of every shard starts with
+// (Syncer.Repair) over tables of 10^4 and 10^6 posts whose walks are all of the current
+// version: nothing to repair, so its cost should not grow with the tables.
+//
+//	scripts/with-pg.sh go test -run '^$' -bench BenchmarkRepairScan -benchtime 20x ./internal/social/
+func BenchmarkRepairScan(b *testing.B) {
+	for _, posts := range []int{10_000, 1_000_000} {
+		b.Run(fmt.Sprintf("posts=%d", posts), func(b *testing.B) {
+			e := &env{t: b, ctx: context.Background(), pool: tunedPool(b)}
+			accounts := posts / 10
+			for _, q := range []string{
+				`INSERT INTO social_accounts (id, access, ig_user_id, token_sealed, token_fingerprint, status, walk_version, listed_at, media_count)
+SELECT g, 'connected', g::text, '\x00', 'x', 'synced', $2, now(), 10 FROM generate_series(1, $1::int) g`,
+				`INSERT INTO social_posts (account_id, ig_media_id, surface, item_hash, listed_raw_id, listed_raw_at, status, walk_version, comments_hwm_at)
+SELECT 1 + g % $1::int, 'm' || g, 'feed', '', 0, now(), 'normalized', $2, now() FROM generate_series(1, $1::int * 10) g`,
+			} {
+				if _, err := e.pool.Exec(e.ctx, q, accounts, social.WalkVersion); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for _, q := range []string{`VACUUM ANALYZE social_accounts`, `VACUUM ANALYZE social_posts`} {
+				if _, err := e.pool.Exec(e.ctx, q); err != nil {
+					b.Fatal(err)
+				}
+			}
+			s := &social.Syncer{Pool: e.pool, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Shard: status.Shard{Count: 16, Index: 3}}
+			b.ResetTimer()
+			for range b.N {
+				if rs, err := s.Repair(e.ctx); err != nil || rs.Accounts+rs.Posts+rs.Checked != 0 {
+					b.Fatal(rs, err)
+				}
+			}
+		})
+	}
+}
