@@ -14,13 +14,14 @@ const kindDepartment uint64 = 15
 type departmentState struct {
 	ids    []int       // ascending
 	parent map[int]int // department: the one it belongs to; the root has none
-	head   map[int]int // department: its head, one of its members where it has any
+	head   map[int]int // department: its head, one of its members; none for a department without any
 }
 
 // initDepartments builds the structure from the seed. The tree is drawn in a shuffled order, a
 // department's parent among those drawn before it, so that a parent often has a higher id than
 // its child, as on a portal whose structure was reorganised; there is never a cycle. The heads are
-// drawn from the users whose UF_DEPARTMENT names the department, so the two agree.
+// drawn from the users whose UF_DEPARTMENT names the department, so the two agree; a department
+// nobody works in has no head (its head left), which a migration must decide about.
 func (p *Portal) initDepartments() {
 	n := p.opts.Departments
 	p.departments = departmentState{ids: generateIDs(n, n+2), parent: map[int]int{}, head: map[int]int{}}
@@ -42,8 +43,6 @@ func (p *Portal) initDepartments() {
 	for _, id := range p.departments.ids {
 		if m := members[id]; len(m) > 0 {
 			p.departments.head[id] = m[r.IntN(len(m))]
-		} else if len(p.allUsers) > 0 {
-			p.departments.head[id] = p.allUsers[r.IntN(len(p.allUsers))]
 		}
 	}
 }
@@ -59,8 +58,9 @@ func shuffled(r *rand.Rand, n int) []int {
 }
 
 // department is department.get's row: ID, PARENT and UF_HEAD as strings, SORT a number, as the
-// documentation's answer has them; the root has no PARENT, a department without a head no
-// UF_HEAD.
+// documentation's answer has them; the root has no PARENT, and a department without a head no
+// UF_HEAD (the documentation shows no such row: leaving the field out is this fake's assumption,
+// which a reader of UF_HEAD must take as "no head", as it would "0" or "").
 func (p *Portal) department(id int) object {
 	row := object{{"ID", strconv.Itoa(id)}, {"NAME", "Отдел " + strconv.Itoa(id)}, {"SORT", 100 * (1 + id%5)}}
 	if parent, ok := p.departments.parent[id]; ok {
