@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,7 +23,8 @@ import (
 // ChildMain is the whole of a crash child's main for the registry reg: it runs fields-get,
 // fields-set, get, set and verify (or the phases BITRIX_CRASH_PHASES lists, comma-separated) of
 // every entity of reg (or of those BITRIX_CRASH_ENTITIES lists) against the database, portal and
-// target the environment names, and exits 1 on an error. It prints "phase <entity> <phase>" as
+// target the environment names, with the entities' flags their environment variables set (a
+// Case's Env), and exits 1 on an error. It prints "phase <entity> <phase>" as
 // each phase starts and "phase done" at the end, which is how Conformance aims its kills.
 // A registry is code, so each registry under test has a child of its own (CatalogChild is the
 // catalog's), and this is all of it.
@@ -50,6 +52,9 @@ func runChild(ctx context.Context, reg *engine.Registry) error {
 	}
 	deletions, err := engine.ParseDeletions(os.Getenv("BITRIX_DELETIONS"))
 	if err != nil {
+		return err
+	}
+	if err := applyFlags(reg); err != nil {
 		return err
 	}
 	// engine.New as the command builds it, its defaults (concurrency, memory, sample) included;
@@ -87,5 +92,33 @@ func runChild(ctx context.Context, reg *engine.Registry) error {
 		}
 	}
 	fmt.Println("phase done")
+	return nil
+}
+
+// applyFlags sets the entities' flags (engine.Flag) that their environment variables give, as the
+// command line does for `run`, which takes them all: a switch when the variable is true, an
+// option with the variable's value.
+func applyFlags(reg *engine.Registry) error {
+	for _, ent := range reg.Commands() {
+		for _, fl := range ent.Flags {
+			value := os.Getenv(fl.Env)
+			if fl.Env == "" || value == "" {
+				continue
+			}
+			if fl.Placeholder == "" {
+				on, err := strconv.ParseBool(value)
+				if err != nil {
+					return fmt.Errorf("%s: %w", fl.Env, err)
+				}
+				if !on {
+					continue
+				}
+				value = "true"
+			}
+			if err := fl.Set(ent, value); err != nil {
+				return fmt.Errorf("%s --%s: %w", ent.Name, fl.Name, err)
+			}
+		}
+	}
 	return nil
 }

@@ -109,9 +109,13 @@ func (p *Portal) userRow(id int) object {
 	if r.IntN(2) == 0 {
 		mobile = fmt.Sprintf("+7 9%02d %03d-%02d-%02d", r.IntN(100), r.IntN(1000), r.IntN(100), r.IntN(100))
 	}
-	departments := []int{1 + r.IntN(40)}
+	structure := 40 // department ids a portal without a structure (Options.Departments) names
+	if p.opts.Departments > 0 {
+		structure = p.opts.Departments
+	}
+	departments := []int{1 + r.IntN(structure)}
 	if r.IntN(10) == 0 {
-		departments = append(departments, 1+r.IntN(40))
+		departments = append(departments, 1+r.IntN(structure))
 	}
 	enum := []int{}
 	for _, opt := range []int{26, 27, 28} { // LIST ids of UF_USR_1724228142162

@@ -78,6 +78,10 @@ var userUserfieldListSample = embedded.ReadFile("bitrix/user.userfield.list.json
 type Options struct {
 	// Users and Groups are how many of each the portal holds.
 	Users, Groups int
+	// Departments is how many departments the company structure has (department.get,
+	// departments.go); each user's UF_DEPARTMENT then names some of them. None: department.get
+	// answers no rows, and UF_DEPARTMENT names departments 1 to 40 as it always did.
+	Departments int
 	// Chats is how many chats the webhook's user takes part in, besides the
 	// workgroup chats (one per group, whose participants are the group's
 	// members): 1:1 dialogs, group chats, open chats and task chats, mixed
@@ -224,6 +228,7 @@ type Portal struct {
 	deletedCompany                         int
 	crmUserfields                          [][]json.RawMessage
 	templates                              []int // workflow template ids (bizproc.go)
+	departments                            departmentState
 
 	bombs map[string]*gzipbomb.Bomb // method: the gzip bomb its requests get (faults_bomb.go)
 }
@@ -313,7 +318,9 @@ func New(opts Options) *Portal {
 		"user.userfield.list":  p.userfieldList,
 		"sonet_group.get":      p.groupGet,
 		"sonet_group.user.get": p.groupUserGet,
+		"department.get":       p.departmentGet,
 	}
+	p.initDepartments()
 	p.initIM()
 	p.initCRM()
 	p.initCRMMethods()
@@ -345,6 +352,8 @@ func scopeOf(method string) string {
 		return "task"
 	case strings.HasPrefix(method, "log."):
 		return "log"
+	case strings.HasPrefix(method, "department."):
+		return "department"
 	}
 	return ""
 }
