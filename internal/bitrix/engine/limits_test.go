@@ -17,11 +17,11 @@ import (
 func TestGzipBombFailsTheGetOnceAndARerunConverges(t *testing.T) {
 	t.Parallel()
 	const people = 120
-	w := enginetest.New(t, enginetest.Options{Portal: bitrixfake.Options{Users: people, Seed: 1}})
+	w := enginetest.New(t, enginetest.Options{Portal: bitrixfake.Options{Users: people, Seed: 1}, MaxAnswerBytes: 1 << 20})
 	w.Portal.ServeGzipBombs("batch", 4<<30)
 	w.Portal.ServeGzipBombs("user.get", 4<<30)
 	_, err := w.Engine().Get(w.Ctx, enginetest.People)
-	if !errors.Is(err, httplimit.ErrTooLarge) || !strings.Contains(err.Error(), "answer larger than 67108864 bytes") ||
+	if !errors.Is(err, httplimit.ErrTooLarge) || !strings.Contains(err.Error(), "answer larger than 1048576 bytes") ||
 		strings.Contains(err.Error(), w.Portal.Token()) {
 		t.Fatalf("get: %v, want the cap's error without the token", err)
 	}

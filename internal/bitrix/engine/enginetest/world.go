@@ -32,6 +32,10 @@ type Options struct {
 	Target targetfake.Options
 	// Registry is what the world's engines migrate; nil means Registry().
 	Registry *engine.Registry
+	// MaxAnswerBytes caps the portal's answers (rest.Options.MaxAnswerBytes); 0 is the
+	// client's default. A test of answers over the cap sets a small one: reading 64 MiB of a
+	// gzip bomb, three times, under the race detector costs a minute.
+	MaxAnswerBytes int64
 }
 
 // World is one test's world: a fresh database, a fake portal and a fake target over HTTP, the
@@ -69,9 +73,10 @@ func New(t testing.TB, opts Options) *World {
 	// No rate limit and retries without waiting: the fake answers at once, and tests that
 	// want the limiter or the schedule set their own.
 	w.Source, err = rest.New(srv.URL+w.Portal.WebhookPath(), rest.Options{
-		Limiter: rate.NewLimiter(rate.Inf, 1),
-		Retry:   retry.Policy{Delays: []time.Duration{0, 0, 0}},
-		Logger:  w.Logger(),
+		Limiter:        rate.NewLimiter(rate.Inf, 1),
+		Retry:          retry.Policy{Delays: []time.Duration{0, 0, 0}},
+		Logger:         w.Logger(),
+		MaxAnswerBytes: opts.MaxAnswerBytes,
 	})
 	if err != nil {
 		t.Fatal(err)
