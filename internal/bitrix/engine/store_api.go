@@ -67,11 +67,6 @@ func (s Store) FinishPass(ctx context.Context, entity string, total int64) error
 	return s.finishPass(ctx, entity, total)
 }
 
-// Count is how many records of the entity are stored.
-func (s Store) Count(ctx context.Context, entity string) (int64, error) {
-	return s.storedCount(ctx, entity)
-}
-
 // SourceIDs returns the source ids of the entity's records, in record order.
 func (s Store) SourceIDs(ctx context.Context, entity string) ([]string, error) {
 	return s.storedIDs(ctx, entity)
