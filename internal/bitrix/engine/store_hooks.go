@@ -112,23 +112,6 @@ WHERE r.entity = $1 AND r.payload->>$2 = $3`, m.Entity, m.Field, m.Value).Scan(&
 	return target, nil
 }
 
-// FieldsNotOnTarget lists the entity's custom fields read by fields-get that the target does not
-// have, as "NAME (type)", by name.
-//
-// Caller: verifyTasks (internal/bitrix/tasks_payload.go).
-func (s Store) FieldsNotOnTarget(ctx context.Context, entity string) ([]string, error) {
-	rows, err := s.db.Query(ctx, `SELECT field_name || ' (' || coalesce(payload->>'USER_TYPE_ID', '?') || ')' FROM bitrix_fields
-WHERE entity = $1 AND NOT on_target ORDER BY field_name`, entity)
-	if err != nil {
-		return nil, fmt.Errorf("fields of %s not on the target: %w", entity, err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("fields of %s not on the target: %w", entity, err)
-	}
-	return out, nil
-}
-
 // ValueCount is how many records share one value.
 type ValueCount struct {
 	Value string

@@ -63,6 +63,9 @@ func (e *Engine) verify(ctx context.Context, ent *Entity) (VerifyReport, error) 
 		}
 		step("checks of " + ent.Name + "'s own")
 	}
+	if err := e.noteUncreatableFields(ctx, ent, &r); err != nil {
+		return r, err
+	}
 	for _, m := range family {
 		if err := e.verifyAll(ctx, m, &r); err != nil {
 			return r, err
