@@ -53,7 +53,8 @@ func (l chatLister) Get(ctx context.Context, g *engine.GetRun) error {
 	return nil
 }
 
-// Total is not known to the portal: no method counts every chat (verifyChats counts them).
+// Total is not known to the portal: no method counts every chat (verify counts those read,
+// Entity.CountRead).
 func (chatLister) Total(context.Context, engine.Env, *engine.Entity) (int64, error) {
 	return 0, engine.ErrNoTotal
 }

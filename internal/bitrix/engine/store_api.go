@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -39,18 +38,6 @@ func (s Store) inTx() (pgx.Tx, error) {
 	return s.tx, nil
 }
 
-// Tx runs fn in one transaction: everything fn stores through tx is committed together, or not
-// at all when fn fails.
-func (s Store) Tx(ctx context.Context, fn func(tx Store) error) error {
-	b, ok := s.db.(interface {
-		Begin(ctx context.Context) (pgx.Tx, error)
-	})
-	if !ok {
-		return fmt.Errorf("bitrix store: %T cannot begin a transaction", s.db)
-	}
-	return pgx.BeginFunc(ctx, b, func(tx pgx.Tx) error { return fn(NewStore(tx)) })
-}
-
 // Inventory returns the entity's inventory row, creating it when there is none.
 func (s Store) Inventory(ctx context.Context, entity string) (Inventory, error) {
 	return s.loadInventory(ctx, entity)
@@ -60,11 +47,6 @@ func (s Store) Inventory(ctx context.Context, entity string) (Inventory, error) 
 // limit is the run's test_limit.
 func (s Store) StartPass(ctx context.Context, entity string, limit int) (Inventory, error) {
 	return s.startPass(ctx, entity, limit)
-}
-
-// FinishPass marks the entity's get pass complete with the number of rows the source had.
-func (s Store) FinishPass(ctx context.Context, entity string, total int64) error {
-	return s.finishPass(ctx, entity, total)
 }
 
 // SourceIDs returns the source ids of the entity's records, in record order.
