@@ -53,8 +53,3 @@ func (s Store) StartPass(ctx context.Context, entity string, limit int) (Invento
 func (s Store) SourceIDs(ctx context.Context, entity string) ([]string, error) {
 	return s.storedIDs(ctx, entity)
 }
-
-// StatusCounts counts the records of every entity by status.
-func (s Store) StatusCounts(ctx context.Context) ([]status.Count, error) {
-	return Machine.Counts(ctx, s.db)
-}
