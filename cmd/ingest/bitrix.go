@@ -296,7 +296,11 @@ func (c *showBitrixCmd) check() error {
 
 // showBitrix prints one record: where it stands, why, its history and its payload as read.
 func (app *app) showBitrix(ctx context.Context, c *showBitrixCmd) error {
-	d, err := engine.NewStore(app.pool).RecordDetail(ctx, c.Entity, c.ID)
+	e, err := app.bitrixEngine(nil, nil)
+	if err != nil {
+		return err
+	}
+	d, err := e.RecordDetail(ctx, c.Entity, c.ID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		app.log.Error(fmt.Sprintf("no %s record with the portal's id %s has been read", c.Entity, c.ID))
 		return errReported

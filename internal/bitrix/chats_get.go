@@ -53,7 +53,8 @@ func (l chatLister) Get(ctx context.Context, g *engine.GetRun) error {
 	return nil
 }
 
-// Total is not known to the portal: no method counts every chat (verifyChats counts them).
+// Total is not known to the portal: no method counts every chat (verify counts those read,
+// Entity.CountRead).
 func (chatLister) Total(context.Context, engine.Env, *engine.Entity) (int64, error) {
 	return 0, engine.ErrNoTotal
 }
@@ -84,11 +85,11 @@ func (chatLister) Plan(ctx context.Context, e engine.Env, ent *engine.Entity) ([
 		return nil, err
 	}
 	how := "im.recent.list and the workgroups' chats, read as get reads them, with participants"
-	groups, err := e.Store().Count(ctx, Groups)
+	groups, err := e.Store().SourceIDs(ctx, Groups) // the ids get asks the workgroups' chats of
 	if err != nil {
 		return nil, err
 	}
-	if groups == 0 {
+	if len(groups) == 0 {
 		how = "im.recent.list only: no workgroups are read yet, so their chats are not counted (run `ingest bitrix groups get` first)"
 	}
 	return []engine.EntityPlan{

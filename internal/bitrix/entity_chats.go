@@ -42,6 +42,9 @@ func chatsEntity(o catalogOptions) *engine.Entity {
 		Flags:    []engine.Flag{chatRescanFlag()},
 		// A chat the webhook's user cannot read carries the portal's refusal (chatRow.Unreachable).
 		OutOfReach: "unreachable",
+		// No method counts every chat: verify counts the chats get read (verifyChats finds those
+		// the recent list shows and get missed).
+		CountRead: true,
 	}
 }
 

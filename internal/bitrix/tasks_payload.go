@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
@@ -358,8 +357,8 @@ func taskCommentPayload(r engine.Record, rf *engine.Refs) (json.RawMessage, erro
 }
 
 // verifyTasks adds the tasks' own figures to verify: how many tasks hold their comments in a chat
-// and how many in the old card, the comments read by each path, the checklists, and the custom
-// fields whose values are not migrated because the target cannot create them.
+// and how many in the old card, the comments read by each path and the checklists. The engine
+// names the custom fields the target cannot create (CustomFields.Creatable).
 func verifyTasks(ctx context.Context, e engine.Env, ent *engine.Entity, r *engine.VerifyReport) error {
 	if r.Details == nil {
 		r.Details = map[string]int64{}
@@ -391,13 +390,5 @@ func verifyTasks(ctx context.Context, e engine.Env, ent *engine.Entity, r *engin
 	r.Details["tasks_chat_card"], r.Details["tasks_old_card"] = chat, old
 	r.Details["comments_chat_path"], r.Details["comments_old_card_path"] = chatComments, oldComments
 	r.Details["checklists"] = checklists
-	missing, err := e.Store().FieldsNotOnTarget(ctx, ent.Name)
-	if err != nil {
-		return fmt.Errorf("verify tasks: %w", err)
-	}
-	if len(missing) > 0 {
-		r.Notes = append(r.Notes, "custom fields not on the target, their values not migrated (the target creates task fields "+
-			"only of types "+strings.Join(ent.Fields.Creatable, ", ")+"): "+strings.Join(missing, ", "))
-	}
 	return nil
 }

@@ -114,6 +114,11 @@ type Entity struct {
 	// a record the webhook's user cannot read (as the engine's UnreachableKey does): verify
 	// asks no count of its children and leaves it out of the coverage of listed references.
 	OutOfReach string
+	// CountRead, for an entity no method of the portal counts (its Lister's Total answers
+	// ErrNoTotal), has verify count what get read instead (verifyCountsRead): the records in
+	// reach are the source's count, the target is compared with them less the excused ones, and
+	// those not imported are listed. Without it such an entity's own Verify counts it.
+	CountRead bool
 	// NotMigrated names what the entity's migration leaves behind by design (what the target has
 	// no place for, a running state), so that verify's report and the README say so: nothing is
 	// silently absent.

@@ -367,8 +367,8 @@ type RecordDetail struct {
 	AcknowledgedBy, AcknowledgedReason string
 }
 
-// RecordDetail returns one record by entity and source id, with its id map row.
-func (s Store) RecordDetail(ctx context.Context, entity, sourceID string) (RecordDetail, error) {
+// recordDetail returns one record by entity and source id, with its id map row.
+func (s Store) recordDetail(ctx context.Context, entity, sourceID string) (RecordDetail, error) {
 	r, err := s.Record(ctx, entity, sourceID)
 	if err != nil {
 		return RecordDetail{}, err

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -32,18 +31,6 @@ func (e *Engine) store() Store { return NewStore(e.pool) }
 // errNoTx is the error of a write that must share a transaction, asked outside Tx.
 var errNoTx = errors.New("bitrix store: this write needs a transaction (Store.Tx)")
 
-// Tx runs fn in one transaction: everything fn stores through tx is committed together, or not
-// at all when fn fails.
-func (s Store) Tx(ctx context.Context, fn func(tx Store) error) error {
-	b, ok := s.db.(interface {
-		Begin(ctx context.Context) (pgx.Tx, error)
-	})
-	if !ok {
-		return fmt.Errorf("bitrix store: %T cannot begin a transaction", s.db)
-	}
-	return pgx.BeginFunc(ctx, b, func(tx pgx.Tx) error { return fn(NewStore(tx)) })
-}
-
 // Inventory returns the entity's inventory row, creating it when there is none.
 func (s Store) Inventory(ctx context.Context, entity string) (Inventory, error) {
 	return s.loadInventory(ctx, entity)
@@ -55,22 +42,7 @@ func (s Store) StartPass(ctx context.Context, entity string, limit int) (Invento
 	return s.startPass(ctx, entity, limit)
 }
 
-// FinishPass marks the entity's get pass complete with the number of rows the source had.
-func (s Store) FinishPass(ctx context.Context, entity string, total int64) error {
-	return s.finishPass(ctx, entity, total)
-}
-
-// Count is how many records of the entity are stored.
-func (s Store) Count(ctx context.Context, entity string) (int64, error) {
-	return s.storedCount(ctx, entity)
-}
-
 // SourceIDs returns the source ids of the entity's records, in record order.
 func (s Store) SourceIDs(ctx context.Context, entity string) ([]string, error) {
 	return s.storedIDs(ctx, entity)
-}
-
-// StatusCounts counts the records of every entity by status.
-func (s Store) StatusCounts(ctx context.Context) ([]status.Count, error) {
-	return Machine.Counts(ctx, s.db)
 }

@@ -176,3 +176,18 @@ FROM bitrix_fields WHERE entity = $1 AND payload->>'USER_TYPE_ID' IN ('employee'
 	_, err = pgx.ForEachRow(rows, []any{&name, &typ, &settings}, func() error { fn(name, typ, settings); return nil })
 	return err
 }
+
+// fieldsNotOnTarget lists the entity's custom fields read by fields-get that the target does not
+// have, as "NAME (type)", by name.
+func (s Store) fieldsNotOnTarget(ctx context.Context, entity string) ([]string, error) {
+	rows, err := s.db.Query(ctx, `SELECT field_name || ' (' || coalesce(payload->>'USER_TYPE_ID', '?') || ')' FROM bitrix_fields
+WHERE entity = $1 AND NOT on_target ORDER BY field_name`, entity)
+	if err != nil {
+		return nil, fmt.Errorf("fields of %s not on the target: %w", entity, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("fields of %s not on the target: %w", entity, err)
+	}
+	return out, nil
+}

@@ -10,8 +10,31 @@ import (
 
 // The store's queries that one entity's own code asks, each with its one caller named: what the
 // engine cannot yet do for every entity. A query that a second entity needs, or that the engine
-// can take over (as it took the counts per parent and the coverage of listed references), leaves
+// can take over (as it took the counts per parent, the coverage of listed references, the counts
+// of an entity the portal cannot count and the custom fields the target cannot create), leaves
 // this file.
+
+// Tx runs fn in one transaction: everything fn stores through tx is committed together, or not
+// at all when fn fails.
+//
+// Caller: funnelWalker.Get (internal/bitrix/lister_funnels.go), which starts two entities' passes
+// and saves their one page together.
+func (s Store) Tx(ctx context.Context, fn func(tx Store) error) error {
+	b, ok := s.db.(interface {
+		Begin(ctx context.Context) (pgx.Tx, error)
+	})
+	if !ok {
+		return fmt.Errorf("bitrix store: %T cannot begin a transaction", s.db)
+	}
+	return pgx.BeginFunc(ctx, b, func(tx pgx.Tx) error { return fn(NewStore(tx)) })
+}
+
+// FinishPass marks the entity's get pass complete with the number of rows the source had.
+//
+// Caller: saveChats (internal/bitrix/chats_get.go).
+func (s Store) FinishPass(ctx context.Context, entity string, total int64) error {
+	return s.finishPass(ctx, entity, total)
+}
 
 // Payloads returns the payloads of the entity's records, in record order.
 //
@@ -56,42 +79,6 @@ AND NOT EXISTS (SELECT 1 FROM bitrix_records c WHERE c.entity = $2 AND c.parent_
 	return out, nil
 }
 
-// Unimported lists every record of the entity that is not IMPORT_OK, leaving out acknowledged
-// ones and those out of reach (Entity.OutOfReach, UnreachableKey), in record order.
-//
-// Caller: verifyChatCounts (internal/bitrix/chats_verify.go).
-func (s Store) Unimported(ctx context.Context, ent *Entity) ([]RecordIssue, error) {
-	rows, err := s.db.Query(ctx, `SELECT source_id, status, coalesce(last_error, '') FROM bitrix_records r
-WHERE r.entity = $1 AND r.status <> $2 AND `+reachable("r", ent)+` AND r.acknowledged_at IS NULL ORDER BY r.id`, ent.Name, string(ImportOK))
-	if err != nil {
-		return nil, fmt.Errorf("list unimported %s: %w", ent.Name, err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (RecordIssue, error) {
-		i := RecordIssue{Entity: ent.Name}
-		return i, row.Scan(&i.SourceID, &i.Status, &i.Reason)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list unimported %s: %w", ent.Name, err)
-	}
-	return out, nil
-}
-
-// CountExcusedReachable is how many records of the entity verify excuses (acknowledged, or
-// children of an acknowledged parent) among those in reach (Entity.OutOfReach,
-// UnreachableKey): an entity that counts its records out of reach apart subtracts them once,
-// not again when they are acknowledged too.
-//
-// Caller: verifyChatCounts (internal/bitrix/chats_verify.go).
-func (s Store) CountExcusedReachable(ctx context.Context, ent *Entity) (int64, error) {
-	var n int64
-	err := s.db.QueryRow(ctx, `SELECT count(*) FROM bitrix_records r WHERE r.entity = $1 AND `+reachable("r", ent)+` AND `+
-		excused("r", ent), ent.Name).Scan(&n)
-	if err != nil {
-		return 0, fmt.Errorf("count acknowledged %s: %w", ent.Name, err)
-	}
-	return n, nil
-}
-
 // FieldMatch names the records of Entity whose payload Field holds Value.
 type FieldMatch struct {
 	Entity, Field, Value string
@@ -110,23 +97,6 @@ WHERE r.entity = $1 AND r.payload->>$2 = $3`, m.Entity, m.Field, m.Value).Scan(&
 		return "", fmt.Errorf("target id of the %s whose %s is %s: %w", m.Entity, m.Field, m.Value, err)
 	}
 	return target, nil
-}
-
-// FieldsNotOnTarget lists the entity's custom fields read by fields-get that the target does not
-// have, as "NAME (type)", by name.
-//
-// Caller: verifyTasks (internal/bitrix/tasks_payload.go).
-func (s Store) FieldsNotOnTarget(ctx context.Context, entity string) ([]string, error) {
-	rows, err := s.db.Query(ctx, `SELECT field_name || ' (' || coalesce(payload->>'USER_TYPE_ID', '?') || ')' FROM bitrix_fields
-WHERE entity = $1 AND NOT on_target ORDER BY field_name`, entity)
-	if err != nil {
-		return nil, fmt.Errorf("fields of %s not on the target: %w", entity, err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("fields of %s not on the target: %w", entity, err)
-	}
-	return out, nil
 }
 
 // ValueCount is how many records share one value.

@@ -66,3 +66,46 @@ GROUP BY c.id, c.source_id ORDER BY c.id LIMIT $4`, ent.Name, ref.Field, ref.Ent
 	}
 	return c, nil
 }
+
+// unimported lists every record of the entity that is not IMPORT_OK, leaving out acknowledged
+// ones and those out of reach (Entity.OutOfReach, UnreachableKey), in record order.
+func (s Store) unimported(ctx context.Context, ent *Entity) ([]RecordIssue, error) {
+	rows, err := s.db.Query(ctx, `SELECT source_id, status, coalesce(last_error, '') FROM bitrix_records r
+WHERE r.entity = $1 AND r.status <> $2 AND `+reachable("r", ent)+` AND r.acknowledged_at IS NULL ORDER BY r.id`, ent.Name, string(ImportOK))
+	if err != nil {
+		return nil, fmt.Errorf("list unimported %s: %w", ent.Name, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (RecordIssue, error) {
+		i := RecordIssue{Entity: ent.Name}
+		return i, row.Scan(&i.SourceID, &i.Status, &i.Reason)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list unimported %s: %w", ent.Name, err)
+	}
+	return out, nil
+}
+
+// countExcusedReachable is how many records of the entity verify excuses (acknowledged, or
+// children of an acknowledged parent) among those in reach (Entity.OutOfReach,
+// UnreachableKey): an entity that counts its records out of reach apart subtracts them once,
+// not again when they are acknowledged too.
+func (s Store) countExcusedReachable(ctx context.Context, ent *Entity) (int64, error) {
+	var n int64
+	err := s.db.QueryRow(ctx, `SELECT count(*) FROM bitrix_records r WHERE r.entity = $1 AND `+reachable("r", ent)+` AND `+
+		excused("r", ent), ent.Name).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count acknowledged %s: %w", ent.Name, err)
+	}
+	return n, nil
+}
+
+// countReachable is how many records of the entity are in reach (Entity.OutOfReach,
+// UnreachableKey), whatever their status.
+func (s Store) countReachable(ctx context.Context, ent *Entity) (int64, error) {
+	var n int64
+	err := s.db.QueryRow(ctx, `SELECT count(*) FROM bitrix_records r WHERE r.entity = $1 AND `+reachable("r", ent), ent.Name).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count readable %s: %w", ent.Name, err)
+	}
+	return n, nil
+}

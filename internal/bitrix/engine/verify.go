@@ -63,6 +63,9 @@ func (e *Engine) verify(ctx context.Context, ent *Entity) (VerifyReport, error) 
 		}
 		step("checks of " + ent.Name + "'s own")
 	}
+	if err := e.noteUncreatableFields(ctx, ent, &r); err != nil {
+		return r, err
+	}
 	for _, m := range family {
 		if err := e.verifyAll(ctx, m, &r); err != nil {
 			return r, err
@@ -95,6 +98,9 @@ func (e *Engine) verify(ctx context.Context, ent *Entity) (VerifyReport, error) 
 func (e *Engine) verifyCounts(ctx context.Context, k *Entity, r *VerifyReport) error {
 	total, err := k.Lister.Total(ctx, e.env(), k)
 	if errors.Is(err, ErrNoTotal) {
+		if k.CountRead {
+			return e.verifyCountsRead(ctx, k, r)
+		}
 		return nil // the entity's own checks count it
 	}
 	if err != nil {
