@@ -104,8 +104,11 @@ func TestKilledRunsConverge(t *testing.T) {
 	runs, kills := 0, 0
 	for kills < len(aims) {
 		aim := aims[kills]
-		// A kill early in the phase cuts its work several times before it is done.
-		last, killed := startChild(t, bin, crashed, graphURL, accounts).Run(t, aim, took[aim]/5+time.Millisecond, rng)
+		// A kill early in the phase cuts its work several times before it is done: within the
+		// first tenth of the reference run's time in it. A fifth let the work end before the
+		// kills did when the reference ran slower than the reruns (13 of 26 landed in a CI run
+		// after the repair scan got faster).
+		last, killed := startChild(t, bin, crashed, graphURL, accounts).Run(t, aim, took[aim]/10+time.Millisecond, rng)
 		runs++
 		if !killed && last == "done" {
 			break // the work is done before the last aims: enough if at least 20 kills landed
