@@ -40,6 +40,9 @@ type bitrixCmd struct {
 	// Deletions and AllowMassDelete: what becomes of the records the portal deleted (docs/bitrix-deletions.md).
 	Deletions       string `arg:"--deletions,env:BITRIX_DELETIONS" default:"keep" help:"records deleted on the portal: keep (the target keeps them; verify lists them apart) or propagate (set removes them from the target)" placeholder:"POLICY"`
 	AllowMassDelete bool   `arg:"--allow-mass-delete,env:BITRIX_ALLOW_MASS_DELETE" help:"let get mark more than 10% of an entity's records deleted on the portal (otherwise it refuses, naming the count)"`
+	// Full and FullEvery: when get reads every record again instead of what changed (docs/bitrix-delta.md).
+	Full      bool          `arg:"--full,env:BITRIX_FULL" help:"get reads every record again (a full pass), not only what the portal changed since the last complete pass"`
+	FullEvery time.Duration `arg:"--full-every,env:BITRIX_FULL_EVERY" default:"168h" help:"a get runs a full pass when the last one started longer ago than this, even if a delta pass could run" placeholder:"DURATION"`
 
 	// Status and Plan are the arguments of `bitrix status` and `bitrix plan`. Each is parsed by
 	// its own command.
@@ -197,6 +200,7 @@ func (c *bitrixCmd) engineConfig(cfg *engine.Config) error {
 	cfg.Registry, _ = c.registry() // checked before the run (the flags given, applied)
 	cfg.TestLimit, cfg.Concurrency, cfg.AllowMassDelete = c.TestLimit, c.Concurrency, c.AllowMassDelete
 	cfg.Deletions, _ = engine.ParseDeletions(c.Deletions) // checked before the run
+	cfg.Full, cfg.FullEvery = c.Full, c.FullEvery
 	rt, _ := rest.ParseRate(c.Rate)                       // checked before the run
 	if c.WebhookURL != "" {
 		// One limiter and one read gate for the portal's clients: the bucket counts all our

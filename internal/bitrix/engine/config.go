@@ -65,6 +65,16 @@ type Config struct {
 	// AllowMassDelete lets a get mark more than a tenth of an entity's records deleted at the
 	// source (BITRIX_ALLOW_MASS_DELETE); without it such a pass refuses.
 	AllowMassDelete bool
+	// Full makes every get pass a full one (--full): every record read again, deletions concluded
+	// from the whole listing, instead of a delta pass after a complete one (pass.go).
+	Full bool
+	// FullEvery is how long after the last full pass a get runs a full one again instead of a
+	// delta (BITRIX_FULL_EVERY); 0 means DefaultFullEvery, a week.
+	FullEvery time.Duration
+	// SkewMargin is how far before the last pass's start (on the portal's clock) a delta pass
+	// reads from, and how far the portal's clock may be off this machine's before a delta is not
+	// trusted; 0 means DefaultSkewMargin.
+	SkewMargin time.Duration
 	// Now is the clock for retry schedules, progress and reports; nil means time.Now.
 	Now func() time.Time
 }
@@ -105,6 +115,10 @@ func (cfg Config) validate() error {
 		return fmt.Errorf("negative Concurrency %d: 0 (the default, %d) or positive", cfg.Concurrency, defaultConcurrency)
 	case cfg.MemoryLimit < 0:
 		return fmt.Errorf("negative MemoryLimit %d: 0 (the default, %d MiB) or positive", cfg.MemoryLimit, defaultMemoryLimit>>20)
+	case cfg.FullEvery < 0:
+		return fmt.Errorf("negative FullEvery %s: 0 (the default, %s) or positive", cfg.FullEvery, DefaultFullEvery)
+	case cfg.SkewMargin < 0:
+		return fmt.Errorf("negative SkewMargin %s: 0 (the default, %s) or positive", cfg.SkewMargin, DefaultSkewMargin)
 	case cfg.RetryPolicy.Jitter < 0:
 		return fmt.Errorf("negative RetryPolicy.Jitter %g", cfg.RetryPolicy.Jitter)
 	}
@@ -133,7 +147,8 @@ func build(cfg Config) *Engine {
 		target: cfg.Target, log: cfg.Log, metrics: cfg.Metrics, actor: cfg.Actor, runID: cfg.RunID,
 		testLimit: cfg.TestLimit, retryPolicy: cfg.RetryPolicy, zone: cfg.SourceZone, sampleSize: cfg.SampleSize,
 		concurrency: cfg.Concurrency, memoryLimit: cfg.MemoryLimit, deletions: cfg.Deletions,
-		allowMassDelete: cfg.AllowMassDelete, now: cfg.Now}
+		allowMassDelete: cfg.AllowMassDelete, full: cfg.Full, fullEvery: cfg.FullEvery, skewMargin: cfg.SkewMargin,
+		now: cfg.Now}
 	if e.registry == nil {
 		e.registry = &Registry{}
 	}
@@ -162,6 +177,12 @@ func build(cfg Config) *Engine {
 	}
 	if e.now == nil {
 		e.now = time.Now
+	}
+	if e.fullEvery == 0 {
+		e.fullEvery = DefaultFullEvery
+	}
+	if e.skewMargin == 0 {
+		e.skewMargin = DefaultSkewMargin
 	}
 	return e
 }

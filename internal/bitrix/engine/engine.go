@@ -58,6 +58,9 @@ type Engine struct {
 	memoryLimit     int64
 	deletions       Deletions
 	allowMassDelete bool
+	full            bool
+	fullEvery       time.Duration
+	skewMargin      time.Duration
 	now             func() time.Time
 
 	// meOnce guards me, the webhook's user id, and admin, whether it is an administrator, each

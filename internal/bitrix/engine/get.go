@@ -143,6 +143,9 @@ type GetRun struct {
 	Ent   *Entity
 	Stats *GetStats
 	Start time.Time
+	// Pass is the kind of the pass the lister runs and why, set by a lister that decides it
+	// (one that can read by modification time); the zero value is a full pass.
+	Pass PassDecision
 }
 
 // ResumeOrStart returns the entity's get pass: the interrupted one where it stopped (Stats.Resumed

@@ -42,6 +42,12 @@ type IDScan struct {
 	// (a record's links listed apart), so that the plan counts those calls; empty when Complete calls
 	// one only for some rows, or none.
 	CompleteMethod string
+	// Modified names the filter fields of the method that hold a record's modification time
+	// ("updatedTime", "lastActivityTime" for crm.item.list; "CHANGED_DATE", "ACTIVITY_DATE"
+	// for tasks.task.list): a delta pass (pass.go) reads the records where any of them is after
+	// the pass's since, one filtered scan per field. Empty means the method has none: every pass
+	// is full. docs/bitrix-delta.md says, per entity, which fields and why.
+	Modified []string
 }
 
 // scope is the name the scan's inventory, ranges and page log are kept under.

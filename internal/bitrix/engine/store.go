@@ -407,7 +407,7 @@ func (s Store) storedCount(ctx context.Context, entity string) (int64, error) {
 // finishPass marks an entity's get pass complete with the number of rows the source had.
 func (s Store) finishPass(ctx context.Context, entity string, total int64) error {
 	_, err := s.db.Exec(ctx, `UPDATE bitrix_inventory SET get_complete = true, get_finished_at = now(),
-source_total = $2, updated_at = now() WHERE entity = $1`, entity, total)
+source_total = $2, `+lastFullAtSQL("true")+`, updated_at = now() WHERE entity = $1`, entity, total)
 	if err != nil {
 		return fmt.Errorf("finish get pass of %s: %w", entity, err)
 	}

@@ -149,7 +149,7 @@ type RollUpParams struct {
 func (s Store) RollUp(ctx context.Context, p RollUpParams) error {
 	if p.Complete {
 		if _, err := s.db.Exec(ctx, `UPDATE bitrix_inventory SET get_complete = true, get_finished_at = now(),
-source_total = coalesce(source_total, 0), updated_at = now() WHERE entity = $1`, p.Entity); err != nil {
+source_total = coalesce(source_total, 0), `+lastFullAtSQL("true")+`, updated_at = now() WHERE entity = $1`, p.Entity); err != nil {
 			return fmt.Errorf("finish get of %s: %w", p.Entity, err)
 		}
 		return nil

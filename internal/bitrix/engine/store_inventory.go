@@ -36,10 +36,22 @@ type Inventory struct {
 	// UpdatedAt is when the row last changed: every page a get stores, and the start of a get that
 	// resumes the pass (touchPasses), move it.
 	UpdatedAt *time.Time `json:"updated_at,omitempty"`
+	// Kind is the current (or last) pass's kind, and Reason why it is that kind (pass.go).
+	Kind   PassKind `json:"pass_kind"`
+	Reason *string  `json:"pass_reason,omitempty"`
+	// PortalStartedAt is the portal's clock at the pass's start; a delta pass after it reads
+	// from there (less the margin). DeltaSince is, for a delta pass, where it reads from.
+	PortalStartedAt *time.Time `json:"portal_started_at,omitempty"`
+	DeltaSince      *time.Time `json:"delta_since,omitempty"`
+	// LastFullAt is when the last complete full pass without a limit started.
+	LastFullAt *time.Time `json:"last_full_at,omitempty"`
+	// Fingerprint is what the last full pass read with (Fingerprint).
+	Fingerprint *string `json:"fingerprint,omitempty"`
 }
 
 const inventoryColumns = `entity, source_total, pass, pass_rows, get_cursor, get_complete, get_limit,
-get_started_at, get_finished_at, verified, verified_at, verify_report, updated_at`
+get_started_at, get_finished_at, verified, verified_at, verify_report, updated_at,
+pass_kind, pass_reason, portal_started_at, delta_since, last_full_at, fingerprint`
 
 // loadInventory returns the entity's inventory row, creating it on first use.
 func (s Store) loadInventory(ctx context.Context, entity string) (Inventory, error) {
@@ -61,7 +73,8 @@ func scanInventory(row pgx.CollectableRow) (Inventory, error) {
 	var inv Inventory
 	var report []byte
 	err := row.Scan(&inv.Entity, &inv.SourceTotal, &inv.Pass, &inv.PassRows, &inv.Cursor, &inv.Complete,
-		&inv.Limit, &inv.StartedAt, &inv.FinishedAt, &inv.Verified, &inv.VerifiedAt, &report, &inv.UpdatedAt)
+		&inv.Limit, &inv.StartedAt, &inv.FinishedAt, &inv.Verified, &inv.VerifiedAt, &report, &inv.UpdatedAt,
+		&inv.Kind, &inv.Reason, &inv.PortalStartedAt, &inv.DeltaSince, &inv.LastFullAt, &inv.Fingerprint)
 	if err != nil || report == nil {
 		return inv, err
 	}
@@ -80,11 +93,19 @@ func (s Store) startPass(ctx context.Context, entity string, limit int) (Invento
 	}
 	_, err := s.db.Exec(ctx, `UPDATE bitrix_inventory SET pass = pass + 1, pass_rows = 0, get_cursor = '0',
 get_complete = false, get_limit = $2, source_total = NULL, get_started_at = now(), get_finished_at = NULL,
-updated_at = now() WHERE entity = $1`, entity, lim)
+pass_kind = 'full', pass_reason = NULL, delta_since = NULL, portal_started_at = NULL, updated_at = now()
+WHERE entity = $1`, entity, lim)
 	if err != nil {
 		return Inventory{}, fmt.Errorf("start get pass of %s: %w", entity, err)
 	}
 	return s.loadInventory(ctx, entity)
+}
+
+// lastFullAtSQL is the SET clause that records, when complete (an SQL condition) holds, a full
+// pass without a limit as the last full one: a delta pass is measured from it.
+func lastFullAtSQL(complete string) string {
+	return `last_full_at = CASE WHEN ` + complete + ` AND pass_kind = 'full' AND get_limit IS NULL
+THEN get_started_at ELSE last_full_at END`
 }
 
 // PageRecord is one page of a get, as logged in bitrix_page_log: the log is where an
@@ -112,7 +133,7 @@ VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, 0))`, entity, p.Pass, p.Cursor, p.Nex
 	}
 	_, err = s.tx.Exec(ctx, `UPDATE bitrix_inventory SET get_cursor = $2, pass_rows = pass_rows + $3,
 source_total = coalesce($4, source_total), get_complete = $5,
-get_finished_at = CASE WHEN $5 THEN now() END, updated_at = now() WHERE entity = $1`,
+get_finished_at = CASE WHEN $5 THEN now() END, `+lastFullAtSQL("$5")+`, updated_at = now() WHERE entity = $1`,
 		entity, p.Next, p.Count, p.Total, p.Last)
 	if err != nil {
 		return fmt.Errorf("advance get cursor of %s: %w", entity, err)
@@ -154,7 +175,8 @@ SELECT $1, $2, c, n, k, $6, NULLIF($7, 0) FROM unnest($3::text[], $4::text[], $5
 UPDATE bitrix_inventory SET pass_rows = pass_rows + $3, source_total = coalesce($4, source_total),
 get_cursor = coalesce((SELECT cursor FROM open ORDER BY length(cursor), cursor LIMIT 1), get_cursor),
 get_complete = $5 OR NOT EXISTS (SELECT 1 FROM open),
-get_finished_at = CASE WHEN $5 OR NOT EXISTS (SELECT 1 FROM open) THEN now() END, updated_at = now()
+get_finished_at = CASE WHEN $5 OR NOT EXISTS (SELECT 1 FROM open) THEN now() END,
+`+lastFullAtSQL("($5 OR NOT EXISTS (SELECT 1 FROM open))")+`, updated_at = now()
 WHERE entity = $1`, entity, pass, rows, total, limited)
 	if err != nil {
 		return fmt.Errorf("advance get of %s: %w", entity, err)
