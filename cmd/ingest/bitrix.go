@@ -201,7 +201,7 @@ func (c *bitrixCmd) engineConfig(cfg *engine.Config) error {
 	cfg.TestLimit, cfg.Concurrency, cfg.AllowMassDelete = c.TestLimit, c.Concurrency, c.AllowMassDelete
 	cfg.Deletions, _ = engine.ParseDeletions(c.Deletions) // checked before the run
 	cfg.Full, cfg.FullEvery = c.Full, c.FullEvery
-	rt, _ := rest.ParseRate(c.Rate)                       // checked before the run
+	rt, _ := rest.ParseRate(c.Rate) // checked before the run
 	if c.WebhookURL != "" {
 		// One limiter and one read gate for the portal's clients: the bucket counts all our
 		// requests, and the process's memory all their answers.
