@@ -406,6 +406,16 @@ func storedChats(ctx context.Context, st engine.Store) ([]chatRow, error) {
 	return out, nil
 }
 
+// NoDelta makes chats a FullPassLister: no method lists a portal's chats by modification (the
+// recent list is one user's, ordered by last message, and chats gain participants without
+// showing it), so every pass reads the chat list and participants again; their messages are
+// read incrementally (after the newest stored) and not at all for a chat whose last message
+// is stored (docs/bitrix-delta.md).
+func (chatLister) NoDelta() string {
+	return "no method lists chats by modification and a participant change shows nowhere: the chats and their " +
+		"participants are read each pass; messages only after the newest stored, of chats whose last message is new"
+}
+
 // Partial makes chats a PartialLister: im.recent.list shows only the chats the webhook's user
 // is in, so a chat it left, or was removed from, drops out of the listing without being deleted.
 func (chatLister) Partial() string {

@@ -48,6 +48,9 @@ type IDScan struct {
 	// the pass's since, one filtered scan per field. Empty means the method has none: every pass
 	// is full. docs/bitrix-delta.md says, per entity, which fields and why.
 	Modified []string
+	// Unfiltered, when Modified is empty, says why the entity cannot be read by modification
+	// time (NoDelta): the reason every pass of it is full.
+	Unfiltered string
 }
 
 // scope is the name the scan's inventory, ranges and page log are kept under.
