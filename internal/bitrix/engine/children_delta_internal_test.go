@@ -260,3 +260,43 @@ VALUES ('task_comments', $1, $2, '{}', 'x')`, walked, strconv.Itoa(chat[0].ID));
 		t.Errorf("the re-listing counted %d records deleted, want 1", st.Deleted)
 	}
 }
+
+// TestDeltaConcludesAnEmptiedWholeChecklist: a Whole fetch (one record per task) that returns no
+// item for a task read again concludes the task's stored checklist deleted, while the task's
+// comments, returned, stay.
+func TestDeltaConcludesAnEmptiedWholeChecklist(t *testing.T) {
+	t.Parallel()
+	f := newTaskFixture(t, bitrixfake.Options{Users: 30, Groups: 4, Tasks: 60, TaskComments: 4, Seed: 73})
+	if _, err := f.e.get(f.ctx, f.tasks); err != nil {
+		t.Fatal(err)
+	}
+	var bare bitrixfake.TaskInfo
+	for _, ti := range f.portal.TaskInfos() {
+		if !ti.Hidden && !ti.Chat && ti.Checklist == 0 && ti.Comments > 0 {
+			bare = ti
+			break
+		}
+	}
+	if bare.ID == 0 {
+		t.Fatal("no visible old-card task without a checklist")
+	}
+	id := strconv.Itoa(bare.ID)
+	// The checklist the task had when it was read before (its items since removed on the portal).
+	if _, err := f.pool.Exec(f.ctx, `INSERT INTO bitrix_records (entity, source_id, parent_source_id, payload, checksum)
+VALUES ('task_checklists', $1, $1, '{"items": [{"ID": "1"}]}', 'x')`, id); err != nil {
+		t.Fatal(err)
+	}
+	st := f.deltaPage(childrenByPass, map[string]any{"ID": id}, "0", "")
+	var status string
+	if err := f.pool.QueryRow(f.ctx, `SELECT status FROM bitrix_records WHERE entity = 'task_checklists' AND source_id = $1`, id).
+		Scan(&status); err != nil {
+		t.Fatal(err)
+	}
+	if status != string(DeletedAtSource) {
+		t.Errorf("the checklist emptied on the portal is %s, want %s", status, DeletedAtSource)
+	}
+	if n := f.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'task_comments' AND parent_source_id = $1
+AND status = 'DELETED_AT_SOURCE'`, id); n != 0 || st.Deleted != 1 {
+		t.Errorf("%d of the task's comments concluded deleted, %d records in all; want none and the checklist", n, st.Deleted)
+	}
+}

@@ -22,7 +22,7 @@ func (s Store) changedOf(ctx context.Context, entity string, recs []Incoming) ([
 		ids[i] = r.sourceID
 	}
 	rows, err := s.db.Query(ctx, `SELECT source_id, checksum FROM bitrix_records
-WHERE entity = $1 AND source_id = ANY($2) AND `+live("")+``, entity, ids)
+WHERE entity = $1 AND source_id = ANY($2) AND `+live(""), entity, ids)
 	if err != nil {
 		return nil, fmt.Errorf("compare %s with what is stored: %w", entity, err)
 	}
