@@ -300,3 +300,33 @@ AND status = 'DELETED_AT_SOURCE'`, id); n != 0 || st.Deleted != 1 {
 		t.Errorf("%d of the task's comments concluded deleted, %d records in all; want none and the checklist", n, st.Deleted)
 	}
 }
+
+// TestActivityFilterRereadsCommentsOfAnUnchangedTask: a comment added on the portal moves only the
+// task's activity date, which is Volatile: the activity filter's scan returns the task with the
+// checksum it had, and its comments are read all the same, the new one stored.
+func TestActivityFilterRereadsCommentsOfAnUnchangedTask(t *testing.T) {
+	t.Parallel()
+	f := newTaskFixture(t, bitrixfake.Options{Users: 30, Groups: 4, Tasks: 60, TaskComments: 4, Seed: 74})
+	if _, err := f.e.get(f.ctx, f.tasks); err != nil {
+		t.Fatal(err)
+	}
+	old, _ := f.oldCard()
+	task := old[2]
+	since := time.Now().Add(-time.Second)
+	comment, err := f.portal.AddTaskComment(task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lists, comments := f.calls()
+	st := f.deltaPage(childrenByPass, map[string]any{">ACTIVITY_DATE": since.Format(time.RFC3339)}, "0", "")
+	if c := st.Of("tasks"); c.Rows != 1 || c.Unchanged != 1 {
+		t.Fatalf("the activity filter brought %+v; want task %d alone, unchanged", c, task.ID)
+	}
+	if l2, c2 := f.calls(); l2-lists != 1 || c2-comments != 1 {
+		t.Errorf("the delta asked for %d checklists and %d comment lists, want one each", l2-lists, c2-comments)
+	}
+	if n := f.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'task_comments' AND source_id = $1 AND status = 'NEW'`,
+		strconv.Itoa(task.ID)+":"+strconv.Itoa(comment)); n != 1 {
+		t.Errorf("the comment added to task %d was not stored", task.ID)
+	}
+}
