@@ -205,6 +205,9 @@ func (e *Engine) cannotConclude(ctx context.Context, ent *Entity) (string, bool)
 	case inv.Limit != nil:
 		return "the get pass ran with test_limit", true
 	}
+	if _, owned := ent.Lister.(OwnedLister); owned && inv.Kind == PassDelta {
+		return "a delta pass of records read per owner concludes them owner by owner (perrecord_delta.go)", true
+	}
 	return "", false
 }
 

@@ -45,6 +45,10 @@ type rangeWalk struct {
 	before int64
 	total  *int64
 
+	// children says which rows' ChildFetch children are read with them (children_delta.go);
+	// the zero value follows the pass.
+	children childReads
+
 	mu     sync.Mutex // ranges are taken and released by the pool, moved by the jobs
 	ranges []*idRange // ordered by lo
 	stored int64      // rows stored by this get (clipped to test_limit)
@@ -307,17 +311,15 @@ func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Pag
 		}
 		moves = append(moves, m)
 	}
-	batch := []EntityRecords{{ent, recs}}
-	for _, child := range e.registry.Children(ent) {
-		if child.Fetch == nil {
-			continue
-		}
-		kids, err := child.Fetch.fetch(ctx, e, child, recs, w.zone)
-		if err != nil {
-			return err
-		}
-		batch = append(batch, EntityRecords{child, kids})
+	parents, conclude, err := w.parentsToRead(ctx, recs)
+	if err != nil {
+		return err
 	}
+	kids, reread, err := e.fetchChildren(ctx, ent, parents, conclude, w.zone)
+	if err != nil {
+		return err
+	}
+	batch := append([]EntityRecords{{ent, recs}}, kids...)
 	if e.testLimit > 0 {
 		pulled, err := e.pullReferenced(ctx, batch, w.zone)
 		if err != nil {
@@ -330,7 +332,7 @@ func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Pag
 		ranges.pages = append(ranges.pages, m.pages...)
 		ranges.steps = append(ranges.steps, rangeStep{lo: m.r.lo, cursor: m.cursor, done: m.done || limited})
 	}
-	saved, err := e.savePage(ctx, e.store(), Page{Records: batch, ranges: ranges})
+	saved, err := e.savePage(ctx, e.store(), Page{Records: batch, ranges: ranges, reread: reread})
 	if err != nil {
 		return err
 	}
