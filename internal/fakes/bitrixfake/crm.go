@@ -264,7 +264,7 @@ func multiFields(r *rand.Rand, id int, withSite bool) []object {
 // crmDates renders the created/updated pair of a record.
 func (p *Portal) crmDates(r *rand.Rand) (created, updated time.Time) {
 	created = between(r, p.epoch().AddDate(5, 0, 0), 4*365*24*time.Hour)
-	return created, between(r, created, 200*24*time.Hour)
+	return p.past(created), p.past(between(r, created, 200*24*time.Hour))
 }
 
 var companyWords = []string{"Ромашка", "Вектор", "Альфа", "Гранит", "Север", "Техно", "Орион", "Меридиан", "Сфера", "Импульс"}
@@ -279,7 +279,7 @@ func (p *Portal) companyRow(id int, original bool) object {
 			enum = append(enum, opt)
 		}
 	}
-	return object{
+	return p.crmTimes(etCompany, id, object{
 		{"id", id}, {"title", fmt.Sprintf("ООО «%s-%d»", pick(r, companyWords), id)},
 		{"companyTypeId", pick(r, []string{"CUSTOMER", "PARTNER", "SUPPLIER"})}, {"industry", pick(r, []string{"IT", "MANUFACTURING", "BANKING"})},
 		{"employees", "EMPLOYEES_2"}, {"revenue", money(r)}, {"currencyId", pick(r, currencies)},
@@ -291,7 +291,7 @@ func (p *Portal) companyRow(id int, original bool) object {
 		{ufName("UF_CRM_HELLO_WORLD", original), []any{fmt.Sprintf("Привет от компании %d", id)}},
 		{ufName("UF_CRM_1713790573", original), []any{"IT"}},
 		{ufName("UF_CRM_1722578010", original), []any{}},
-	}
+	})
 }
 
 // contactRow is a contact as crm.item.list returns it: companyId is its primary company, and
@@ -315,7 +315,7 @@ func (p *Portal) contact(id int, original bool) (object, []companyLink) {
 		}
 	}
 	birth := time.Date(1960+r.IntN(40), time.Month(1+r.IntN(12)), 1+r.IntN(28), 0, 0, 0, 0, p.opts.Location)
-	return object{
+	return p.crmTimes(etContact, id, object{
 		{"id", id}, {"name", first.ru}, {"lastName", last.ru}, {"secondName", nil}, {"honorific", "HNR_RU_1"},
 		{"birthdate", p.isoDate(birth)}, {"typeId", "CLIENT"}, {"sourceId", "WEB"}, {"post", pick(r, positions)},
 		{"categoryId", 5}, {"companyId", primary}, {"opened", "Y"},
@@ -326,7 +326,7 @@ func (p *Portal) contact(id int, original bool) (object, []companyLink) {
 		{ufName("UF_CRM_1724412764", original), []any{fmt.Sprintf("2024-0%d-1%d", 1+r.IntN(9), r.IntN(10))}},
 		{ufName("UF_CRM_1724412805", original), []any{p.pickUser(r)}},
 		{ufName("UF_CRM_1724412914", original), []any{}},
-	}, p.companyLinks(id, primary, second)
+	}), p.companyLinks(id, primary, second)
 }
 
 // companyLink is one company of a contact, as crm.contact.company.items.get answers it.
@@ -402,8 +402,8 @@ func (p *Portal) dealRow(id int, original bool) object {
 	if r.IntN(2) == 0 {
 		enum = append(enum, pick(r, []int{3157, 3159, 3161, 3163, 3181}))
 	}
-	moved := between(r, created, 30*24*time.Hour)
-	return object{
+	moved := p.past(between(r, created, 30*24*time.Hour))
+	return p.crmTimes(etDeal, id, object{
 		{"id", id}, {"title", fmt.Sprintf("Сделка №%d", id)}, {"categoryId", cat.id}, {"stageId", prefix + stage[0]},
 		{"stageSemanticId", map[string]string{"process": "P", "success": "S", "failure": "F"}[stage[2]]},
 		{"isNew", "N"}, {"opportunity", amount}, {"isManualOpportunity", "Y"}, {"taxValue", json.RawMessage("0")},
@@ -415,7 +415,7 @@ func (p *Portal) dealRow(id int, original bool) object {
 		{"begindate", p.isoDate(created.Truncate(24 * time.Hour))}, {"closedate", p.isoDate(created.AddDate(0, 1, 0).Truncate(24 * time.Hour))},
 		{ufName("UF_CRM_1724077760", original), enum},
 		{ufName("UF_CRM_HELLO_WORLD", original), []any{fmt.Sprintf("Комментарий к сделке %d", id)}},
-	}
+	})
 }
 
 // smartRow is an item of a smart process: its own funnel and stages, a company, contacts, a
@@ -456,7 +456,7 @@ func (p *Portal) smartRow(t smartType, id int, original bool) object {
 	} else {
 		row = append(row, field{ufName(longSmartField, original), fmt.Sprintf("Отдел %d", 1+r.IntN(9))})
 	}
-	return row
+	return p.crmTimes(t.entityTypeID, id, row)
 }
 
 func containsAny(list []any, v any) bool {

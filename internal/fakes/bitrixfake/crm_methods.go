@@ -131,11 +131,12 @@ func (p *Portal) crmStatusList(params map[string]any) answer {
 	return answer{result: page, total: &total, next: next, cost: p.opts.CallCost}
 }
 
-// crmItemFilterable are the fields crm.item.list filters by in this fake (besides id).
-var crmItemFilterable = map[string]bool{"categoryId": true, "stageId": true, "assignedById": true, "companyId": true}
-
-// crmItemList is crm.item.list: entityTypeId, select (fm only with '*'), filter by id ranges
-// and a few fields, order by id, start (-1: no count), useOriginalUfNames.
+// crmItemList is crm.item.list: entityTypeId, select (fm only with '*'), filter, order by id,
+// start (-1: no count), useOriginalUfNames. The filter takes every field of the item's rows
+// (DOCS crm/universal/object-fields.md "Fields in select, filter, and order"), dates compared as
+// instants (datefilter.go); a field the rows do not have is refused with INVALID_ARG_VALUE "not
+// allowed", a date that is not one with INVALID_ARG_VALUE "has invalid value", the multi-field
+// fm with error 100, as the documentation says.
 func (p *Portal) crmItemList(params map[string]any) answer {
 	v, _ := param(params, "entityTypeId")
 	et := intval(v)
@@ -163,6 +164,7 @@ func (p *Portal) crmItemList(params map[string]any) answer {
 	}
 	f, _ := param(params, "filter")
 	fm, _ := f.(map[string]any)
+	sample := row(1) // the fields a filter may name
 	var conds []cond
 	for key, value := range fm {
 		op := ""
@@ -173,14 +175,20 @@ func (p *Portal) crmItemList(params map[string]any) answer {
 			}
 		}
 		name := key[len(op):]
+		_, known := sample.get(name)
 		switch {
 		case strings.EqualFold(name, "id"):
 			conds = append(conds, cond{op: op, field: "ID", value: value})
-		case crmItemFilterable[name]:
+		case name == "fm":
+			return fail(http.StatusBadRequest, "100", "Invalid filter: field 'fm' is not allowed in filter")
+		case known && name != "entityTypeId":
 			conds = append(conds, cond{op: op, field: name, value: value})
 		default:
 			return fail(http.StatusBadRequest, "INVALID_ARG_VALUE", fmt.Sprintf("Invalid filter: field '%s' is not allowed in filter", name))
 		}
+	}
+	if bad := p.datedConds(conds, crmDateFields); bad != "" {
+		return fail(http.StatusBadRequest, "INVALID_ARG_VALUE", fmt.Sprintf("Invalid filter: field '%s' has invalid value", bad))
 	}
 	q := listQuery{filter: conds, order: "ID", start: startParam(params)}
 	if o, ok := param(params, "order"); ok {

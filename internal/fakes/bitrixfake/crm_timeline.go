@@ -14,17 +14,19 @@ import (
 
 var commentTypes = map[string]int{"company": etCompany, "contact": etContact, "deal": etDeal}
 
-// comments returns the timeline comments of one record.
+// comments returns the timeline comments of one record: the generated ones not deleted since,
+// then the ones added since (mutate.go).
 func (p *Portal) comments(typ string, id int) []object {
 	et, ok := commentTypes[typ]
-	if !ok || indexOf(p.crmIDs(et), id) < 0 || id%4 != 0 {
+	if !ok || indexOf(p.crmIDs(et), id) < 0 {
 		return nil
 	}
+	tc := p.mut.timeline[[2]int{et, id}]
 	r := p.rng(kindSmart+3, et*10_000_000+id)
 	var out []object
-	for k := range 1 + id%3%2 {
-		cid := et*10_000_000 + id*10 + k
-		created := p.epoch().AddDate(9, 0, id%300).Add(time.Duration(k) * time.Hour)
+	for k := range generatedComments(id) {
+		cid := timelineCommentID(et, id, k)
+		created := p.past(generatedCommentTime(p.epoch(), id, k))
 		user := p.pickUser(r)
 		text := fmt.Sprintf("Созвонились, договорились о встрече %d", cid)
 		files := any(object{})
@@ -33,10 +35,38 @@ func (p *Portal) comments(typ string, id int) []object {
 			files = object{{"1", object{{"id", 1}, {"date", p.isoDate(created)}, {"type", "image"}, {"name", "scan.png"},
 				{"size", 43}, {"authorId", user}, {"urlDownload", "https://portal.example/disk/downloadFile/930/?&ncc=1&filename=scan.png"}}}}
 		}
+		if tc != nil && tc.gone[k] {
+			continue
+		}
 		out = append(out, object{{"ID", strconv.Itoa(cid)}, {"ENTITY_ID", strconv.Itoa(id)}, {"ENTITY_TYPE", typ},
 			{"CREATED", p.isoDate(created)}, {"COMMENT", text}, {"AUTHOR_ID", strconv.Itoa(user)}, {"FILES", files}})
 	}
+	if tc != nil {
+		for _, a := range tc.added {
+			if tc.gone[a.k] {
+				continue
+			}
+			cid := timelineCommentID(et, id, a.k)
+			out = append(out, object{{"ID", strconv.Itoa(cid)}, {"ENTITY_ID", strconv.Itoa(id)}, {"ENTITY_TYPE", typ},
+				{"CREATED", p.isoDate(a.at)}, {"COMMENT", fmt.Sprintf("Новый комментарий %d", cid)},
+				{"AUTHOR_ID", strconv.Itoa(a.author)}, {"FILES", object{}}})
+		}
+	}
 	return out
+}
+
+// generatedComments is how many timeline comments a record was generated with: every fourth
+// record has one or two.
+func generatedComments(id int) int {
+	if id%4 != 0 {
+		return 0
+	}
+	return 1 + id%3%2
+}
+
+// generatedCommentTime is the date of generated comment k of a record.
+func generatedCommentTime(epoch time.Time, id, k int) time.Time {
+	return epoch.AddDate(9, 0, id%300).Add(time.Duration(k) * time.Hour)
 }
 
 func (p *Portal) timelineCommentList(params map[string]any) answer {

@@ -214,7 +214,8 @@ func (p *Portal) groupRow(id int, members int) object {
 	}
 	created := between(r, p.epoch(), 10*365*24*time.Hour)
 	updated := between(r, created, 90*24*time.Hour)
-	activity := between(r, updated, 90*24*time.Hour)
+	activity := p.past(between(r, updated, 90*24*time.Hour))
+	created, updated = p.past(created), p.past(updated)
 	var description, keywords any
 	if r.IntN(5) > 1 {
 		description = "Рабочее пространство: " + pick(r, groupWords) + ", задачи и обсуждения."

@@ -39,6 +39,9 @@ func parseFilter(m map[string]any) []cond {
 
 func (c cond) match(row object) bool {
 	rv, _ := row.get(c.field)
+	if instants, ok := c.instants(); ok {
+		return matchInstant(c.op, rv, instants)
+	}
 	switch c.op {
 	case "", "=":
 		return equal(rv, c.value)
@@ -64,6 +67,53 @@ func (c cond) match(row object) bool {
 		return compare(rv, c.value) < 0
 	case "<=":
 		return compare(rv, c.value) <= 0
+	}
+	return false
+}
+
+// instants returns the values of a condition datedConds read as dates.
+func (c cond) instants() ([]time.Time, bool) {
+	switch v := c.value.(type) {
+	case time.Time:
+		return []time.Time{v}, true
+	case []any:
+		out := make([]time.Time, 0, len(v))
+		for _, x := range v {
+			t, ok := x.(time.Time)
+			if !ok {
+				return nil, false
+			}
+			out = append(out, t)
+		}
+		return out, len(out) > 0
+	}
+	return nil, false
+}
+
+// matchInstant compares a row's date with a date condition as instants; an empty date matches
+// no condition.
+func matchInstant(op string, rv any, values []time.Time) bool {
+	rt, ok := rowInstant(rv)
+	if !ok {
+		return false
+	}
+	anyEqual := slices.ContainsFunc(values, rt.Equal)
+	switch op {
+	case "", "=", "@":
+		return anyEqual
+	case "!", "!=", "!@":
+		return !anyEqual
+	case "><", "!><":
+		inside := len(values) == 2 && !rt.Before(values[0]) && !rt.After(values[1])
+		return inside == (op == "><")
+	case ">":
+		return rt.After(values[0])
+	case ">=":
+		return !rt.Before(values[0])
+	case "<":
+		return rt.Before(values[0])
+	case "<=":
+		return !rt.After(values[0])
 	}
 	return false
 }

@@ -166,7 +166,16 @@ func (p *Portal) groupGet(params map[string]any) answer {
 	if admin, _ := param(params, "IS_ADMIN"); strval(admin) != "Y" {
 		filter["=VISIBLE"] = "Y"
 	}
-	q := listQuery{filter: parseFilter(filter), order: "ID", desc: true, start: startParam(params)}
+	conds := parseFilter(filter)
+	for i := range conds {
+		// Dates compare as instants (datefilter.go); a value that is not a date leaves its
+		// condition out, the page documents no error for it.
+		if one := conds[i : i+1]; p.datedConds(one, groupDateFields) != "" {
+			conds[i].field = ""
+		}
+	}
+	conds = slices.DeleteFunc(conds, func(c cond) bool { return c.field == "" })
+	q := listQuery{filter: conds, order: "ID", desc: true, start: startParam(params)}
 	if o, ok := param(params, "ORDER"); ok {
 		if m, isMap := o.(map[string]any); isMap && len(m) > 0 {
 			keys := slices.Sorted(maps.Keys(m))
@@ -177,6 +186,10 @@ func (p *Portal) groupGet(params map[string]any) answer {
 	res := list(p.groups, p.group, q)
 	return answer{result: rowsOrEmpty(res.rows), total: res.total, next: res.next, cost: p.cost(res)}
 }
+
+// groupDateFields are the dates of sonet_group.get's rows, which its filter takes (DOCS
+// sonet-group/sonet-group-get.md).
+var groupDateFields = map[string]bool{"DATE_CREATE": true, "DATE_UPDATE": true, "DATE_ACTIVITY": true}
 
 // groupUserGet is sonet_group.user.get: every active member of a group in
 // one answer, no paging.

@@ -161,6 +161,10 @@ type Options struct {
 	// Shapes makes the portal answer in shapes real portals send besides the documented ones
 	// (shapes.go).
 	Shapes Shapes
+	// QuietTimeline makes a timeline comment added through AddTimelineComment leave its record's
+	// lastActivityTime alone: the documentation describes the field as the time of the last
+	// activity in the timeline, and a portal may not count a comment as one (mutate.go).
+	QuietTimeline bool
 }
 
 // Stats counts what the portal saw.
@@ -231,6 +235,13 @@ type Portal struct {
 	departments                            departmentState
 
 	bombs map[string]*gzipbomb.Bomb // method: the gzip bomb its requests get (faults_bomb.go)
+
+	// The portal's time (mutate.go): born is its clock when it was made, which no generated date
+	// passes; shift moves its clock forward when a change has to be dated after the last answer
+	// served (lastServed) and the clock has not moved since; mut holds what changed.
+	born, lastServed time.Time
+	shift            time.Duration
+	mut              mutations
 }
 
 // handler runs a method with its decoded parameters; it is called with the
@@ -291,6 +302,8 @@ func New(opts Options) *Portal {
 		stats:          Stats{Calls: map[string]int{}},
 	}
 	p.users = slices.Clone(p.allUsers)
+	p.born = opts.Now().Truncate(time.Second)
+	p.mut = newMutations()
 	if opts.Scopes != nil {
 		p.scopes = map[string]bool{}
 		for _, s := range opts.Scopes {
@@ -390,7 +403,10 @@ func (p *Portal) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	p.mu.Lock()
 	heldBefore := p.held
-	now := p.opts.Now()
+	now := p.now()
+	if now.After(p.lastServed) {
+		p.lastServed = now
+	}
 	params := requestParams(r, body)
 	p.last = Request{Verb: r.Method, Method: method, Params: params}
 	var a answer

@@ -63,6 +63,11 @@ type task struct {
 	status, priority         int
 	title, description, mark string
 	tags                     []int
+	// What changed since (mutate.go): the times of the last edit and of the last activity (zero:
+	// the generated ones), how many edits, and the dates of comments added, by index.
+	changed, activity time.Time
+	edits             int
+	addedAt           map[int]time.Time
 }
 
 // checkItem is one checklist item.
@@ -94,7 +99,7 @@ func (p *Portal) genTask(id int) *task {
 	}
 	t := &task{id: id, hidden: r.IntN(97) == 0, creator: user(), responsible: user(),
 		status: 2 + r.IntN(5), priority: r.IntN(3), title: pick(r, taskTitles)}
-	t.created = between(r, p.epoch().AddDate(8, 0, 0), 2*365*24*time.Hour)
+	t.created = p.past(between(r, p.epoch().AddDate(8, 0, 0), 2*365*24*time.Hour))
 	if r.IntN(4) == 0 && len(p.tasks.ids) > 1 {
 		cand := p.tasks.ids[r.IntN(len(p.tasks.ids))]
 		if cand != id && p.taskRank(cand) < p.taskRank(id) {
@@ -158,6 +163,7 @@ func (p *Portal) genTask(id int) *task {
 // taskState is the tasks of the portal.
 type taskState struct {
 	ids        []int // every task id, ascending, hidden ones included
+	maxID      int   // the highest id Portal.Add gave
 	visible    []int // what tasks.task.list lists
 	chatShare  int   // percent of tasks in the new card
 	comments   int   // average comments per task
@@ -256,7 +262,17 @@ func (p *Portal) taskRow(t *task) object {
 	}
 	date := func(tm time.Time) any { return p.isoDate(tm) }
 	var closedBy, closedDate any = "0", nil
-	changed := t.created.Add(time.Duration(1+r.IntN(500)) * time.Hour)
+	changed := p.past(t.created.Add(time.Duration(1+r.IntN(500)) * time.Hour))
+	if !t.changed.IsZero() {
+		changed = t.changed
+	}
+	activity := changed
+	if last, ok := p.lastTaskComment(t); ok && last.After(activity) {
+		activity = last
+	}
+	if t.activity.After(activity) {
+		activity = t.activity
+	}
 	if t.status == 5 {
 		closedBy, closedDate = strconv.Itoa(t.responsible), date(changed)
 	}
@@ -325,7 +341,7 @@ func (p *Portal) taskRow(t *task) object {
 	return object{
 		{"id", strconv.Itoa(t.id)},
 		{"parentId", parent},
-		{"title", t.title + " №" + strconv.Itoa(t.id)},
+		{"title", t.title + " №" + strconv.Itoa(t.id) + editMark(t.edits)},
 		{"description", t.description},
 		{"descriptionInBbcode", "Y"},
 		{"createdBy", strconv.Itoa(t.creator)},
@@ -346,7 +362,7 @@ func (p *Portal) taskRow(t *task) object {
 		{"statusChangedDate", date(changed)},
 		{"closedBy", closedBy},
 		{"closedDate", closedDate},
-		{"activityDate", date(changed.Add(time.Hour))},
+		{"activityDate", date(activity)},
 		{"dateStart", dateStart},
 		{"deadline", deadline},
 		{"startDatePlan", startPlan},
@@ -360,6 +376,7 @@ func (p *Portal) taskRow(t *task) object {
 		{"taskControl", "N"},
 		{"addInReport", "N"},
 		{"matchWorkTime", "N"},
+		{"commentsCount", strconv.Itoa(t.commentCount())},
 		{"guid", fmt.Sprintf("{%08x-%04x-4%03x-8%03x-%012x}", r.Uint32(), r.IntN(1<<16), r.IntN(1<<12), r.IntN(1<<12), r.Int64N(1<<48))},
 		{"xmlId", nil},
 		{"siteId", "s1"},
@@ -492,7 +509,7 @@ func (t *task) commentIndexes() []int {
 func (p *Portal) taskMessage(t *task, k int) message {
 	id := taskMessageBase + t.id*64 + k
 	r := p.rng(kindMessage, id)
-	m := message{id: id, chatID: taskChatBase + t.id, date: t.created.Add(time.Duration(k) * 37 * time.Minute).Truncate(time.Second)}
+	m := message{id: id, chatID: taskChatBase + t.id, date: p.taskCommentTime(t, k)}
 	if k == 0 {
 		m.text = fmt.Sprintf("%s создал(а) задачу", p.userTag(t.creator, true))
 		m.params = object{{"NOTIFY", "N"}}
@@ -538,7 +555,7 @@ func (p *Portal) taskComment(t *task, k int) object {
 		{"AUTHOR_ID", strconv.Itoa(author)},
 		{"AUTHOR_NAME", p.personName(author)},
 		{"AUTHOR_EMAIL", ""},
-		{"POST_DATE", p.isoDate(t.created.Add(time.Duration(k) * 41 * time.Minute))},
+		{"POST_DATE", p.isoDate(p.taskCommentTime(t, k))},
 		{"POST_MESSAGE", text},
 		{"ATTACHED_OBJECTS", attached},
 	}
@@ -574,4 +591,44 @@ func (p *Portal) checklistRow(t *task, it checkItem) object {
 		{"MEMBERS", members},
 		{"ATTACHMENTS", []any{}},
 	}
+}
+
+// taskCommentTime is the date of comment k of a task: a message of its chat every 37 minutes from
+// its creation, an old-card comment every 41, or when it was added (mutate.go).
+func (p *Portal) taskCommentTime(t *task, k int) time.Time {
+	if at, ok := t.addedAt[k]; ok {
+		return at
+	}
+	step := 41 * time.Minute
+	if t.chat {
+		step = 37 * time.Minute
+	}
+	return p.past(t.created.Add(time.Duration(k) * step).Truncate(time.Second))
+}
+
+// lastTaskComment is the date of a task's newest comment, deleted or not (a deletion does not
+// turn activity back); ok is false for a task without comments.
+func (p *Portal) lastTaskComment(t *task) (time.Time, bool) {
+	if t.comments == 0 {
+		return time.Time{}, false
+	}
+	return p.taskCommentTime(t, t.comments-1), true
+}
+
+// commentCount is a task's commentsCount: its comments not deleted, without the system message
+// of a new-card task's creation.
+func (t *task) commentCount() int {
+	n := len(t.commentIndexes())
+	if t.chat && t.comments > 0 && !t.gone[0] {
+		n--
+	}
+	return n
+}
+
+// editMark is what an edit (mutate.go) appends to a record's title.
+func editMark(edits int) string {
+	if edits == 0 {
+		return ""
+	}
+	return " (правка " + strconv.Itoa(edits) + ")"
 }

@@ -47,12 +47,49 @@ func (p *Portal) taskRowOf(t *task) object {
 	return row
 }
 
-// taskList is tasks.task.list: order (ID only here; default ID descending), filter by ID with
-// prefixes, select, start; rows under "tasks".
+// taskFilterFields are the filter keys of tasks.task.list the fake applies, with the row field
+// each compares: the documented ones (DOCS tasks/tasks-task-list.md) that the rows carry, and
+// ACTIVITY_DATE, which the page lists among the sort keys only but which the portal's task
+// filter (CTasks) takes as it takes CHANGED_DATE. The page does not say what the portal does
+// with a key it does not list: the fake ignores it, so a client relying on one reads more
+// rows, never fewer.
+var taskFilterFields = map[string]string{
+	"ID": "ID", "PARENT_ID": "parentId", "GROUP_ID": "groupId", "CREATED_BY": "createdBy",
+	"RESPONSIBLE_ID": "responsibleId", "REAL_STATUS": "status", "STATUS": "subStatus", "PRIORITY": "priority",
+	"TITLE": "title", "MARK": "mark", "SITE_ID": "siteId", "STATUS_CHANGED_BY": "statusChangedBy",
+	"DATE_START": "dateStart", "DEADLINE": "deadline", "CREATED_DATE": "createdDate", "CLOSED_DATE": "closedDate",
+	"CHANGED_DATE": "changedDate", "ACTIVITY_DATE": "activityDate",
+}
+
+// taskDateFields are the row fields of task dates: filters on them compare instants.
+var taskDateFields = map[string]bool{"dateStart": true, "deadline": true, "createdDate": true, "closedDate": true,
+	"changedDate": true, "activityDate": true}
+
+// taskFilter reads tasks.task.list's filter: the keys it knows, on the rows' fields; a date that
+// is not one leaves its condition out (the page documents no error for it).
+func (p *Portal) taskFilter(fm map[string]any) []cond {
+	var out []cond
+	for _, c := range parseFilter(fm) {
+		field, ok := taskFilterFields[c.field]
+		if !ok {
+			continue
+		}
+		c.field = field
+		one := []cond{c}
+		if p.datedConds(one, taskDateFields) != "" {
+			continue
+		}
+		out = append(out, one[0])
+	}
+	return out
+}
+
+// taskList is tasks.task.list: order (ID only here; default ID descending), filter (taskFilter),
+// select, start; rows under "tasks".
 func (p *Portal) taskList(params map[string]any) answer {
 	filter, _ := param(params, "filter")
 	fm, _ := filter.(map[string]any)
-	q := listQuery{filter: parseFilter(fm), order: "ID", desc: true, start: startParam(params)}
+	q := listQuery{filter: p.taskFilter(fm), order: "ID", desc: true, start: startParam(params)}
 	if o, ok := param(params, "order"); ok {
 		m, _ := o.(map[string]any)
 		for field, dir := range m {

@@ -1,0 +1,369 @@
+package bitrixfake
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Changes made on the portal between two runs of a migration, for tests and benchmarks (Edit,
+// Add, AddTaskComment, DeleteTaskComment, AddTimelineComment, DeleteTimelineComment; Delete is
+// in delete.go). Each change is dated by the portal's clock and moves the fields the
+// documentation says it moves:
+//
+//   - an edit of a CRM record moves its updatedTime and updatedBy (crm.item.list; DATE_MODIFY
+//     and MODIFY_BY_ID in the classic lists): "date and time when the item was last modified"
+//     (DOCS crm/universal/object-fields.md);
+//   - a timeline comment added to a CRM record moves its lastActivityTime and lastActivityBy
+//     ("date and time of the last activity in the timeline", "the user who last interacted in
+//     the timeline", same page), not its updatedTime: the record itself did not change. Options.
+//     QuietTimeline keeps lastActivityTime still, for a client that must not rely on it;
+//   - an edit of a task moves its changedDate ("modification date") and its activityDate ("date
+//     of last activity", DOCS tasks/fields.md);
+//   - a comment added to a task moves its activityDate and its commentsCount ("number of
+//     comments"), not its changedDate;
+//   - a deletion of a comment lowers the task's commentsCount; the docs say nothing of dates
+//     moving when a task comment or a timeline comment is deleted, so nothing moves (the
+//     conservative reading: a client finds such a deletion only by reading the parent's
+//     comments again).
+//
+// Dates have a resolution of a second, so a change is dated at least a second after the last
+// answer the portal served: a client that read before the change and filters on "> the time it
+// read" finds it. When the portal's clock has not moved that far (a test's manual Clock), the
+// portal moves its own clock forward by the difference (Portal.now), so that no record is ever
+// dated in the portal's future.
+
+// TimelineComments names timeline comments of companies, contacts and deals in ChurnReport.
+const TimelineComments = "timeline_comments"
+
+// mutations is what changed on the portal since it was generated.
+type mutations struct {
+	crm      map[int]map[int]*crmChange // entityTypeId: id: change
+	crmMax   map[int]int                // entityTypeId: the highest id it ever had
+	timeline map[[2]int]*timelineChange // entityTypeId, id: its timeline's changes
+}
+
+func newMutations() mutations {
+	return mutations{crm: map[int]map[int]*crmChange{}, crmMax: map[int]int{}, timeline: map[[2]int]*timelineChange{}}
+}
+
+// crmChange is what changed on a CRM record; zero times are the generated ones.
+type crmChange struct {
+	created, updated, activity time.Time
+	updatedBy, activityBy      int
+	edits                      int
+}
+
+// timelineChange is what changed in a record's timeline: comments added (comment index k from
+// firstAddedComment) and comments deleted, by index.
+type timelineChange struct {
+	added []timelineAdd
+	gone  map[int]bool
+}
+
+type timelineAdd struct {
+	k      int
+	at     time.Time
+	author int
+}
+
+// firstAddedComment is the index of the first comment added to a record's timeline: the
+// generated ones are 0 and 1. maxTimelineComments bounds the index (the comment id layout).
+const (
+	firstAddedComment   = 2
+	maxTimelineComments = 10
+)
+
+// now is the portal's clock: Options.Now, moved forward by what stamp had to.
+func (p *Portal) now() time.Time { return p.opts.Now().Add(p.shift) }
+
+// past bounds a generated date by the portal's clock when it was made: no record was created or
+// changed in the portal's future.
+func (p *Portal) past(t time.Time) time.Time {
+	if t.After(p.born) {
+		return p.born
+	}
+	return t
+}
+
+// stamp dates a change made now: at the portal's clock, whole seconds, at least a second after
+// the last answer served; the portal's clock is moved forward when it shows less.
+func (p *Portal) stamp() time.Time {
+	now := p.now()
+	at := now.Truncate(time.Second)
+	if !p.lastServed.IsZero() {
+		if after := p.lastServed.Truncate(time.Second).Add(time.Second); at.Before(after) {
+			at = after
+		}
+	}
+	if at.After(now) {
+		p.shift += at.Sub(now)
+	}
+	return at
+}
+
+// actor is the user a change made through the mutation API is attributed to: the webhook's.
+func (p *Portal) actor() int {
+	id, err := strconv.Atoi(p.opts.UserID)
+	if err != nil || id <= 0 {
+		return 1
+	}
+	return id
+}
+
+// crmTypeOf maps an entity name to its entityTypeId.
+func crmTypeOf(entity string) (int, bool) {
+	et, ok := map[string]int{DeleteCompanies: etCompany, DeleteContacts: etContact, DeleteDeals: etDeal}[entity]
+	return et, ok
+}
+
+// crmChangeOf returns the change record of a CRM record, made on first use.
+func (p *Portal) crmChangeOf(et, id int) *crmChange {
+	byID := p.mut.crm[et]
+	if byID == nil {
+		byID = map[int]*crmChange{}
+		p.mut.crm[et] = byID
+	}
+	ch := byID[id]
+	if ch == nil {
+		ch = &crmChange{}
+		byID[id] = ch
+	}
+	return ch
+}
+
+// Edit changes a record as a person editing it on the portal would: a visible field (a
+// company's or deal's title, a contact's name, a task's title) and the record's modification
+// time (updatedTime, changedDate and activityDate for a task). Entities: DeleteCompanies,
+// DeleteContacts, DeleteDeals, DeleteTasks.
+func (p *Portal) Edit(entity string, id int) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.edit(entity, id)
+}
+
+func (p *Portal) edit(entity string, id int) error {
+	if et, ok := crmTypeOf(entity); ok {
+		if indexOf(p.crmIDs(et), id) < 0 {
+			return fmt.Errorf("bitrixfake: no %s %d to edit", entity, id)
+		}
+		ch := p.crmChangeOf(et, id)
+		ch.updated, ch.updatedBy = p.stamp(), p.actor()
+		ch.edits++
+		return nil
+	}
+	if entity != DeleteTasks {
+		return fmt.Errorf("bitrixfake: cannot edit %s", entity)
+	}
+	t, ok := p.tasks.byID[id]
+	if !ok {
+		return fmt.Errorf("bitrixfake: no task %d to edit", id)
+	}
+	at := p.stamp()
+	t.changed, t.activity = at, at
+	t.edits++
+	return nil
+}
+
+// Add creates a record as a person would on the portal, with an id above every id the entity
+// ever had, dated now; it returns the id. Entities: DeleteCompanies, DeleteContacts,
+// DeleteDeals, DeleteTasks. A new task is visible, waiting, without checklist and comments (a
+// task in the new card has its chat with the message of its creation).
+func (p *Portal) Add(entity string) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.add(entity)
+}
+
+func (p *Portal) add(entity string) (int, error) {
+	if et, ok := crmTypeOf(entity); ok {
+		ids := p.crmIDs(et)
+		id := p.mut.crmMax[et]
+		if n := len(ids); n > 0 {
+			id = max(id, ids[n-1])
+		}
+		if et == etCompany {
+			id = max(id, p.deletedCompany)
+		}
+		gen := map[int][]int{etCompany: p.genCompanies, etContact: p.genContacts, etDeal: p.genDeals}[et]
+		if n := len(gen); n > 0 {
+			id = max(id, gen[n-1])
+		}
+		id++
+		p.mut.crmMax[et] = id
+		at := p.stamp()
+		ch := p.crmChangeOf(et, id)
+		*ch = crmChange{created: at, updated: at, activity: at, updatedBy: p.actor(), activityBy: p.actor()}
+		switch et {
+		case etCompany:
+			p.companies = append(slices.Clone(p.companies), id)
+		case etContact:
+			p.contacts = append(slices.Clone(p.contacts), id)
+		case etDeal:
+			p.deals = append(slices.Clone(p.deals), id)
+		}
+		return id, nil
+	}
+	if entity != DeleteTasks {
+		return 0, fmt.Errorf("bitrixfake: cannot add %s", entity)
+	}
+	id := max(p.tasks.maxID, 0)
+	if n := len(p.tasks.ids); n > 0 {
+		id = max(id, p.tasks.ids[n-1])
+	}
+	id++
+	p.tasks.maxID = id
+	at := p.stamp()
+	t := p.genTask(id)
+	t.hidden, t.chatRefused = false, false
+	t.created, t.changed, t.activity = at, at, at
+	t.status, t.checklist, t.comments = 2, nil, 0
+	if t.chat {
+		t.comments = 1 // the system message of the task's creation
+	}
+	p.tasks.byID[id] = t
+	p.tasks.ids = append(slices.Clone(p.tasks.ids), id)
+	p.tasks.visible = append(slices.Clone(p.tasks.visible), id)
+	return id, nil
+}
+
+// AddTaskComment adds a comment to a task, by the webhook's user, and returns its id: a message
+// of the task's chat (taskMessageBase + task*64 + k) for a task in the new card, an old-card
+// comment (task*64 + k) otherwise, as Delete(DeleteTaskComments, id) takes it. The task's
+// activityDate moves to the comment's date and its commentsCount grows; its changedDate stays.
+func (p *Portal) AddTaskComment(taskID int) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.addTaskComment(taskID)
+}
+
+func (p *Portal) addTaskComment(taskID int) (int, error) {
+	t, ok := p.tasks.byID[taskID]
+	if !ok {
+		return 0, fmt.Errorf("bitrixfake: no task %d to comment", taskID)
+	}
+	if t.comments > maxTaskComments {
+		return 0, fmt.Errorf("bitrixfake: task %d has the most comments the fake holds", taskID)
+	}
+	k := t.comments
+	at := p.stamp()
+	if t.addedAt == nil {
+		t.addedAt = map[int]time.Time{}
+	}
+	t.addedAt[k] = at
+	t.comments++
+	t.activity = at
+	if t.chat {
+		return taskMessageBase + t.id*64 + k, nil
+	}
+	return t.id*64 + k, nil
+}
+
+// DeleteTaskComment deletes a task's comment by the id AddTaskComment or the portal's lists give
+// (Delete(DeleteTaskComments, id)). The task's commentsCount drops; no date of the task moves.
+func (p *Portal) DeleteTaskComment(commentID int) error {
+	return p.Delete(DeleteTaskComments, commentID)
+}
+
+// timelineEntity maps a CRM entity name to the ENTITY_TYPE of its timeline comments.
+func timelineEntity(entity string) (string, int, bool) {
+	switch entity {
+	case DeleteCompanies:
+		return "company", etCompany, true
+	case DeleteContacts:
+		return "contact", etContact, true
+	case DeleteDeals:
+		return "deal", etDeal, true
+	}
+	return "", 0, false
+}
+
+// AddTimelineComment adds a timeline comment to a company, contact or deal (DeleteCompanies,
+// DeleteContacts, DeleteDeals), by the webhook's user, and returns its id. The record's
+// lastActivityTime and lastActivityBy move to it (unless Options.QuietTimeline); its updatedTime
+// stays.
+func (p *Portal) AddTimelineComment(entity string, id int) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.addTimelineComment(entity, id)
+}
+
+func (p *Portal) addTimelineComment(entity string, id int) (int, error) {
+	_, et, ok := timelineEntity(entity)
+	if !ok {
+		return 0, fmt.Errorf("bitrixfake: %s have no timeline comments", entity)
+	}
+	if indexOf(p.crmIDs(et), id) < 0 {
+		return 0, fmt.Errorf("bitrixfake: no %s %d to comment", entity, id)
+	}
+	tc := p.mut.timeline[[2]int{et, id}]
+	if tc == nil {
+		tc = &timelineChange{}
+		p.mut.timeline[[2]int{et, id}] = tc
+	}
+	k := firstAddedComment + len(tc.added)
+	if k >= maxTimelineComments {
+		return 0, fmt.Errorf("bitrixfake: %s %d has the most timeline comments the fake holds", entity, id)
+	}
+	at := p.stamp()
+	tc.added = append(tc.added, timelineAdd{k: k, at: at, author: p.actor()})
+	if !p.opts.QuietTimeline {
+		ch := p.crmChangeOf(et, id)
+		ch.activity, ch.activityBy = at, p.actor()
+	}
+	return timelineCommentID(et, id, k), nil
+}
+
+// timelineCommentID is the id of comment k of a record's timeline.
+func timelineCommentID(et, id, k int) int { return et*10_000_000 + id*maxTimelineComments + k }
+
+// DeleteTimelineComment deletes a timeline comment by its id. No date of its record moves.
+func (p *Portal) DeleteTimelineComment(commentID int) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.deleteTimelineComment(commentID) {
+		return fmt.Errorf("bitrixfake: no timeline comment %d to delete", commentID)
+	}
+	return nil
+}
+
+func (p *Portal) deleteTimelineComment(commentID int) bool {
+	et := commentID / 10_000_000
+	rest := commentID % 10_000_000
+	id, k := rest/maxTimelineComments, rest%maxTimelineComments
+	typ := map[int]string{etCompany: "company", etContact: "contact", etDeal: "deal"}[et]
+	if typ == "" || !slices.ContainsFunc(p.comments(typ, id), func(c object) bool {
+		v, _ := c.get("ID")
+		return v == strconv.Itoa(commentID)
+	}) {
+		return false
+	}
+	tc := p.mut.timeline[[2]int{et, id}]
+	if tc == nil {
+		tc = &timelineChange{}
+		p.mut.timeline[[2]int{et, id}] = tc
+	}
+	if tc.gone == nil {
+		tc.gone = map[int]bool{}
+	}
+	tc.gone[k] = true
+	return true
+}
+
+// TimelineCommentIDs returns the ids of a record's timeline comments, ascending, for tests.
+func (p *Portal) TimelineCommentIDs(entity string, id int) []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	typ, _, ok := timelineEntity(entity)
+	if !ok {
+		return nil
+	}
+	var out []int
+	for _, c := range p.comments(typ, id) {
+		v, _ := c.get("ID")
+		n, _ := strconv.Atoi(strval(v))
+		out = append(out, n)
+	}
+	return out
+}
