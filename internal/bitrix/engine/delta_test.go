@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -15,17 +16,20 @@ import (
 // firmsModified are the modification fields the delta tests give Firms, as the CRM's.
 var firmsModified = []string{"updatedTime", "lastActivityTime"}
 
-// deltaRegistry is the synthetic registry with Firms read by modification time, and select
-// (nil: Firms' own) as its listing's select.
-func deltaRegistry(t *testing.T, sel []string) *engine.Registry {
+// deltaRegistry is the synthetic registry with Firms read by modification time (by the fields
+// given, or firmsModified), and select (nil: Firms' own) as its listing's select.
+func deltaRegistry(t *testing.T, sel []string, modified ...string) *engine.Registry {
 	t.Helper()
+	if modified == nil {
+		modified = firmsModified
+	}
 	ents := enginetest.Entities()
 	for _, ent := range ents {
 		if ent.Name != enginetest.Firms {
 			continue
 		}
 		s := ent.Lister.(*engine.IDScan)
-		s.Modified = firmsModified
+		s.Modified = modified
 		if sel != nil {
 			s.Scan.Params["select"] = sel
 		}
@@ -260,4 +264,49 @@ func deref(s *string) string {
 		return "<nil>"
 	}
 	return *s
+}
+
+// A delta pass whose filter the portal refuses (a field it does not filter by) turns into a full
+// pass, which says why, reads every record and may conclude deletions; a kill after the turn
+// resumes it as a full pass.
+func TestDeltaPassTurnsFullWhenAFilterIsRefused(t *testing.T) {
+	t.Parallel()
+	w := deltaWorld(t, 0)
+	firms := w.Count(`SELECT count(*) FROM bitrix_records WHERE entity = $1`, enginetest.Firms)
+	ids := firmIDs(w)
+	if err := w.Portal.Edit(bitrixfake.DeleteCompanies, ids[5]); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Portal.Delete(bitrixfake.DeleteCompanies, ids[9]); err != nil {
+		t.Fatal(err)
+	}
+	reg := deltaRegistry(t, nil, "updatedTime", "noSuchTime")
+	ctx, cancel := context.WithCancel(w.Ctx)
+	defer cancel()
+	// Killed at the full walk's first request after the turn.
+	_, err := w.Engine(func(c *engine.Config) {
+		c.Registry, c.Source = reg, &enginetest.CancelOnCall{Source: w.Source, N: 1, Cancel: cancel}
+	}).Get(ctx, enginetest.Firms)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted get = %v, want context.Canceled", err)
+	}
+	inv := w.Inventory(enginetest.Firms)
+	if inv.Kind != engine.PassFull || inv.Complete || !strings.Contains(deref(inv.Reason), "the portal refused the filter >noSuchTime") {
+		t.Fatalf("after the turn and the kill: %s complete=%v (%s), want an interrupted full pass saying why", inv.Kind, inv.Complete, deref(inv.Reason))
+	}
+	st, err := w.Engine(func(c *engine.Config) { c.Registry = reg }).Get(w.Ctx, enginetest.Firms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv = w.Inventory(enginetest.Firms)
+	if !st.Resumed || inv.Kind != engine.PassFull || !inv.Complete || inv.LastFullAt == nil || !inv.LastFullAt.Equal(*inv.StartedAt) {
+		t.Errorf("rerun: resumed=%v %s complete=%v last full %v started %v, want the full pass resumed and recorded as the last full one",
+			st.Resumed, inv.Kind, inv.Complete, inv.LastFullAt, inv.StartedAt)
+	}
+	if st.Deleted != 1 || w.Record(enginetest.Firms, strconv.Itoa(ids[9])).Status != engine.DeletedAtSource {
+		t.Errorf("the full pass concluded %d deletions, want the deleted firm's", st.Deleted)
+	}
+	if n := w.Count(`SELECT count(*) FROM bitrix_records WHERE entity = $1`, enginetest.Firms); n != firms {
+		t.Errorf("%d firms stored, want %d", n, firms)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"sync"
@@ -102,6 +103,12 @@ func (s *IDScan) delta(ctx context.Context, w *rangeWalk) error {
 		f := s.filtered(ent, field, g.Pass.Since, w.zone)
 		fw := &rangeWalk{g: g, scan: f, zone: w.zone, pass: w.pass, size: size, delta: d}
 		if err := fw.plan(ctx); err != nil {
+			if refused, ok := filterRefused(err); ok {
+				// The whole listing answered, its filtered scan did not: the portal does not
+				// filter by the field, and only a full pass can be trusted.
+				return s.fullAfterAll(ctx, w, fmt.Sprintf("the portal refused the filter >%s (%s): every record is read",
+					field, refused.Error()))
+			}
 			return fmt.Errorf("%s since %s: %w", field, g.Pass.Since.Format(time.RFC3339), err)
 		}
 		if err := fw.run(ctx); err != nil {
@@ -118,6 +125,62 @@ func (s *IDScan) delta(ctx context.Context, w *rangeWalk) error {
 	e.log.Info("delta pass read", "entity", ent.Name, "scope", scope, "pass", w.pass, "fields", s.Modified,
 		"records", len(d.seen))
 	return nil
+}
+
+// filterRefused reports whether a filtered scan's first request failed for its filter: a refusal
+// that asking again cannot change, when the same listing without the filter answered. A block of
+// the portal (OVERLOAD_LIMIT, a deleted portal) is not one: it stops a full pass as well.
+func filterRefused(err error) (*rest.APIError, bool) {
+	refused, ok := errors.AsType[*rest.APIError](err)
+	if !ok || !rest.IsPermanent(err) || rest.HasCode(err, rest.CodeOverloadLimit) || rest.HasCode(err, rest.CodePortalDeleted) {
+		return nil, false
+	}
+	return refused, true
+}
+
+// fullAfterAll turns the delta pass w runs into a full one, for the reason given: the whole
+// listing's bounds (those the pass began with, or read again when it was resumed) are cut into
+// ranges and walked as a new full pass's would be. The records the delta stored stay; the pass
+// concludes deletions, and counts as a full one, once it ends.
+func (s *IDScan) fullAfterAll(ctx context.Context, w *rangeWalk, reason string) error {
+	e, ent, g := w.g.Env.e, w.g.Ent, w.g
+	scope := s.scope(ent)
+	b := w.bounds
+	if b == nil {
+		again, err := e.source.ScanBounds(ctx, s.Scan, "0")
+		if err != nil {
+			return err
+		}
+		b = &again
+		if again.Total >= len(again.First.Rows) {
+			t := int64(again.Total)
+			w.total = &t
+		}
+	}
+	fingerprint, err := s.fingerprint()
+	if err != nil {
+		return err
+	}
+	g.Pass = PassDecision{Kind: PassFull, Reason: reason}
+	w.ranges, w.density = newRanges(*b, e.testLimit)
+	err = e.store().Tx(ctx, func(tx Store) error {
+		if err := tx.deltaToFull(ctx, scope, w.pass, reason, fingerprint); err != nil {
+			return err
+		}
+		return tx.saveRanges(ctx, scope, w.pass, w.ranges)
+	})
+	if err != nil {
+		return err
+	}
+	e.log.Warn("delta pass turned full", "entity", ent.Name, "scope", scope, "pass", w.pass, "reason", reason,
+		"ranges", len(w.ranges))
+	if err := w.store(ctx, w.ranges[:1], [][]rest.Page{{b.First}}); err != nil {
+		if errors.Is(err, ErrLimitReached) {
+			return nil
+		}
+		return err
+	}
+	return w.run(ctx)
 }
 
 // plan gives a filtered scan's walk its ranges: those of the pass kept under its scope when it

@@ -85,6 +85,17 @@ WHERE entity = $1 AND pass = $2 AND pass_kind = 'delta'`, scope, pass)
 	return nil
 }
 
+// deltaToFull turns a delta pass under way into a full one (fullAfterAll), with the fingerprint a
+// full pass records.
+func (s Store) deltaToFull(ctx context.Context, scope string, pass int, reason, fingerprint string) error {
+	_, err := s.db.Exec(ctx, `UPDATE bitrix_inventory SET pass_kind = 'full', pass_reason = $3, delta_since = NULL,
+fingerprint = $4, updated_at = now() WHERE entity = $1 AND pass = $2`, scope, pass, reason, fingerprint)
+	if err != nil {
+		return fmt.Errorf("turn the delta pass of %s full: %w", scope, err)
+	}
+	return nil
+}
+
 // MarkPass records the kind of the current get pass of an entity read in parts (each part an
 // inventory row deciding its own kind) and why: a pass is delta as soon as one part read only
 // what changed, since then the pass did not see every record.
