@@ -124,7 +124,7 @@ func (w *rangeWalk) pagesFor(r *idRange) int {
 	if est := w.estimate(r); est >= 0 {
 		n = int(math.Ceil(est/rest.PageSize)) + 1
 	}
-	if lim := w.g.Env.e.testLimit; lim > 0 {
+	if lim := w.g.Env.e.testLimit; lim > 0 && w.delta == nil { // a delta pass (resumed) is never limited
 		left := int64(lim) - w.before - w.stored
 		n = int(min(int64(n), (left+rest.PageSize-1)/rest.PageSize))
 	}
@@ -281,7 +281,7 @@ func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Pag
 	limited := false
 	w.mu.Lock()
 	left := int64(math.MaxInt64)
-	if lim := e.testLimit; lim > 0 {
+	if lim := e.testLimit; lim > 0 && w.delta == nil {
 		left = int64(lim) - w.before - w.stored
 	}
 	w.mu.Unlock()
