@@ -134,7 +134,8 @@ func (s *IDScan) begin(ctx context.Context, w *rangeWalk) (inv Inventory, first 
 		g.Pass = resumedPass(inv)
 		if g.Pass.Delta() {
 			e.log.Info("resuming an interrupted delta pass where each filtered scan stopped", "entity", ent.Name,
-				"scope", scope, "pass", inv.Pass, "since", g.Pass.Since.Format(time.RFC3339), "rows_so_far", inv.PassRows)
+				"scope", scope, "pass", inv.Pass, "kind", g.Pass.Kind, "reason", g.Pass.Reason,
+				"since", g.Pass.Since.Format(time.RFC3339), "rows_so_far", inv.PassRows)
 			w.zone, err = e.sourceZone(ctx, ent.Name, s.Scan)
 			return inv, nil, err
 		}
@@ -143,7 +144,7 @@ func (s *IDScan) begin(ctx context.Context, w *rangeWalk) (inv Inventory, first 
 		}
 		w.density, w.total = densityOf(w.ranges, inv.SourceTotal), inv.SourceTotal
 		e.log.Info("resuming an interrupted get where each ID range stopped", "entity", ent.Name, "pass", inv.Pass,
-			"ranges_open", countOpen(w.ranges), "rows_so_far", inv.PassRows)
+			"kind", g.Pass.Kind, "reason", g.Pass.Reason, "ranges_open", countOpen(w.ranges), "rows_so_far", inv.PassRows)
 		if w.size, err = e.store().storedRowSize(ctx, ent.Name); err != nil {
 			return inv, nil, err
 		}
