@@ -121,7 +121,7 @@ func (s *IDScan) Get(ctx context.Context, g *GetRun) error {
 // from the listing's bounds, whose first page it returns to be stored) and learns the portal's
 // time zone. A new pass is full or delta as decidePass weighs the last one (its inventory, read
 // before the pass starts) against the bounds' answer, whose time block is the portal's clock; a
-// delta pass plans no ranges of the whole listing and stores no page of it (delta.go reads
+// delta pass plans no ranges of the whole listing and stores no page of it (IDScan.delta reads
 // it). An interrupted pass is resumed as the kind it started as (g.Pass).
 func (s *IDScan) begin(ctx context.Context, w *rangeWalk) (inv Inventory, first *rest.Page, err error) {
 	e, ent, g := w.g.Env.e, w.g.Ent, w.g
