@@ -337,6 +337,7 @@ func New(opts Options) *Portal {
 	p.initIM()
 	p.initCRM()
 	p.initCRMMethods()
+	p.initCRMClassic()
 	p.initBizproc()
 	p.initTasks()
 	p.initFeed()
