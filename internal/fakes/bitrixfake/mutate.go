@@ -197,11 +197,11 @@ func (p *Portal) add(entity string) (int, error) {
 		*ch = crmChange{created: at, updated: at, activity: at, updatedBy: p.actor(), activityBy: p.actor()}
 		switch et {
 		case etCompany:
-			p.companies = append(slices.Clone(p.companies), id)
+			p.companies = append(p.companies, id)
 		case etContact:
-			p.contacts = append(slices.Clone(p.contacts), id)
+			p.contacts = append(p.contacts, id)
 		case etDeal:
-			p.deals = append(slices.Clone(p.deals), id)
+			p.deals = append(p.deals, id)
 		}
 		return id, nil
 	}
@@ -223,8 +223,8 @@ func (p *Portal) add(entity string) (int, error) {
 		t.comments = 1 // the system message of the task's creation
 	}
 	p.tasks.byID[id] = t
-	p.tasks.ids = append(slices.Clone(p.tasks.ids), id)
-	p.tasks.visible = append(slices.Clone(p.tasks.visible), id)
+	p.tasks.ids = append(p.tasks.ids, id)
+	p.tasks.visible = append(p.tasks.visible, id)
 	return id, nil
 }
 
