@@ -42,10 +42,12 @@ type mutations struct {
 	crm      map[int]map[int]*crmChange // entityTypeId: id: change
 	crmMax   map[int]int                // entityTypeId: the highest id it ever had
 	timeline map[[2]int]*timelineChange // entityTypeId, id: its timeline's changes
+	products map[int]*productChange     // deal id: its product rows' changes (products.go)
 }
 
 func newMutations() mutations {
-	return mutations{crm: map[int]map[int]*crmChange{}, crmMax: map[int]int{}, timeline: map[[2]int]*timelineChange{}}
+	return mutations{crm: map[int]map[int]*crmChange{}, crmMax: map[int]int{}, timeline: map[[2]int]*timelineChange{},
+		products: map[int]*productChange{}}
 }
 
 // crmChange is what changed on a CRM record; zero times are the generated ones.

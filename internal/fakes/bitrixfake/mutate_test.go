@@ -158,3 +158,42 @@ func TestMutationsMoveDocumentedTaskFields(t *testing.T) {
 		t.Errorf(">CHANGED_DATE in UTC = %v, want 2 tasks", got)
 	}
 }
+
+// Product rows added, edited and deleted show in crm.item.productrow.list; the deal's dates stay.
+func TestProductRowChanges(t *testing.T) {
+	clock := NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	p, srv := start(t, Options{Users: 5, Seed: 9, Deals: 10, Now: clock.Now})
+	deal := p.DealIDs()[0] // two generated rows
+	before := p.DealRow(deal)
+	rows := p.ProductRowIDs(deal)
+	_, out := call(t, srv, p, "crm.item.productrow.list", `{"filter": {"=ownerType": "D", "=ownerId": `+itoa(deal)+`}}`)
+	quantity := out["result"].(map[string]any)["productRows"].([]any)[0].(map[string]any)["quantity"].(float64)
+	added, err := p.AddProductRow(deal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := strconv.Atoi(rows[0])
+	second, _ := strconv.Atoi(rows[1])
+	if err := p.EditProductRow(first); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.DeleteProductRow(second); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.DeleteProductRow(second); err == nil {
+		t.Error("a product row deleted twice")
+	}
+	_, out = call(t, srv, p, "crm.item.productrow.list", `{"filter": {"=ownerType": "D", "=ownerId": `+itoa(deal)+`}}`)
+	got := out["result"].(map[string]any)["productRows"].([]any)
+	if len(got) != 2 || got[0].(map[string]any)["id"] != float64(first) || got[1].(map[string]any)["id"] != float64(added) {
+		t.Fatalf("rows after the changes: %v", got)
+	}
+	if q := got[0].(map[string]any)["quantity"]; q != quantity+1 {
+		t.Errorf("edited row's quantity %v, want %v", q, quantity+1)
+	}
+	after := p.DealRow(deal)
+	if string(after["updatedTime"]) != string(before["updatedTime"]) || string(after["lastActivityTime"]) != string(before["lastActivityTime"]) {
+		t.Errorf("the deal's dates moved: %s %s, were %s %s", after["updatedTime"], after["lastActivityTime"],
+			before["updatedTime"], before["lastActivityTime"])
+	}
+}
