@@ -12,7 +12,7 @@ import (
 // right after movedBy and movedTime, which follow updatedTime.
 func (p *Portal) crmTimes(et, id int, row object) object {
 	createdS, _ := row.get("createdTime")
-	created, _ := rowInstant(createdS)
+	created, _ := rowInstant(createdS, nil)
 	by, _ := row.get("createdBy")
 	activity, activityBy := created, by
 	if n := generatedComments(id); n > 0 && (et == etCompany || et == etContact || et == etDeal) {

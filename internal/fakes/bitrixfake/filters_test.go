@@ -198,3 +198,34 @@ func TestTaskListFilterKeys(t *testing.T) {
 		}
 	}
 }
+
+// Editing a user moves TIMESTAMP_X (the portal's own format), editing a group its DATE_UPDATE and
+// DATE_ACTIVITY; user.get and sonet_group.get filter on them as instants.
+func TestUserAndGroupEdits(t *testing.T) {
+	clock := NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	p, srv := start(t, Options{Users: 40, Groups: 10, Seed: 13, Now: clock.Now})
+	_, out := call(t, srv, p, "user.get", `{}`)
+	read := out["time"].(map[string]any)["date_start"].(string)
+	user, group := p.UserIDs()[7], p.GroupIDs()[3]
+	if err := p.Edit(Users, user); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Edit(Groups, group); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Edit(Groups, 999999); err == nil {
+		t.Error("edited a group that does not exist")
+	}
+	_, out = call(t, srv, p, "user.get", `{"FILTER": {">TIMESTAMP_X": "`+read+`"}}`)
+	if got := ids(t, out["result"]); !reflect.DeepEqual(got, []string{strconv.Itoa(user)}) {
+		t.Errorf("user.get >TIMESTAMP_X: %v, want [%d]", got, user)
+	}
+	_, out = call(t, srv, p, "sonet_group.get", `{"IS_ADMIN": "Y", "FILTER": {">DATE_UPDATE": "`+read+`"}}`)
+	if got := ids(t, out["result"]); !reflect.DeepEqual(got, []string{strconv.Itoa(group)}) {
+		t.Errorf("sonet_group.get >DATE_UPDATE: %v, want [%d]", got, group)
+	}
+	_, out = call(t, srv, p, "sonet_group.get", `{"IS_ADMIN": "Y", "FILTER": {">=DATE_ACTIVITY": "`+read+`"}}`)
+	if got := ids(t, out["result"]); !reflect.DeepEqual(got, []string{strconv.Itoa(group)}) {
+		t.Errorf("sonet_group.get >=DATE_ACTIVITY: %v, want [%d]", got, group)
+	}
+}
