@@ -77,6 +77,14 @@ func TestMutationsMoveDocumentedCRMFields(t *testing.T) {
 	if ids := p.TimelineCommentIDs(DeleteDeals, commented); len(ids) == 0 || ids[len(ids)-1] != cid {
 		t.Errorf("timeline of deal %d = %v, want it to end with %d", commented, ids, cid)
 	}
+	if ids := p.TimelineCommentIDs(DeleteDeals, added); len(ids) != 0 {
+		t.Errorf("the added deal has timeline comments %v", ids)
+	}
+	row := p.DealRow(added)
+	if string(row["createdTime"]) != string(row["updatedTime"]) || string(row["createdTime"]) != string(row["lastActivityTime"]) ||
+		string(row["movedTime"]) != string(row["createdTime"]) {
+		t.Errorf("the added deal's dates differ: %s %s %s %s", row["createdTime"], row["updatedTime"], row["lastActivityTime"], row["movedTime"])
+	}
 	if err := p.DeleteTimelineComment(cid); err != nil {
 		t.Fatal(err)
 	}
