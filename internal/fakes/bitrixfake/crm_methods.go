@@ -3,6 +3,7 @@ package bitrixfake
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -193,11 +194,23 @@ func (p *Portal) crmItemList(params map[string]any) answer {
 	q := listQuery{filter: conds, order: "ID", start: startParam(params)}
 	if o, ok := param(params, "order"); ok {
 		if m, isMap := o.(map[string]any); isMap {
-			for field, dir := range m {
-				if !strings.EqualFold(field, "id") {
+			// Every field of the rows sorts (object-fields.md); the first key sorted by name
+			// decides, the JSON order of several being lost in the decoding.
+			for i, field := range slices.Sorted(maps.Keys(m)) {
+				dir := strings.ToUpper(strval(m[field]))
+				_, known := sample.get(field)
+				switch {
+				case !strings.EqualFold(field, "id") && (!known || field == "fm" || field == "entityTypeId"):
 					return fail(http.StatusBadRequest, "INVALID_ARG_VALUE", fmt.Sprintf("Invalid order: field '%s' is not allowed in order", field))
+				case dir != "ASC" && dir != "DESC":
+					return fail(http.StatusBadRequest, "INVALID_ARG_VALUE", fmt.Sprintf(
+						"Invalid order: allowed sort directions are ASC, DESC. But got '%s' for field '%s'", strval(m[field]), field))
+				case i > 0:
+					continue
+				case !strings.EqualFold(field, "id"):
+					q.order = field
 				}
-				q.desc = strings.EqualFold(strval(dir), "DESC")
+				q.desc = dir == "DESC"
 			}
 		}
 	}

@@ -68,7 +68,17 @@ func TestCRMItemListDateAndRangeFilters(t *testing.T) {
 		t.Errorf("range after a deletion: total %v, want 99", out["total"])
 	}
 
+	sorted, _ := crmItems(t, srv, p, `{"entityTypeId": 2, "select": ["id", "updatedTime"], "filter": {"<=id": 50}, "order": {"updatedTime": "DESC"}, "start": 0}`)
+	if len(sorted) != len(items) || !slices.IsSortedFunc(sorted, func(a, b map[string]any) int {
+		ta, _ := time.Parse(time.RFC3339, a["updatedTime"].(string))
+		tb, _ := time.Parse(time.RFC3339, b["updatedTime"].(string))
+		return tb.Compare(ta)
+	}) {
+		t.Errorf("order updatedTime DESC: %v", sorted)
+	}
 	for body, want := range map[string][2]string{
+		`{"entityTypeId": 2, "order": {"updatedTime": "UP"}}`:           {"INVALID_ARG_VALUE", "Invalid order: allowed sort directions are ASC, DESC. But got 'UP' for field 'updatedTime'"},
+		`{"entityTypeId": 2, "order": {"DATE_MODIFY": "ASC"}}`:          {"INVALID_ARG_VALUE", "Invalid order: field 'DATE_MODIFY' is not allowed in order"},
 		`{"entityTypeId": 2, "filter": {">updatedTime": "yesterday"}}`:  {"INVALID_ARG_VALUE", "Invalid filter: field 'updatedTime' has invalid value"},
 		`{"entityTypeId": 2, "filter": {">DATE_MODIFY": "2024-01-01"}}`: {"INVALID_ARG_VALUE", "Invalid filter: field 'DATE_MODIFY' is not allowed in filter"},
 		`{"entityTypeId": 3, "filter": {"%fm": "+7"}}`:                  {"100", "Invalid filter: field 'fm' is not allowed in filter"},
