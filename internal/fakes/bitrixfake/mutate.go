@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -36,6 +37,9 @@ import (
 
 // TimelineComments names timeline comments of companies, contacts and deals in ChurnReport.
 const TimelineComments = "timeline_comments"
+
+// SmartItems names the items of the smart process with the given entityTypeId for Edit.
+func SmartItems(entityTypeID int) string { return "smart_" + strconv.Itoa(entityTypeID) }
 
 // Users and Groups name the portal's users and workgroups for Edit.
 const (
@@ -146,7 +150,8 @@ func (p *Portal) crmChangeOf(et, id int) *crmChange {
 // company's or deal's title, a contact's name, a task's title, a user's position, a group's
 // name) and the record's modification time (updatedTime, changedDate and activityDate for a
 // task, TIMESTAMP_X for a user, DATE_UPDATE and DATE_ACTIVITY for a group). Entities:
-// DeleteCompanies, DeleteContacts, DeleteDeals, DeleteTasks, Users, Groups.
+// DeleteCompanies, DeleteContacts, DeleteDeals, DeleteTasks, Users, Groups, and SmartItems(t)
+// for the items of a smart process.
 func (p *Portal) Edit(entity string, id int) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -154,7 +159,12 @@ func (p *Portal) Edit(entity string, id int) error {
 }
 
 func (p *Portal) edit(entity string, id int) error {
-	if et, ok := crmTypeOf(entity); ok {
+	et, ok := crmTypeOf(entity)
+	if smart, isSmart := strings.CutPrefix(entity, "smart_"); isSmart {
+		et, _ = strconv.Atoi(smart)
+		_, ok = p.smartType(et)
+	}
+	if ok {
 		if indexOf(p.crmIDs(et), id) < 0 {
 			return fmt.Errorf("bitrixfake: no %s %d to edit", entity, id)
 		}

@@ -2,6 +2,7 @@ package bitrixfake
 
 import (
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -203,5 +204,25 @@ func TestProductRowChanges(t *testing.T) {
 	if string(after["updatedTime"]) != string(before["updatedTime"]) || string(after["lastActivityTime"]) != string(before["lastActivityTime"]) {
 		t.Errorf("the deal's dates moved: %s %s, were %s %s", after["updatedTime"], after["lastActivityTime"],
 			before["updatedTime"], before["lastActivityTime"])
+	}
+}
+
+// An edited smart process item moves its updatedTime in its own type only.
+func TestEditSmartItem(t *testing.T) {
+	clock := NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	p, srv := start(t, Options{Users: 5, Seed: 14, SmartItems: 20, Now: clock.Now})
+	_, out := crmItems(t, srv, p, `{"entityTypeId": 1038, "select": ["id"], "start": 0}`)
+	read := out["time"].(map[string]any)["date_start"].(string)
+	if err := p.Edit(SmartItems(1038), 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Edit(SmartItems(777), 4); err == nil {
+		t.Error("edited an item of a smart process the portal does not have")
+	}
+	for et, want := range map[string][]int{"1038": {4}, "1042": nil} {
+		items, _ := crmItems(t, srv, p, `{"entityTypeId": `+et+`, "select": ["id", "title"], "filter": {">updatedTime": "`+read+`"}, "start": 0}`)
+		if got := idsOf(items, "id"); !slices.Equal(got, want) {
+			t.Errorf("type %s >updatedTime: %v, want %v", et, got, want)
+		}
 	}
 }
