@@ -239,3 +239,13 @@ func TestUserAndGroupEdits(t *testing.T) {
 		t.Errorf("sonet_group.get >=DATE_ACTIVITY: %v, want [%d]", got, group)
 	}
 }
+
+// sonet_group.get leaves out a filter key that names no field of its rows.
+func TestGroupFilterIgnoresUnknownKeys(t *testing.T) {
+	p, srv := start(t, Options{Users: 10, Groups: 12, Seed: 15})
+	_, all := call(t, srv, p, "sonet_group.get", `{"IS_ADMIN": "Y"}`)
+	_, out := call(t, srv, p, "sonet_group.get", `{"IS_ADMIN": "Y", "FILTER": {">NO_SUCH_DATE": "2020-01-01"}}`)
+	if out["total"] != all["total"] || all["total"] != float64(12) {
+		t.Errorf("unknown key: total %v, without it %v", out["total"], all["total"])
+	}
+}
