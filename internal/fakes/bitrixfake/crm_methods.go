@@ -214,8 +214,16 @@ func (p *Portal) crmItemList(params map[string]any) answer {
 			}
 		}
 	}
+	ids := p.crmIDs(et)
+	narrowed, scanned, prefiltered := p.crmPrefilter(et, ids, conds)
+	if prefiltered {
+		ids = narrowed
+	}
 	// The rows are looked at by their upper-case ID, as the fake's filters do.
-	res := list(p.crmIDs(et), func(id int) object { return append(object{{"ID", id}}, row(id)...) }, q)
+	res := list(ids, func(id int) object { return append(object{{"ID", id}}, row(id)...) }, q)
+	if prefiltered && res.total != nil {
+		res.counted = scanned // the portal's count looks at the whole range
+	}
 	sel, hasSelect := param(params, "select")
 	wanted := listOf(sel)
 	all := !hasSelect || slices.ContainsFunc(wanted, func(s any) bool { return strval(s) == "*" })

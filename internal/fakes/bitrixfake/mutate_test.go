@@ -226,3 +226,24 @@ func TestEditSmartItem(t *testing.T) {
 		}
 	}
 }
+
+// The times a filter looks at without building rows are the rows' own, after changes too.
+func TestQuickTimesAreTheRows(t *testing.T) {
+	clock := NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	p := New(Options{Users: 10, Seed: 16, Companies: 80, Contacts: 80, Deals: 160, Tasks: 40, SmartItems: 30, Now: clock.Now})
+	p.Churn(3, 0.1)
+	for _, et := range []int{etCompany, etContact, etDeal, 1038, 1042} {
+		row := func(id int) object { return p.crmRow(et, id, false) }
+		if t, ok := p.smartType(et); ok {
+			row = func(id int) object { return p.smartRow(t, id, false) }
+		}
+		for _, id := range p.crmIDs(et) {
+			full, quick := row(id), p.crmQuickTimes(et, id)
+			for _, f := range quick {
+				if v, _ := full.get(f.key); v != f.value {
+					t.Errorf("type %d id %d: %s %v in the row, %v quick", et, id, f.key, v, f.value)
+				}
+			}
+		}
+	}
+}
