@@ -191,6 +191,10 @@ func TestTaskListFilterKeys(t *testing.T) {
 			break
 		}
 	}
+	strict, strictSrv := start(t, Options{Users: 10, Seed: 8, Tasks: 120, TaskFilterAsListed: true})
+	if _, out := call(t, strictSrv, strict, "tasks.task.list", `{"select": ["ID"], "filter": {"<=ACTIVITY_DATE": "01.01.2000"}}`); out["total"] != all {
+		t.Errorf("TaskFilterAsListed: <=ACTIVITY_DATE gave %v tasks, want all %v", out["total"], all)
+	}
 	for filter, want := range map[string]any{
 		`{"NO_SUCH_KEY": 5}`:                all,
 		`{">CHANGED_DATE": "not a date"}`:   all,
