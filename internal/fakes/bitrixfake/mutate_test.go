@@ -66,6 +66,17 @@ func TestMutationsMoveDocumentedCRMFields(t *testing.T) {
 	if got := idsOf(items, "id"); len(got) != 2 || got[0] != commented || got[1] != added {
 		t.Errorf(">lastActivityTime = %v, want [%d %d]", got, commented, added)
 	}
+	// One scan for both: a nested filter with logic OR, as the docs allow.
+	either, _ := crmItems(t, srv, p, `{"entityTypeId": 2, "select": ["id"], "filter": {"0": {"logic": "OR",
+		"0": {">updatedTime": "`+read+`"}, "1": {">lastActivityTime": "`+read+`"}}}, "start": 0}`)
+	if got := idsOf(either, "id"); !slices.Equal(got, []int{edited, commented, added}) {
+		t.Errorf("updatedTime OR lastActivityTime = %v, want [%d %d %d]", got, edited, commented, added)
+	}
+	both, _ := crmItems(t, srv, p, `{"entityTypeId": 2, "select": ["id"], "filter": {"0": {
+		"0": {">updatedTime": "`+read+`"}, "1": {">lastActivityTime": "`+read+`"}}}, "start": 0}`)
+	if got := idsOf(both, "id"); !slices.Equal(got, []int{added}) {
+		t.Errorf("updatedTime AND lastActivityTime = %v, want [%d]", got, added)
+	}
 	now, _ := time.Parse(time.RFC3339, out["time"].(map[string]any)["date_start"].(string))
 	for _, it := range items {
 		for _, key := range []string{"updatedTime", "lastActivityTime"} {
