@@ -113,7 +113,7 @@ func (p *Portal) crmQuickTimes(et, id int) object {
 func (p *Portal) crmPrefilter(et int, ids []int, conds []cond) (out []int, scanned int, ok bool) {
 	var quick []cond
 	for _, c := range conds {
-		if crmQuickFields[c.field] {
+		if quickCond(c) {
 			quick = append(quick, c)
 		}
 	}
@@ -128,4 +128,18 @@ func (p *Portal) crmPrefilter(et int, ids []int, conds []cond) (out []int, scann
 		}
 	}
 	return out, hi - lo, true
+}
+
+// quickCond reports whether a condition looks only at crmQuickFields: one on such a field, or a
+// nested filter of such conditions.
+func quickCond(c cond) bool {
+	if c.op != opGroup {
+		return crmQuickFields[c.field]
+	}
+	for _, s := range c.sub {
+		if !quickCond(s) {
+			return false
+		}
+	}
+	return len(c.sub) > 0
 }
