@@ -14,7 +14,14 @@ type cond struct {
 	op    string
 	field string
 	value any
+	loc   *time.Location // the portal's time zone, for the row dates of a date condition
+	// A nested filter (op opGroup): its conditions, all of which hold, or any with or.
+	sub []cond
+	or  bool
 }
+
+// opGroup is the op of a nested filter's condition.
+const opGroup = "()"
 
 // filterOps are the prefixes of Bitrix filter keys, longest first so that
 // ">=" is not read as ">".
@@ -38,9 +45,17 @@ func parseFilter(m map[string]any) []cond {
 }
 
 func (c cond) match(row object) bool {
+	if c.op == opGroup {
+		for _, s := range c.sub {
+			if s.match(row) == c.or {
+				return c.or
+			}
+		}
+		return !c.or || len(c.sub) == 0
+	}
 	rv, _ := row.get(c.field)
 	if instants, ok := c.instants(); ok {
-		return matchInstant(c.op, rv, instants)
+		return matchInstant(c.op, rv, instants, c.loc)
 	}
 	switch c.op {
 	case "", "=":
@@ -92,8 +107,8 @@ func (c cond) instants() ([]time.Time, bool) {
 
 // matchInstant compares a row's date with a date condition as instants; an empty date matches
 // no condition.
-func matchInstant(op string, rv any, values []time.Time) bool {
-	rt, ok := rowInstant(rv)
+func matchInstant(op string, rv any, values []time.Time, loc *time.Location) bool {
+	rt, ok := rowInstant(rv, loc)
 	if !ok {
 		return false
 	}
