@@ -121,6 +121,9 @@ func crmShapes(entityTypeID int) engine.Shapes {
 			"hasPhone", "hasEmail", "hasImol", "isMyCompany"},
 		Decimals: crmMoney,
 		DateOnly: []string{"birthdate", "begindate", "closedate"},
+		// lastActivityBy is a user's id the portal writes as a number in crm.item.list and as a
+		// string in the classic lists; it is volatile, not a reference, so only its form is fixed.
+		IDs: []string{"lastActivityBy"},
 	}
 }
 
