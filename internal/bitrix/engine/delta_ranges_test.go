@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/ingest-dev/ingest/internal/bitrix/engine/enginetest"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
+	"github.com/ingest-dev/ingest/internal/status"
 )
 
 const deltaDeals = "deals"
@@ -271,5 +273,108 @@ func TestDeltaRangesFindDeletions(t *testing.T) {
 	}
 	if n := w.Count(`SELECT count(*) FROM bitrix_records WHERE entity = $1 AND status = $2`, deltaDeals, string(engine.StatusNew)); n != deals-len(want) {
 		t.Errorf("%d deals NEW after the deltas, want the other %d as they were", n, deals-len(want))
+	}
+}
+
+// A delta pass weighs its deletions as a full pass does: more than a tenth of the entity's live
+// records refuses and marks nothing (the counts prove them gone, so no record is asked for by
+// id), and --allow-mass-delete marks them.
+func TestDeltaRangesMassDeleteRefused(t *testing.T) {
+	t.Parallel()
+	const deals = 300
+	w, src, newEngine := deltaWorld(t, bitrixfake.Options{Deals: deals, Seed: 36}, deltaDealsEntity())
+	ids := w.Portal.DealIDs()
+	var want []string
+	for i := 0; i < 40; i++ { // 13%
+		id := ids[i*7]
+		deleteOnPortal(w, bitrixfake.DeleteDeals, strconv.Itoa(id))
+		want = append(want, strconv.Itoa(id))
+	}
+	src.reset()
+	_, err := newEngine().DeltaGet(w.Ctx, deltaDeals)
+	var refused *engine.MassDeleteError
+	if !errors.As(err, &refused) || refused.Gone != 40 || refused.Live != deals {
+		t.Fatalf("delta get after 40 of %d deleted: %v, want a refusal naming 40 of %d", deals, err, deals)
+	}
+	if got := deletedIDs(w, deltaDeals); len(got) != 0 {
+		t.Errorf("a refused delta get marked %v deleted", got)
+	}
+	if src.counts != 1 || src.relists != 1 || len(src.other) != 0 {
+		t.Errorf("refused: %d count requests, %d re-listings (want 1, 1), other %v", src.counts, src.relists, src.other)
+	}
+	st, err := newEngine(deletePolicy(engine.DeletionsKeep, true)).DeltaGet(w.Ctx, deltaDeals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := deletedIDs(w, deltaDeals); !slices.Equal(got, want) || st.Deleted != 40 {
+		t.Errorf("allowed: deleted %v (get says %d), want %v", got, st.Deleted, want)
+	}
+}
+
+// A chore a delta pass concludes deleted takes its comments with it; the other chores' comments
+// stay as they were.
+func TestDeltaRangesChildrenFollow(t *testing.T) {
+	t.Parallel()
+	w, _, newEngine := deltaWorld(t, bitrixfake.Options{Users: 20, Tasks: 150, TaskChatPercent: -1, TaskComments: 3, Seed: 37},
+		enginetest.ChoresEntity(), choreCommentsEntity(), enginetest.PeopleEntity())
+	ids := w.Portal.PortalIDs(bitrixfake.DeleteTasks)
+	var gone []string
+	for _, id := range []int{ids[5], ids[90]} {
+		if n := w.Count(`SELECT count(*) FROM bitrix_records WHERE entity = 'chore_comments' AND parent_source_id = $1`, strconv.Itoa(id)); n == 0 {
+			t.Fatalf("chore %d has no comments to follow it", id)
+		}
+		deleteOnPortal(w, bitrixfake.DeleteTasks, strconv.Itoa(id))
+		gone = append(gone, strconv.Itoa(id))
+	}
+	others := w.Count(`SELECT count(*) FROM bitrix_records WHERE entity = 'chore_comments' AND NOT parent_source_id = ANY($1)`, gone)
+	if _, err := newEngine().DeltaGet(w.Ctx, enginetest.Chores); err != nil {
+		t.Fatal(err)
+	}
+	if got := deletedIDs(w, enginetest.Chores); !slices.Equal(got, gone) {
+		t.Errorf("chores deleted %v, want %v", got, gone)
+	}
+	for _, id := range gone {
+		n := w.Count(`SELECT count(*) FROM bitrix_records WHERE entity = 'chore_comments' AND parent_source_id = $1`, id)
+		followed := w.Count(`SELECT count(*) FROM bitrix_records r JOIN status_history h ON h.machine = 'bitrix' AND h.record_id = r.id
+WHERE r.entity = 'chore_comments' AND r.parent_source_id = $1 AND r.status = $2 AND h.to_status = $2 AND h.reason LIKE 'its chore was deleted%'`,
+			id, string(engine.DeletedAtSource))
+		if n == 0 || followed != n {
+			t.Errorf("comments of chore %s: %d of %d followed it", id, followed, n)
+		}
+	}
+	if n := w.Count(`SELECT count(*) FROM bitrix_records WHERE entity = 'chore_comments' AND NOT parent_source_id = ANY($1) AND status = $2`,
+		gone, string(engine.StatusNew)); n != others {
+		t.Errorf("%d comments of the other chores as they were, want %d", n, others)
+	}
+}
+
+// A range the portal counts more records in than are stored holds what the modification filter
+// did not return (here a deal concluded deleted before, back on the portal unmodified): the
+// range is listed again, the deal is read again, and the pass's reason makes the next pass full.
+func TestDeltaRangesUnexplainedAddition(t *testing.T) {
+	t.Parallel()
+	w, src, newEngine := deltaWorld(t, bitrixfake.Options{Deals: 120, Seed: 38}, deltaDealsEntity())
+	back := strconv.Itoa(w.Portal.DealIDs()[60])
+	r := w.Record(deltaDeals, back)
+	c := status.Change{Reason: "test: deleted", Code: engine.CodeDeletedAtSource, Actor: "test"}
+	if _, err := engine.Machine.MoveMany(w.Ctx, w.Pool, []int64{r.ID}, r.Status, engine.DeletedAtSource, c); err != nil {
+		t.Fatal(err)
+	}
+	src.reset()
+	if _, err := newEngine().DeltaGet(w.Ctx, deltaDeals); err != nil {
+		t.Fatal(err)
+	}
+	if r := w.Record(deltaDeals, back); r.Status != engine.StatusNew {
+		t.Errorf("deal %s back on the portal: %s, want NEW", back, r.Status)
+	}
+	if src.counts != 1 || src.relists != 1 {
+		t.Errorf("%d count requests, %d re-listings, want 1 and 1", src.counts, src.relists)
+	}
+	inv := w.Inventory(deltaDeals)
+	if inv.Reason == nil || !strings.Contains(*inv.Reason, "modification filter did not return") || !inv.Complete {
+		t.Errorf("pass reason %v (complete %v), want the unexplained count named", inv.Reason, inv.Complete)
+	}
+	if got := deletedIDs(w, deltaDeals); len(got) != 0 {
+		t.Errorf("deleted %v, want none", got)
 	}
 }
