@@ -98,10 +98,10 @@ func (e *Engine) unseenOfPass(ctx context.Context, ent *Entity, inv Inventory) (
 		if err != nil {
 			return u, err
 		}
-		seen := make([]int64, len(ranges))
+		relisted := make([]int64, len(ranges))
 		for _, r := range recs {
-			if r.seen {
-				seen[r.rng]++
+			if r.relisted {
+				relisted[r.rng]++
 			}
 		}
 		for _, r := range recs {
@@ -110,8 +110,8 @@ func (e *Engine) unseenOfPass(ctx context.Context, ent *Entity, inv Inventory) (
 			}
 			u.gone = append(u.gone, r.goneRecord)
 			// A range's rows only shrink after its count (new records get higher ids), so a
-			// listing that saw as many as the count missed none of them.
-			if seen[r.rng] >= ranges[r.rng].portal {
+			// listing again that saw as many as the count missed none of them.
+			if relisted[r.rng] >= ranges[r.rng].portal {
 				u.proven[r.id] = true
 			}
 		}

@@ -95,12 +95,16 @@ WHERE entity = $1 AND pass = $2`, scope, pass, total, note)
 type relisted struct {
 	*idRange
 	portal, stored int64
+	// counted is when the counts were recorded (the page log row's time, on the database's
+	// clock as the records' fetched_at): a record read at or after it was read by the listing
+	// again, not by the pass's filtered scans before.
+	counted time.Time
 }
 
 // relistedRanges returns the ranges a delta pass of scope lists again (its page log rows of
 // countMark and their ranges), in ID order, each with the density its portal count gives.
 func (s Store) relistedRanges(ctx context.Context, scope string, pass int) ([]relisted, error) {
-	rows, err := s.db.Query(ctx, `SELECT g.lo, g.hi, g.cursor, g.done, coalesce(l.total, 0), l.count FROM bitrix_page_log l
+	rows, err := s.db.Query(ctx, `SELECT g.lo, g.hi, g.cursor, g.done, coalesce(l.total, 0), l.count, l.fetched_at FROM bitrix_page_log l
 JOIN bitrix_get_ranges g ON g.entity = l.entity AND g.pass = l.pass AND g.lo = substr(l.cursor, length($3) + 1) AND g.hi = l.next_cursor
 WHERE l.entity = $1 AND l.pass = $2 AND starts_with(l.cursor, $3)`, scope, pass, countMark)
 	if err != nil {
@@ -108,7 +112,7 @@ WHERE l.entity = $1 AND l.pass = $2 AND starts_with(l.cursor, $3)`, scope, pass,
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (relisted, error) {
 		r := relisted{idRange: &idRange{}}
-		err := row.Scan(&r.lo, &r.hi, &r.cursor, &r.done, &r.portal, &r.stored)
+		err := row.Scan(&r.lo, &r.hi, &r.cursor, &r.done, &r.portal, &r.stored, &r.counted)
 		if span := span64(r.lo, r.hi); span > 0 {
 			r.density = float64(r.portal) / span
 		}
@@ -122,39 +126,40 @@ WHERE l.entity = $1 AND l.pass = $2 AND starts_with(l.cursor, $3)`, scope, pass,
 }
 
 // inRangeRecord is a live record in a range a delta pass listed again: which range (its index),
-// and whether the listing saw it.
+// whether the pass saw it, and whether the listing again did.
 type inRangeRecord struct {
 	goneRecord
-	rng  int
-	seen bool
+	rng            int
+	seen, relisted bool
 }
 
 // recordsInRanges returns the live records of entity whose portal ids start with prefix and lie
-// in one of the ranges (sorted, not overlapping), each with its range and whether it was read at
-// or after since.
+// in one of the ranges (sorted, not overlapping), each with its range, whether it was read at or
+// after since, and whether at or after its range's counts.
 func (s Store) recordsInRanges(ctx context.Context, entity, prefix string, since time.Time, ranges []relisted) ([]inRangeRecord, error) {
 	above := make([]int64, len(ranges)) // width_bucket's thresholds: a range holds the ids above its lo
 	upTo := make([]int64, len(ranges))
+	counted := make([]time.Time, len(ranges))
 	for i, r := range ranges {
 		lo, errL := strconv.ParseInt(r.lo, 10, 64)
 		hi, errH := strconv.ParseInt(r.hi, 10, 64)
 		if errL != nil || errH != nil {
 			return nil, fmt.Errorf("%s: ID range after %q up to %q is not numeric", entity, r.lo, r.hi)
 		}
-		above[i], upTo[i] = lo+1, hi
+		above[i], upTo[i], counted[i] = lo+1, hi, r.counted
 	}
-	rows, err := s.db.Query(ctx, `SELECT id, source_id, status, b - 1, fetched_at >= $5 FROM (
+	rows, err := s.db.Query(ctx, `SELECT id, source_id, status, b - 1, fetched_at >= $5, fetched_at >= ($7::timestamptz[])[b] FROM (
   SELECT id, source_id, status, fetched_at, n, width_bucket(n, $3::bigint[]) AS b FROM (
     SELECT id, source_id, status, fetched_at, `+numericTail("$6")+` AS n FROM bitrix_records
     WHERE entity = $1 AND starts_with(source_id, $2) AND `+live("")+`) r WHERE n IS NOT NULL) x
-WHERE b > 0 AND n <= ($4::bigint[])[b] ORDER BY id`, entity, prefix, above, upTo, since, len(prefix)+1)
+WHERE b > 0 AND n <= ($4::bigint[])[b] ORDER BY id`, entity, prefix, above, upTo, since, len(prefix)+1, counted)
 	if err != nil {
 		return nil, fmt.Errorf("find %s in the ID ranges listed again: %w", entity, err)
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (inRangeRecord, error) {
 		var r inRangeRecord
 		var st string
-		err := row.Scan(&r.id, &r.sourceID, &st, &r.rng, &r.seen)
+		err := row.Scan(&r.id, &r.sourceID, &st, &r.rng, &r.seen, &r.relisted)
 		r.status = status.Status(st)
 		return r, err
 	})
