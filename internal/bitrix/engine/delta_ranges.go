@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -84,6 +85,9 @@ func (s *IDScan) relistChanged(ctx context.Context, w *rangeWalk) error {
 		if planned, err = e.store().relistedRanges(ctx, scope, inv.Pass); err != nil {
 			return err
 		}
+		if inv, err = e.store().loadInventory(ctx, scope); err != nil { // the portal's total, counted
+			return err
+		}
 	}
 	rw := &rangeWalk{g: w.g, scan: s, zone: w.zone, pass: inv.Pass, before: inv.PassRows, total: inv.SourceTotal, size: w.size}
 	var rows, span float64
@@ -125,11 +129,11 @@ func (s *IDScan) countRanges(ctx context.Context, e *Engine, ent *Entity, inv In
 	if err != nil {
 		return err
 	}
-	note := ""
+	var notes []string
 	if odd > 0 {
 		// Ranges of ids that are not numbers cannot be cut: those records are left to the next
 		// pass, full.
-		note = fmt.Sprintf("%s: %d stored ids are not numbers and were not counted", unexplainedCounts, odd)
+		notes = append(notes, fmt.Sprintf("%d stored ids are not numbers and were not counted", odd))
 	}
 	if err := s.askCounts(ctx, e, ent, cut); err != nil {
 		return err
@@ -148,13 +152,17 @@ func (s *IDScan) countRanges(ctx context.Context, e *Engine, ent *Entity, inv In
 		}
 	}
 	if unexplained > 0 {
-		note = fmt.Sprintf("%s (%d of %d ID ranges)", unexplainedCounts, unexplained, len(cut))
+		notes = append(notes, fmt.Sprintf("%d of %d ID ranges", unexplained, len(cut)))
 		e.log.Warn("the portal counts records in ID ranges that the delta pass did not read: listed again, and the next pass is full",
 			"entity", ent.Name, "scope", scope, "ranges", unexplained)
 	}
 	var totalp *int64
 	if known && odd == 0 {
 		totalp = &total
+	}
+	note := ""
+	if len(notes) > 0 {
+		note = fmt.Sprintf("%s (%s)", unexplainedCounts, strings.Join(notes, "; "))
 	}
 	e.log.Info("ID ranges counted", "entity", ent.Name, "scope", scope, "pass", inv.Pass, "ranges", len(cut), "differ", len(differ))
 	return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
