@@ -378,3 +378,77 @@ func TestDeltaRangesUnexplainedAddition(t *testing.T) {
 		t.Errorf("deleted %v, want none", got)
 	}
 }
+
+// typedItems reads the items of the fake portal's two smart process types, each with an ID scan
+// of its own (a Scope, an IDPrefix), as the smart entity does.
+type typedItems struct{}
+
+var itemTypes = []int{1038, 1042}
+
+func itemScan(et int) *engine.IDScan {
+	return &engine.IDScan{Scan: rest.Scan{Method: "crm.item.list",
+		Params:  map[string]any{"entityTypeId": et, "select": []string{"*"}},
+		IDField: "id", RowsPath: []string{"items"}, Order: map[string]any{"order": map[string]any{"id": "ASC"}}, IDListOp: "@"},
+		CountParams: map[string]any{"select": []string{"id"}},
+		Scope:       fmt.Sprintf("items_%d", et), IDPrefix: strconv.Itoa(et) + ":", Fill: map[string]any{"entityTypeId": et}}
+}
+
+func (typedItems) Get(ctx context.Context, g *engine.GetRun) error {
+	if _, err := g.ResumeOrStart(ctx); err != nil {
+		return err
+	}
+	for _, et := range itemTypes {
+		st := engine.GetStats{Counts: g.Stats.Counts}
+		if err := itemScan(et).Get(ctx, &engine.GetRun{Env: g.Env, Ent: g.Ent, Stats: &st, Start: g.Start}); err != nil {
+			return err
+		}
+	}
+	g.Stats.Complete = true
+	return g.Env.Store().RollUp(ctx, engine.RollUpParams{Entity: g.Ent.Name, Complete: true})
+}
+
+func (typedItems) Total(context.Context, engine.Env, *engine.Entity) (int64, error) { return 0, engine.ErrNoTotal }
+
+func (typedItems) Plan(context.Context, engine.Env, *engine.Entity) ([]engine.EntityPlan, error) {
+	return nil, nil
+}
+
+func (typedItems) Scans(context.Context, engine.Env, *engine.Entity) ([]*engine.IDScan, error) {
+	return []*engine.IDScan{itemScan(itemTypes[0]), itemScan(itemTypes[1])}, nil
+}
+
+// An entity read by one ID scan per type concludes a delta pass's deletions type by type: in the
+// ranges the delta type listed again, by that type's prefix; a type whose pass was full, as a
+// full pass does (what it did not see since the entity's pass started).
+func TestDeltaRangesTypeByType(t *testing.T) {
+	t.Parallel()
+	items := &engine.Entity{Name: "items", Lister: typedItems{}, IDField: "id", Batch: 50, NoFields: "test items",
+		Dates: []string{"createdTime", "updatedTime", "movedTime", "lastActivityTime", "begindate", "closedate"}}
+	w, src, newEngine := deltaWorld(t, bitrixfake.Options{Users: 5, Companies: 3, Contacts: 3, Deals: 3, SmartItems: 60, Seed: 39}, items)
+	// A record of each type the portal does not have (as if deleted there): a copy of its
+	// type's highest item, one id higher; the full type's read before its pass started.
+	var phantoms []string
+	for _, et := range itemTypes {
+		top := pickOne(w, `SELECT source_id FROM bitrix_records WHERE entity = 'items' AND starts_with(source_id, $1)
+ORDER BY length(source_id) DESC, source_id DESC LIMIT 1`, strconv.Itoa(et)+":")
+		n, _ := strconv.Atoi(top[len(strconv.Itoa(et))+1:])
+		phantom := fmt.Sprintf("%d:%d", et, n+1)
+		if _, err := w.Pool.Exec(w.Ctx, `INSERT INTO bitrix_records (entity, source_id, payload, checksum, dates, fetched_at)
+SELECT entity, $2, payload, checksum, dates, fetched_at - make_interval(days => $3) FROM bitrix_records
+WHERE entity = 'items' AND source_id = $1`, top, phantom, len(phantoms)); err != nil {
+			t.Fatal(err)
+		}
+		phantoms = append(phantoms, phantom)
+	}
+	src.reset()
+	st, err := newEngine().DeltaGet(w.Ctx, "items", "items_1038")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := deletedIDs(w, "items"); !slices.Equal(got, phantoms) || st.Deleted != 2 {
+		t.Errorf("deleted %v (get says %d), want %v", got, st.Deleted, phantoms)
+	}
+	if src.counts != 1 || src.relists != 1 || len(src.other) != 0 {
+		t.Errorf("%d count requests, %d re-listings (want 1, 1), other %v", src.counts, src.relists, src.other)
+	}
+}
