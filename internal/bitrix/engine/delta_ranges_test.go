@@ -407,7 +407,9 @@ func (typedItems) Get(ctx context.Context, g *engine.GetRun) error {
 	return g.Env.Store().RollUp(ctx, engine.RollUpParams{Entity: g.Ent.Name, Complete: true})
 }
 
-func (typedItems) Total(context.Context, engine.Env, *engine.Entity) (int64, error) { return 0, engine.ErrNoTotal }
+func (typedItems) Total(context.Context, engine.Env, *engine.Entity) (int64, error) {
+	return 0, engine.ErrNoTotal
+}
 
 func (typedItems) Plan(context.Context, engine.Env, *engine.Entity) ([]engine.EntityPlan, error) {
 	return nil, nil
