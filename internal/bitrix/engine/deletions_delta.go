@@ -58,11 +58,11 @@ func (e *Engine) unseenOfPass(ctx context.Context, ent *Entity, inv Inventory) (
 	}
 	var deltas []deltaScan
 	for _, sc := range scans {
-		sinv, err := s.loadInventory(ctx, sc.scope(ent))
+		sinv, ok, err := s.scanInventory(ctx, sc.scope(ent))
 		if err != nil {
 			return passUnseen{}, err
 		}
-		if sinv.Kind == PassDelta && sinv.Pass > 0 {
+		if ok && sinv.Kind == PassDelta && sinv.Pass > 0 {
 			deltas = append(deltas, deltaScan{sc, sinv})
 		}
 	}

@@ -192,3 +192,20 @@ func (s Store) liveCount(ctx context.Context, entity string) (int64, error) {
 	}
 	return n, nil
 }
+
+// scanInventory is the inventory row of a scan's scope, if it has one: unlike loadInventory it
+// creates none (a smart process type no pass has read yet has no row, and gets none here).
+func (s Store) scanInventory(ctx context.Context, scope string) (Inventory, bool, error) {
+	rows, err := s.db.Query(ctx, `SELECT `+inventoryColumns+` FROM bitrix_inventory WHERE entity = $1`, scope)
+	if err != nil {
+		return Inventory{}, false, fmt.Errorf("inventory of %s: %w", scope, err)
+	}
+	invs, err := pgx.CollectRows(rows, scanInventory)
+	if err != nil || len(invs) == 0 {
+		if err != nil {
+			err = fmt.Errorf("inventory of %s: %w", scope, err)
+		}
+		return Inventory{}, false, err
+	}
+	return invs[0], true, nil
+}
