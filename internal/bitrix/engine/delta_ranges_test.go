@@ -454,3 +454,27 @@ WHERE entity = 'items' AND source_id = $1`, top, phantom, len(phantoms)); err !=
 		t.Errorf("%d count requests, %d re-listings (want 1, 1), other %v", src.counts, src.relists, src.other)
 	}
 }
+
+// Deletions a delta pass concludes follow the policy as a full pass's do: under propagate, set
+// removes them from the target.
+func TestDeltaRangesPropagate(t *testing.T) {
+	t.Parallel()
+	w, _, newEngine := deltaWorld(t, bitrixfake.Options{Deals: 120, Seed: 40}, deltaDealsEntity())
+	propagate := deletePolicy(engine.DeletionsPropagate, false)
+	w.Phases(newEngine(propagate), deltaDeals, "set")
+	ids := w.Portal.DealIDs()
+	gone := []string{strconv.Itoa(ids[3]), strconv.Itoa(ids[77])}
+	for _, id := range gone {
+		deleteOnPortal(w, bitrixfake.DeleteDeals, id)
+	}
+	if _, err := newEngine(propagate).DeltaGet(w.Ctx, deltaDeals); err != nil {
+		t.Fatal(err)
+	}
+	w.Phases(newEngine(propagate), deltaDeals, "set")
+	for _, id := range gone {
+		requireGone(w, engine.DeletionsPropagate, deltaDeals, id)
+	}
+	if n := w.Count(`SELECT count(*) FROM bitrix_records WHERE entity = $1 AND status = $2`, deltaDeals, string(engine.ImportOK)); n != 118 {
+		t.Errorf("%d deals IMPORT_OK, want the other 118", n)
+	}
+}
