@@ -29,6 +29,9 @@ type idRange struct {
 	lo, hi, cursor string
 	done           bool
 	busy           bool // its next pages are on the way or being stored
+	// density, when set, is the range's own rows per unit of ID (a range whose count is known:
+	// delta_ranges.go), in place of the walk's.
+	density float64
 }
 
 // rangeWalk is one get's walk over the open ranges of a pass.
@@ -110,15 +113,19 @@ func densityOf(ranges []*idRange, total *int64) float64 {
 func (w *rangeWalk) estimate(r *idRange) float64 {
 	c, errC := strconv.ParseInt(r.cursor, 10, 64)
 	h, errH := strconv.ParseInt(r.hi, 10, 64)
+	density := w.density
+	if r.density > 0 {
+		density = r.density
+	}
 	switch {
-	case w.density <= 0 || errC != nil:
+	case density <= 0 || errC != nil:
 		return -1
 	case r.hi == "":
 		return 0 // past the last ID at the start of the pass: little or nothing
 	case errH != nil:
 		return -1
 	}
-	return float64(h-c) * w.density
+	return float64(h-c) * density
 }
 
 // pagesFor is how many pages to ask for a range: its expected rows and one short page to see it

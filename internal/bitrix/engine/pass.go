@@ -93,6 +93,9 @@ func (e *Engine) decidePass(in passInput) PassDecision {
 		return full("the last pass did not record the portal's clock")
 	case inv.Fingerprint == nil || *inv.Fingerprint != in.Fingerprint:
 		return full("what a pass reads changed since the last full pass (fields, select or extractor)")
+	case inv.Kind == PassDelta && unexplainedIn(inv.Reason):
+		// Its ID-range counts found records its modification filter did not return (delta_ranges.go).
+		return full("the last delta pass %s", unexplainedCounts)
 	}
 	if age := e.now().Sub(*inv.LastFullAt); age >= e.fullEvery {
 		return full("the last full pass started %s ago (a full pass is due every %s)", age.Round(time.Minute), e.fullEvery)
