@@ -89,7 +89,11 @@ func (s *IDScan) relistChanged(ctx context.Context, w *rangeWalk) error {
 			return err
 		}
 	}
-	rw := &rangeWalk{g: w.g, scan: s, zone: w.zone, pass: inv.Pass, before: inv.PassRows, total: inv.SourceTotal, size: w.size}
+	// A range listed again re-reads the children only of its new and changed records: the
+	// unchanged ones' children were read with them, and the filtered scans re-read those of
+	// every record the portal says was modified (children_delta.go).
+	rw := &rangeWalk{g: w.g, scan: s, zone: w.zone, pass: inv.Pass, before: inv.PassRows, total: inv.SourceTotal, size: w.size,
+		children: childrenOfChanged}
 	var rows, span float64
 	for _, r := range planned {
 		if r.done {

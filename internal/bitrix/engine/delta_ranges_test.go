@@ -133,7 +133,7 @@ func isRangeCount(c rest.Command) bool {
 
 // deltaWorld is a world of one ID-scanned entity (and its children) with its engine's source
 // recorded, after a complete full get of it.
-func deltaWorld(t *testing.T, portal bitrixfake.Options, entities ...*engine.Entity) (*enginetest.World, *deltaSource, func(...func(*engine.Config)) *engine.Engine) {
+func rangesWorld(t *testing.T, portal bitrixfake.Options, entities ...*engine.Entity) (*enginetest.World, *deltaSource, func(...func(*engine.Config)) *engine.Engine) {
 	t.Helper()
 	reg, err := engine.NewRegistry(entities...)
 	if err != nil {
@@ -190,7 +190,7 @@ func holds(segs []rest.Segment, id int) bool {
 func TestDeltaRangesFindDeletions(t *testing.T) {
 	t.Parallel()
 	const deals = 8_000 // four ranges of deltaRangeRows (2,450)
-	w, src, newEngine := deltaWorld(t, bitrixfake.Options{Deals: deals, Seed: 35}, deltaDealsEntity())
+	w, src, newEngine := rangesWorld(t, bitrixfake.Options{Deals: deals, Seed: 35}, deltaDealsEntity())
 	ids := w.Portal.DealIDs()
 	if len(ids) != deals {
 		t.Fatalf("the portal has %d deals, want %d", len(ids), deals)
@@ -282,7 +282,7 @@ func TestDeltaRangesFindDeletions(t *testing.T) {
 func TestDeltaRangesMassDeleteRefused(t *testing.T) {
 	t.Parallel()
 	const deals = 300
-	w, src, newEngine := deltaWorld(t, bitrixfake.Options{Deals: deals, Seed: 36}, deltaDealsEntity())
+	w, src, newEngine := rangesWorld(t, bitrixfake.Options{Deals: deals, Seed: 36}, deltaDealsEntity())
 	ids := w.Portal.DealIDs()
 	var want []string
 	for i := 0; i < 40; i++ { // 13%
@@ -315,7 +315,7 @@ func TestDeltaRangesMassDeleteRefused(t *testing.T) {
 // stay as they were.
 func TestDeltaRangesChildrenFollow(t *testing.T) {
 	t.Parallel()
-	w, _, newEngine := deltaWorld(t, bitrixfake.Options{Users: 20, Tasks: 150, TaskChatPercent: -1, TaskComments: 3, Seed: 37},
+	w, _, newEngine := rangesWorld(t, bitrixfake.Options{Users: 20, Tasks: 150, TaskChatPercent: -1, TaskComments: 3, Seed: 37},
 		enginetest.ChoresEntity(), choreCommentsEntity(), enginetest.PeopleEntity())
 	ids := w.Portal.PortalIDs(bitrixfake.DeleteTasks)
 	var gone []string
@@ -353,7 +353,7 @@ WHERE r.entity = 'chore_comments' AND r.parent_source_id = $1 AND r.status = $2 
 // range is listed again, the deal is read again, and the pass's reason makes the next pass full.
 func TestDeltaRangesUnexplainedAddition(t *testing.T) {
 	t.Parallel()
-	w, src, newEngine := deltaWorld(t, bitrixfake.Options{Deals: 120, Seed: 38}, deltaDealsEntity())
+	w, src, newEngine := rangesWorld(t, bitrixfake.Options{Deals: 120, Seed: 38}, deltaDealsEntity())
 	back := strconv.Itoa(w.Portal.DealIDs()[60])
 	r := w.Record(deltaDeals, back)
 	c := status.Change{Reason: "test: deleted", Code: engine.CodeDeletedAtSource, Actor: "test"}
@@ -426,7 +426,7 @@ func TestDeltaRangesTypeByType(t *testing.T) {
 	t.Parallel()
 	items := &engine.Entity{Name: "items", Lister: typedItems{}, IDField: "id", Batch: 50, NoFields: "test items",
 		Dates: []string{"createdTime", "updatedTime", "movedTime", "lastActivityTime", "begindate", "closedate"}}
-	w, src, newEngine := deltaWorld(t, bitrixfake.Options{Users: 5, Companies: 3, Contacts: 3, Deals: 3, SmartItems: 60, Seed: 39}, items)
+	w, src, newEngine := rangesWorld(t, bitrixfake.Options{Users: 5, Companies: 3, Contacts: 3, Deals: 3, SmartItems: 60, Seed: 39}, items)
 	// A record of each type the portal does not have (as if deleted there): a copy of its
 	// type's highest item, one id higher; the full type's read before its pass started.
 	var phantoms []string
@@ -459,7 +459,7 @@ WHERE entity = 'items' AND source_id = $1`, top, phantom, len(phantoms)); err !=
 // removes them from the target.
 func TestDeltaRangesPropagate(t *testing.T) {
 	t.Parallel()
-	w, _, newEngine := deltaWorld(t, bitrixfake.Options{Deals: 120, Seed: 40}, deltaDealsEntity())
+	w, _, newEngine := rangesWorld(t, bitrixfake.Options{Deals: 120, Seed: 40}, deltaDealsEntity())
 	propagate := deletePolicy(engine.DeletionsPropagate, false)
 	w.Phases(newEngine(propagate), deltaDeals, "set")
 	ids := w.Portal.DealIDs()

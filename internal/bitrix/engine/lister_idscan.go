@@ -117,10 +117,7 @@ func (s *IDScan) Get(ctx context.Context, g *GetRun) error {
 			return err
 		}
 	}
-	if err := w.run(ctx); err != nil || !g.Pass.Delta() {
-		return err
-	}
-	return s.relistChanged(ctx, w) // a delta pass's deletions: delta_ranges.go
+	return w.run(ctx)
 }
 
 // begin plans the walk's ranges (those of an interrupted pass where each stopped, or a new pass

@@ -214,10 +214,9 @@ func (w *rangeWalk) plan(ctx context.Context) error {
 }
 
 // afterDelta runs once every filtered scan of a delta pass is read, before the pass is marked
-// complete: the place of the ID-range counts that find what a delta pass cannot see by
-// modification time (records deleted, docs/bitrix-delta.md). None yet: a delta pass concludes no
-// deletions (cannotConclude).
-func (w *rangeWalk) afterDelta(ctx context.Context) error { return nil }
+// complete: the ID-range counts find what a delta pass cannot see by modification time (records
+// deleted), and the ranges whose counts differ are listed again (delta_ranges.go).
+func (w *rangeWalk) afterDelta(ctx context.Context) error { return w.scan.relistChanged(ctx, w) }
 
 // log is the writes that go with a filtered scan's page, in its transaction: the ranges' places
 // under the scan's scope, its page log rows, and the pass's rows on the entity's inventory.

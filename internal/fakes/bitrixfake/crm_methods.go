@@ -234,7 +234,7 @@ func itemFilter(fm map[string]any, sample object) ([]cond, *answer) {
 		if strings.EqualFold(key, "logic") {
 			continue
 		}
-		if sub, nested := value.(map[string]any); nested {
+		if sub, nested := value.(map[string]any); nested && !namesField(key, sample) {
 			group, refusal := itemFilter(sub, sample)
 			if refusal != nil {
 				return nil, refusal
@@ -252,6 +252,9 @@ func itemFilter(fm map[string]any, sample object) ([]cond, *answer) {
 		}
 		name := key[len(op):]
 		_, known := sample.get(name)
+		if m, ok := value.(map[string]any); ok {
+			value = phpList(m) // a list sent form-encoded arrives as {"0": .., "1": ..}
+		}
 		switch {
 		case strings.EqualFold(name, "id"):
 			conds = append(conds, cond{op: op, field: "ID", value: value})
@@ -266,6 +269,37 @@ func itemFilter(fm map[string]any, sample object) ([]cond, *answer) {
 		}
 	}
 	return conds, nil
+}
+
+// namesField reports whether a filter key names a field of the rows (with its prefix), so that its
+// value, even an object, is the field's value: a list form-encoded as filter[@id][0]=1 arrives
+// as {"0": "1"}; only a key naming no field holds a nested filter.
+func namesField(key string, sample object) bool {
+	for _, op := range filterOps {
+		if strings.HasPrefix(key, op) {
+			key = key[len(op):]
+			break
+		}
+	}
+	if strings.EqualFold(key, "id") {
+		return true
+	}
+	_, known := sample.get(key)
+	return known
+}
+
+// phpList turns an object with the keys 0..n-1 (a list as PHP receives a form-encoded array)
+// into that list, in key order; any other object is returned as it is.
+func phpList(m map[string]any) any {
+	out := make([]any, len(m))
+	for k, v := range m {
+		i, err := strconv.Atoi(k)
+		if err != nil || i < 0 || i >= len(m) {
+			return m
+		}
+		out[i] = v
+	}
+	return out
 }
 
 // crmProductRowList is crm.item.productrow.list: the =ownerType and =ownerId filter keys are
