@@ -21,6 +21,13 @@ type Plan struct {
 	Seconds float64 `json:"seconds"`
 	// PlanCalls is what asking cost: the calls the plan itself sent.
 	PlanCalls int `json:"plan_calls"`
+	// VerifyCalls adds up the entities' verify calls.
+	VerifyCalls int `json:"verify_calls"`
+	// MigrateCalls is what `bitrix migrate` sends the portal: get's and verify's calls, and
+	// the plan it makes before it starts (as many as PlanCalls: it asks the same). Set sends
+	// the portal nothing. MigrateSeconds is their time at the rate.
+	MigrateCalls   int     `json:"migrate_calls"`
+	MigrateSeconds float64 `json:"migrate_seconds"`
 }
 
 // EntityPlan is the plan of one entity.
@@ -35,6 +42,9 @@ type EntityPlan struct {
 	Seconds float64 `json:"seconds"`
 	// How says how the figures were obtained.
 	How string `json:"how"`
+	// VerifyCalls is how many calls verify sends the portal for the entity: its count
+	// (Lister.Total) and what the entity's own checks read again.
+	VerifyCalls int `json:"verify_calls"`
 }
 
 // Plan asks the portal how large each entity is, with one cheap call per entity (a count of a
@@ -55,6 +65,13 @@ func (e *Engine) planOf(ctx context.Context, rate rest.Rate, ents []*Entity) (Pl
 		if err != nil {
 			return p, fmt.Errorf("plan %s: %w", ent.Name, err)
 		}
+		// The walks of ent's children are keyed by what its lister reads: they see its count.
+		for _, ep := range plans {
+			if ep.Records >= 0 {
+				planned[ep.Entity] += ep.Records
+			}
+		}
+		listed := len(plans)
 		for _, child := range e.registry.Children(ent) {
 			switch {
 			case child.Lister != nil:
@@ -71,18 +88,21 @@ func (e *Engine) planOf(ctx context.Context, rate rest.Rate, ents []*Entity) (Pl
 				plans = append(plans, EntityPlan{Entity: child.Name, Records: records, Calls: calls, How: how})
 			}
 		}
-		for _, ep := range plans {
-			if ep.Records >= 0 {
+		for i, ep := range plans {
+			if ep.Records >= 0 && i >= listed {
 				planned[ep.Entity] += ep.Records
 			}
 			ep.Seconds = round1(float64(ep.Calls) / rate.PerSecond)
 			p.Calls += ep.Calls
+			p.VerifyCalls += ep.VerifyCalls
 			p.Seconds += ep.Seconds
 			p.Entities = append(p.Entities, ep)
 		}
 	}
 	p.Seconds = round1(p.Seconds)
 	p.PlanCalls = int(e.stats() - before)
+	p.MigrateCalls = p.Calls + p.VerifyCalls + p.PlanCalls
+	p.MigrateSeconds = round1(float64(p.MigrateCalls) / rate.PerSecond)
 	return p, nil
 }
 
@@ -96,7 +116,7 @@ func (s *IDScan) Plan(ctx context.Context, env Env, ent *Entity) ([]EntityPlan, 
 	if err != nil {
 		return nil, err
 	}
-	out := []EntityPlan{{Entity: ent.Name, Records: n, Calls: IDScanCalls(n),
+	out := []EntityPlan{{Entity: ent.Name, Records: n, Calls: IDScanCalls(n), VerifyCalls: 1,
 		How: s.Scan.Method + " count; get reads 2,500 rows per call in ID ranges"}}
 	if s.CompleteMethod != "" {
 		out[0].Calls += CeilDiv(n, rest.MaxBatch)
@@ -108,11 +128,11 @@ func (s *IDScan) Plan(ctx context.Context, env Env, ent *Entity) ([]EntityPlan, 
 		}
 		parents, how := n, ""
 		if w, ok := child.Walk.(WalksParents); ok {
-			walked, err := w.ParentsWalked(ctx, e.env())
+			walked, err := w.ParentsWalked(ctx, e.env(), n)
 			if err != nil {
 				return nil, err
 			}
-			parents, how = max(0, n-walked), fmt.Sprintf(" (less the %d read so far that the walk reads)", walked)
+			parents, how = max(0, n-walked), fmt.Sprintf(" (less the %d that the walk reads)", walked)
 		}
 		out = append(out, EntityPlan{Entity: child.Name, Records: -1, Calls: fetchCalls(n, parents),
 			How: fmt.Sprintf("one %s per record of %s%s, %d to a call; no count before they are read", child.Fetch.Method, ent.Name, how, rest.MaxBatch)})
@@ -124,8 +144,9 @@ func (s *IDScan) Plan(ctx context.Context, env Env, ent *Entity) ([]EntityPlan, 
 // reads for the others (children kept in another listing for some parents): the plan
 // counts those parents in the walk's line, not also in the fetch's.
 type WalksParents interface {
-	// ParentsWalked is how many of the parents read so far the walk reads instead of the fetch.
-	ParentsWalked(ctx context.Context, env Env) (int64, error)
+	// ParentsWalked is how many of the parents the walk reads instead of the fetch: of those
+	// read so far, or, before any is, an estimate for the portal's count of them (parents).
+	ParentsWalked(ctx context.Context, env Env, parents int64) (int64, error)
 }
 
 // IDScanCalls is how many calls an ID-scan get of n rows sends (see newRanges).
