@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 )
 
@@ -30,21 +31,24 @@ func (app *app) bitrixPlan(ctx context.Context, c *bitrixCmd) error {
 		return app.printJSON(p)
 	}
 	w := tabwriter.NewWriter(app.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "ENTITY\tRECORDS\tGET CALLS\tTIME AT "+p.Rate+"\tVERIFY CALLS\t")
+	fmt.Fprintln(w, "ENTITY\tPASS\tRECORDS\tGET CALLS\tTIME AT "+p.Rate+"\tVERIFY CALLS\t")
 	for _, ep := range p.Entities {
 		records := "unknown"
 		if ep.Records >= 0 {
 			records = fmt.Sprint(ep.Records)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%d\t\n", ep.Entity, records, ep.Calls, seconds(ep.Seconds), ep.VerifyCalls)
+		if ep.Pass == engine.PassDelta {
+			records = fmt.Sprintf("%d of %s", ep.Changed, records)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%d\t\n", ep.Entity, ep.Pass, records, ep.Calls, seconds(ep.Seconds), ep.VerifyCalls)
 	}
-	fmt.Fprintf(w, "total\t\t%d\t%s\t%d\t\n", p.Calls, seconds(p.Seconds), p.VerifyCalls)
+	fmt.Fprintf(w, "total\t\t\t%d\t%s\t%d\t\n", p.Calls, seconds(p.Seconds), p.VerifyCalls)
 	if err := w.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintln(app.stdout)
 	for _, ep := range p.Entities {
-		fmt.Fprintf(app.stdout, "  %s: %s\n", ep.Entity, ep.How)
+		fmt.Fprintf(app.stdout, "  %s: %s pass (%s); %s\n", ep.Entity, ep.Pass, ep.PassReason, ep.How)
 	}
 	fmt.Fprintf(app.stdout, "Times are calls at the drain rate (a bucket with room saves up to %d calls' worth); set, verify\n"+
 		"and the target's own pace come on top. Asking took %d calls.\n", rt.Burst-1, p.PlanCalls)

@@ -135,9 +135,27 @@ func (s smartItems) Plan(ctx context.Context, e engine.Env, ent *engine.Entity) 
 	}
 	p := engine.EntityPlan{Entity: ent.Name, VerifyCalls: engine.CeilDiv(int64(len(types)), rest.MaxBatch),
 		How: "crm.item.list count per type (one batch); get reads each type in ID ranges, 2,500 rows per call"}
-	for _, n := range counts {
+	var scopes []string
+	var passes []engine.PassDecision
+	for _, et := range types {
+		n := counts[et]
 		p.Records += n
+		scan := smartScan(et)
+		pass, err := scan.PlanPass(ctx, e, ent, n)
+		if err != nil {
+			return nil, err
+		}
+		scopes, passes = append(scopes, scan.Scope), append(passes, pass.Decision)
+		if pass.Decision.Delta() {
+			p.Calls += pass.Calls
+			p.Changed += pass.Changed
+			continue
+		}
 		p.Calls += engine.IDScanCalls(n)
+	}
+	p.Pass, p.PassReason = engine.PassSummary(scopes, passes)
+	if p.Changed > 0 {
+		p.How += fmt.Sprintf("; the delta passes read %d changed items", p.Changed)
 	}
 	switch {
 	case len(types) == 0:
