@@ -3,7 +3,9 @@ package bitrix
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -39,6 +41,12 @@ func planGroupIDs(ctx context.Context, e engine.Env) (ids []string, fromPortal b
 		}
 		return nil
 	})
+	if _, refused := errors.AsType[*rest.APIError](err); refused {
+		// The webhook may not list workgroups (no sonet scope): get will find no workgroup
+		// chats either, groups being unread.
+		e.Log().Warn("plan: the workgroups cannot be listed: their chats are not counted", "error", err)
+		return nil, false, nil
+	}
 	if err != nil {
 		return nil, false, fmt.Errorf("plan: list the workgroups: %w", err)
 	}
@@ -81,38 +89,52 @@ func planSmartTypeIDs(ctx context.Context, e engine.Env) (types []int, fromPorta
 	return slices.Compact(types), true, nil
 }
 
+// taskChatSamples is how many pages of tasks planTaskChats reads, spread over the portal's
+// tasks: the new card came late, so the newest tasks alone would overstate its share.
+const taskChatSamples = 10
+
 // planTaskChats is how many of the portal's tasks have a chat (the new card), before tasks are
-// read: the share of the first page of tasks.task.list (read as get reads it) that names a
-// chatId, applied to the portal's count of tasks. A list that leaves chatId out (some portals;
-// get then asks tasks.task.get) shows none.
+// read: the share of a sample that names a chatId (pages of tasks.task.list, read as get reads
+// them, at offsets spread over the tasks, in one batch), applied to the portal's count of tasks.
+// A list that leaves chatId out (some portals; get then asks tasks.task.get) shows none.
 func planTaskChats(ctx context.Context, e engine.Env, tasks int64) (int64, error) {
 	scan, ok := e.Entity(Tasks).Lister.(*engine.IDScan)
 	if !ok || tasks <= 0 {
 		return 0, nil
 	}
-	params := map[string]any{"start": 0}
-	for k, v := range scan.Scan.Params {
-		params[k] = v
+	pages := min(int64(taskChatSamples), (tasks+rest.PageSize-1)/rest.PageSize)
+	var cmds []rest.Command
+	for i := range pages {
+		params := map[string]any{}
+		maps.Copy(params, scan.Scan.Params)
+		maps.Copy(params, scan.Scan.Order)
+		params["start"] = tasks * i / pages / rest.PageSize * rest.PageSize
+		cmds = append(cmds, rest.Command{Key: fmt.Sprintf("s%d", i), Method: scan.Scan.Method, Params: params})
 	}
-	resp, err := e.Source().Call(ctx, scan.Scan.Method, params)
-	if err != nil {
-		return 0, fmt.Errorf("plan: sample the tasks' chats: %w", err)
-	}
-	rows, err := resp.Rows(scan.Scan.RowsPath...)
-	if err != nil || len(rows) == 0 {
+	seen, with := 0, 0
+	err := e.BatchEach(ctx, cmds, func(_ string, r *rest.Response) error {
+		rows, err := r.Rows(scan.Scan.RowsPath...)
+		if err != nil {
+			return err
+		}
+		for _, row := range rows {
+			var t struct {
+				ChatID rest.ID `json:"chatId"`
+			}
+			if err := json.Unmarshal(row, &t); err != nil {
+				return err
+			}
+			seen++
+			if !engine.None(string(t.ChatID)) {
+				with++
+			}
+		}
+		return nil
+	}, func(key string, err error) error {
+		return fmt.Errorf("plan: sample the tasks' chats (%s): %w", key, err)
+	})
+	if err != nil || seen == 0 {
 		return 0, err
 	}
-	with := 0
-	for _, row := range rows {
-		var t struct {
-			ChatID rest.ID `json:"chatId"`
-		}
-		if err := json.Unmarshal(row, &t); err != nil {
-			return 0, fmt.Errorf("plan: sample the tasks' chats: %w", err)
-		}
-		if !engine.None(string(t.ChatID)) {
-			with++
-		}
-	}
-	return (tasks*int64(with) + int64(len(rows))/2) / int64(len(rows)), nil
+	return (tasks*int64(with) + int64(seen)/2) / int64(seen), nil
 }
