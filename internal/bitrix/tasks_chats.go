@@ -111,5 +111,5 @@ func plannedTaskChats(ctx context.Context, e engine.Env, tasks int64) (int64, st
 		return 0, "of the tasks read so far", err
 	}
 	n, err := planTaskChats(ctx, e, tasks)
-	return n, "estimated from the first page of tasks (tasks not read yet)", err
+	return n, "estimated from a sample of the portal's tasks (not read yet)", err
 }
