@@ -64,7 +64,7 @@ func (chatLister) Total(context.Context, engine.Env, *engine.Entity) (int64, err
 // chat for its message count (im.dialog.get, 50 chats to a call). Before workgroups are read,
 // it lists the portal's itself (planGroupIDs), as its own asking. Verify reads the recent list
 // again and asks every readable chat for its count again.
-func (chatLister) Plan(ctx context.Context, e engine.Env, ent *engine.Entity) ([]engine.EntityPlan, error) {
+func (l chatLister) Plan(ctx context.Context, e engine.Env, ent *engine.Entity) ([]engine.EntityPlan, error) {
 	before := e.Requests()
 	rows, _, err := recentChats(ctx, e, 0)
 	if err != nil {
@@ -100,14 +100,29 @@ func (chatLister) Plan(ctx context.Context, e engine.Env, ent *engine.Entity) ([
 			readable = append(readable, c.ID)
 		}
 	}
+	stored, err := e.Store().CountByParent(ctx, ChatMessages)
+	if err != nil {
+		return nil, err
+	}
 	var messages int64
-	pages := 0
-	err = messageCounts(ctx, e, readable, func(_ string, count int64) {
+	pages, toppedUp := 0, 0
+	err = messageCounts(ctx, e, readable, func(chat string, count int64) {
 		messages += count
+		if had := stored[chat]; had > 0 && !l.rescan {
+			// A chat read before is topped up from its newest stored message.
+			toppedUp++
+			count = max(0, count-had)
+		}
 		pages += int(count/rest.PageSize) + 1 // the walk ends at its first short page
 	}, func(string, *engine.Unreachable) {})
 	if err != nil {
 		return nil, err
+	}
+	messagesHow := "im.dialog.get message_count per readable chat; get reads 50 pages per call"
+	messagesPass := "every readable chat's history is read"
+	if toppedUp > 0 {
+		messagesHow += fmt.Sprintf("; %d chats read before are topped up: only their messages not stored yet", toppedUp)
+		messagesPass = "every readable chat is asked again, from its newest stored message"
 	}
 	how := "im.recent.list and the workgroups' chats, read as get reads them, with participants"
 	if fromPortal {
@@ -117,7 +132,7 @@ func (chatLister) Plan(ctx context.Context, e engine.Env, ent *engine.Entity) ([
 		{Entity: ent.Name, Records: int64(len(rows)), Calls: int(listing), How: how,
 			VerifyCalls: int(recent) + engine.CeilDiv(int64(len(readable)), rest.MaxBatch)},
 		{Entity: ChatMessages, Records: messages, Calls: engine.CeilDiv(int64(pages), rest.MaxBatch),
-			How: "im.dialog.get message_count per readable chat; get reads 50 pages per call"},
+			How: messagesHow, Pass: engine.PassFull, PassReason: messagesPass},
 	}, nil
 }
 

@@ -181,3 +181,9 @@ func reasonsOf(ds []PassDecision) []string {
 	}
 	return out
 }
+
+// CountByParent counts a child entity's stored records by their parent's source id: a plan of
+// a walk that tops up what it stored (a chat's history) counts only what it has not.
+func (s Store) CountByParent(ctx context.Context, child string) (map[string]int64, error) {
+	return s.countByParent(ctx, child)
+}
