@@ -187,3 +187,51 @@ func reasonsOf(ds []PassDecision) []string {
 func (s Store) CountByParent(ctx context.Context, child string) (map[string]int64, error) {
 	return s.countByParent(ctx, child)
 }
+
+// lastPassPages is how many pages each key of a walk took in its last pass, when that pass
+// completed (nil otherwise): a rerun of a walk whose keys start over reads as many again.
+func (s Store) lastPassPages(ctx context.Context, entity string) (map[string]int, error) {
+	inv, err := s.peekInventory(ctx, entity)
+	if err != nil || inv.Pass == 0 || !inv.Complete {
+		return nil, err
+	}
+	rows, err := s.db.Query(ctx, `SELECT split_part(cursor, ' ', 1), count(*) FROM bitrix_page_log
+WHERE entity = $1 AND pass = $2 GROUP BY 1`, entity, inv.Pass)
+	if err != nil {
+		return nil, fmt.Errorf("pages of %s's last pass: %w", entity, err)
+	}
+	out := map[string]int{}
+	var key string
+	var n int
+	if _, err := pgx.ForEachRow(rows, []any{&key, &n}, func() error { out[key] = n; return nil }); err != nil {
+		return nil, fmt.Errorf("pages of %s's last pass: %w", entity, err)
+	}
+	return out, nil
+}
+
+// walkCalls is how many calls a KeyWalk sends for keys of so many pages each, batched as its
+// take does: up to a batch of commands, the next page of each key in queue order (chain pages of
+// a key when few keys are left), keys not done going back to the end of the queue. One batch in
+// flight at a time: concurrent batches share the queue, which changes little.
+func walkCalls(pages []int, chain int) int {
+	queue := slices.Clone(pages)
+	calls := 0
+	for len(queue) > 0 {
+		per := 1
+		if chain > 1 {
+			per = min(max(rest.MaxBatch/len(queue), 1), chain)
+		}
+		var left []int
+		cmds, i := 0, 0
+		for ; i < len(queue) && cmds < rest.MaxBatch; i++ {
+			sent := min(per, rest.MaxBatch-cmds)
+			cmds += sent
+			if queue[i] > sent {
+				left = append(left, queue[i]-sent)
+			}
+		}
+		queue = append(queue[i:], left...)
+		calls++
+	}
+	return calls
+}
