@@ -204,6 +204,9 @@ func (e *Engine) cannotConclude(ctx context.Context, ent *Entity) (string, bool)
 		return "the get pass is not complete", true
 	case inv.Limit != nil:
 		return "the get pass ran with test_limit", true
+	case inv.Kind == PassDelta:
+		// Not seeing a record is no sign of its deletion when the pass read only what changed.
+		return "the get pass read only what changed (delta)", true
 	}
 	if _, owned := ent.Lister.(OwnedLister); owned && inv.Kind == PassDelta {
 		return "a delta pass of records read per owner concludes them owner by owner (perrecord_delta.go)", true

@@ -58,6 +58,13 @@ type rangeWalk struct {
 	size     rowSize
 	held     float64
 	heldBack bool // logged once
+
+	// delta is set on the walk of a delta pass's filtered scan (lister_idscan_delta.go): its
+	// pages move the entity's inventory, not the scan's, and never end the pass.
+	delta *deltaWalk
+	// bounds is the whole listing's bounds read when a delta pass started (nil when resumed):
+	// its total and highest ID, for afterDelta.
+	bounds *rest.Bounds
 }
 
 // newRanges plans a new pass from the listing's bounds: the IDs after the first page up to the
@@ -121,7 +128,7 @@ func (w *rangeWalk) pagesFor(r *idRange) int {
 	if est := w.estimate(r); est >= 0 {
 		n = int(math.Ceil(est/rest.PageSize)) + 1
 	}
-	if lim := w.g.Env.e.testLimit; lim > 0 {
+	if lim := w.g.Env.e.testLimit; lim > 0 && w.delta == nil { // a delta pass (resumed) is never limited
 		left := int64(lim) - w.before - w.stored
 		n = int(min(int64(n), (left+rest.PageSize-1)/rest.PageSize))
 	}
@@ -278,7 +285,7 @@ func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Pag
 	limited := false
 	w.mu.Lock()
 	left := int64(math.MaxInt64)
-	if lim := e.testLimit; lim > 0 {
+	if lim := e.testLimit; lim > 0 && w.delta == nil {
 		left = int64(lim) - w.before - w.stored
 	}
 	w.mu.Unlock()
@@ -290,6 +297,12 @@ func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Pag
 				rows, last, limited = rows[:max(left, 0)], true, true
 			}
 			left -= int64(len(rows))
+			if w.delta != nil {
+				var err error
+				if rows, err = w.delta.fresh(ent, w.scan.IDPrefix, rows); err != nil {
+					return err
+				}
+			}
 			rows, err := w.scan.complete(ctx, e, rows)
 			if err != nil {
 				return err
@@ -299,7 +312,7 @@ func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Pag
 				return err
 			}
 			next := p.Next
-			if len(gotIDs) > 0 {
+			if len(gotIDs) > 0 && w.delta == nil { // a delta's page may have dropped rows read before
 				next = gotIDs[len(gotIDs)-1]
 			}
 			recs = append(recs, got...)
@@ -332,9 +345,16 @@ func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Pag
 		ranges.pages = append(ranges.pages, m.pages...)
 		ranges.steps = append(ranges.steps, rangeStep{lo: m.r.lo, cursor: m.cursor, done: m.done || limited})
 	}
-	saved, err := e.savePage(ctx, e.store(), Page{Records: batch, ranges: ranges, reread: reread})
+	page := Page{Records: batch, ranges: ranges, reread: reread}
+	if w.delta != nil {
+		page.ranges, page.then = nil, w.delta.log(ranges, e.runID)
+	}
+	saved, err := e.savePage(ctx, e.store(), page)
 	if err != nil {
 		return err
+	}
+	if w.delta != nil {
+		w.delta.stored(recs)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -350,7 +370,9 @@ func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Pag
 	}
 	saved.AddCounts(w.g.Stats)
 	open := slices.ContainsFunc(w.ranges, func(r *idRange) bool { return !r.done })
-	w.g.Stats.Complete = !open || limited
+	if w.delta == nil {
+		w.g.Stats.Complete = !open || limited
+	}
 	e.progress("get", ent.Name, w.before+w.stored, w.total, int(w.stored), w.g.Start)
 	if limited {
 		w.limit = true

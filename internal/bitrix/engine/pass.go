@@ -80,6 +80,9 @@ func (e *Engine) decidePass(in passInput) PassDecision {
 		return full("%s", in.NoDelta)
 	case e.full:
 		return full("asked with --full")
+	case e.testLimit > 0:
+		// A limited pass is never a baseline, and a delta of one would miss what it skipped.
+		return full("this pass is limited to %d records (test_limit)", e.testLimit)
 	case inv.Pass == 0 || inv.LastFullAt == nil:
 		return full("no complete full pass yet")
 	case !inv.Complete:
