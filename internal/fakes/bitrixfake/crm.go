@@ -440,7 +440,7 @@ func (p *Portal) smartRow(t smartType, id int, original bool) object {
 	row := object{
 		{"id", id}, {"entityTypeId", t.entityTypeID}, {"title", fmt.Sprintf("%s №%d", t.title, id)},
 		{"categoryId", cat}, {"stageId", prefix + stage[0]}, {"opportunity", money(r)}, {"currencyId", "RUB"},
-		{"isManualOpportunity", "Y"}, {"companyId", companyID}, {"contactId", contactIDs[0]}, {"contactIds", contactIDs},
+		{"isManualOpportunity", "Y"}, {"companyId", companyID}, {"contactId", firstOr0(contactIDs)}, {"contactIds", contactIDs},
 		{"parentId2", parentDeal}, {"opened", "Y"},
 		{"assignedById", p.pickUser(r)}, {"createdBy", p.pickUser(r)}, {"updatedBy", p.pickUser(r)},
 		{"createdTime", p.isoDate(created)}, {"updatedTime", p.isoDate(updated)},
@@ -457,6 +457,14 @@ func (p *Portal) smartRow(t smartType, id int, original bool) object {
 		row = append(row, field{ufName(longSmartField, original), fmt.Sprintf("Отдел %d", 1+r.IntN(9))})
 	}
 	return p.crmTimes(t.entityTypeID, id, row)
+}
+
+// firstOr0 is a list's first value, 0 for an empty one (a portal without contacts).
+func firstOr0(list []any) any {
+	if len(list) == 0 {
+		return 0
+	}
+	return list[0]
 }
 
 func containsAny(list []any, v any) bool {
@@ -495,11 +503,13 @@ func smartUserfields() []object {
 // productRows are a deal's product rows: every third deal has two, the fourth deal 53 (more than
 // a page); a deleted deal has none.
 func (p *Portal) productRows(dealID int) []object {
+	if indexOf(p.deals, dealID) < 0 {
+		return nil
+	}
 	i := indexOf(p.genDeals, dealID)
 	n := 0
 	switch {
-	case i < 0 || indexOf(p.deals, dealID) < 0:
-		return nil
+	case i < 0: // added since (mutate.go)
 	case i == 3:
 		n = 53
 	case i%3 == 0:
@@ -518,7 +528,7 @@ func (p *Portal) productRows(dealID int) []object {
 			{"type", 1}, {"storeId", nil},
 		}
 	}
-	return rows
+	return p.productRowChanges(dealID, rows)
 }
 
 func indexOf(ids []int, id int) int {

@@ -3,6 +3,7 @@ package bitrixfake
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -193,16 +194,36 @@ func (p *Portal) crmItemList(params map[string]any) answer {
 	q := listQuery{filter: conds, order: "ID", start: startParam(params)}
 	if o, ok := param(params, "order"); ok {
 		if m, isMap := o.(map[string]any); isMap {
-			for field, dir := range m {
-				if !strings.EqualFold(field, "id") {
+			// Every field of the rows sorts (object-fields.md); the first key sorted by name
+			// decides, the JSON order of several being lost in the decoding.
+			for i, field := range slices.Sorted(maps.Keys(m)) {
+				dir := strings.ToUpper(strval(m[field]))
+				_, known := sample.get(field)
+				switch {
+				case !strings.EqualFold(field, "id") && (!known || field == "fm" || field == "entityTypeId"):
 					return fail(http.StatusBadRequest, "INVALID_ARG_VALUE", fmt.Sprintf("Invalid order: field '%s' is not allowed in order", field))
+				case dir != "ASC" && dir != "DESC":
+					return fail(http.StatusBadRequest, "INVALID_ARG_VALUE", fmt.Sprintf(
+						"Invalid order: allowed sort directions are ASC, DESC. But got '%s' for field '%s'", strval(m[field]), field))
+				case i > 0:
+					continue
+				case !strings.EqualFold(field, "id"):
+					q.order = field
 				}
-				q.desc = strings.EqualFold(strval(dir), "DESC")
+				q.desc = dir == "DESC"
 			}
 		}
 	}
+	ids := p.crmIDs(et)
+	narrowed, scanned, prefiltered := p.crmPrefilter(et, ids, conds)
+	if prefiltered {
+		ids = narrowed
+	}
 	// The rows are looked at by their upper-case ID, as the fake's filters do.
-	res := list(p.crmIDs(et), func(id int) object { return append(object{{"ID", id}}, row(id)...) }, q)
+	res := list(ids, func(id int) object { return append(object{{"ID", id}}, row(id)...) }, q)
+	if prefiltered && res.total != nil {
+		res.counted = scanned // the portal's count looks at the whole range
+	}
 	sel, hasSelect := param(params, "select")
 	wanted := listOf(sel)
 	all := !hasSelect || slices.ContainsFunc(wanted, func(s any) bool { return strval(s) == "*" })

@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
 // Changes made on the portal between two runs of a migration, for tests and benchmarks (Edit,
-// Add, AddTaskComment, DeleteTaskComment, AddTimelineComment, DeleteTimelineComment; Delete is
-// in delete.go). Each change is dated by the portal's clock and moves the fields the
+// Add here, comments in mutate_comments.go, product rows in products.go, Delete in delete.go,
+// Churn in churn.go). Each change is dated by the portal's clock and moves the fields the
 // documentation says it moves:
 //
 //   - an edit of a CRM record moves its updatedTime and updatedBy (crm.item.list; DATE_MODIFY
@@ -26,7 +27,10 @@ import (
 //   - a deletion of a comment lowers the task's commentsCount; the docs say nothing of dates
 //     moving when a task comment or a timeline comment is deleted, so nothing moves (the
 //     conservative reading: a client finds such a deletion only by reading the parent's
-//     comments again).
+//     comments again);
+//   - an edit of a user moves its TIMESTAMP_X, of a workgroup its DATE_UPDATE and DATE_ACTIVITY
+//     (DOCS sonet-group/sonet-group-get.md); product rows (products.go) move nothing of their
+//     deal.
 //
 // Dates have a resolution of a second, so a change is dated at least a second after the last
 // answer the portal served: a client that read before the change and filters on "> the time it
@@ -37,15 +41,27 @@ import (
 // TimelineComments names timeline comments of companies, contacts and deals in ChurnReport.
 const TimelineComments = "timeline_comments"
 
+// SmartItems names the items of the smart process with the given entityTypeId for Edit.
+func SmartItems(entityTypeID int) string { return "smart_" + strconv.Itoa(entityTypeID) }
+
+// Users and Groups name the portal's users and workgroups for Edit.
+const (
+	Users  = "users"
+	Groups = "groups"
+)
+
 // mutations is what changed on the portal since it was generated.
 type mutations struct {
 	crm      map[int]map[int]*crmChange // entityTypeId: id: change
 	crmMax   map[int]int                // entityTypeId: the highest id it ever had
 	timeline map[[2]int]*timelineChange // entityTypeId, id: its timeline's changes
+	edits    map[string]map[int]int     // Users, Groups: id: edits
+	products map[int]*productChange     // deal id: its product rows' changes (products.go)
 }
 
 func newMutations() mutations {
-	return mutations{crm: map[int]map[int]*crmChange{}, crmMax: map[int]int{}, timeline: map[[2]int]*timelineChange{}}
+	return mutations{crm: map[int]map[int]*crmChange{}, crmMax: map[int]int{}, timeline: map[[2]int]*timelineChange{},
+		products: map[int]*productChange{}, edits: map[string]map[int]int{Users: {}, Groups: {}}}
 }
 
 // crmChange is what changed on a CRM record; zero times are the generated ones.
@@ -134,9 +150,11 @@ func (p *Portal) crmChangeOf(et, id int) *crmChange {
 }
 
 // Edit changes a record as a person editing it on the portal would: a visible field (a
-// company's or deal's title, a contact's name, a task's title) and the record's modification
-// time (updatedTime, changedDate and activityDate for a task). Entities: DeleteCompanies,
-// DeleteContacts, DeleteDeals, DeleteTasks.
+// company's or deal's title, a contact's name, a task's title, a user's position, a group's
+// name) and the record's modification time (updatedTime, changedDate and activityDate for a
+// task, TIMESTAMP_X for a user, DATE_UPDATE and DATE_ACTIVITY for a group). Entities:
+// DeleteCompanies, DeleteContacts, DeleteDeals, DeleteTasks, Users, Groups, and SmartItems(t)
+// for the items of a smart process.
 func (p *Portal) Edit(entity string, id int) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -144,7 +162,12 @@ func (p *Portal) Edit(entity string, id int) error {
 }
 
 func (p *Portal) edit(entity string, id int) error {
-	if et, ok := crmTypeOf(entity); ok {
+	et, ok := crmTypeOf(entity)
+	if smart, isSmart := strings.CutPrefix(entity, "smart_"); isSmart {
+		et, _ = strconv.Atoi(smart)
+		_, ok = p.smartType(et)
+	}
+	if ok {
 		if indexOf(p.crmIDs(et), id) < 0 {
 			return fmt.Errorf("bitrixfake: no %s %d to edit", entity, id)
 		}
@@ -153,7 +176,11 @@ func (p *Portal) edit(entity string, id int) error {
 		ch.edits++
 		return nil
 	}
-	if entity != DeleteTasks {
+	switch entity {
+	case Users, Groups:
+		return p.editSocial(entity, id)
+	case DeleteTasks:
+	default:
 		return fmt.Errorf("bitrixfake: cannot edit %s", entity)
 	}
 	t, ok := p.tasks.byID[id]
@@ -197,11 +224,11 @@ func (p *Portal) add(entity string) (int, error) {
 		*ch = crmChange{created: at, updated: at, activity: at, updatedBy: p.actor(), activityBy: p.actor()}
 		switch et {
 		case etCompany:
-			p.companies = append(slices.Clone(p.companies), id)
+			p.companies = append(p.companies, id)
 		case etContact:
-			p.contacts = append(slices.Clone(p.contacts), id)
+			p.contacts = append(p.contacts, id)
 		case etDeal:
-			p.deals = append(slices.Clone(p.deals), id)
+			p.deals = append(p.deals, id)
 		}
 		return id, nil
 	}
@@ -223,147 +250,40 @@ func (p *Portal) add(entity string) (int, error) {
 		t.comments = 1 // the system message of the task's creation
 	}
 	p.tasks.byID[id] = t
-	p.tasks.ids = append(slices.Clone(p.tasks.ids), id)
-	p.tasks.visible = append(slices.Clone(p.tasks.visible), id)
+	p.tasks.ids = append(p.tasks.ids, id)
+	p.tasks.visible = append(p.tasks.visible, id)
 	return id, nil
 }
 
-// AddTaskComment adds a comment to a task, by the webhook's user, and returns its id: a message
-// of the task's chat (taskMessageBase + task*64 + k) for a task in the new card, an old-card
-// comment (task*64 + k) otherwise, as Delete(DeleteTaskComments, id) takes it. The task's
-// activityDate moves to the comment's date and its commentsCount grows; its changedDate stays.
-func (p *Portal) AddTaskComment(taskID int) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.addTaskComment(taskID)
-}
-
-func (p *Portal) addTaskComment(taskID int) (int, error) {
-	t, ok := p.tasks.byID[taskID]
-	if !ok {
-		return 0, fmt.Errorf("bitrixfake: no task %d to comment", taskID)
-	}
-	if t.comments > maxTaskComments {
-		return 0, fmt.Errorf("bitrixfake: task %d has the most comments the fake holds", taskID)
-	}
-	k := t.comments
+// editSocial edits a user (its position and TIMESTAMP_X, in the portal's own format as user.get
+// renders it) or a workgroup (its name, DATE_UPDATE and DATE_ACTIVITY), through the overrides
+// SetUserField and SetGroupField make.
+func (p *Portal) editSocial(entity string, id int) error {
 	at := p.stamp()
-	if t.addedAt == nil {
-		t.addedAt = map[int]time.Time{}
-	}
-	t.addedAt[k] = at
-	t.comments++
-	t.activity = at
-	if t.chat {
-		return taskMessageBase + t.id*64 + k, nil
-	}
-	return t.id*64 + k, nil
-}
-
-// DeleteTaskComment deletes a task's comment by the id AddTaskComment or the portal's lists give
-// (Delete(DeleteTaskComments, id)). The task's commentsCount drops; no date of the task moves.
-func (p *Portal) DeleteTaskComment(commentID int) error {
-	return p.Delete(DeleteTaskComments, commentID)
-}
-
-// timelineEntity maps a CRM entity name to the ENTITY_TYPE of its timeline comments.
-func timelineEntity(entity string) (string, int, bool) {
-	switch entity {
-	case DeleteCompanies:
-		return "company", etCompany, true
-	case DeleteContacts:
-		return "contact", etContact, true
-	case DeleteDeals:
-		return "deal", etDeal, true
-	}
-	return "", 0, false
-}
-
-// AddTimelineComment adds a timeline comment to a company, contact or deal (DeleteCompanies,
-// DeleteContacts, DeleteDeals), by the webhook's user, and returns its id. The record's
-// lastActivityTime and lastActivityBy move to it (unless Options.QuietTimeline); its updatedTime
-// stays.
-func (p *Portal) AddTimelineComment(entity string, id int) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.addTimelineComment(entity, id)
-}
-
-func (p *Portal) addTimelineComment(entity string, id int) (int, error) {
-	_, et, ok := timelineEntity(entity)
-	if !ok {
-		return 0, fmt.Errorf("bitrixfake: %s have no timeline comments", entity)
-	}
-	if indexOf(p.crmIDs(et), id) < 0 {
-		return 0, fmt.Errorf("bitrixfake: no %s %d to comment", entity, id)
-	}
-	tc := p.mut.timeline[[2]int{et, id}]
-	if tc == nil {
-		tc = &timelineChange{}
-		p.mut.timeline[[2]int{et, id}] = tc
-	}
-	k := firstAddedComment + len(tc.added)
-	if k >= maxTimelineComments {
-		return 0, fmt.Errorf("bitrixfake: %s %d has the most timeline comments the fake holds", entity, id)
-	}
-	at := p.stamp()
-	tc.added = append(tc.added, timelineAdd{k: k, at: at, author: p.actor()})
-	if !p.opts.QuietTimeline {
-		ch := p.crmChangeOf(et, id)
-		ch.activity, ch.activityBy = at, p.actor()
-	}
-	return timelineCommentID(et, id, k), nil
-}
-
-// timelineCommentID is the id of comment k of a record's timeline.
-func timelineCommentID(et, id, k int) int { return et*10_000_000 + id*maxTimelineComments + k }
-
-// DeleteTimelineComment deletes a timeline comment by its id. No date of its record moves.
-func (p *Portal) DeleteTimelineComment(commentID int) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.deleteTimelineComment(commentID) {
-		return fmt.Errorf("bitrixfake: no timeline comment %d to delete", commentID)
-	}
-	return nil
-}
-
-func (p *Portal) deleteTimelineComment(commentID int) bool {
-	et := commentID / 10_000_000
-	rest := commentID % 10_000_000
-	id, k := rest/maxTimelineComments, rest%maxTimelineComments
-	typ := map[int]string{etCompany: "company", etContact: "contact", etDeal: "deal"}[et]
-	if typ == "" || !slices.ContainsFunc(p.comments(typ, id), func(c object) bool {
-		v, _ := c.get("ID")
-		return v == strconv.Itoa(commentID)
-	}) {
-		return false
-	}
-	tc := p.mut.timeline[[2]int{et, id}]
-	if tc == nil {
-		tc = &timelineChange{}
-		p.mut.timeline[[2]int{et, id}] = tc
-	}
-	if tc.gone == nil {
-		tc.gone = map[int]bool{}
-	}
-	tc.gone[k] = true
-	return true
-}
-
-// TimelineCommentIDs returns the ids of a record's timeline comments, ascending, for tests.
-func (p *Portal) TimelineCommentIDs(entity string, id int) []int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	typ, _, ok := timelineEntity(entity)
-	if !ok {
+	n := p.mut.edits[entity][id] + 1
+	if entity == Users {
+		if !p.userExists(id) {
+			return fmt.Errorf("bitrixfake: no user %d to edit", id)
+		}
+		p.mut.edits[entity][id] = n
+		position, _ := p.userRow(id).get("WORK_POSITION")
+		if p.userOverrides[id] == nil {
+			p.userOverrides[id] = map[string]any{}
+		}
+		p.userOverrides[id]["WORK_POSITION"] = strval(position) + editMark(n)
+		p.userOverrides[id]["TIMESTAMP_X"] = at.In(p.opts.Location).Format("02.01.2006 15:04:05")
 		return nil
 	}
-	var out []int
-	for _, c := range p.comments(typ, id) {
-		v, _ := c.get("ID")
-		n, _ := strconv.Atoi(strval(v))
-		out = append(out, n)
+	if _, found := slices.BinarySearch(p.groups, id); !found {
+		return fmt.Errorf("bitrixfake: no group %d to edit", id)
 	}
-	return out
+	p.mut.edits[entity][id] = n
+	name, _ := p.groupRow(id, 0).get("NAME")
+	if p.groupOverrides[id] == nil {
+		p.groupOverrides[id] = map[string]any{}
+	}
+	p.groupOverrides[id]["NAME"] = strval(name) + editMark(n)
+	p.groupOverrides[id]["DATE_UPDATE"] = p.isoDate(at)
+	p.groupOverrides[id]["DATE_ACTIVITY"] = p.isoDate(at)
+	return nil
 }

@@ -2,6 +2,7 @@ package bitrixfake
 
 import (
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -76,6 +77,14 @@ func TestMutationsMoveDocumentedCRMFields(t *testing.T) {
 	}
 	if ids := p.TimelineCommentIDs(DeleteDeals, commented); len(ids) == 0 || ids[len(ids)-1] != cid {
 		t.Errorf("timeline of deal %d = %v, want it to end with %d", commented, ids, cid)
+	}
+	if ids := p.TimelineCommentIDs(DeleteDeals, added); len(ids) != 0 {
+		t.Errorf("the added deal has timeline comments %v", ids)
+	}
+	row := p.DealRow(added)
+	if string(row["createdTime"]) != string(row["updatedTime"]) || string(row["createdTime"]) != string(row["lastActivityTime"]) ||
+		string(row["movedTime"]) != string(row["createdTime"]) {
+		t.Errorf("the added deal's dates differ: %s %s %s %s", row["createdTime"], row["updatedTime"], row["lastActivityTime"], row["movedTime"])
 	}
 	if err := p.DeleteTimelineComment(cid); err != nil {
 		t.Fatal(err)
@@ -156,5 +165,85 @@ func TestMutationsMoveDocumentedTaskFields(t *testing.T) {
 	utc, _ := time.Parse(time.RFC3339, read)
 	if got := idsOf(taskRows(`{">CHANGED_DATE": "`+utc.UTC().Format(time.RFC3339)+`"}`), "id"); len(got) != 2 {
 		t.Errorf(">CHANGED_DATE in UTC = %v, want 2 tasks", got)
+	}
+}
+
+// Product rows added, edited and deleted show in crm.item.productrow.list; the deal's dates stay.
+func TestProductRowChanges(t *testing.T) {
+	clock := NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	p, srv := start(t, Options{Users: 5, Seed: 9, Deals: 10, Now: clock.Now})
+	deal := p.DealIDs()[0] // two generated rows
+	before := p.DealRow(deal)
+	rows := p.ProductRowIDs(deal)
+	_, out := call(t, srv, p, "crm.item.productrow.list", `{"filter": {"=ownerType": "D", "=ownerId": `+itoa(deal)+`}}`)
+	quantity := out["result"].(map[string]any)["productRows"].([]any)[0].(map[string]any)["quantity"].(float64)
+	added, err := p.AddProductRow(deal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := strconv.Atoi(rows[0])
+	second, _ := strconv.Atoi(rows[1])
+	if err := p.EditProductRow(first); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.DeleteProductRow(second); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.DeleteProductRow(second); err == nil {
+		t.Error("a product row deleted twice")
+	}
+	_, out = call(t, srv, p, "crm.item.productrow.list", `{"filter": {"=ownerType": "D", "=ownerId": `+itoa(deal)+`}}`)
+	got := out["result"].(map[string]any)["productRows"].([]any)
+	if len(got) != 2 || got[0].(map[string]any)["id"] != float64(first) || got[1].(map[string]any)["id"] != float64(added) {
+		t.Fatalf("rows after the changes: %v", got)
+	}
+	if q := got[0].(map[string]any)["quantity"]; q != quantity+1 {
+		t.Errorf("edited row's quantity %v, want %v", q, quantity+1)
+	}
+	after := p.DealRow(deal)
+	if string(after["updatedTime"]) != string(before["updatedTime"]) || string(after["lastActivityTime"]) != string(before["lastActivityTime"]) {
+		t.Errorf("the deal's dates moved: %s %s, were %s %s", after["updatedTime"], after["lastActivityTime"],
+			before["updatedTime"], before["lastActivityTime"])
+	}
+}
+
+// An edited smart process item moves its updatedTime in its own type only.
+func TestEditSmartItem(t *testing.T) {
+	clock := NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	p, srv := start(t, Options{Users: 5, Seed: 14, SmartItems: 20, Now: clock.Now})
+	_, out := crmItems(t, srv, p, `{"entityTypeId": 1038, "select": ["id"], "start": 0}`)
+	read := out["time"].(map[string]any)["date_start"].(string)
+	if err := p.Edit(SmartItems(1038), 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Edit(SmartItems(777), 4); err == nil {
+		t.Error("edited an item of a smart process the portal does not have")
+	}
+	for et, want := range map[string][]int{"1038": {4}, "1042": nil} {
+		items, _ := crmItems(t, srv, p, `{"entityTypeId": `+et+`, "select": ["id", "title"], "filter": {">updatedTime": "`+read+`"}, "start": 0}`)
+		if got := idsOf(items, "id"); !slices.Equal(got, want) {
+			t.Errorf("type %s >updatedTime: %v, want %v", et, got, want)
+		}
+	}
+}
+
+// The times a filter looks at without building rows are the rows' own, after changes too.
+func TestQuickTimesAreTheRows(t *testing.T) {
+	clock := NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	p := New(Options{Users: 10, Seed: 16, Companies: 80, Contacts: 80, Deals: 160, Tasks: 40, SmartItems: 30, Now: clock.Now})
+	p.Churn(3, 0.1)
+	for _, et := range []int{etCompany, etContact, etDeal, 1038, 1042} {
+		row := func(id int) object { return p.crmRow(et, id, false) }
+		if t, ok := p.smartType(et); ok {
+			row = func(id int) object { return p.smartRow(t, id, false) }
+		}
+		for _, id := range p.crmIDs(et) {
+			full, quick := row(id), p.crmQuickTimes(et, id)
+			for _, f := range quick {
+				if v, _ := full.get(f.key); v != f.value {
+					t.Errorf("type %d id %d: %s %v in the row, %v quick", et, id, f.key, v, f.value)
+				}
+			}
+		}
 	}
 }
