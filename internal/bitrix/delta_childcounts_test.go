@@ -61,7 +61,15 @@ func TestDeltaFindsATaskCommentDeletedAlone(t *testing.T) {
 			}
 			after := v.portal.Stats()
 			calls := func(m string) int { return after.Calls[m] - before.Calls[m] }
-			t.Logf("delta: %d requests, %d %s commands", after.Requests-before.Requests, calls(taskListMethod), taskListMethod)
+			// The bounds, the >CHANGED_DATE scan, the new-card tasks' chats topped up, the count
+			// listing; and, for a comment deleted, its task by id, its checklist, its comments.
+			want := 4
+			if tt.delete {
+				want = 7
+			}
+			if got := after.Requests - before.Requests; got != want {
+				t.Errorf("the delta sent %d requests (%d %s commands), want %d", got, calls(taskListMethod), taskListMethod, want)
+			}
 			if inv := v.inventoryRow(bitrix.Tasks); inv.Kind != "delta" || !inv.Complete {
 				t.Fatalf("tasks: pass %s complete=%v (%s), want a complete delta", inv.Kind, inv.Complete, deref(inv.Reason))
 			}

@@ -89,7 +89,7 @@ func (s *IDScan) childCounts(ctx context.Context, w *rangeWalk) error {
 	scan := s.countScan(counted)
 	var listed, moved, requests, uncounted int
 	for after, done := "0", false; !done; {
-		pages, err := e.source.ScanSegments(ctx, scan, []rest.Segment{{After: after, Pages: rest.MaxBatch}})
+		pages, err := e.source.ScanSegments(ctx, scan, []rest.Segment{{After: after, Pages: countPages(w.total, listed)}})
 		if err != nil {
 			return fmt.Errorf("%s: list the children's counts after %s: %w", ent.Name, after, err)
 		}
@@ -129,6 +129,17 @@ func (s *IDScan) childCounts(ctx context.Context, w *rangeWalk) error {
 	}
 	e.log.Info("children's counts compared", "entity", ent.Name, "parents", listed, "moved", moved, "requests", requests)
 	return nil
+}
+
+// countPages is how many pages the next request of the count listing chains: a full batch, or,
+// when the whole listing's total is known, what is left of it and one short page to see it end
+// (a longer listing goes on in the next request).
+func countPages(total *int64, listed int) int {
+	if total == nil {
+		return rest.MaxBatch
+	}
+	left := max(*total-int64(listed), 0)
+	return int(min(left/rest.PageSize+1, rest.MaxBatch))
 }
 
 // rereadCounted reads the parents again by id and stores them as a page whose children are all
