@@ -18,13 +18,15 @@ const (
 // task, only its commentsCount; after a full pass of tasks with comments, a delta pass lists every
 // task's count, reads again exactly the task whose count dropped (its comments and checklist),
 // and concludes the comment deleted. With nothing changed, the delta sends the count listing and
-// reads no task's children.
+// reads no task's children. A comment added (which moves only activityDate, unfiltered) is found
+// the same way.
 func TestDeltaFindsATaskCommentDeletedAlone(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		name   string
 		delete bool
-	}{{"comment deleted", true}, {"nothing changed", false}} {
+		add    bool
+	}{{name: "comment deleted", delete: true}, {name: "comment added", add: true}, {name: "nothing changed"}} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			opts := crmOptions(67)
@@ -54,6 +56,14 @@ func TestDeltaFindsATaskCommentDeletedAlone(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			added := ""
+			if tt.add {
+				c, err := v.portal.AddTaskComment(task.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				added = id + ":" + strconv.Itoa(c)
+			}
 			before := v.portal.Stats()
 			st, err := v.engine().Get(v.ctx, bitrix.Tasks)
 			if err != nil {
@@ -64,7 +74,7 @@ func TestDeltaFindsATaskCommentDeletedAlone(t *testing.T) {
 			// The bounds, the >CHANGED_DATE scan, the new-card tasks' chats topped up, the count
 			// listing; and, for a comment deleted, its task by id, its checklist, its comments.
 			want := 4
-			if tt.delete {
+			if tt.delete || tt.add {
 				want = 7
 			}
 			if got := after.Requests - before.Requests; got != want {
@@ -79,7 +89,7 @@ WHERE entity = 'task_comments' AND source_id = $1`, comment).Scan(&status, &code
 				t.Fatal(err)
 			}
 			deleted := v.count(`SELECT count(*) FROM bitrix_records WHERE status = 'DELETED_AT_SOURCE'`)
-			if !tt.delete {
+			if !tt.delete && !tt.add {
 				if calls(taskCommentMethod) != 0 || calls(taskChecklistCall) != 0 {
 					t.Errorf("nothing changed, yet the delta read %d comment lists and %d checklists",
 						calls(taskCommentMethod), calls(taskChecklistCall))
@@ -93,12 +103,21 @@ WHERE entity = 'task_comments' AND source_id = $1`, comment).Scan(&status, &code
 				t.Errorf("the delta read %d comment lists and %d checklists, want task %s's alone",
 					calls(taskCommentMethod), calls(taskChecklistCall), id)
 			}
+			if c := st.Of(bitrix.Tasks); c.Rows != 1 {
+				t.Errorf("the delta read %d tasks, want task %s alone", c.Rows, id)
+			}
+			if tt.add {
+				// A comment added moves activityDate, which no filter of the delta reads: the
+				// count found it.
+				if n := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'task_comments' AND source_id = $1
+AND status = 'NEW'`, added); n != 1 || deleted != 0 {
+					t.Errorf("the comment %s added on the portal was not stored (%d), %d records deleted", added, n, deleted)
+				}
+				return
+			}
 			if status != "DELETED_AT_SOURCE" || code != "deleted_at_source" || deleted != 1 {
 				t.Errorf("comment %s deleted on the portal: %s (%s), %d records deleted; want it alone DELETED_AT_SOURCE",
 					comment, status, code, deleted)
-			}
-			if c := st.Of(bitrix.Tasks); c.Rows != 1 {
-				t.Errorf("the delta read %d tasks, want task %s alone", c.Rows, id)
 			}
 			if n := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'task_comments' AND parent_source_id = $1
 AND status = 'NEW'`, id); n != task.Comments-1 {
