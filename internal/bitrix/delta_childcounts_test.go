@@ -1,10 +1,14 @@
 package bitrix_test
 
 import (
+	"context"
+	"errors"
 	"strconv"
 	"testing"
 
 	"github.com/ingest-dev/ingest/internal/bitrix"
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
+	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 	"github.com/ingest-dev/ingest/internal/fakes/bitrixfake"
 )
 
@@ -106,6 +110,15 @@ WHERE entity = 'task_comments' AND source_id = $1`, comment).Scan(&status, &code
 			if c := st.Of(bitrix.Tasks); c.Rows != 1 {
 				t.Errorf("the delta read %d tasks, want task %s alone", c.Rows, id)
 			}
+			// The count read again is stored (it is Volatile: the task itself is unchanged), so
+			// the next delta finds nothing moved.
+			next := v.portal.Stats().Calls[taskCommentMethod]
+			if _, err := v.engine().Get(v.ctx, bitrix.Tasks); err != nil {
+				t.Fatal(err)
+			}
+			if got := v.portal.Stats().Calls[taskCommentMethod] - next; got != 0 {
+				t.Errorf("the delta after it read %d comment lists again, want none", got)
+			}
 			if tt.add {
 				// A comment added moves activityDate, which no filter of the delta reads: the
 				// count found it.
@@ -124,5 +137,85 @@ AND status = 'NEW'`, id); n != task.Comments-1 {
 				t.Errorf("task %s keeps %d live comments, want %d", id, n, task.Comments-1)
 			}
 		})
+	}
+}
+
+// killOnMethod cancels the get's context when a batch carries a command of method: a kill in the
+// middle of a step.
+type killOnMethod struct {
+	engine.Source
+	method string
+	cancel context.CancelFunc
+}
+
+func (k *killOnMethod) Batch(ctx context.Context, cmds []rest.Command, halt bool) (*rest.BatchResult, error) {
+	for _, c := range cmds {
+		if c.Method == k.method {
+			k.cancel()
+			return nil, context.Cause(ctx)
+		}
+	}
+	return k.Source.Batch(ctx, cmds, halt)
+}
+
+// TestDeltaChildCountsResume: a delta pass killed while it reads again a task whose comment count
+// moved (its comments' call) resumes as the same delta, lists the counts again, reads that task
+// once more (nothing of it was stored) and concludes the comment deleted; a third get, with
+// nothing changed, reads no task's children.
+func TestDeltaChildCountsResume(t *testing.T) {
+	t.Parallel()
+	opts := crmOptions(68)
+	opts.Tasks, opts.TaskComments = 70, 4
+	v := newEnv(t, opts)
+	e := v.engine()
+	for _, ent := range []string{bitrix.Users, bitrix.Groups, bitrix.Tasks} {
+		v.phases(e, ent, "get")
+	}
+	var task bitrixfake.TaskInfo
+	for _, ti := range v.portal.TaskInfos() {
+		if !ti.Hidden && !ti.Chat && ti.Comments >= 2 {
+			task = ti
+			break
+		}
+	}
+	if task.ID == 0 {
+		t.Fatal("the portal has no old-card task with two comments")
+	}
+	comment := strconv.Itoa(task.ID) + ":" + strconv.Itoa(task.ID*64+1)
+	if err := v.portal.DeleteTaskComment(task.ID*64 + 1); err != nil {
+		t.Fatal(err)
+	}
+	pass := v.inventoryRow(bitrix.Tasks).Pass
+	ctx, cancel := context.WithCancel(v.ctx)
+	defer cancel()
+	kill := func(c *engine.Config) {
+		c.Source = &killOnMethod{Source: v.source, method: taskCommentMethod, cancel: cancel}
+	}
+	if _, err := v.engine(kill).Get(ctx, bitrix.Tasks); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted get = %v, want context.Canceled", err)
+	}
+	if inv := v.inventoryRow(bitrix.Tasks); inv.Complete || inv.Kind != engine.PassDelta || inv.Pass != pass+1 {
+		t.Fatalf("after the kill: pass %d %s complete=%v, want pass %d delta, not complete", inv.Pass, inv.Kind, inv.Complete, pass+1)
+	}
+	before := v.portal.Stats().Calls[taskCommentMethod]
+	st, err := v.engine().Get(v.ctx, bitrix.Tasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inv := v.inventoryRow(bitrix.Tasks); !st.Resumed || inv.Pass != pass+1 || inv.Kind != engine.PassDelta || !inv.Complete {
+		t.Fatalf("rerun: resumed=%v pass %d %s complete=%v, want pass %d resumed as delta, complete", st.Resumed, inv.Pass, inv.Kind, inv.Complete, pass+1)
+	}
+	if got := v.portal.Stats().Calls[taskCommentMethod] - before; got != 1 {
+		t.Errorf("the resumed delta read %d comment lists, want task %d's", got, task.ID)
+	}
+	if n := v.count(`SELECT count(*) FROM bitrix_records WHERE source_id = $1 AND status = 'DELETED_AT_SOURCE'`, comment); n != 1 {
+		t.Errorf("comment %s deleted on the portal is not DELETED_AT_SOURCE after the resumed delta", comment)
+	}
+	before = v.portal.Stats().Calls[taskCommentMethod]
+	if _, err := v.engine().Get(v.ctx, bitrix.Tasks); err != nil {
+		t.Fatal(err)
+	}
+	if got := v.portal.Stats().Calls[taskCommentMethod] - before; got != 0 {
+		t.Errorf("a delta after the resumed one read %d comment lists, want none", got)
 	}
 }

@@ -154,8 +154,10 @@ func (s *IDScan) rereadCounted(ctx context.Context, w *rangeWalk, ids []string) 
 	if err != nil {
 		return err
 	}
+	counted := countedChildren(e.registry, ent)
 	saved, err := e.savePage(ctx, e.store(), Page{Records: append([]EntityRecords{{ent, recs}}, kids...), reread: reread,
-		Reason: "changed on the source: a count of its children moved"})
+		Reason: "changed on the source: a count of its children moved",
+		then:   func(ctx context.Context, tx Store) error { return tx.refreshCounts(ctx, ent.Name, counted, recs) }})
 	if err != nil {
 		return err
 	}
@@ -212,4 +214,32 @@ WHERE entity = $1 AND source_id = ANY($2) AND `+live(""), entity, order)
 		}
 	}
 	return moved, uncounted, nil
+}
+
+// refreshCounts writes the children's counts of the records read into their stored payloads. A
+// count is Volatile, out of the checksum, so a record whose count alone moved is stored unchanged,
+// keeping its old payload (saveRecords): without this, every later delta would find its count
+// moved and read it again.
+func (s Store) refreshCounts(ctx context.Context, entity string, counted []*Entity, recs []Incoming) error {
+	for _, c := range counted {
+		var ids, vals []string
+		for _, r := range recs {
+			fields, err := FieldsOf(r.payload)
+			if err != nil {
+				return fmt.Errorf("%s %s: %w", entity, r.sourceID, err)
+			}
+			if v, ok := fields[c.Fetch.CountField]; ok {
+				ids, vals = append(ids, r.sourceID), append(vals, string(v))
+			}
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		_, err := s.db.Exec(ctx, `UPDATE bitrix_records r SET payload = jsonb_set(r.payload, ARRAY[$2::text], v.val::jsonb)
+FROM unnest($3::text[], $4::text[]) AS v(sid, val) WHERE r.entity = $1 AND r.source_id = v.sid`, entity, c.Fetch.CountField, ids, vals)
+		if err != nil {
+			return fmt.Errorf("store the %s counts of %s: %w", c.Name, entity, err)
+		}
+	}
+	return nil
 }
