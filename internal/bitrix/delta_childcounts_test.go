@@ -76,10 +76,11 @@ func TestDeltaFindsATaskCommentDeletedAlone(t *testing.T) {
 			after := v.portal.Stats()
 			calls := func(m string) int { return after.Calls[m] - before.Calls[m] }
 			// The bounds, the >CHANGED_DATE scan, the new-card tasks' chats topped up, the count
-			// listing; and, for a comment deleted, its task by id, its checklist, its comments.
-			want := 4
+			// listing, the ID-range counts; and, for a comment deleted or added, its task by id, its
+			// checklist, its comments.
+			want := 5
 			if tt.delete || tt.add {
-				want = 7
+				want = 8
 			}
 			if got := after.Requests - before.Requests; got != want {
 				t.Errorf("the delta sent %d requests (%d %s commands), want %d", got, calls(taskListMethod), taskListMethod, want)

@@ -25,9 +25,10 @@ func TestSecondGetOfCRMAndTasksIsDelta(t *testing.T) {
 		requests int
 	}{
 		{entity: bitrix.Deals, before: []string{bitrix.CRMTypes, bitrix.CRMCategories, bitrix.Companies, bitrix.Contacts},
-			scopes: []string{bitrix.Deals}, requests: 3}, // the bounds, >updatedTime, >lastActivityTime
+			scopes: []string{bitrix.Deals}, requests: 4}, // the bounds, >updatedTime, >lastActivityTime, the ID-range counts
 		{entity: bitrix.Deals, before: []string{bitrix.CRMTypes, bitrix.CRMCategories, bitrix.Companies, bitrix.Contacts},
-			edit: bitrixfake.DeleteDeals, scopes: []string{bitrix.Deals}, requests: 3},
+			// and the range whose count fell listed again
+			edit: bitrixfake.DeleteDeals, scopes: []string{bitrix.Deals}, requests: 5},
 		{entity: bitrix.Contacts, before: []string{bitrix.CRMTypes, bitrix.CRMCategories, bitrix.Companies},
 			edit: bitrixfake.DeleteContacts, scopes: []string{bitrix.Contacts}},
 		{entity: bitrix.Smart, before: []string{bitrix.CRMTypes, bitrix.CRMCategories, bitrix.Companies, bitrix.Contacts, bitrix.Deals},

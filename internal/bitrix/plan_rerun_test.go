@@ -26,9 +26,9 @@ func TestTasksPlanHoldsBeforeAndAfterPartialGets(t *testing.T) {
 		}
 	}
 	family := bitrix.Catalog().Family(mustEntity(t, bitrix.Tasks))
-	plan := func(when string) int {
+	plan := func(when string, with ...func(*engine.Config)) int {
 		t.Helper()
-		p, err := v.engine().Plan(v.ctx, rest.DefaultRate())
+		p, err := v.engine(with...).Plan(v.ctx, rest.DefaultRate())
 		if err != nil {
 			t.Fatalf("plan %s: %v", when, err)
 		}
@@ -70,9 +70,10 @@ func TestTasksPlanHoldsBeforeAndAfterPartialGets(t *testing.T) {
 		t.Fatal(err)
 	}
 	whole += resumed
-	after := plan("after the get")
-	// The plan foretells a full pass; the rerun would otherwise be a delta one.
-	again, err := get(v.ctx, v.engine(func(c *engine.Config) { c.Full = true }))
+	// A full pass asked for (the rerun would otherwise be a delta one), planned as one.
+	full := func(c *engine.Config) { c.Full = true }
+	after := plan("after the get", full)
+	again, err := get(v.ctx, v.engine(full))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -109,8 +109,11 @@ func TestRerunCostPerEntity(t *testing.T) {
 			b += second[ent.Name][p]
 		}
 		total1, total2 = total1+a, total2+b
-		if b > a {
-			t.Errorf("%s: the rerun sent %d requests, more than the first pass's %d", ent.Name, b, a)
+		// A delta pass has fixed requests (the bounds, one filtered scan per modification field,
+		// the ID-range counts, per scan): an entity whose whole listing took a request or two
+		// may cost a few more on a rerun, and only that.
+		if b > a+4 {
+			t.Errorf("%s: the rerun sent %d requests, more than the first pass's %d and a delta's fixed ones", ent.Name, b, a)
 		}
 		t.Logf("%-15s first %4d (get %4d)  rerun %4d (get %4d, verify %3d)  rerun get: %s", ent.Name, a,
 			first[ent.Name][engine.PhaseGet], b, second[ent.Name][engine.PhaseGet], second[ent.Name][engine.PhaseVerify],

@@ -13,7 +13,7 @@ import (
 // seen" mean "deleted". A full pass concludes as it always did.
 
 // ScanLister is a Lister that reads an entity with several ID scans, one per type of its records
-// (the items of each smart process type): each scan keeps its own pass, full or delta, under its
+// (the items of each type of a CRM process): each scan keeps its own pass, full or delta, under its
 // Scope, and its records' portal ids start with its IDPrefix. Deletions are concluded scan by
 // scan, by the kind of each one's pass.
 type ScanLister interface {

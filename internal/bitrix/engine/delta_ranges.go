@@ -28,7 +28,7 @@ import (
 
 // deltaRangeRows is how many stored records a counted range holds. A rerun with nothing changed
 // costs one count per range, 50 counts a batch request: one request per 2,450 × 50 (about
-// 122,500) records, 9 for a million deals. A range that differs is listed again, and at this
+// 122,500) records, 9 for a million records. A range that differs is listed again, and at this
 // size its rows (fewer after a deletion, up to 49 more after unexplained additions) are 50
 // chained pages at most: one batch request, the least any listing of it costs. Smaller ranges
 // would cost more counts on every rerun for no cheaper re-listing; larger ones would take two
@@ -169,9 +169,13 @@ func (s *IDScan) countRanges(ctx context.Context, e *Engine, ent *Entity, inv In
 		note = fmt.Sprintf("%s (%s)", unexplainedCounts, strings.Join(notes, "; "))
 	}
 	e.log.Info("ID ranges counted", "entity", ent.Name, "scope", scope, "pass", inv.Pass, "ranges", len(cut), "differ", len(differ))
-	return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
 		return NewStore(tx).planRelisting(ctx, scope, inv.Pass, e.runID, differ, totalp, note)
 	})
+	if err == nil && totalp != nil {
+		e.counted.Store(scope, total)
+	}
+	return err
 }
 
 // askCounts asks the portal the count of every range (its filtered first page, reading only what

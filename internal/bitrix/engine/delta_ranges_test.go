@@ -199,13 +199,30 @@ func TestDeltaRangesFindDeletions(t *testing.T) {
 
 	// Nothing changed: one batch of counts, nothing listed, nothing deleted.
 	src.reset()
-	st, err := newEngine().DeltaGet(w.Ctx, deltaDeals)
+	e := newEngine()
+	st, err := e.DeltaGet(w.Ctx, deltaDeals)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if src.counts != 1 || src.counted != ranges || src.relists != 0 || len(src.other) != 0 || st.Deleted != 0 {
 		t.Errorf("nothing changed: %d count requests of %d ranges (want 1 of %d), %d re-listings, other %v, %d deleted",
 			src.counts, src.counted, ranges, src.relists, src.other, st.Deleted)
+	}
+	// Verify in the same run takes the portal's count from those counts: it asks the portal
+	// nothing (a verify of another run asks, as always).
+	src.reset()
+	r, err := e.Verify(w.Ctx, deltaDeals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.counts != 0 || len(src.other) != 0 || r.SourceCount != deals {
+		t.Errorf("verify after the delta: %d count requests, other %v, source count %d; want none, none, %d",
+			src.counts, src.other, r.SourceCount, deals)
+	}
+	src.reset()
+	if r, err = newEngine().Verify(w.Ctx, deltaDeals); err != nil || len(src.other) == 0 || r.SourceCount != deals {
+		t.Errorf("verify of another run: err %v, requests %v, source count %d; want it to ask the portal for %d",
+			err, src.other, r.SourceCount, deals)
 	}
 	if inv := w.Inventory(deltaDeals); !inv.Complete || inv.Kind != engine.PassDelta || inv.SourceTotal == nil || *inv.SourceTotal != deals {
 		t.Errorf("nothing changed: inventory complete %v, kind %s, total %v", inv.Complete, inv.Kind, inv.SourceTotal)

@@ -45,7 +45,7 @@ type IDScan struct {
 	CompleteMethod string
 	// Modified names the filter fields of the method that hold a record's modification time
 	// ("updatedTime", "lastActivityTime" for crm.item.list; "CHANGED_DATE", "ACTIVITY_DATE"
-	// for tasks.task.list): a delta pass (pass.go) reads the records where any of them is after
+	// for the task list): a delta pass (pass.go) reads the records where any of them is after
 	// the pass's since, one filtered scan per field. Empty means the method has none: every pass
 	// is full. docs/bitrix-delta.md says, per entity, which fields and why.
 	Modified []string

@@ -24,7 +24,7 @@ import (
 // every filtered scan is read, afterDelta runs, then the pass is marked complete.
 
 // deltaScope is the name the filtered scan of one modification field keeps its ID ranges and
-// page log under: the scan's scope and the filter, "deals>updatedTime".
+// page log under: the scan's scope and the filter, "items>updatedTime".
 func deltaScope(scope, field string) string { return scope + ">" + field }
 
 // deltaWalk is what the filtered scans of one delta pass share.

@@ -139,6 +139,15 @@ func (s *IDScan) Plan(ctx context.Context, env Env, ent *Entity) ([]EntityPlan, 
 	if pass.Decision.Delta() {
 		read = pass.Changed
 		out[0].Calls, out[0].Changed, out[0].How = pass.Calls, pass.Changed, s.Scan.Method+" "+pass.How
+		if s.scope(ent) == ent.Name {
+			out[0].VerifyCalls = 0 // verify in the same run counts with the ID ranges' counts (sourceTotal)
+		}
+		for _, child := range e.registry.Children(ent) {
+			if child.Fetch != nil && child.Fetch.CountField != "" {
+				out[0].Calls += max(1, CeilDiv(n, rest.PageSize*rest.MaxBatch))
+				out[0].How += fmt.Sprintf("; every record's %s listed, 2,500 a call", child.Fetch.CountField)
+			}
+		}
 	}
 	if s.CompleteMethod != "" {
 		out[0].Calls += CeilDiv(read, rest.MaxBatch)

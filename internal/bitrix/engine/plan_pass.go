@@ -72,7 +72,7 @@ func (s *IDScan) PlanPass(ctx context.Context, env Env, ent *Entity, n int64) (P
 	}
 	stored := max(inv.PassRows, n)
 	ranges := CeilDiv(stored, rangeRows*rest.MaxBatch)
-	p.Calls += ranges
+	p.Calls += 1 + ranges // the whole listing's bounds (the portal's clock), and the counts
 	p.How = fmt.Sprintf("delta since %s: %s, each read by ID in ranges (its first page counts it); "+
 		"%d call(s) of ID-range counts for deletions (50 ranges of %d a call); ranges that differ are listed again (not counted)",
 		p.Decision.Since.Format(time.RFC3339), strings.Join(parts, ", "), ranges, rangeRows)
@@ -149,7 +149,7 @@ func planFull(ep *EntityPlan, reason string) {
 	}
 }
 
-// PassSummary merges the passes of several scans of one entity (smart processes, one per type):
+// PassSummary merges the passes of several scans of one entity (the CRM processes, one per type):
 // delta when all are, full with the first full one's reason otherwise.
 func PassSummary(names []string, ds []PassDecision) (PassKind, string) {
 	var full []string

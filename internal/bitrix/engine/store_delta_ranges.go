@@ -194,7 +194,7 @@ func (s Store) liveCount(ctx context.Context, entity string) (int64, error) {
 }
 
 // scanInventory is the inventory row of a scan's scope, if it has one: unlike loadInventory it
-// creates none (a smart process type no pass has read yet has no row, and gets none here).
+// creates none (a process type no pass has read yet has no row, and gets none here).
 func (s Store) scanInventory(ctx context.Context, scope string) (Inventory, bool, error) {
 	rows, err := s.db.Query(ctx, `SELECT `+inventoryColumns+` FROM bitrix_inventory WHERE entity = $1`, scope)
 	if err != nil {
