@@ -354,7 +354,16 @@ func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Pag
 	}
 	page := Page{Records: batch, ranges: ranges, reread: reread}
 	if w.delta != nil {
-		page.ranges, page.then = nil, w.delta.log(ranges, e.runID)
+		logged, modified := w.delta.log(ranges, e.runID), make([]string, len(recs))
+		for i, r := range recs {
+			modified[i] = r.sourceID
+		}
+		page.ranges, page.then = nil, func(ctx context.Context, tx Store) error {
+			if err := logged(ctx, tx); err != nil {
+				return err
+			}
+			return tx.markModified(ctx, ent.Name, modified)
+		}
 	}
 	saved, err := e.savePage(ctx, e.store(), page)
 	if err != nil {

@@ -60,10 +60,12 @@ WHERE entity = $1 AND parent_source_id = ANY($2) AND NOT (source_id = ANY($3)) A
 }
 
 // ownersSince is owners for a delta pass: the live records of the entities of, after the record
-// id after, that a get read (fetched_at) at or after since.
+// id after, that changed (updated_at: new, or their payload moved) or that a delta pass's
+// modification filter returned (modified_at) at or after since; not those an ID range's
+// re-listing read unchanged.
 func (s Store) ownersSince(ctx context.Context, of []string, entity string, after int64, since time.Time, n int) ([]owner, error) {
 	rows, err := s.db.Query(ctx, `SELECT id, entity, source_id FROM bitrix_records WHERE entity = ANY($1) AND id > $2
-AND fetched_at >= $4 AND `+live("")+` ORDER BY id LIMIT $3`, of, after, n, since)
+AND (updated_at >= $4 OR modified_at >= $4) AND `+live("")+` ORDER BY id LIMIT $3`, of, after, n, since)
 	if err != nil {
 		return nil, fmt.Errorf("list %v read since %s to read %s of: %w", of, since.Format(time.RFC3339), entity, err)
 	}
@@ -139,4 +141,18 @@ WHERE id = ANY($1) AND NOT (source_id = ANY($2)) AND `+live("")+` ORDER BY id`, 
 		return nil, fmt.Errorf("find records no longer on the portal: %w", err)
 	}
 	return out, nil
+}
+
+// markModified records that a delta pass's modification filter returned the records (modified_at),
+// in the transaction that stores them: what is read per owner reads them again (ownersSince).
+func (s Store) markModified(ctx context.Context, entity string, sourceIDs []string) error {
+	if len(sourceIDs) == 0 {
+		return nil
+	}
+	_, err := s.db.Exec(ctx, `UPDATE bitrix_records SET modified_at = now() WHERE entity = $1 AND source_id = ANY($2)`,
+		entity, sourceIDs)
+	if err != nil {
+		return fmt.Errorf("mark %s records modified on the portal: %w", entity, err)
+	}
+	return nil
 }
