@@ -63,6 +63,8 @@ type args struct {
 	BitrixDeals     int `arg:"--bitrix-deals" default:"1000" help:"CRM deals on the fake portal, in three funnels"`
 	BitrixSmart     int `arg:"--bitrix-smart-items" default:"200" help:"items of each of the fake portal's two smart processes (0: no smart processes)"`
 	BitrixWorkflows int `arg:"--bitrix-workflows" default:"10" help:"workflow templates on the fake portal (the CRM ones with running workflows and tasks)"`
+	// Changes on the portal for trying a rerun (delta pass) by hand.
+	BitrixChurn float64 `arg:"--bitrix-churn" help:"on every SIGUSR1, edit, add, comment and delete this fraction of the portal's CRM and tasks (0.01: issue 35's 1% mix) and log what changed"`
 	// A fault of the portal for trying how ingest bounds an answer.
 	BitrixBombs    []string `arg:"--bitrix-gzip-bomb,separate" help:"answer every request for this REST method (batch for batches) with a gzip bomb"`
 	BitrixBombSize int64    `arg:"--bitrix-gzip-bomb-bytes" default:"4294967296" help:"what a gzip bomb inflates to (it weighs about a thousandth of that)"`
@@ -152,6 +154,9 @@ func run(ctx context.Context, a args, log *slog.Logger) error {
 	portal := bitrixfake.New(popts)
 	for _, m := range a.BitrixBombs {
 		portal.ServeGzipBombs(m, a.BitrixBombSize)
+	}
+	if a.BitrixChurn > 0 {
+		churnOnSignal(ctx, portal, a.BitrixChurn, log)
 	}
 	if err := serve("bitrix", "BITRIX_WEBHOOK_URL", portal, func(b string) string { return b + portal.WebhookPath() }); err != nil {
 		return err

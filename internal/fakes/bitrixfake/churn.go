@@ -80,9 +80,10 @@ func (p *Portal) Churn(seed int64, fraction float64) ChurnReport {
 		rep.Changes[e] = &Changes{}
 	}
 	records := []string{DeleteCompanies, DeleteContacts, DeleteDeals, DeleteTasks}
+	visible := slices.Clone(p.tasks.visible) // kept up to date below: building it is O(tasks)
 	live := func(entity string) []int {
 		if entity == DeleteTasks {
-			return p.churnableTasks(false)
+			return visible
 		}
 		et, _ := crmTypeOf(entity)
 		return p.crmIDs(et)
@@ -140,20 +141,25 @@ func (p *Portal) Churn(seed int64, fraction float64) ChurnReport {
 		}
 		touched[Owner{e, id}] = true
 		rep.Changes[e].Added = append(rep.Changes[e].Added, id)
+		if e == DeleteTasks {
+			visible = append(visible, id)
+		}
 	}
 	deleted := 0
+	childless := p.churnableTasks(true)
 	for attempt := 0; deleted < deletions && attempt < 20*deletions; attempt++ {
 		e, id, ok := pickRecord()
 		if !ok {
 			break
 		}
-		if e == DeleteTasks && !slices.Contains(p.churnableTasks(true), id) {
+		if _, found := slices.BinarySearch(childless, id); e == DeleteTasks && !found {
 			continue // a parent: see the comment above
 		}
 		touched[Owner{e, id}] = true
 		var gone bool
 		if e == DeleteTasks {
 			gone = p.deleteTask(id)
+			visible = slices.DeleteFunc(visible, func(v int) bool { return v == id })
 		} else {
 			gone = p.deleteCRM(e, id)
 		}

@@ -1,6 +1,7 @@
 package bitrixfake
 
 import (
+	"fmt"
 	"net/http/httptest"
 	"reflect"
 	"slices"
@@ -171,3 +172,51 @@ func allTasks(t *testing.T, srv *httptest.Server, p *Portal, filter string) []in
 		}
 	}
 }
+
+// Changes are safe while the portal serves: run with -race.
+func TestChurnWhileServing(t *testing.T) {
+	p, srv := start(t, Options{Users: 20, Seed: 12, Companies: 100, Contacts: 100, Deals: 200, Tasks: 200})
+	done := make(chan struct{})
+	errs := make(chan string, 4)
+	bodies := [][2]string{
+		{"crm.item.list", `{"entityTypeId": 2, "select": ["*"], "filter": {">updatedTime": "2020-01-01"}, "start": 0}`},
+		{"tasks.task.list", `{"select": ["ID", "ACTIVITY_DATE", "COMMENTS_COUNT"], "start": 0}`},
+		{"crm.deal.list", `{"filter": {">DATE_MODIFY": "2020-01-01"}}`},
+		{"crm.timeline.comment.list", `{"filter": {"ENTITY_ID": 8, "ENTITY_TYPE": "deal"}}`},
+	}
+	for _, b := range bodies {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- ""
+					return
+				default:
+				}
+				if status, out := call(t, srv, p, b[0], b[1]); status != 200 && !(b[0] == "crm.timeline.comment.list" && status == 400) {
+					errs <- b[0] + ": " + strconv.Itoa(status) + " " + fmtAny(out)
+					return
+				}
+			}
+		}()
+	}
+	for seed := range int64(5) {
+		rep := p.Churn(seed, 0.02)
+		if rep.Total() == 0 {
+			t.Errorf("churn %d changed nothing", seed)
+		}
+		for _, id := range p.DealIDs()[:3] {
+			if err := p.Edit(DeleteDeals, id); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	close(done)
+	for range bodies {
+		if e := <-errs; e != "" {
+			t.Error(e)
+		}
+	}
+}
+
+func fmtAny(v any) string { return fmt.Sprint(v) }

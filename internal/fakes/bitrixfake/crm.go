@@ -495,11 +495,13 @@ func smartUserfields() []object {
 // productRows are a deal's product rows: every third deal has two, the fourth deal 53 (more than
 // a page); a deleted deal has none.
 func (p *Portal) productRows(dealID int) []object {
+	if indexOf(p.deals, dealID) < 0 {
+		return nil
+	}
 	i := indexOf(p.genDeals, dealID)
 	n := 0
 	switch {
-	case i < 0 || indexOf(p.deals, dealID) < 0:
-		return nil
+	case i < 0: // added since (mutate.go)
 	case i == 3:
 		n = 53
 	case i%3 == 0:
@@ -518,7 +520,7 @@ func (p *Portal) productRows(dealID int) []object {
 			{"type", 1}, {"storeId", nil},
 		}
 	}
-	return rows
+	return p.productRowChanges(dealID, rows)
 }
 
 func indexOf(ids []int, id int) int {

@@ -24,7 +24,7 @@ func (p *Portal) comments(typ string, id int) []object {
 	tc := p.mut.timeline[[2]int{et, id}]
 	r := p.rng(kindSmart+3, et*10_000_000+id)
 	var out []object
-	for k := range generatedComments(id) {
+	for k := range p.generatedComments(et, id) {
 		cid := timelineCommentID(et, id, k)
 		created := p.past(generatedCommentTime(p.epoch(), id, k))
 		user := p.pickUser(r)
@@ -56,9 +56,10 @@ func (p *Portal) comments(typ string, id int) []object {
 }
 
 // generatedComments is how many timeline comments a record was generated with: every fourth
-// record has one or two.
-func generatedComments(id int) int {
-	if id%4 != 0 {
+// record has one or two; a record added since (mutate.go) has none.
+func (p *Portal) generatedComments(et, id int) int {
+	gen := map[int][]int{etCompany: p.genCompanies, etContact: p.genContacts, etDeal: p.genDeals}[et]
+	if id%4 != 0 || indexOf(gen, id) < 0 {
 		return 0
 	}
 	return 1 + id%3%2

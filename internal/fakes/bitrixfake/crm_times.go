@@ -12,10 +12,10 @@ import (
 // right after movedBy and movedTime, which follow updatedTime.
 func (p *Portal) crmTimes(et, id int, row object) object {
 	createdS, _ := row.get("createdTime")
-	created, _ := rowInstant(createdS)
+	created, _ := rowInstant(createdS, nil)
 	by, _ := row.get("createdBy")
 	activity, activityBy := created, by
-	if n := generatedComments(id); n > 0 && (et == etCompany || et == etContact || et == etDeal) {
+	if n := p.generatedComments(et, id); n > 0 {
 		if last := p.past(generatedCommentTime(p.epoch(), id, n-1)); last.After(activity) {
 			activity = last
 		}

@@ -95,8 +95,9 @@ func (p *Portal) userRow(id int) object {
 	}
 	active := r.IntN(100) >= 7 // a few dismissed employees
 	registered := between(r, p.epoch(), 10*365*24*time.Hour)
-	lastLogin := between(r, registered, 60*24*time.Hour)
-	modified := between(r, registered, 300*24*time.Hour)
+	lastLogin := p.past(between(r, registered, 60*24*time.Hour))
+	modified := p.past(between(r, registered, 300*24*time.Hour))
+	registered = p.past(registered)
 	birthday, employment, mobile := "", "", ""
 	if r.IntN(3) > 0 {
 		b := time.Date(1960+r.IntN(42), time.Month(1+r.IntN(12)), 1+r.IntN(28), 0, 0, 0, 0, p.opts.Location)

@@ -45,6 +45,7 @@ func (p *Portal) datedConds(conds []cond, dateFields map[string]bool) (invalid s
 		if !dateFields[c.field] {
 			continue
 		}
+		conds[i].loc = p.opts.Location
 		switch c.value.(type) {
 		case []any, map[string]any:
 			var list []any
@@ -67,14 +68,25 @@ func (p *Portal) datedConds(conds []cond, dateFields map[string]bool) (invalid s
 	return ""
 }
 
-// rowInstant reads a row's date value (ISO 8601 with an offset, as the portal renders dates);
-// ok is false for an empty date (null, "" or false), which no comparison selects, as SQL's
+// rowInstant reads a row's date value: ISO 8601 with an offset, as the portal renders dates, or
+// one of the portal's own formats user.get answers some dates in (data.go), in its time zone
+// loc; ok is false for an empty date (null, "" or false), which no comparison selects, as SQL's
 // NULL.
-func rowInstant(rv any) (time.Time, bool) {
+func rowInstant(rv any, loc *time.Location) (time.Time, bool) {
 	s, isString := rv.(string)
 	if !isString || s == "" {
 		return time.Time{}, false
 	}
-	t, err := time.Parse(time.RFC3339, s)
-	return t, err == nil
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, true
+	}
+	if loc == nil {
+		return time.Time{}, false
+	}
+	for _, layout := range []string{"02.01.2006 15:04:05", "2006-01-02 15:04:05"} {
+		if t, err := time.ParseInLocation(layout, s, loc); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
 }

@@ -14,6 +14,7 @@ type cond struct {
 	op    string
 	field string
 	value any
+	loc   *time.Location // the portal's time zone, for the row dates of a date condition
 }
 
 // filterOps are the prefixes of Bitrix filter keys, longest first so that
@@ -40,7 +41,7 @@ func parseFilter(m map[string]any) []cond {
 func (c cond) match(row object) bool {
 	rv, _ := row.get(c.field)
 	if instants, ok := c.instants(); ok {
-		return matchInstant(c.op, rv, instants)
+		return matchInstant(c.op, rv, instants, c.loc)
 	}
 	switch c.op {
 	case "", "=":
@@ -92,8 +93,8 @@ func (c cond) instants() ([]time.Time, bool) {
 
 // matchInstant compares a row's date with a date condition as instants; an empty date matches
 // no condition.
-func matchInstant(op string, rv any, values []time.Time) bool {
-	rt, ok := rowInstant(rv)
+func matchInstant(op string, rv any, values []time.Time, loc *time.Location) bool {
+	rt, ok := rowInstant(rv, loc)
 	if !ok {
 		return false
 	}

@@ -92,7 +92,16 @@ func (p *Portal) userGet(params map[string]any) answer {
 			filter[k] = v
 		}
 	}
-	q := listQuery{filter: parseFilter(filter), order: "ID", start: startParam(params)}
+	conds := parseFilter(filter)
+	for i := range conds {
+		// Dates compare as instants, the row's own formats read too (datefilter.go); a value that
+		// is not a date leaves its condition out, the page documents no error for it.
+		if p.datedConds(conds[i:i+1], userDateFields) != "" {
+			conds[i].field = ""
+		}
+	}
+	conds = slices.DeleteFunc(conds, func(c cond) bool { return c.field == "" })
+	q := listQuery{filter: conds, order: "ID", start: startParam(params)}
 	if s, ok := param(params, "sort"); ok && strval(s) != "" {
 		q.order = strings.ToUpper(strval(s))
 	}
@@ -112,6 +121,9 @@ func (p *Portal) userGet(params map[string]any) answer {
 	}
 	return answer{result: rowsOrEmpty(res.rows), total: res.total, next: res.next, cost: p.cost(res)}
 }
+
+// userDateFields are the dates of user.get's rows, which its filter takes.
+var userDateFields = map[string]bool{"LAST_LOGIN": true, "DATE_REGISTER": true, "TIMESTAMP_X": true, "LAST_ACTIVITY_DATE": true}
 
 // userCurrent is user.current: the webhook's own user.
 func (p *Portal) userCurrent(map[string]any) answer {

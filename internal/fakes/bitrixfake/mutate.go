@@ -37,15 +37,24 @@ import (
 // TimelineComments names timeline comments of companies, contacts and deals in ChurnReport.
 const TimelineComments = "timeline_comments"
 
+// Users and Groups name the portal's users and workgroups for Edit.
+const (
+	Users  = "users"
+	Groups = "groups"
+)
+
 // mutations is what changed on the portal since it was generated.
 type mutations struct {
 	crm      map[int]map[int]*crmChange // entityTypeId: id: change
 	crmMax   map[int]int                // entityTypeId: the highest id it ever had
 	timeline map[[2]int]*timelineChange // entityTypeId, id: its timeline's changes
+	edits    map[string]map[int]int     // Users, Groups: id: edits
+	products map[int]*productChange     // deal id: its product rows' changes (products.go)
 }
 
 func newMutations() mutations {
-	return mutations{crm: map[int]map[int]*crmChange{}, crmMax: map[int]int{}, timeline: map[[2]int]*timelineChange{}}
+	return mutations{crm: map[int]map[int]*crmChange{}, crmMax: map[int]int{}, timeline: map[[2]int]*timelineChange{},
+		products: map[int]*productChange{}, edits: map[string]map[int]int{Users: {}, Groups: {}}}
 }
 
 // crmChange is what changed on a CRM record; zero times are the generated ones.
@@ -134,9 +143,10 @@ func (p *Portal) crmChangeOf(et, id int) *crmChange {
 }
 
 // Edit changes a record as a person editing it on the portal would: a visible field (a
-// company's or deal's title, a contact's name, a task's title) and the record's modification
-// time (updatedTime, changedDate and activityDate for a task). Entities: DeleteCompanies,
-// DeleteContacts, DeleteDeals, DeleteTasks.
+// company's or deal's title, a contact's name, a task's title, a user's position, a group's
+// name) and the record's modification time (updatedTime, changedDate and activityDate for a
+// task, TIMESTAMP_X for a user, DATE_UPDATE and DATE_ACTIVITY for a group). Entities:
+// DeleteCompanies, DeleteContacts, DeleteDeals, DeleteTasks, Users, Groups.
 func (p *Portal) Edit(entity string, id int) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -153,7 +163,11 @@ func (p *Portal) edit(entity string, id int) error {
 		ch.edits++
 		return nil
 	}
-	if entity != DeleteTasks {
+	switch entity {
+	case Users, Groups:
+		return p.editSocial(entity, id)
+	case DeleteTasks:
+	default:
 		return fmt.Errorf("bitrixfake: cannot edit %s", entity)
 	}
 	t, ok := p.tasks.byID[id]
@@ -197,11 +211,11 @@ func (p *Portal) add(entity string) (int, error) {
 		*ch = crmChange{created: at, updated: at, activity: at, updatedBy: p.actor(), activityBy: p.actor()}
 		switch et {
 		case etCompany:
-			p.companies = append(slices.Clone(p.companies), id)
+			p.companies = append(p.companies, id)
 		case etContact:
-			p.contacts = append(slices.Clone(p.contacts), id)
+			p.contacts = append(p.contacts, id)
 		case etDeal:
-			p.deals = append(slices.Clone(p.deals), id)
+			p.deals = append(p.deals, id)
 		}
 		return id, nil
 	}
@@ -223,8 +237,8 @@ func (p *Portal) add(entity string) (int, error) {
 		t.comments = 1 // the system message of the task's creation
 	}
 	p.tasks.byID[id] = t
-	p.tasks.ids = append(slices.Clone(p.tasks.ids), id)
-	p.tasks.visible = append(slices.Clone(p.tasks.visible), id)
+	p.tasks.ids = append(p.tasks.ids, id)
+	p.tasks.visible = append(p.tasks.visible, id)
 	return id, nil
 }
 
@@ -366,4 +380,37 @@ func (p *Portal) TimelineCommentIDs(entity string, id int) []int {
 		out = append(out, n)
 	}
 	return out
+}
+
+// editSocial edits a user (its position and TIMESTAMP_X, in the portal's own format as user.get
+// renders it) or a workgroup (its name, DATE_UPDATE and DATE_ACTIVITY), through the overrides
+// SetUserField and SetGroupField make.
+func (p *Portal) editSocial(entity string, id int) error {
+	at := p.stamp()
+	n := p.mut.edits[entity][id] + 1
+	if entity == Users {
+		if !p.userExists(id) {
+			return fmt.Errorf("bitrixfake: no user %d to edit", id)
+		}
+		p.mut.edits[entity][id] = n
+		position, _ := p.userRow(id).get("WORK_POSITION")
+		if p.userOverrides[id] == nil {
+			p.userOverrides[id] = map[string]any{}
+		}
+		p.userOverrides[id]["WORK_POSITION"] = strval(position) + editMark(n)
+		p.userOverrides[id]["TIMESTAMP_X"] = at.In(p.opts.Location).Format("02.01.2006 15:04:05")
+		return nil
+	}
+	if _, found := slices.BinarySearch(p.groups, id); !found {
+		return fmt.Errorf("bitrixfake: no group %d to edit", id)
+	}
+	p.mut.edits[entity][id] = n
+	name, _ := p.groupRow(id, 0).get("NAME")
+	if p.groupOverrides[id] == nil {
+		p.groupOverrides[id] = map[string]any{}
+	}
+	p.groupOverrides[id]["NAME"] = strval(name) + editMark(n)
+	p.groupOverrides[id]["DATE_UPDATE"] = p.isoDate(at)
+	p.groupOverrides[id]["DATE_ACTIVITY"] = p.isoDate(at)
+	return nil
 }

@@ -77,6 +77,14 @@ func TestMutationsMoveDocumentedCRMFields(t *testing.T) {
 	if ids := p.TimelineCommentIDs(DeleteDeals, commented); len(ids) == 0 || ids[len(ids)-1] != cid {
 		t.Errorf("timeline of deal %d = %v, want it to end with %d", commented, ids, cid)
 	}
+	if ids := p.TimelineCommentIDs(DeleteDeals, added); len(ids) != 0 {
+		t.Errorf("the added deal has timeline comments %v", ids)
+	}
+	row := p.DealRow(added)
+	if string(row["createdTime"]) != string(row["updatedTime"]) || string(row["createdTime"]) != string(row["lastActivityTime"]) ||
+		string(row["movedTime"]) != string(row["createdTime"]) {
+		t.Errorf("the added deal's dates differ: %s %s %s %s", row["createdTime"], row["updatedTime"], row["lastActivityTime"], row["movedTime"])
+	}
 	if err := p.DeleteTimelineComment(cid); err != nil {
 		t.Fatal(err)
 	}
@@ -156,5 +164,44 @@ func TestMutationsMoveDocumentedTaskFields(t *testing.T) {
 	utc, _ := time.Parse(time.RFC3339, read)
 	if got := idsOf(taskRows(`{">CHANGED_DATE": "`+utc.UTC().Format(time.RFC3339)+`"}`), "id"); len(got) != 2 {
 		t.Errorf(">CHANGED_DATE in UTC = %v, want 2 tasks", got)
+	}
+}
+
+// Product rows added, edited and deleted show in crm.item.productrow.list; the deal's dates stay.
+func TestProductRowChanges(t *testing.T) {
+	clock := NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	p, srv := start(t, Options{Users: 5, Seed: 9, Deals: 10, Now: clock.Now})
+	deal := p.DealIDs()[0] // two generated rows
+	before := p.DealRow(deal)
+	rows := p.ProductRowIDs(deal)
+	_, out := call(t, srv, p, "crm.item.productrow.list", `{"filter": {"=ownerType": "D", "=ownerId": `+itoa(deal)+`}}`)
+	quantity := out["result"].(map[string]any)["productRows"].([]any)[0].(map[string]any)["quantity"].(float64)
+	added, err := p.AddProductRow(deal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := strconv.Atoi(rows[0])
+	second, _ := strconv.Atoi(rows[1])
+	if err := p.EditProductRow(first); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.DeleteProductRow(second); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.DeleteProductRow(second); err == nil {
+		t.Error("a product row deleted twice")
+	}
+	_, out = call(t, srv, p, "crm.item.productrow.list", `{"filter": {"=ownerType": "D", "=ownerId": `+itoa(deal)+`}}`)
+	got := out["result"].(map[string]any)["productRows"].([]any)
+	if len(got) != 2 || got[0].(map[string]any)["id"] != float64(first) || got[1].(map[string]any)["id"] != float64(added) {
+		t.Fatalf("rows after the changes: %v", got)
+	}
+	if q := got[0].(map[string]any)["quantity"]; q != quantity+1 {
+		t.Errorf("edited row's quantity %v, want %v", q, quantity+1)
+	}
+	after := p.DealRow(deal)
+	if string(after["updatedTime"]) != string(before["updatedTime"]) || string(after["lastActivityTime"]) != string(before["lastActivityTime"]) {
+		t.Errorf("the deal's dates moved: %s %s, were %s %s", after["updatedTime"], after["lastActivityTime"],
+			before["updatedTime"], before["lastActivityTime"])
 	}
 }

@@ -38,6 +38,13 @@
 //   - deletions (delete.go): Portal.Delete and the REST delete methods, after which lists, gets
 //     and children behave as on the real portal;
 //   - other users' incoming webhooks (webhooks.go), each acting as its user in the live feed;
+//   - changes between two runs (mutate.go, churn.go, products.go): Edit, Add, task and timeline
+//     comments and product rows added and deleted, and Churn(seed, fraction), issue 35's mix with
+//     its exact report; each moves the modification and activity fields the docs name
+//     (updatedTime, lastActivityTime, DATE_MODIFY, changedDate, activityDate, commentsCount),
+//     dated after the last answer and never in the portal's future, and filters compare those
+//     dates as instants in any documented format (datefilter.go); the classic crm.*.list too
+//     (crm_classic.go);
 //   - on demand, the answer shapes recorded from real portals (Options.Shapes, shapes.go):
 //     result_error as an unkeyed list, batches keyed by position, totals that are the page's
 //     size, the time block's generations, codes as "", "100" or 100, a plain-text 503; and
@@ -337,6 +344,7 @@ func New(opts Options) *Portal {
 	p.initIM()
 	p.initCRM()
 	p.initCRMMethods()
+	p.initCRMClassic()
 	p.initBizproc()
 	p.initTasks()
 	p.initFeed()

@@ -75,6 +75,10 @@ func (p *Portal) taskFilter(fm map[string]any) []cond {
 			continue
 		}
 		c.field = field
+		_, isList := c.value.([]any)
+		if field == "ID" && (!slices.Contains([]string{"", "=", ">", ">=", "<", "<=", "@"}, c.op) || isList && c.op != "@") {
+			c.field = "id" // not an id range (idRange) nor a set (taskList): compared on the rows
+		}
 		one := []cond{c}
 		if p.datedConds(one, taskDateFields) != "" {
 			continue
