@@ -271,6 +271,10 @@ func (app *app) bitrixStatus(ctx context.Context, asJSON bool) error {
 		return err
 	}
 	for _, es := range rep.Entities {
+		// The kind of each entity's get pass and why (docs/bitrix-delta.md).
+		if inv := es.Inventory; inv != nil && inv.Pass > 0 && inv.Reason != nil {
+			fmt.Fprintf(app.stdout, "  %s pass %d (%s): %s\n", es.Entity, inv.Pass, inv.Kind, shownCut(*inv.Reason, 160))
+		}
 		if s := es.WaitingState(); s != "" {
 			fmt.Fprintf(app.stdout, "  %s NEW x%d: %s; parents: %s\n", es.Entity, es.Waiting.Records, s, idList(es.Waiting.Parents, 30))
 		}

@@ -82,6 +82,9 @@ func TestBitrixCommands(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "chat_messages") || strings.Count(stdout, "yes, ") != 5 || !strings.Contains(stdout, "(with chats)") {
 		t.Errorf("bitrix status = exit %d\n%s", code, stdout)
 	}
+	if !strings.Contains(stdout, "  users pass 1 (full): user.get has no modification filter") {
+		t.Errorf("bitrix status does not say the kind of the users' pass and why:\n%s", stdout)
+	}
 
 	// A person sends a record through set again by its portal id.
 	code, stdout, stderr = run("status", "set", "bitrix", "--entity", "users", "--id", "1", "999999", "--to", "NEW", "--reason", "re-import after fix", "--by", "bob")

@@ -45,6 +45,11 @@ type chatRow struct {
 	// Unreachable is the portal's refusal to show the chat to the webhook's user; nil when the
 	// chat can be read.
 	Unreachable *engine.Unreachable `json:"unreachable,omitempty"`
+	// LastMessage is the id of the chat's newest message as the listing showed it (the recent
+	// item's message, the card's last_message_id); 0 when it did not. It is left out of the
+	// record, which would otherwise change with every message: the messages walk leaves alone
+	// a chat whose last message is stored.
+	LastMessage int64 `json:"-"`
 }
 
 func decodeChatRow(payload json.RawMessage) (chatRow, error) {

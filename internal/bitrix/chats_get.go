@@ -2,6 +2,7 @@ package bitrix
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -46,7 +47,11 @@ func (l chatLister) Get(ctx context.Context, g *engine.GetRun) error {
 	c := st.Of(Chats)
 	e.Log().Info("chats found", "entity", Chats, "chats", c.Rows, "new", c.Inserted, "changed", c.Changed,
 		"unreachable", st.Unreachable)
-	if err := walkMessages(ctx, e, l.rescan, st); err != nil {
+	last := make(map[int64]int64, len(rows))
+	for _, r := range rows {
+		last[r.ID] = r.LastMessage
+	}
+	if err := walkMessages(ctx, e, l.rescan, last, st); err != nil {
 		return fmt.Errorf("messages: %w", err)
 	}
 	st.Complete = true
@@ -113,6 +118,8 @@ type recentItem struct {
 	Type   string   `json:"type"` // user or chat
 	Title  string   `json:"title"`
 	Chat   chatCard `json:"chat"`
+	// Message is the dialog's last message ({"id": ...}; null, false or [] when it has none).
+	Message json.RawMessage `json:"message"`
 }
 
 // chatCard is the part of a chat's description (recent item "chat", im.dialog.get) a chat
@@ -126,12 +133,35 @@ type chatCard struct {
 	EntityType  string  `json:"entity_type"`
 	EntityID    string  `json:"entity_id"`
 	DateCreate  string  `json:"date_create"`
+	// LastMessageID is im.dialog.get's last_message_id (absent from the recent item's card).
+	LastMessageID json.RawMessage `json:"last_message_id"`
 }
 
 func (c chatCard) row(id int64) chatRow {
 	owner, _ := c.Owner.Int64()
 	return chatRow{ID: id, DialogID: "chat" + strconv.FormatInt(id, 10), Type: c.Type, MessageType: c.MessageType,
-		Name: c.Name, Owner: owner, EntityType: c.EntityType, EntityID: c.EntityID, DateCreate: c.DateCreate}
+		Name: c.Name, Owner: owner, EntityType: c.EntityType, EntityID: c.EntityID, DateCreate: c.DateCreate,
+		LastMessage: messageID(c.LastMessageID)}
+}
+
+// messageID reads a message id sent as a number or a string, or inside a message object
+// ({"id": ...}); 0 for anything else (null, false, [] of a dialog without messages).
+func messageID(raw json.RawMessage) int64 {
+	var msg struct {
+		ID rest.ID `json:"id"`
+	}
+	if json.Unmarshal(raw, &msg) == nil {
+		raw = json.RawMessage(msg.ID.String())
+	}
+	var id rest.ID
+	if json.Unmarshal(raw, &id) != nil {
+		return 0
+	}
+	n, err := id.Int64()
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
 }
 
 func (it recentItem) row() (chatRow, error) {
@@ -140,9 +170,12 @@ func (it recentItem) row() (chatRow, error) {
 		return chatRow{}, fmt.Errorf("recent item %q: chat_id: %w", it.ID, err)
 	}
 	if it.Type == "user" { // a 1:1 dialog: the item describes the other user, not the chat
-		return chatRow{ID: id, DialogID: it.ID.String(), Type: "private", MessageType: "P", Name: it.Title}, nil
+		return chatRow{ID: id, DialogID: it.ID.String(), Type: "private", MessageType: "P", Name: it.Title,
+			LastMessage: messageID(it.Message)}, nil
 	}
-	return it.Chat.row(id), nil
+	row := it.Chat.row(id)
+	row.LastMessage = max(row.LastMessage, messageID(it.Message))
+	return row, nil
 }
 
 // findChats lists the chats to read: the recent list's, de-duplicated, then the workgroups'
@@ -404,6 +437,16 @@ func storedChats(ctx context.Context, st engine.Store) ([]chatRow, error) {
 		}
 	}
 	return out, nil
+}
+
+// NoDelta makes chats a FullPassLister: no method lists a portal's chats by modification (the
+// recent list is one user's, ordered by last message, and chats gain participants without
+// showing it), so every pass reads the chat list and participants again; their messages are
+// read incrementally (after the newest stored) and not at all for a chat whose last message
+// is stored (docs/bitrix-delta.md).
+func (chatLister) NoDelta() string {
+	return "no method lists chats by modification and a participant change shows nowhere: the chats and their " +
+		"participants are read each pass; messages only after the newest stored, of chats whose last message is new"
 }
 
 // Partial makes chats a PartialLister: im.recent.list shows only the chats the webhook's user

@@ -131,8 +131,11 @@ func messagesWalk(chats []int64, parentOf func(chat int64) string, newest map[in
 }
 
 // walkMessages reads the messages of every readable chat stored, resuming an interrupted pass
-// chat by chat from the page log; rescan reads every history whole again.
-func walkMessages(ctx context.Context, e engine.Env, rescan bool, st *engine.GetStats) error {
+// chat by chat from the page log; rescan reads every history whole again. Otherwise a chat read
+// to its start before whose last message (last, by chat, from the listing this pass) is stored
+// is left out: it has nothing new to top up, and topping it up would cost a call for nothing.
+// Edited messages are found by rescan only, as before.
+func walkMessages(ctx context.Context, e engine.Env, rescan bool, last map[int64]int64, st *engine.GetStats) error {
 	chats, err := storedChats(ctx, e.Store())
 	if err != nil {
 		return err
@@ -153,6 +156,12 @@ func walkMessages(ctx context.Context, e engine.Env, rescan bool, st *engine.Get
 		func(ctx context.Context, tx engine.Store, chat int64, u *engine.Unreachable, zone *time.Location) error {
 			return markUnreachable(ctx, e, tx, chat, u, zone)
 		})
+	if !rescan {
+		w.Settled = func(key, at string) bool {
+			chat := chatOfKey(key)
+			return at == "done" && last[chat] > 0 && last[chat] <= newest[chat]
+		}
+	}
 	// test_limit limits the chats, whose messages are all read.
 	st.Pass, st.Resumed, err = w.Run(ctx, e, e.Entity(ChatMessages), st, 0)
 	return err

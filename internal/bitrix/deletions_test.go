@@ -80,6 +80,7 @@ func TestDeletedDealUnderEachPolicy(t *testing.T) {
 			v := newEnv(t, crmOptions(41))
 			e := v.engine(func(c *engine.Config) {
 				c.Deletions = policy
+				c.Full = true // what a deletion becomes, found by a full pass (a delta pass concludes none)
 			})
 			chain := []string{bitrix.Users, bitrix.CRMTypes, bitrix.CRMCategories, bitrix.Companies, bitrix.Contacts, bitrix.Deals,
 				bitrix.DealProducts, bitrix.CRMComments, bitrix.Smart, bitrix.Workflows}
@@ -125,6 +126,7 @@ func TestDeletedContactUnderEachPolicy(t *testing.T) {
 			v := newEnv(t, crmOptions(42))
 			e := v.engine(func(c *engine.Config) {
 				c.Deletions = policy
+				c.Full = true // what a deletion becomes, found by a full pass (a delta pass concludes none)
 			})
 			chain := []string{bitrix.Users, bitrix.CRMTypes, bitrix.CRMCategories, bitrix.Companies, bitrix.Contacts, bitrix.Deals}
 			for _, ent := range chain {
@@ -173,6 +175,7 @@ func TestDeletedDealsDoNotCountAgainstDealProducts(t *testing.T) {
 	e := v.engine(func(c *engine.Config) {
 		c.Deletions = engine.DeletionsPropagate
 		c.AllowMassDelete = true
+		c.Full = true // what a deletion becomes, found by a full pass (a delta pass concludes none)
 	})
 	for _, ent := range []string{bitrix.Users, bitrix.CRMTypes, bitrix.CRMCategories, bitrix.Companies, bitrix.Contacts, bitrix.Deals, bitrix.DealProducts} {
 		v.phases(e, ent, "get", "set", "verify")

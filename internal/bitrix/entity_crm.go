@@ -69,7 +69,8 @@ func crmEntity(s crmSpec) *engine.Entity {
 		Name:     s.name,
 		Help:     s.help,
 		Requires: s.requires,
-		Lister:   &engine.IDScan{Scan: crmScan(s.entityTypeID), CountParams: map[string]any{"select": []string{"id"}}},
+		Lister: &engine.IDScan{Scan: crmScan(s.entityTypeID), CountParams: map[string]any{"select": []string{"id"}},
+			Modified: crmModified},
 		IDField:  "id",
 		Refs:     append(crmRefs(s.entityTypeID), s.refs...),
 		Dates:    crmDates,
@@ -84,6 +85,13 @@ func crmEntity(s crmSpec) *engine.Entity {
 		NotMigrated: crmNotMigrated,
 	}
 }
+
+// crmModified are the fields of a CRM item's modification time a delta pass reads by
+// (docs/bitrix-delta.md): crm.item.list filters by any field crm.item.fields lists, with > on
+// datetimes; updatedTime moves with an edit of the item, lastActivityTime with an activity or a
+// timeline comment added to it (crmVolatile: the checksum ignores it, so only this filter sees
+// such a change).
+var crmModified = []string{"updatedTime", "lastActivityTime"}
 
 // crmDates are the date fields of CRM items; each keeps its offset.
 var crmDates = []string{"createdTime", "updatedTime", "movedTime", "lastActivityTime", "begindate", "closedate",
@@ -113,6 +121,9 @@ func crmShapes(entityTypeID int) engine.Shapes {
 			"hasPhone", "hasEmail", "hasImol", "isMyCompany"},
 		Decimals: crmMoney,
 		DateOnly: []string{"birthdate", "begindate", "closedate"},
+		// lastActivityBy is a user's id the portal writes as a number in crm.item.list and as a
+		// string in the classic lists; it is volatile, not a reference, so only its form is fixed.
+		IDs: []string{"lastActivityBy"},
 	}
 }
 

@@ -26,7 +26,9 @@ func crmTypesEntity() *engine.Entity {
 		Requires: []string{Users},
 		// crm.type.list has no ID range filter worth scanning: a portal has a few dozen types.
 		Lister: &engine.OffsetPages{List: rest.List{Method: "crm.type.list", RowsPath: []string{"types"},
-			Params: map[string]any{"order": map[string]any{"id": "ASC"}}}},
+			Params: map[string]any{"order": map[string]any{"id": "ASC"}}},
+			Unfiltered: "a portal has a few dozen smart process types, one page: a page filtered by updatedTime costs the same call, " +
+				"and only the whole list shows a type deleted"},
 		// Items name their type by entityTypeId (a type's id is something else, used only to
 		// name its custom fields: UF_CRM_<id>_...), so types are keyed by it.
 		IDField: "entityTypeId",

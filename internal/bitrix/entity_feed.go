@@ -27,6 +27,11 @@ const noFeedFields = "feed posts have no userfield methods in the REST API: each
 // author's walk.
 const commentsLimit = 100
 
+// noFeedDelta is why every pass of the feed is full (docs/bitrix-delta.md).
+const noFeedDelta = "log.blogpost.get filters by publication date (LOG_DATE_FROM) and feed entry id, not by " +
+	"modification; comments are listed per author after an id and recipients per audience, neither by date: an edited " +
+	"post, comment or audience is found only by reading them all"
+
 func feedEntity() *engine.Entity {
 	ent := &engine.Entity{
 		Name:     Feed,
@@ -37,7 +42,7 @@ func feedEntity() *engine.Entity {
 		// other order or ID filter: offset pages are all it allows (docs/bitrix-feed-tasks.md).
 		// log.blogpost.get takes POST_ID: a post a pass did not see is asked for before it counts as deleted.
 		Lister: &engine.OffsetPages{List: rest.List{Method: "log.blogpost.get"},
-			ByID: func(id string) map[string]any { return map[string]any{"POST_ID": id} }},
+			ByID: func(id string) map[string]any { return map[string]any{"POST_ID": id} }, Unfiltered: noFeedDelta},
 		Refs: []engine.Ref{{Field: "AUTHOR_ID", Entity: Users, Name: "author"},
 			{Field: "DETAIL_TEXT", Entity: Users, Name: "mentions", Values: func(f map[string]json.RawMessage) []string {
 				return mentionsIn(f, "DETAIL_TEXT", "TITLE")

@@ -54,7 +54,10 @@ func tasksEntity() *engine.Entity {
 		Lister: &engine.IDScan{Scan: rest.Scan{Method: "tasks.task.list", Params: map[string]any{"select": taskSelect},
 			FilterParam: "filter", IDField: "id", FilterField: "ID", RowsPath: []string{"tasks"},
 			Order: map[string]any{"order": map[string]any{"ID": "asc"}}},
-			CountParams: map[string]any{"select": []string{"ID"}}, SelectCustom: true, Complete: completeTasks},
+			CountParams: map[string]any{"select": []string{"ID"}}, SelectCustom: true, Complete: completeTasks,
+			// The filter fields tasks.task.list documents hold one modification time, CHANGED_DATE;
+			// ACTIVITY_DATE (moved by a comment) is documented for sorting only.
+			Modified: []string{"CHANGED_DATE"}},
 		Refs: []engine.Ref{
 			{Field: "createdBy", Entity: Users, Name: "creator"},
 			{Field: "responsibleId", Entity: Users, Name: "responsible"},

@@ -8,6 +8,10 @@ import (
 // Users is the entity of the portal's users (seed 000 stage 4.1, research/bitrix.md §5.1).
 const Users = "users"
 
+// noUsersDelta is why every pass of users is full (docs/bitrix-delta.md).
+const noUsersDelta = "user.get documents filters on the fields of user.add only, and TIMESTAMP_X is not one " +
+	"(the server takes it, the documentation does not promise it); a full pass costs a call per 2,500 users"
+
 func usersEntity() *engine.Entity {
 	return &engine.Entity{
 		Name: Users,
@@ -15,7 +19,7 @@ func usersEntity() *engine.Entity {
 		// ADMIN_MODE lets an administrator's webhook see every user; select names the custom
 		// fields explicitly, since "*" alone leaves them out.
 		Lister: &engine.IDScan{Scan: rest.UsersScan(map[string]any{"ADMIN_MODE": true, "select": []string{"*", "UF_*"}}),
-			CountParams: map[string]any{"select": []string{"ID"}}},
+			CountParams: map[string]any{"select": []string{"ID"}}, Unfiltered: noUsersDelta},
 		Dates: []string{"DATE_REGISTER", "LAST_LOGIN", "TIMESTAMP_X", "LAST_ACTIVITY_DATE",
 			"PERSONAL_BIRTHDAY", "UF_EMPLOYMENT_DATE"},
 		Volatile: []string{"IS_ONLINE", "LAST_LOGIN", "LAST_ACTIVITY_DATE"},

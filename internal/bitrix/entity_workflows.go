@@ -26,6 +26,10 @@ const (
 var templateFields = []string{"ID", "MODULE_ID", "ENTITY", "DOCUMENT_TYPE", "AUTO_EXECUTE", "NAME", "TEMPLATE",
 	"PARAMETERS", "VARIABLES", "CONSTANTS", "MODIFIED", "IS_MODIFIED", "USER_ID", "SYSTEM_CODE"}
 
+// noWorkflowsDelta is why every pass of workflows is full (docs/bitrix-delta.md).
+const noWorkflowsDelta = "templates, running workflows and their tasks are a page or a few each: a page filtered by " +
+	"MODIFIED costs the same call, and only the whole lists show a template deleted or a workflow ended"
+
 func workflowsEntity() *engine.Entity {
 	return &engine.Entity{
 		Name: Workflows,
@@ -35,7 +39,7 @@ func workflowsEntity() *engine.Entity {
 		// every CRM entity a template can belong to.
 		Requires: []string{Users, Companies, Contacts, Deals, Smart},
 		Lister: &engine.OffsetPages{List: rest.List{Method: "bizproc.workflow.template.list",
-			Params: map[string]any{"SELECT": templateFields, "ORDER": map[string]any{"ID": "ASC"}}}},
+			Params: map[string]any{"SELECT": templateFields, "ORDER": map[string]any{"ID": "ASC"}}}, Unfiltered: noWorkflowsDelta},
 		Refs: []engine.Ref{
 			{Field: "USER_ID", Name: "author", Entity: Users, Optional: true},
 			{Field: "TEMPLATE", Name: "users in the template", Entity: Users, Values: templateUsers},
@@ -64,7 +68,7 @@ func workflowInstancesEntity() *engine.Entity {
 		// by id (time-ordered), so workflows started during the pass land at the end.
 		Lister: &engine.OffsetPages{List: rest.List{Method: "bizproc.workflow.instances",
 			Params: map[string]any{"SELECT": []string{"ID", "MODIFIED", "OWNED_UNTIL", "MODULE_ID", "ENTITY", "DOCUMENT_ID",
-				"STARTED", "STARTED_BY", "TEMPLATE_ID"}, "ORDER": map[string]any{"ID": "ASC"}}}},
+				"STARTED", "STARTED_BY", "TEMPLATE_ID"}, "ORDER": map[string]any{"ID": "ASC"}}}, Unfiltered: noWorkflowsDelta},
 		ParentKey:   "TEMPLATE_ID",
 		ParentField: "TEMPLATE_ID",
 		Refs:        append(documentRefs(), engine.Ref{Field: "STARTED_BY", Entity: Users, Optional: true}),
@@ -92,7 +96,7 @@ func workflowTasksEntity() *engine.Entity {
 			Params: map[string]any{"SELECT": []string{"ID", "WORKFLOW_ID", "DOCUMENT_NAME", "DESCRIPTION", "NAME", "MODIFIED",
 				"WORKFLOW_STARTED", "WORKFLOW_STARTED_BY", "OVERDUE_DATE", "WORKFLOW_TEMPLATE_ID", "WORKFLOW_TEMPLATE_NAME",
 				"WORKFLOW_STATE", "STATUS", "USER_ID", "USER_STATUS", "MODULE_ID", "ENTITY", "DOCUMENT_ID", "ACTIVITY",
-				"ACTIVITY_NAME", "DOCUMENT_URL", "PARAMETERS"}, "ORDER": map[string]any{"ID": "ASC"}}}},
+				"ACTIVITY_NAME", "DOCUMENT_URL", "PARAMETERS"}, "ORDER": map[string]any{"ID": "ASC"}}}, Unfiltered: noWorkflowsDelta},
 		ParentKey:   "WORKFLOW_TEMPLATE_ID",
 		ParentField: "WORKFLOW_TEMPLATE_ID",
 		Refs: append(documentRefs(), engine.Ref{Field: "USER_ID", Name: "assignee", Entity: Users, Optional: true},

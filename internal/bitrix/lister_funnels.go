@@ -251,6 +251,12 @@ func (funnelWalker) Get(ctx context.Context, g *engine.GetRun) error {
 	return nil
 }
 
+// NoDelta makes the funnels a FullPassLister: crm.category.list and crm.status.list send no
+// modification time, and a portal has tens of funnels, read in a batch or two.
+func (funnelWalker) NoDelta() string {
+	return "crm.category.list and crm.status.list have no modification time; every funnel and stage is read, a batch of each"
+}
+
 // Total counts the funnels the portal has now (one batch of crm.category.list).
 func (funnelWalker) Total(ctx context.Context, e engine.Env, _ *engine.Entity) (int64, error) {
 	types, err := funnelTypes(ctx, e)

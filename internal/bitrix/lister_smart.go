@@ -21,7 +21,8 @@ type smartItems struct{}
 // smartScan is the ID scan of one smart process type.
 func smartScan(et int) *engine.IDScan {
 	return &engine.IDScan{Scan: crmScan(et), CountParams: map[string]any{"select": []string{"id"}},
-		Scope: fmt.Sprintf("%s_%d", Smart, et), IDPrefix: strconv.Itoa(et) + ":", Fill: map[string]any{"entityTypeId": et}}
+		Scope: fmt.Sprintf("%s_%d", Smart, et), IDPrefix: strconv.Itoa(et) + ":", Fill: map[string]any{"entityTypeId": et},
+		Modified: crmModified}
 }
 
 func (smartItems) Get(ctx context.Context, g *engine.GetRun) error {
@@ -61,12 +62,36 @@ func (smartItems) Get(ctx context.Context, g *engine.GetRun) error {
 			return fmt.Errorf("smart process %d: %w", et, err)
 		}
 	}
+	if err := markSmartPass(ctx, e, ent.Name, scopes); err != nil {
+		return err
+	}
 	if err := e.Store().RollUp(ctx, engine.RollUpParams{Entity: ent.Name, Complete: true}); err != nil {
 		return err
 	}
 	g.Stats.Complete = true
 	e.Log().Info("smart process items read", "types", len(types))
 	return nil
+}
+
+// markSmartPass records the smart entity's pass as delta when a type's pass was one (each type
+// decides its own, pass.go): the entity's pass then did not see every item, and concludes no
+// deletions from what it did not see.
+func markSmartPass(ctx context.Context, e engine.Env, entity string, scopes []string) error {
+	delta := 0
+	for _, scope := range scopes {
+		inv, err := e.Store().Inventory(ctx, scope)
+		if err != nil {
+			return err
+		}
+		if inv.Kind == engine.PassDelta {
+			delta++
+		}
+	}
+	d := engine.PassDecision{Kind: engine.PassFull, Reason: "every smart process type read in full"}
+	if delta > 0 {
+		d = engine.PassDecision{Kind: engine.PassDelta, Reason: fmt.Sprintf("%d of %d smart process types read only what changed", delta, len(scopes))}
+	}
+	return e.Store().MarkPass(ctx, entity, d)
 }
 
 // counts asks the portal how many items each type holds, in one batch (a one-row count each).

@@ -110,10 +110,12 @@ func (e *Engine) concludeDeletions(ctx context.Context, ent *Entity) (int, error
 		return 0, err
 	}
 	s := e.store()
-	gone, live, err := s.unseen(ctx, ent.Name, *inv.StartedAt)
-	if err != nil || len(gone) == 0 {
+	// A delta pass concludes only in the ID ranges it listed again (deletions_delta.go).
+	u, err := e.unseenOfPass(ctx, ent, inv)
+	if err != nil || len(u.gone) == 0 {
 		return 0, err
 	}
+	gone, live := u.gone, u.live
 	gone, followers, err := e.splitFollowers(ctx, ent, gone)
 	if err != nil {
 		return 0, err
@@ -128,7 +130,7 @@ func (e *Engine) concludeDeletions(ctx context.Context, ent *Entity) (int, error
 	if tooMany(len(gone)) {
 		// Asking for every one of 100,000 records a permission change hid would take 2,000 requests
 		// (when the portal is asked one id a command) before refusing: a sample decides first.
-		mostlyGone, err := e.sampleGone(ctx, ent, gone)
+		mostlyGone, err := u.sample(ctx, e, ent, gone)
 		if err != nil {
 			return 0, err
 		}
@@ -136,7 +138,7 @@ func (e *Engine) concludeDeletions(ctx context.Context, ent *Entity) (int, error
 			return 0, refuse
 		}
 	}
-	if gone, err = e.confirmGone(ctx, ent, gone); err != nil || len(gone)+len(followers) == 0 {
+	if gone, err = u.confirm(ctx, e, ent, gone); err != nil || len(gone)+len(followers) == 0 {
 		return 0, err
 	}
 	if tooMany(len(gone)) {
@@ -146,8 +148,7 @@ func (e *Engine) concludeDeletions(ctx context.Context, ent *Entity) (int, error
 	moved := 0
 	err = s.Tx(ctx, func(tx Store) error {
 		moved = 0
-		c := status.Change{Reason: fmt.Sprintf("deleted on the portal: get pass %d read the whole portal and no longer saw it", inv.Pass),
-			Code: CodeDeletedAtSource, Actor: e.actor, RunID: e.runID}
+		c := status.Change{Reason: u.reason(inv.Pass), Code: CodeDeletedAtSource, Actor: e.actor, RunID: e.runID}
 		n, err := tx.markDeleted(ctx, ent.Name, gone, c)
 		if err != nil {
 			return err
@@ -204,6 +205,9 @@ func (e *Engine) cannotConclude(ctx context.Context, ent *Entity) (string, bool)
 		return "the get pass is not complete", true
 	case inv.Limit != nil:
 		return "the get pass ran with test_limit", true
+	}
+	if _, owned := ent.Lister.(OwnedLister); owned && inv.Kind == PassDelta {
+		return "a delta pass of records read per owner concludes them owner by owner (perrecord_delta.go)", true
 	}
 	return "", false
 }

@@ -102,7 +102,9 @@ func (e *Engine) get(ctx context.Context, ent *Entity) (GetStats, error) {
 		err = e.walkChildren(ctx, ent, &st)
 	}
 	if err == nil { // what a complete pass no longer saw, the portal deleted
-		st.Deleted, err = e.concludeDeletions(ctx, ent)
+		var n int // (added to what its pages concluded: children read again, children_delta.go)
+		n, err = e.concludeDeletions(ctx, ent)
+		st.Deleted += n
 	}
 	if err != nil {
 		return st, fmt.Errorf("get %s: %w", ent.Name, err)

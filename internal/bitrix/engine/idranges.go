@@ -29,6 +29,9 @@ type idRange struct {
 	lo, hi, cursor string
 	done           bool
 	busy           bool // its next pages are on the way or being stored
+	// density, when set, is the range's own rows per unit of ID (a range whose count is known:
+	// delta_ranges.go), in place of the walk's.
+	density float64
 }
 
 // rangeWalk is one get's walk over the open ranges of a pass.
@@ -45,6 +48,10 @@ type rangeWalk struct {
 	before int64
 	total  *int64
 
+	// children says which rows' ChildFetch children are read with them (children_delta.go);
+	// the zero value follows the pass.
+	children childReads
+
 	mu     sync.Mutex // ranges are taken and released by the pool, moved by the jobs
 	ranges []*idRange // ordered by lo
 	stored int64      // rows stored by this get (clipped to test_limit)
@@ -54,6 +61,13 @@ type rangeWalk struct {
 	size     rowSize
 	held     float64
 	heldBack bool // logged once
+
+	// delta is set on the walk of a delta pass's filtered scan (lister_idscan_delta.go): its
+	// pages move the entity's inventory, not the scan's, and never end the pass.
+	delta *deltaWalk
+	// bounds is the whole listing's bounds read when a delta pass started (nil when resumed):
+	// its total and highest ID, for afterDelta.
+	bounds *rest.Bounds
 }
 
 // newRanges plans a new pass from the listing's bounds: the IDs after the first page up to the
@@ -99,15 +113,19 @@ func densityOf(ranges []*idRange, total *int64) float64 {
 func (w *rangeWalk) estimate(r *idRange) float64 {
 	c, errC := strconv.ParseInt(r.cursor, 10, 64)
 	h, errH := strconv.ParseInt(r.hi, 10, 64)
+	density := w.density
+	if r.density > 0 {
+		density = r.density
+	}
 	switch {
-	case w.density <= 0 || errC != nil:
+	case density <= 0 || errC != nil:
 		return -1
 	case r.hi == "":
 		return 0 // past the last ID at the start of the pass: little or nothing
 	case errH != nil:
 		return -1
 	}
-	return float64(h-c) * w.density
+	return float64(h-c) * density
 }
 
 // pagesFor is how many pages to ask for a range: its expected rows and one short page to see it
@@ -117,7 +135,7 @@ func (w *rangeWalk) pagesFor(r *idRange) int {
 	if est := w.estimate(r); est >= 0 {
 		n = int(math.Ceil(est/rest.PageSize)) + 1
 	}
-	if lim := w.g.Env.e.testLimit; lim > 0 {
+	if lim := w.g.Env.e.testLimit; lim > 0 && w.delta == nil { // a delta pass (resumed) is never limited
 		left := int64(lim) - w.before - w.stored
 		n = int(min(int64(n), (left+rest.PageSize-1)/rest.PageSize))
 	}
@@ -274,7 +292,7 @@ func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Pag
 	limited := false
 	w.mu.Lock()
 	left := int64(math.MaxInt64)
-	if lim := e.testLimit; lim > 0 {
+	if lim := e.testLimit; lim > 0 && w.delta == nil {
 		left = int64(lim) - w.before - w.stored
 	}
 	w.mu.Unlock()
@@ -286,6 +304,12 @@ func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Pag
 				rows, last, limited = rows[:max(left, 0)], true, true
 			}
 			left -= int64(len(rows))
+			if w.delta != nil {
+				var err error
+				if rows, err = w.delta.fresh(ent, w.scan.IDPrefix, rows); err != nil {
+					return err
+				}
+			}
 			rows, err := w.scan.complete(ctx, e, rows)
 			if err != nil {
 				return err
@@ -295,7 +319,7 @@ func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Pag
 				return err
 			}
 			next := p.Next
-			if len(gotIDs) > 0 {
+			if len(gotIDs) > 0 && w.delta == nil { // a delta's page may have dropped rows read before
 				next = gotIDs[len(gotIDs)-1]
 			}
 			recs = append(recs, got...)
@@ -307,17 +331,15 @@ func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Pag
 		}
 		moves = append(moves, m)
 	}
-	batch := []EntityRecords{{ent, recs}}
-	for _, child := range e.registry.Children(ent) {
-		if child.Fetch == nil {
-			continue
-		}
-		kids, err := child.Fetch.fetch(ctx, e, child, recs, w.zone)
-		if err != nil {
-			return err
-		}
-		batch = append(batch, EntityRecords{child, kids})
+	parents, conclude, err := w.parentsToRead(ctx, recs)
+	if err != nil {
+		return err
 	}
+	kids, reread, err := e.fetchChildren(ctx, ent, parents, conclude, w.zone)
+	if err != nil {
+		return err
+	}
+	batch := append([]EntityRecords{{ent, recs}}, kids...)
 	if e.testLimit > 0 {
 		pulled, err := e.pullReferenced(ctx, batch, w.zone)
 		if err != nil {
@@ -330,9 +352,16 @@ func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Pag
 		ranges.pages = append(ranges.pages, m.pages...)
 		ranges.steps = append(ranges.steps, rangeStep{lo: m.r.lo, cursor: m.cursor, done: m.done || limited})
 	}
-	saved, err := e.savePage(ctx, e.store(), Page{Records: batch, ranges: ranges})
+	page := Page{Records: batch, ranges: ranges, reread: reread}
+	if w.delta != nil {
+		page.ranges, page.then = nil, w.delta.log(ranges, e.runID)
+	}
+	saved, err := e.savePage(ctx, e.store(), page)
 	if err != nil {
 		return err
+	}
+	if w.delta != nil {
+		w.delta.stored(recs)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -348,7 +377,9 @@ func (w *rangeWalk) store(ctx context.Context, rs []*idRange, pages [][]rest.Pag
 	}
 	saved.AddCounts(w.g.Stats)
 	open := slices.ContainsFunc(w.ranges, func(r *idRange) bool { return !r.done })
-	w.g.Stats.Complete = !open || limited
+	if w.delta == nil {
+		w.g.Stats.Complete = !open || limited
+	}
 	e.progress("get", ent.Name, w.before+w.stored, w.total, int(w.stored), w.g.Start)
 	if limited {
 		w.limit = true

@@ -44,13 +44,16 @@ type ChildFetch struct {
 	Refused func(err error) bool
 }
 
-func (f *ChildFetch) fetch(ctx context.Context, e *Engine, child *Entity, parents []Incoming, zone *time.Location) ([]Incoming, error) {
+// fetch reads the children of the parents. It returns them, and the parents whose children the
+// portal returned in full (the others: not asked, When; refused; gone while they were read), whose
+// stored children the fetch did not return are no longer on the portal (children_delta.go).
+func (f *ChildFetch) fetch(ctx context.Context, e *Engine, child *Entity, parents []Incoming, zone *time.Location) ([]Incoming, []string, error) {
 	var cmds []rest.Command
 	for _, p := range parents {
 		if f.When != nil {
 			fields, err := FieldsOf(p.payload)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if !f.When(fields) {
 				continue
@@ -63,6 +66,7 @@ func (f *ChildFetch) fetch(ctx context.Context, e *Engine, child *Entity, parent
 		cmds = append(cmds, rest.Command{Key: "p" + p.sourceID, Method: f.Method, Params: params})
 	}
 	var out []Incoming
+	var read []string
 	// A page's parents are independent: their batches go at once (up to Concurrency), so a
 	// small portal read in one range does not fetch its children one batch after another.
 	err := e.batchEachConcurrently(ctx, cmds, func(key string, r *rest.Response) error {
@@ -73,6 +77,7 @@ func (f *ChildFetch) fetch(ctx context.Context, e *Engine, child *Entity, parent
 		}
 		recs, err := f.records(child, parent, rows, zone)
 		out = append(out, recs...)
+		read = append(read, parent)
 		return err
 	}, func(key string, err error) error {
 		parent := strings.TrimPrefix(key, "p")
@@ -95,7 +100,7 @@ func (f *ChildFetch) fetch(ctx context.Context, e *Engine, child *Entity, parent
 		}
 		return fmt.Errorf("%s of %s %s: %w", child.Name, child.Parent, parent, err)
 	})
-	return out, err
+	return out, read, err
 }
 
 // records makes one parent's rows into child records.

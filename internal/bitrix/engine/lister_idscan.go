@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -48,6 +49,9 @@ type IDScan struct {
 	// the pass's since, one filtered scan per field. Empty means the method has none: every pass
 	// is full. docs/bitrix-delta.md says, per entity, which fields and why.
 	Modified []string
+	// Unfiltered, when Modified is empty, says why the entity cannot be read by modification
+	// time (NoDelta): the reason every pass of it is full.
+	Unfiltered string
 }
 
 // scope is the name the scan's inventory, ranges and page log are kept under.
@@ -101,6 +105,9 @@ func (s *IDScan) Get(ctx context.Context, g *GetRun) error {
 	}
 	w.pass, w.before = inv.Pass, inv.PassRows
 	g.Stats.Pass, g.Stats.Cursor = inv.Pass, inv.Cursor
+	if g.Pass.Delta() {
+		return s.delta(ctx, w)
+	}
 	if first != nil {
 		err := w.store(ctx, w.ranges[:1], [][]rest.Page{{*first}})
 		if err != nil {
@@ -115,7 +122,10 @@ func (s *IDScan) Get(ctx context.Context, g *GetRun) error {
 
 // begin plans the walk's ranges (those of an interrupted pass where each stopped, or a new pass
 // from the listing's bounds, whose first page it returns to be stored) and learns the portal's
-// time zone.
+// time zone. A new pass is full or delta as decidePass weighs the last one (its inventory, read
+// before the pass starts) against the bounds' answer, whose time block is the portal's clock; a
+// delta pass plans no ranges of the whole listing and stores no page of it (IDScan.delta reads
+// it). An interrupted pass is resumed as the kind it started as (g.Pass).
 func (s *IDScan) begin(ctx context.Context, w *rangeWalk) (inv Inventory, first *rest.Page, err error) {
 	e, ent, g := w.g.Env.e, w.g.Ent, w.g
 	scope := s.scope(ent)
@@ -124,12 +134,20 @@ func (s *IDScan) begin(ctx context.Context, w *rangeWalk) (inv Inventory, first 
 	}
 	g.Stats.Resumed = inv.Pass > 0 && !inv.Complete
 	if g.Stats.Resumed {
+		g.Pass = resumedPass(inv)
+		if g.Pass.Delta() {
+			e.log.Info("resuming an interrupted delta pass where each filtered scan stopped", "entity", ent.Name,
+				"scope", scope, "pass", inv.Pass, "kind", g.Pass.Kind, "reason", g.Pass.Reason,
+				"since", g.Pass.Since.Format(time.RFC3339), "rows_so_far", inv.PassRows)
+			w.zone, err = e.sourceZone(ctx, ent.Name, s.Scan)
+			return inv, nil, err
+		}
 		if w.ranges, err = e.store().loadRanges(ctx, scope, inv); err != nil {
 			return inv, nil, err
 		}
 		w.density, w.total = densityOf(w.ranges, inv.SourceTotal), inv.SourceTotal
 		e.log.Info("resuming an interrupted get where each ID range stopped", "entity", ent.Name, "pass", inv.Pass,
-			"ranges_open", countOpen(w.ranges), "rows_so_far", inv.PassRows)
+			"kind", g.Pass.Kind, "reason", g.Pass.Reason, "ranges_open", countOpen(w.ranges), "rows_so_far", inv.PassRows)
 		if w.size, err = e.store().storedRowSize(ctx, ent.Name); err != nil {
 			return inv, nil, err
 		}
@@ -137,7 +155,7 @@ func (s *IDScan) begin(ctx context.Context, w *rangeWalk) (inv Inventory, first 
 		return inv, nil, err
 	}
 	// The bounds' answer shows the portal's clock: a new pass learns the zone from it, one
-	// request fewer than a probe of its own.
+	// request fewer than a probe of its own, and decides its kind by it.
 	b, err := e.source.ScanBounds(ctx, s.Scan, "0")
 	if err != nil {
 		return inv, nil, err
@@ -145,25 +163,93 @@ func (s *IDScan) begin(ctx context.Context, w *rangeWalk) (inv Inventory, first 
 	if w.zone, err = e.clockZone(ent.Name, b.Time); err != nil {
 		return inv, nil, err
 	}
-	w.ranges, w.density = newRanges(b, e.testLimit)
+	fingerprint, err := s.fingerprint()
+	if err != nil {
+		return inv, nil, err
+	}
+	portalNow := portalClock(b.Time)
+	in := passInput{Inv: inv, Fingerprint: fingerprint, PortalNow: portalNow, NoDelta: s.NoDelta()}
+	g.Pass = e.decidePass(in)
 	// The count sizes ranges and shows progress; a count the first page contradicts (the
 	// page's own size) is none. The walk ends where the ranges' pages end, whatever it said.
 	if b.Total >= len(b.First.Rows) && (b.First.Last || b.Total > len(b.First.Rows)) {
 		t := int64(b.Total)
 		w.total = &t
 	}
+	if !g.Pass.Delta() {
+		w.ranges, w.density = newRanges(b, e.testLimit)
+	}
 	err = pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
-		if inv, err = NewStore(tx).startPass(ctx, scope, e.testLimit); err != nil {
+		st := NewStore(tx)
+		if inv, err = st.startPass(ctx, scope, e.testLimit); err != nil {
 			return err
 		}
-		return NewStore(tx).saveRanges(ctx, scope, inv.Pass, w.ranges)
+		if err := st.markPass(ctx, scope, g.Pass, portalNow, fingerprint); err != nil {
+			return err
+		}
+		if g.Pass.Delta() {
+			// The whole listing's count, for status and the range counts that follow the
+			// filtered scans: the delta's pages add rows, not a total.
+			return st.deltaTotal(ctx, scope, w.total)
+		}
+		return st.saveRanges(ctx, scope, inv.Pass, w.ranges)
 	})
 	if err != nil {
 		return inv, nil, err
 	}
-	e.log.Info("get started", "entity", ent.Name, "pass", inv.Pass, "test_limit", e.testLimit, "total", b.Total,
-		"last_id", b.Last, "ranges", len(w.ranges))
+	attrs := []any{"entity", ent.Name, "pass", inv.Pass, "kind", g.Pass.Kind, "reason", g.Pass.Reason,
+		"test_limit", e.testLimit, "total", b.Total, "last_id", b.Last}
+	if scope != ent.Name {
+		attrs = append(attrs, "scope", scope)
+	}
+	if g.Pass.Delta() {
+		w.bounds = &b
+		e.log.Info("get started", append(attrs, "since", g.Pass.Since.Format(time.RFC3339), "modified", s.Modified)...)
+		return inv, nil, nil
+	}
+	e.log.Info("get started", append(attrs, "ranges", len(w.ranges))...)
 	return inv, &b.First, nil
+}
+
+// resumedPass is the decision of an interrupted pass, as its inventory keeps it.
+func resumedPass(inv Inventory) PassDecision {
+	d := PassDecision{Kind: inv.Kind}
+	if d.Kind == "" {
+		d.Kind = PassFull
+	}
+	if inv.Reason != nil {
+		d.Reason = *inv.Reason
+	}
+	if d.Delta() && inv.DeltaSince != nil {
+		d.Since = *inv.DeltaSince
+	} else if d.Delta() { // a delta pass always records its since; without one, read it all
+		d = PassDecision{Kind: PassFull, Reason: "the interrupted delta pass recorded no since"}
+	}
+	return d
+}
+
+// fingerprint is what a pass of the scan reads with: its method and its parameters as they are
+// sent (the select with the custom fields named, the filter), in canonical JSON (map keys
+// sorted).
+func (s *IDScan) fingerprint() (string, error) {
+	params, err := json.Marshal(s.Scan.Params)
+	if err != nil {
+		return "", fmt.Errorf("fingerprint of %s: %w", s.Scan.Method, err)
+	}
+	return Fingerprint(s.Scan.Method, string(params)), nil
+}
+
+// portalClock is the portal's clock in an answer's time block (date_start, with the portal's
+// offset; start, a Unix time, when that does not parse); zero when the block has neither.
+func portalClock(t rest.Time) time.Time {
+	if at, err := time.Parse(time.RFC3339, t.DateStart); err == nil {
+		return at
+	}
+	if t.Start > 0 {
+		sec, frac := math.Modf(t.Start)
+		return time.Unix(int64(sec), int64(frac*1e9))
+	}
+	return time.Time{}
 }
 
 func countOpen(ranges []*idRange) int {

@@ -24,6 +24,9 @@ type OffsetPages struct {
 	// (log.blogpost.get's POST_ID): the deletion pass then confirms each record a complete pass
 	// did not see (lister_offset_gone.go). Without it the lister concludes no deletion.
 	ByID func(id string) map[string]any
+	// Unfiltered says why the method cannot be read by modification time (NoDelta): the
+	// reason every pass of the entity is full.
+	Unfiltered string
 }
 
 func (o *OffsetPages) Get(ctx context.Context, g *GetRun) error {

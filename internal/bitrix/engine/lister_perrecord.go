@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 )
 
@@ -44,7 +46,7 @@ type owner struct {
 
 func (p *PerRecord) Get(ctx context.Context, g *GetRun) error {
 	e, ent := g.Env.e, g.Ent
-	inv, err := g.ResumeOrStart(ctx)
+	inv, err := p.begin(ctx, g)
 	if err != nil {
 		return err
 	}
@@ -54,7 +56,12 @@ func (p *PerRecord) Get(ctx context.Context, g *GetRun) error {
 	}
 	g.Stats.Pass, g.Stats.Cursor = inv.Pass, inv.Cursor
 	w := &perRecordWalk{p: p, g: g, pass: inv.Pass, stored: inv.PassRows, zone: e.zone}
-	e.log.Info("get started", "entity", ent.Name, "of", strings.Join(p.Of, ","), "pass", inv.Pass, "resumed", g.Stats.Resumed, "after_record", cursor)
+	if g.Pass.Delta() {
+		since := g.Pass.Since
+		w.since = &since
+	}
+	e.log.Info("get started", "entity", ent.Name, "of", strings.Join(p.Of, ","), "pass", inv.Pass, "resumed", g.Stats.Resumed,
+		"after_record", cursor, "kind", g.Pass.Kind, "reason", g.Pass.Reason)
 	for {
 		owners, err := w.owners(ctx, cursor, rest.MaxBatch*e.concurrency)
 		if err != nil {
@@ -71,9 +78,78 @@ func (p *PerRecord) Get(ctx context.Context, g *GetRun) error {
 		}
 	}
 	g.Stats.Complete = true
-	_, err = e.savePage(ctx, e.store(), Page{Log: []PageLog{{ent.Name, []PageRecord{{Pass: w.pass,
-		Cursor: strconv.FormatInt(cursor, 10), Next: strconv.FormatInt(cursor, 10), Last: true}}}}})
-	return err
+	followers := 0
+	last := Page{Log: []PageLog{{ent.Name, []PageRecord{{Pass: w.pass,
+		Cursor: strconv.FormatInt(cursor, 10), Next: strconv.FormatInt(cursor, 10), Last: true}}}}}
+	if w.since != nil {
+		// A delta pass reads no owner deleted since: their rows follow them as the pass ends
+		// (a full pass concludes them with its unseen records, deletions.go).
+		last.then = func(ctx context.Context, tx Store) (err error) {
+			followers, err = w.follow(ctx, tx)
+			return err
+		}
+	}
+	if _, err = e.savePage(ctx, e.store(), last); err != nil {
+		return err
+	}
+	if followers > 0 {
+		g.Stats.Deleted += followers
+		e.metrics.Processed.WithLabelValues(ent.Name, string(DeletedAtSource)).Add(float64(followers))
+		e.log.Warn("records deleted on the portal with the record they belong to", "entity", ent.Name, "count", followers,
+			"policy", e.deletions)
+	}
+	return nil
+}
+
+// begin resumes the interrupted pass as the kind it started as, or starts a new one of the kind
+// decidePass gives: a PerRecord entity has no modification filter of its own, but its owners'
+// gets read again (fetched_at) every owner that changed since their last pass, so after a
+// complete pass of its own a delta pass reads only the owners read since that pass started. Its
+// since is on this store's clock (fetched_at, get_started_at), not the portal's, and needs no
+// margin: the owners' get ends before this one starts.
+func (p *PerRecord) begin(ctx context.Context, g *GetRun) (Inventory, error) {
+	e, ent := g.Env.e, g.Ent
+	inv, err := e.store().loadInventory(ctx, ent.Name)
+	if err != nil {
+		return inv, err
+	}
+	g.Stats.Resumed = inv.Pass > 0 && !inv.Complete
+	if g.Stats.Resumed {
+		g.Pass = PassDecision{Kind: PassFull}
+		if inv.Kind == PassDelta && inv.DeltaSince != nil {
+			g.Pass = PassDecision{Kind: PassDelta, Since: *inv.DeltaSince}
+		}
+		if inv.Reason != nil {
+			g.Pass.Reason = *inv.Reason
+		}
+		return inv, nil
+	}
+	fp := p.fingerprint()
+	in := inv
+	in.PortalStartedAt = inv.StartedAt
+	d := e.decidePass(passInput{Inv: in, Fingerprint: fp})
+	if d.Delta() {
+		d.Since = *inv.StartedAt
+		d.Reason = fmt.Sprintf("the last pass completed; reading the records of the %s read since it started (%s)",
+			strings.Join(p.Of, ", "), d.Since.Format(time.RFC3339))
+	}
+	err = pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+		if inv, err = NewStore(tx).startPass(ctx, ent.Name, e.testLimit); err != nil {
+			return err
+		}
+		return NewStore(tx).markPass(ctx, ent.Name, d, time.Time{}, fp)
+	})
+	g.Pass = d
+	return inv, err
+}
+
+// fingerprint is what a pass reads with: the method, the owners and the parameters of a call.
+func (p *PerRecord) fingerprint() string {
+	parts := []string{p.Method, strings.Join(p.Of, ","), strings.Join(p.RowsPath, ".")}
+	for _, of := range p.Of {
+		parts = append(parts, string(MustJSON(p.Params(of, ""))))
+	}
+	return Fingerprint(parts...)
 }
 
 // perRecordWalk is one get of a PerRecord entity.
@@ -83,6 +159,8 @@ type perRecordWalk struct {
 	pass    int
 	stored  int64
 	limited bool
+	// since, in a delta pass, reads only the owners read at or after it.
+	since *time.Time
 
 	mu   sync.Mutex // guards zone, learned from the first answer of concurrent fetches
 	zone *time.Location
@@ -106,6 +184,9 @@ func (w *perRecordWalk) zoneFrom(r *rest.Response) (*time.Location, error) {
 }
 
 func (w *perRecordWalk) owners(ctx context.Context, after int64, n int) ([]owner, error) {
+	if w.since != nil {
+		return w.g.Env.e.store().ownersSince(ctx, w.p.Of, w.g.Ent.Name, after, *w.since, n)
+	}
 	return w.g.Env.e.store().owners(ctx, w.p.Of, w.g.Ent.Name, after, n)
 }
 
@@ -124,11 +205,22 @@ func (w *perRecordWalk) round(ctx context.Context, owners []owner, cursor int64)
 		j := job{chunk: chunk, from: cursor, wait: prev, done: make(chan struct{})}
 		jobs, prev, cursor = append(jobs, j), j.done, chunk[len(chunk)-1].id
 	}
-	err := runPool(ctx, len(jobs), queueJobs(jobs), func(ctx context.Context, j job) error {
+	stored, err := w.storedRows(ctx, owners)
+	if err != nil {
+		return cursor, err
+	}
+	err = runPool(ctx, len(jobs), queueJobs(jobs), func(ctx context.Context, j job) error {
 		defer close(j.done)
-		rows, err := w.fetch(ctx, j.chunk)
+		rows, gone, err := w.fetch(ctx, j.chunk)
 		if err != nil {
 			return err
+		}
+		// The rows stored for the owners read in full, which their answers must hold again.
+		var before []int64
+		for i, o := range j.chunk {
+			if !gone[i] {
+				before = append(before, stored[o.key()]...)
+			}
 		}
 		select {
 		case <-j.wait:
@@ -138,16 +230,17 @@ func (w *perRecordWalk) round(ctx context.Context, owners []owner, cursor int64)
 		if w.limited {
 			return nil
 		}
-		return w.store(ctx, rows, j.from, j.chunk[len(j.chunk)-1].id)
+		return w.store(ctx, rows, j.from, j.chunk[len(j.chunk)-1].id, before)
 	}, nil)
 	return cursor, err
 }
 
 // fetch reads every row of the owners: a command per owner, again from the next page for an
-// owner whose page was full.
-func (w *perRecordWalk) fetch(ctx context.Context, chunk []owner) ([]json.RawMessage, error) {
+// owner whose page was full. gone marks the owners the portal no longer has (Gone).
+func (w *perRecordWalk) fetch(ctx context.Context, chunk []owner) (rows []json.RawMessage, gone []bool, err error) {
 	e, p := w.g.Env.e, w.p
 	byOwner := make([][]json.RawMessage, len(chunk))
+	gone = make([]bool, len(chunk))
 	command := func(i, start int) rest.Command {
 		params := p.Params(chunk[i].entity, chunk[i].sourceID)
 		params["start"] = start
@@ -185,6 +278,7 @@ func (w *perRecordWalk) fetch(ctx context.Context, chunk []owner) ([]json.RawMes
 			var i int
 			_, _ = fmt.Sscanf(key, "r%d_", &i)
 			if p.Gone != nil && p.Gone(err) {
+				gone[i] = true
 				e.log.Warn("record gone from the portal while its rows were read", "entity", w.g.Ent.Name,
 					"of", chunk[i].entity, "id", chunk[i].sourceID, "error", err)
 				return nil
@@ -192,20 +286,20 @@ func (w *perRecordWalk) fetch(ctx context.Context, chunk []owner) ([]json.RawMes
 			return fmt.Errorf("%s of %s %s: %w", w.g.Ent.Name, chunk[i].entity, chunk[i].sourceID, err)
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		cmds = more
 	}
-	var out []json.RawMessage
-	for _, rows := range byOwner {
-		out = append(out, rows...)
+	for _, r := range byOwner {
+		rows = append(rows, r...)
 	}
-	return out, nil
+	return rows, gone, nil
 }
 
 // store keeps the rows of a chunk of owners with its page log row and the inventory's cursor, in
-// one transaction.
-func (w *perRecordWalk) store(ctx context.Context, rows []json.RawMessage, from, to int64) error {
+// one transaction. In a delta pass, the rows stored before for the owners read in full (before)
+// that their answers no longer hold are concluded deleted in it.
+func (w *perRecordWalk) store(ctx context.Context, rows []json.RawMessage, from, to int64, before []int64) error {
 	e, ent := w.g.Env.e, w.g.Ent
 	if lim := int64(e.testLimit); lim > 0 && w.stored+int64(len(rows)) >= lim {
 		rows, w.limited = rows[:max(lim-w.stored, 0)], true
@@ -218,10 +312,24 @@ func (w *perRecordWalk) store(ctx context.Context, rows []json.RawMessage, from,
 	if err != nil {
 		return err
 	}
-	saved, err := e.savePage(ctx, e.store(), Page{Records: []EntityRecords{{ent, recs}}, Log: []PageLog{{ent.Name, []PageRecord{{
-		Pass: w.pass, Cursor: strconv.FormatInt(from, 10), Next: strconv.FormatInt(to, 10), Count: len(recs), Last: w.limited}}}}})
+	page := Page{Records: []EntityRecords{{ent, recs}}, Log: []PageLog{{ent.Name, []PageRecord{{
+		Pass: w.pass, Cursor: strconv.FormatInt(from, 10), Next: strconv.FormatInt(to, 10), Count: len(recs), Last: w.limited}}}}}
+	deleted := 0
+	if len(before) > 0 && !w.limited {
+		page.then = func(ctx context.Context, tx Store) (err error) {
+			deleted, err = w.conclude(ctx, tx, before, recs)
+			return err
+		}
+	}
+	saved, err := e.savePage(ctx, e.store(), page)
 	if err != nil {
 		return err
+	}
+	if deleted > 0 {
+		w.g.Stats.Deleted += deleted
+		e.metrics.Processed.WithLabelValues(ent.Name, string(DeletedAtSource)).Add(float64(deleted))
+		e.log.Info("rows read again no longer on the portal: deleted at the source", "entity", ent.Name, "count", deleted,
+			"policy", e.deletions)
 	}
 	saved.AddCounts(w.g.Stats)
 	w.stored += int64(len(recs))

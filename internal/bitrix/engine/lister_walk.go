@@ -56,6 +56,11 @@ type KeyWalk struct {
 	// walk stood at the end of the last pass that logged it ("done" when it reached its end
 	// there, "" when no pass did).
 	From func(key, last string) string
+	// Settled, when set, leaves out of a pass a key the pass has not walked yet that needs no
+	// walk: last is where its walk stood at the end of the last pass that logged it ("done" when
+	// it reached its end there). A history whose newest entry is already stored, as its parent's
+	// listing shows, has nothing to read.
+	Settled func(key, last string) bool
 	// Chain, when above 1 and ChainParams is set, lets a batch carry up to Chain pages of one
 	// key when few keys are left (50 commands shared among them), so that a batch is still
 	// full. ChainParams gives the parameters of the page
@@ -194,6 +199,8 @@ func (w *KeyWalk) cursors(ctx context.Context, st Store, entity string, pass int
 			continue
 		case ok && l.pass == pass:
 			c = l.at
+		case ok && w.Settled != nil && w.Settled(k, strings.TrimPrefix(l.at.text(), k+" ")):
+			continue
 		case w.From != nil && !ok:
 			c.at = w.From(k, "")
 		case w.From != nil:

@@ -33,6 +33,10 @@ type Page struct {
 	// then, when set, makes writes of the engine's own in the page's transaction, after the
 	// page's (a walk's lost keys, KeyWalk.Lost).
 	then func(ctx context.Context, tx Store) error
+	// reread are the children a delta pass read again with the page's parents: each parent
+	// concludes, once they are stored, its stored children the portal no longer returned
+	// (children_delta.go).
+	reread []childrenRead
 }
 
 // PageLog is the page log rows of one listing read by a Page.
@@ -64,16 +68,20 @@ type PageResult struct {
 	Counts map[string]*GetCounts
 	// Refused counts the records moved to IMPORT_ERR as unreachable.
 	Refused int
+	// Deleted counts the records (children, and theirs) the page concluded deleted at the source:
+	// a parent read again no longer had them (children_delta.go).
+	Deleted int
 
 	saved []Saved // by Page.Records, for the log and the metrics
 }
 
-// AddCounts adds the page's counts of records to a get's (not Refused: a get counts the
-// unreachable records its own way).
+// AddCounts adds the page's counts of records, and of records it concluded deleted, to a get's
+// (not Refused: a get counts the unreachable records its own way).
 func (r PageResult) AddCounts(st *GetStats) {
 	for name, c := range r.Counts {
 		st.Add(name, c.Rows, Saved{Inserted: c.Inserted, Changed: c.Changed, Unchanged: c.Unchanged})
 	}
+	st.Deleted += r.Deleted
 }
 
 // SavePage stores a page: its records (new ones as NEW, changed ones back to NEW with the page's
@@ -133,6 +141,13 @@ func (e *Engine) writePage(ctx context.Context, tx Store, p Page) (PageResult, e
 		counts.Add(b.Ent.Name, len(b.Recs), sv)
 		res.Counts = counts.Counts
 	}
+	for _, r := range p.reread {
+		n, err := e.concludeChildren(ctx, tx, r)
+		if err != nil {
+			return res, err
+		}
+		res.Deleted += n
+	}
 	if r := p.ranges; r != nil {
 		for _, s := range r.steps {
 			if err := tx.advanceRange(ctx, r.scope, r.pass, s.lo, s.cursor, s.done); err != nil {
@@ -164,6 +179,11 @@ func (e *Engine) notePage(p Page, res PageResult) {
 		if len(b.Recs) > 0 && !p.Unread {
 			e.metrics.RecordsExtracted.WithLabelValues(b.Ent.Name).Add(float64(len(b.Recs)))
 		}
+	}
+	if res.Deleted > 0 && len(p.Records) > 0 {
+		e.metrics.Processed.WithLabelValues(p.Records[0].Ent.Name, string(DeletedAtSource)).Add(float64(res.Deleted))
+		e.log.Info("children read again no longer on the portal: deleted at the source", "entity", p.Records[0].Ent.Name,
+			"count", res.Deleted, "policy", e.deletions)
 	}
 }
 

@@ -80,6 +80,9 @@ func (e *Engine) decidePass(in passInput) PassDecision {
 		return full("%s", in.NoDelta)
 	case e.full:
 		return full("asked with --full")
+	case e.testLimit > 0:
+		// A limited pass is never a baseline, and a delta of one would miss what it skipped.
+		return full("this pass is limited to %d records (test_limit)", e.testLimit)
 	case inv.Pass == 0 || inv.LastFullAt == nil:
 		return full("no complete full pass yet")
 	case !inv.Complete:
@@ -90,6 +93,9 @@ func (e *Engine) decidePass(in passInput) PassDecision {
 		return full("the last pass did not record the portal's clock")
 	case inv.Fingerprint == nil || *inv.Fingerprint != in.Fingerprint:
 		return full("what a pass reads changed since the last full pass (fields, select or extractor)")
+	case inv.Kind == PassDelta && unexplainedIn(inv.Reason):
+		// Its ID-range counts found records its modification filter did not return (delta_ranges.go).
+		return full("the last delta pass %s", unexplainedCounts)
 	}
 	if age := e.now().Sub(*inv.LastFullAt); age >= e.fullEvery {
 		return full("the last full pass started %s ago (a full pass is due every %s)", age.Round(time.Minute), e.fullEvery)

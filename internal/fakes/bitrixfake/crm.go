@@ -440,7 +440,7 @@ func (p *Portal) smartRow(t smartType, id int, original bool) object {
 	row := object{
 		{"id", id}, {"entityTypeId", t.entityTypeID}, {"title", fmt.Sprintf("%s №%d", t.title, id)},
 		{"categoryId", cat}, {"stageId", prefix + stage[0]}, {"opportunity", money(r)}, {"currencyId", "RUB"},
-		{"isManualOpportunity", "Y"}, {"companyId", companyID}, {"contactId", contactIDs[0]}, {"contactIds", contactIDs},
+		{"isManualOpportunity", "Y"}, {"companyId", companyID}, {"contactId", firstOr0(contactIDs)}, {"contactIds", contactIDs},
 		{"parentId2", parentDeal}, {"opened", "Y"},
 		{"assignedById", p.pickUser(r)}, {"createdBy", p.pickUser(r)}, {"updatedBy", p.pickUser(r)},
 		{"createdTime", p.isoDate(created)}, {"updatedTime", p.isoDate(updated)},
@@ -457,6 +457,14 @@ func (p *Portal) smartRow(t smartType, id int, original bool) object {
 		row = append(row, field{ufName(longSmartField, original), fmt.Sprintf("Отдел %d", 1+r.IntN(9))})
 	}
 	return p.crmTimes(t.entityTypeID, id, row)
+}
+
+// firstOr0 is a list's first value, 0 for an empty one (a portal without contacts).
+func firstOr0(list []any) any {
+	if len(list) == 0 {
+		return 0
+	}
+	return list[0]
 }
 
 func containsAny(list []any, v any) bool {

@@ -3,6 +3,7 @@ package bitrixfake
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -165,27 +166,9 @@ func (p *Portal) crmItemList(params map[string]any) answer {
 	f, _ := param(params, "filter")
 	fm, _ := f.(map[string]any)
 	sample := row(1) // the fields a filter may name
-	var conds []cond
-	for key, value := range fm {
-		op := ""
-		for _, candidate := range filterOps {
-			if strings.HasPrefix(key, candidate) {
-				op = candidate
-				break
-			}
-		}
-		name := key[len(op):]
-		_, known := sample.get(name)
-		switch {
-		case strings.EqualFold(name, "id"):
-			conds = append(conds, cond{op: op, field: "ID", value: value})
-		case name == "fm":
-			return fail(http.StatusBadRequest, "100", "Invalid filter: field 'fm' is not allowed in filter")
-		case known && name != "entityTypeId":
-			conds = append(conds, cond{op: op, field: name, value: value})
-		default:
-			return fail(http.StatusBadRequest, "INVALID_ARG_VALUE", fmt.Sprintf("Invalid filter: field '%s' is not allowed in filter", name))
-		}
+	conds, refusal := itemFilter(fm, sample)
+	if refusal != nil {
+		return *refusal
 	}
 	if bad := p.datedConds(conds, crmDateFields); bad != "" {
 		return fail(http.StatusBadRequest, "INVALID_ARG_VALUE", fmt.Sprintf("Invalid filter: field '%s' has invalid value", bad))
@@ -193,16 +176,36 @@ func (p *Portal) crmItemList(params map[string]any) answer {
 	q := listQuery{filter: conds, order: "ID", start: startParam(params)}
 	if o, ok := param(params, "order"); ok {
 		if m, isMap := o.(map[string]any); isMap {
-			for field, dir := range m {
-				if !strings.EqualFold(field, "id") {
+			// Every field of the rows sorts (object-fields.md); the first key sorted by name
+			// decides, the JSON order of several being lost in the decoding.
+			for i, field := range slices.Sorted(maps.Keys(m)) {
+				dir := strings.ToUpper(strval(m[field]))
+				_, known := sample.get(field)
+				switch {
+				case !strings.EqualFold(field, "id") && (!known || field == "fm" || field == "entityTypeId"):
 					return fail(http.StatusBadRequest, "INVALID_ARG_VALUE", fmt.Sprintf("Invalid order: field '%s' is not allowed in order", field))
+				case dir != "ASC" && dir != "DESC":
+					return fail(http.StatusBadRequest, "INVALID_ARG_VALUE", fmt.Sprintf(
+						"Invalid order: allowed sort directions are ASC, DESC. But got '%s' for field '%s'", strval(m[field]), field))
+				case i > 0:
+					continue
+				case !strings.EqualFold(field, "id"):
+					q.order = field
 				}
-				q.desc = strings.EqualFold(strval(dir), "DESC")
+				q.desc = dir == "DESC"
 			}
 		}
 	}
+	ids := p.crmIDs(et)
+	narrowed, scanned, prefiltered := p.crmPrefilter(et, ids, conds)
+	if prefiltered {
+		ids = narrowed
+	}
 	// The rows are looked at by their upper-case ID, as the fake's filters do.
-	res := list(p.crmIDs(et), func(id int) object { return append(object{{"ID", id}}, row(id)...) }, q)
+	res := list(ids, func(id int) object { return append(object{{"ID", id}}, row(id)...) }, q)
+	if prefiltered && res.total != nil {
+		res.counted = scanned // the portal's count looks at the whole range
+	}
 	sel, hasSelect := param(params, "select")
 	wanted := listOf(sel)
 	all := !hasSelect || slices.ContainsFunc(wanted, func(s any) bool { return strval(s) == "*" })
@@ -219,6 +222,84 @@ func (p *Portal) crmItemList(params map[string]any) answer {
 		items[i] = out
 	}
 	return answer{result: object{{"items", items}}, total: res.total, next: res.next, cost: p.cost(res)}
+}
+
+// itemFilter reads crm.item.list's filter: field keys with their prefixes, and nested filters
+// (any key whose value is an object) combined with AND, or with OR when they hold "logic": "OR"
+// (DOCS crm-item-list.md: "unlimited nesting"). sample is a row with every field a filter may
+// name.
+func itemFilter(fm map[string]any, sample object) ([]cond, *answer) {
+	var conds []cond
+	for key, value := range fm {
+		if strings.EqualFold(key, "logic") {
+			continue
+		}
+		if sub, nested := value.(map[string]any); nested && !namesField(key, sample) {
+			group, refusal := itemFilter(sub, sample)
+			if refusal != nil {
+				return nil, refusal
+			}
+			logic, _ := param(sub, "logic")
+			conds = append(conds, cond{op: opGroup, sub: group, or: strings.EqualFold(strval(logic), "OR")})
+			continue
+		}
+		op := ""
+		for _, candidate := range filterOps {
+			if strings.HasPrefix(key, candidate) {
+				op = candidate
+				break
+			}
+		}
+		name := key[len(op):]
+		_, known := sample.get(name)
+		if m, ok := value.(map[string]any); ok {
+			value = phpList(m) // a list sent form-encoded arrives as {"0": .., "1": ..}
+		}
+		switch {
+		case strings.EqualFold(name, "id"):
+			conds = append(conds, cond{op: op, field: "ID", value: value})
+		case name == "fm":
+			a := fail(http.StatusBadRequest, "100", "Invalid filter: field 'fm' is not allowed in filter")
+			return nil, &a
+		case known && name != "entityTypeId":
+			conds = append(conds, cond{op: op, field: name, value: value})
+		default:
+			a := fail(http.StatusBadRequest, "INVALID_ARG_VALUE", fmt.Sprintf("Invalid filter: field '%s' is not allowed in filter", name))
+			return nil, &a
+		}
+	}
+	return conds, nil
+}
+
+// namesField reports whether a filter key names a field of the rows (with its prefix), so that its
+// value, even an object, is the field's value: a list form-encoded as filter[@id][0]=1 arrives
+// as {"0": "1"}; only a key naming no field holds a nested filter.
+func namesField(key string, sample object) bool {
+	for _, op := range filterOps {
+		if strings.HasPrefix(key, op) {
+			key = key[len(op):]
+			break
+		}
+	}
+	if strings.EqualFold(key, "id") {
+		return true
+	}
+	_, known := sample.get(key)
+	return known
+}
+
+// phpList turns an object with the keys 0..n-1 (a list as PHP receives a form-encoded array)
+// into that list, in key order; any other object is returned as it is.
+func phpList(m map[string]any) any {
+	out := make([]any, len(m))
+	for k, v := range m {
+		i, err := strconv.Atoi(k)
+		if err != nil || i < 0 || i >= len(m) {
+			return m
+		}
+		out[i] = v
+	}
+	return out
 }
 
 // crmProductRowList is crm.item.productrow.list: the =ownerType and =ownerId filter keys are

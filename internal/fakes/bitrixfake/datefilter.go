@@ -42,6 +42,12 @@ func (p *Portal) parseFilterDate(v any) (time.Time, bool) {
 // sets (@, !@) and on ranges (><) have each value read.
 func (p *Portal) datedConds(conds []cond, dateFields map[string]bool) (invalid string) {
 	for i, c := range conds {
+		if c.op == opGroup {
+			if bad := p.datedConds(c.sub, dateFields); bad != "" {
+				return bad
+			}
+			continue
+		}
 		if !dateFields[c.field] {
 			continue
 		}

@@ -15,7 +15,13 @@ type cond struct {
 	field string
 	value any
 	loc   *time.Location // the portal's time zone, for the row dates of a date condition
+	// A nested filter (op opGroup): its conditions, all of which hold, or any with or.
+	sub []cond
+	or  bool
 }
+
+// opGroup is the op of a nested filter's condition.
+const opGroup = "()"
 
 // filterOps are the prefixes of Bitrix filter keys, longest first so that
 // ">=" is not read as ">".
@@ -39,6 +45,14 @@ func parseFilter(m map[string]any) []cond {
 }
 
 func (c cond) match(row object) bool {
+	if c.op == opGroup {
+		for _, s := range c.sub {
+			if s.match(row) == c.or {
+				return c.or
+			}
+		}
+		return !c.or || len(c.sub) == 0
+	}
 	rv, _ := row.get(c.field)
 	if instants, ok := c.instants(); ok {
 		return matchInstant(c.op, rv, instants, c.loc)

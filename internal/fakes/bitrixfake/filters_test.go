@@ -68,7 +68,17 @@ func TestCRMItemListDateAndRangeFilters(t *testing.T) {
 		t.Errorf("range after a deletion: total %v, want 99", out["total"])
 	}
 
+	sorted, _ := crmItems(t, srv, p, `{"entityTypeId": 2, "select": ["id", "updatedTime"], "filter": {"<=id": 50}, "order": {"updatedTime": "DESC"}, "start": 0}`)
+	if len(sorted) != len(items) || !slices.IsSortedFunc(sorted, func(a, b map[string]any) int {
+		ta, _ := time.Parse(time.RFC3339, a["updatedTime"].(string))
+		tb, _ := time.Parse(time.RFC3339, b["updatedTime"].(string))
+		return tb.Compare(ta)
+	}) {
+		t.Errorf("order updatedTime DESC: %v", sorted)
+	}
 	for body, want := range map[string][2]string{
+		`{"entityTypeId": 2, "order": {"updatedTime": "UP"}}`:           {"INVALID_ARG_VALUE", "Invalid order: allowed sort directions are ASC, DESC. But got 'UP' for field 'updatedTime'"},
+		`{"entityTypeId": 2, "order": {"DATE_MODIFY": "ASC"}}`:          {"INVALID_ARG_VALUE", "Invalid order: field 'DATE_MODIFY' is not allowed in order"},
 		`{"entityTypeId": 2, "filter": {">updatedTime": "yesterday"}}`:  {"INVALID_ARG_VALUE", "Invalid filter: field 'updatedTime' has invalid value"},
 		`{"entityTypeId": 2, "filter": {">DATE_MODIFY": "2024-01-01"}}`: {"INVALID_ARG_VALUE", "Invalid filter: field 'DATE_MODIFY' is not allowed in filter"},
 		`{"entityTypeId": 3, "filter": {"%fm": "+7"}}`:                  {"100", "Invalid filter: field 'fm' is not allowed in filter"},
@@ -181,6 +191,10 @@ func TestTaskListFilterKeys(t *testing.T) {
 			break
 		}
 	}
+	strict, strictSrv := start(t, Options{Users: 10, Seed: 8, Tasks: 120, TaskFilterAsListed: true})
+	if _, out := call(t, strictSrv, strict, "tasks.task.list", `{"select": ["ID"], "filter": {"<=ACTIVITY_DATE": "01.01.2000"}}`); out["total"] != all {
+		t.Errorf("TaskFilterAsListed: <=ACTIVITY_DATE gave %v tasks, want all %v", out["total"], all)
+	}
 	for filter, want := range map[string]any{
 		`{"NO_SUCH_KEY": 5}`:                all,
 		`{">CHANGED_DATE": "not a date"}`:   all,
@@ -227,5 +241,15 @@ func TestUserAndGroupEdits(t *testing.T) {
 	_, out = call(t, srv, p, "sonet_group.get", `{"IS_ADMIN": "Y", "FILTER": {">=DATE_ACTIVITY": "`+read+`"}}`)
 	if got := ids(t, out["result"]); !reflect.DeepEqual(got, []string{strconv.Itoa(group)}) {
 		t.Errorf("sonet_group.get >=DATE_ACTIVITY: %v, want [%d]", got, group)
+	}
+}
+
+// sonet_group.get leaves out a filter key that names no field of its rows.
+func TestGroupFilterIgnoresUnknownKeys(t *testing.T) {
+	p, srv := start(t, Options{Users: 10, Groups: 12, Seed: 15})
+	_, all := call(t, srv, p, "sonet_group.get", `{"IS_ADMIN": "Y"}`)
+	_, out := call(t, srv, p, "sonet_group.get", `{"IS_ADMIN": "Y", "FILTER": {">NO_SUCH_DATE": "2020-01-01"}}`)
+	if out["total"] != all["total"] || all["total"] != float64(12) {
+		t.Errorf("unknown key: total %v, without it %v", out["total"], all["total"])
 	}
 }

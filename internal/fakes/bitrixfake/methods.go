@@ -179,10 +179,12 @@ func (p *Portal) groupGet(params map[string]any) answer {
 		filter["=VISIBLE"] = "Y"
 	}
 	conds := parseFilter(filter)
+	sample := p.groupRow(1, 0)
 	for i := range conds {
-		// Dates compare as instants (datefilter.go); a value that is not a date leaves its
-		// condition out, the page documents no error for it.
-		if one := conds[i : i+1]; p.datedConds(one, groupDateFields) != "" {
+		// Dates compare as instants (datefilter.go); a value that is not a date, or a key that
+		// names no field of the rows, leaves its condition out: the page documents no error.
+		_, known := sample.get(conds[i].field)
+		if one := conds[i : i+1]; !known || p.datedConds(one, groupDateFields) != "" {
 			conds[i].field = ""
 		}
 	}

@@ -2,6 +2,7 @@ package bitrixfake
 
 import (
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -64,6 +65,17 @@ func TestMutationsMoveDocumentedCRMFields(t *testing.T) {
 		"filter": {">lastActivityTime": "`+read+`"}, "start": 0}`)
 	if got := idsOf(items, "id"); len(got) != 2 || got[0] != commented || got[1] != added {
 		t.Errorf(">lastActivityTime = %v, want [%d %d]", got, commented, added)
+	}
+	// One scan for both: a nested filter with logic OR, as the docs allow.
+	either, _ := crmItems(t, srv, p, `{"entityTypeId": 2, "select": ["id"], "filter": {"0": {"logic": "OR",
+		"0": {">updatedTime": "`+read+`"}, "1": {">lastActivityTime": "`+read+`"}}}, "start": 0}`)
+	if got := idsOf(either, "id"); !slices.Equal(got, []int{edited, commented, added}) {
+		t.Errorf("updatedTime OR lastActivityTime = %v, want [%d %d %d]", got, edited, commented, added)
+	}
+	both, _ := crmItems(t, srv, p, `{"entityTypeId": 2, "select": ["id"], "filter": {"0": {
+		"0": {">updatedTime": "`+read+`"}, "1": {">lastActivityTime": "`+read+`"}}}, "start": 0}`)
+	if got := idsOf(both, "id"); !slices.Equal(got, []int{added}) {
+		t.Errorf("updatedTime AND lastActivityTime = %v, want [%d]", got, added)
 	}
 	now, _ := time.Parse(time.RFC3339, out["time"].(map[string]any)["date_start"].(string))
 	for _, it := range items {
@@ -203,5 +215,46 @@ func TestProductRowChanges(t *testing.T) {
 	if string(after["updatedTime"]) != string(before["updatedTime"]) || string(after["lastActivityTime"]) != string(before["lastActivityTime"]) {
 		t.Errorf("the deal's dates moved: %s %s, were %s %s", after["updatedTime"], after["lastActivityTime"],
 			before["updatedTime"], before["lastActivityTime"])
+	}
+}
+
+// An edited smart process item moves its updatedTime in its own type only.
+func TestEditSmartItem(t *testing.T) {
+	clock := NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	p, srv := start(t, Options{Users: 5, Seed: 14, SmartItems: 20, Now: clock.Now})
+	_, out := crmItems(t, srv, p, `{"entityTypeId": 1038, "select": ["id"], "start": 0}`)
+	read := out["time"].(map[string]any)["date_start"].(string)
+	if err := p.Edit(SmartItems(1038), 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Edit(SmartItems(777), 4); err == nil {
+		t.Error("edited an item of a smart process the portal does not have")
+	}
+	for et, want := range map[string][]int{"1038": {4}, "1042": nil} {
+		items, _ := crmItems(t, srv, p, `{"entityTypeId": `+et+`, "select": ["id", "title"], "filter": {">updatedTime": "`+read+`"}, "start": 0}`)
+		if got := idsOf(items, "id"); !slices.Equal(got, want) {
+			t.Errorf("type %s >updatedTime: %v, want %v", et, got, want)
+		}
+	}
+}
+
+// The times a filter looks at without building rows are the rows' own, after changes too.
+func TestQuickTimesAreTheRows(t *testing.T) {
+	clock := NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	p := New(Options{Users: 10, Seed: 16, Companies: 80, Contacts: 80, Deals: 160, Tasks: 40, SmartItems: 30, Now: clock.Now})
+	p.Churn(3, 0.1)
+	for _, et := range []int{etCompany, etContact, etDeal, 1038, 1042} {
+		row := func(id int) object { return p.crmRow(et, id, false) }
+		if t, ok := p.smartType(et); ok {
+			row = func(id int) object { return p.smartRow(t, id, false) }
+		}
+		for _, id := range p.crmIDs(et) {
+			full, quick := row(id), p.crmQuickTimes(et, id)
+			for _, f := range quick {
+				if v, _ := full.get(f.key); v != f.value {
+					t.Errorf("type %d id %d: %s %v in the row, %v quick", et, id, f.key, v, f.value)
+				}
+			}
+		}
 	}
 }

@@ -172,6 +172,10 @@ type Options struct {
 	// lastActivityTime alone: the documentation describes the field as the time of the last
 	// activity in the timeline, and a portal may not count a comment as one (mutate.go).
 	QuietTimeline bool
+	// TaskFilterAsListed makes tasks.task.list ignore filter keys its page does not list among
+	// the filter's fields, ACTIVITY_DATE among them (listed for order only): a portal that reads
+	// the page strictly (tasks_methods.go).
+	TaskFilterAsListed bool
 }
 
 // Stats counts what the portal saw.

@@ -262,7 +262,13 @@ func (p *Portal) taskRow(t *task) object {
 	}
 	date := func(tm time.Time) any { return p.isoDate(tm) }
 	var closedBy, closedDate any = "0", nil
-	changed := p.past(t.created.Add(time.Duration(1+r.IntN(500)) * time.Hour))
+	// The status changed, and the task was closed and last viewed, when it was last changed as
+	// generated; an edit since (mutate.go) moves changedDate only.
+	statusChanged := p.past(t.created.Add(time.Duration(1+r.IntN(500)) * time.Hour))
+	if statusChanged.Before(t.created) { // a task added since, after the portal's clock was read
+		statusChanged = t.created
+	}
+	changed := statusChanged
 	if !t.changed.IsZero() {
 		changed = t.changed
 	}
@@ -274,7 +280,7 @@ func (p *Portal) taskRow(t *task) object {
 		activity = t.activity
 	}
 	if t.status == 5 {
-		closedBy, closedDate = strconv.Itoa(t.responsible), date(changed)
+		closedBy, closedDate = strconv.Itoa(t.responsible), date(statusChanged)
 	}
 	var deadline, startPlan, endPlan, dateStart any
 	if r.IntN(2) == 0 {
@@ -359,7 +365,7 @@ func (p *Portal) taskRow(t *task) object {
 		{"changedBy", strconv.Itoa(t.responsible)},
 		{"changedDate", date(changed)},
 		{"statusChangedBy", strconv.Itoa(t.responsible)},
-		{"statusChangedDate", date(changed)},
+		{"statusChangedDate", date(statusChanged)},
 		{"closedBy", closedBy},
 		{"closedDate", closedDate},
 		{"activityDate", date(activity)},
@@ -397,7 +403,7 @@ func (p *Portal) taskRow(t *task) object {
 		{"accomplicesData", people(t.accomplices)},
 		{"auditorsData", people(t.auditors)},
 		{"favorite", "N"},
-		{"viewedDate", date(changed)},
+		{"viewedDate", date(statusChanged)},
 		{"counter", object{{"counters", object{{"expired", 0}, {"newComments", 0}}}, {"color", "gray"}, {"value", 0}}},
 	}
 }

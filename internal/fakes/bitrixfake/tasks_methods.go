@@ -52,7 +52,7 @@ func (p *Portal) taskRowOf(t *task) object {
 // ACTIVITY_DATE, which the page lists among the sort keys only but which the portal's task
 // filter (CTasks) takes as it takes CHANGED_DATE. The page does not say what the portal does
 // with a key it does not list: the fake ignores it, so a client relying on one reads more
-// rows, never fewer.
+// rows, never fewer; Options.TaskFilterAsListed ignores ACTIVITY_DATE too.
 var taskFilterFields = map[string]string{
 	"ID": "ID", "PARENT_ID": "parentId", "GROUP_ID": "groupId", "CREATED_BY": "createdBy",
 	"RESPONSIBLE_ID": "responsibleId", "REAL_STATUS": "status", "STATUS": "subStatus", "PRIORITY": "priority",
@@ -71,7 +71,7 @@ func (p *Portal) taskFilter(fm map[string]any) []cond {
 	var out []cond
 	for _, c := range parseFilter(fm) {
 		field, ok := taskFilterFields[c.field]
-		if !ok {
+		if !ok || p.opts.TaskFilterAsListed && c.field == "ACTIVITY_DATE" {
 			continue
 		}
 		c.field = field
