@@ -64,10 +64,15 @@ type costBounds int
 const (
 	// costLogged only logs the reruns' cost.
 	costLogged costBounds = iota
-	// costPerRecord bounds the reruns' runs of the per-record methods: after the churn at most 15%
-	// of the first migration's, with nothing changed at most 10%.
+	// costPerRecord bounds the runs of the per-record methods of the rerun with nothing changed to
+	// 10% of the first migration's: it reads again only the owners its margin for clock skew
+	// covers, whatever the portal's size. (The rerun after the churn is not bounded here: on a
+	// portal this small, one change of every kind is some 3% of the records, a deletion in each
+	// CRM entity among them, and the ID range a deletion re-lists is much of an entity.)
 	costPerRecord
-	// costRequests bounds the same way the reruns' portal requests, as well.
+	// costRequests bounds the reruns as the issue does, on its mix of 1%: after the churn at most
+	// 15% of the first migration's portal requests and per-record method runs, with nothing
+	// changed at most 10%.
 	costRequests
 )
 
@@ -75,8 +80,9 @@ const (
 // affords, with both deletion policies. Its first migration makes about a hundred requests, most
 // of them every entity's own few (its fields, its first page, the plan's counts), which a rerun
 // makes too: the issue's bounds on requests are checked where they mean something, on the
-// issue's portal (TestDeltaRerunAcceptanceIssuePortal). Here they hold of the portal's runs of
-// the methods a get runs once per record, the cost that grows with the portal in both passes.
+// issue's portal (TestDeltaRerunAcceptanceIssuePortal). Here the rerun with nothing changed is
+// held to 10% of the portal's runs of the methods a get runs once per record, the cost that grows
+// with the portal (costPerRecord).
 // What a rerun costs does not depend on the deletion policy: the second is checked on a smaller
 // portal, for what it does with the deletions.
 func TestDeltaRerunAcceptance(t *testing.T) {
@@ -164,15 +170,15 @@ func acceptDelta(t *testing.T, opts bitrixfake.Options, policy engine.Deletions,
 	if firstPerRecord == 0 {
 		t.Fatal("the first migration ran no per-record method: the portal proves nothing of their cost")
 	}
-	if 100*churnedPerRecord > 15*firstPerRecord {
-		t.Errorf("the rerun after the churn ran the per-record methods %d times, the first migration %d: want at most 15%%",
-			churnedPerRecord, firstPerRecord)
-	}
 	if 100*unchangedPerRecord > 10*firstPerRecord {
 		t.Errorf("the rerun with nothing changed ran the per-record methods %d times, the first migration %d: want at most 10%%",
 			unchangedPerRecord, firstPerRecord)
 	}
 	if bounds >= costRequests {
+		if 100*churnedPerRecord > 15*firstPerRecord {
+			t.Errorf("the rerun after the churn ran the per-record methods %d times, the first migration %d: want at most 15%%",
+				churnedPerRecord, firstPerRecord)
+		}
 		if 100*churned > 15*first {
 			t.Errorf("the rerun after the churn made %d portal requests, the first migration %d: want at most 15%%", churned, first)
 		}
