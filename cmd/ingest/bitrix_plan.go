@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/ingest-dev/ingest/internal/bitrix/engine"
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 )
 
@@ -30,24 +31,29 @@ func (app *app) bitrixPlan(ctx context.Context, c *bitrixCmd) error {
 		return app.printJSON(p)
 	}
 	w := tabwriter.NewWriter(app.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "ENTITY\tRECORDS\tGET CALLS\tTIME AT "+p.Rate+"\t")
+	fmt.Fprintln(w, "ENTITY\tPASS\tRECORDS\tGET CALLS\tTIME AT "+p.Rate+"\tVERIFY CALLS\t")
 	for _, ep := range p.Entities {
 		records := "unknown"
 		if ep.Records >= 0 {
 			records = fmt.Sprint(ep.Records)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t\n", ep.Entity, records, ep.Calls, seconds(ep.Seconds))
+		if ep.Pass == engine.PassDelta {
+			records = fmt.Sprintf("%d of %s", ep.Changed, records)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%d\t\n", ep.Entity, ep.Pass, records, ep.Calls, seconds(ep.Seconds), ep.VerifyCalls)
 	}
-	fmt.Fprintf(w, "total\t\t%d\t%s\t\n", p.Calls, seconds(p.Seconds))
+	fmt.Fprintf(w, "total\t\t\t%d\t%s\t%d\t\n", p.Calls, seconds(p.Seconds), p.VerifyCalls)
 	if err := w.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintln(app.stdout)
 	for _, ep := range p.Entities {
-		fmt.Fprintf(app.stdout, "  %s: %s\n", ep.Entity, ep.How)
+		fmt.Fprintf(app.stdout, "  %s: %s pass (%s); %s\n", ep.Entity, ep.Pass, ep.PassReason, ep.How)
 	}
 	fmt.Fprintf(app.stdout, "Times are calls at the drain rate (a bucket with room saves up to %d calls' worth); set, verify\n"+
 		"and the target's own pace come on top. Asking took %d calls.\n", rt.Burst-1, p.PlanCalls)
+	fmt.Fprintf(app.stdout, "A migration sends the portal %d calls (%s): get's, verify's counts, and this plan, which it makes first.\n",
+		p.MigrateCalls, seconds(p.MigrateSeconds))
 	return nil
 }
 

@@ -66,41 +66,78 @@ func (chatLister) Total(context.Context, engine.Env, *engine.Entity) (int64, err
 
 // Plan of chats: no method counts chats or messages, so the plan reads what get reads first
 // (the recent list and the workgroups' chats, cheap: 200 chats a page) and asks every readable
-// chat for its message count (im.dialog.get, 50 chats to a call).
-func (chatLister) Plan(ctx context.Context, e engine.Env, ent *engine.Entity) ([]engine.EntityPlan, error) {
+// chat for its message count (im.dialog.get, 50 chats to a call). Before workgroups are read,
+// it lists the portal's itself (planGroupIDs), as its own asking. Verify reads the recent list
+// again and asks every readable chat for its count again.
+func (l chatLister) Plan(ctx context.Context, e engine.Env, ent *engine.Entity) ([]engine.EntityPlan, error) {
 	before := e.Requests()
-	rows, _, err := findChats(ctx, e, 0)
+	rows, _, err := recentChats(ctx, e, 0)
 	if err != nil {
 		return nil, err
 	}
-	listing := e.Requests() - before
+	recent := e.Requests() - before
+	known := map[int64]bool{}
+	for _, r := range rows {
+		known[r.ID] = true
+	}
+	groups, fromPortal, err := planGroupIDs(ctx, e) // the ids get asks the workgroups' chats of
+	if err != nil {
+		return nil, err
+	}
+	mark := e.Requests()
+	if len(groups) > 0 {
+		more, err := chatsOfGroups(ctx, e, groups, known)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, more...)
+	}
+	if lim := e.TestLimit(); lim > 0 && len(rows) > lim {
+		rows = rows[:lim]
+	}
+	if err := chatParticipants(ctx, e, rows); err != nil {
+		return nil, err
+	}
+	listing := recent + e.Requests() - mark
 	var readable []int64
 	for _, c := range rows {
 		if c.Unreachable == nil {
 			readable = append(readable, c.ID)
 		}
 	}
+	stored, err := e.Store().CountByParent(ctx, ChatMessages)
+	if err != nil {
+		return nil, err
+	}
 	var messages int64
-	pages := 0
-	err = messageCounts(ctx, e, readable, func(_ string, count int64) {
+	pages, toppedUp := 0, 0
+	err = messageCounts(ctx, e, readable, func(chat string, count int64) {
 		messages += count
+		if had := stored[chat]; had > 0 && !l.rescan {
+			// A chat read before is topped up from its newest stored message.
+			toppedUp++
+			count = max(0, count-had)
+		}
 		pages += int(count/rest.PageSize) + 1 // the walk ends at its first short page
 	}, func(string, *engine.Unreachable) {})
 	if err != nil {
 		return nil, err
 	}
-	how := "im.recent.list and the workgroups' chats, read as get reads them, with participants"
-	groups, err := e.Store().SourceIDs(ctx, Groups) // the ids get asks the workgroups' chats of
-	if err != nil {
-		return nil, err
+	messagesHow := "im.dialog.get message_count per readable chat; get reads 50 pages per call"
+	messagesPass := "every readable chat's history is read"
+	if toppedUp > 0 {
+		messagesHow += fmt.Sprintf("; %d chats read before are topped up: only their messages not stored yet", toppedUp)
+		messagesPass = "every readable chat is asked again, from its newest stored message"
 	}
-	if len(groups) == 0 {
-		how = "im.recent.list only: no workgroups are read yet, so their chats are not counted (run `ingest bitrix groups get` first)"
+	how := "im.recent.list and the workgroups' chats, read as get reads them, with participants"
+	if fromPortal {
+		how += fmt.Sprintf(" (the %d workgroups listed by sonet_group.get: groups not read yet)", len(groups))
 	}
 	return []engine.EntityPlan{
-		{Entity: ent.Name, Records: int64(len(rows)), Calls: int(listing), How: how},
+		{Entity: ent.Name, Records: int64(len(rows)), Calls: int(listing), How: how,
+			VerifyCalls: int(recent) + engine.CeilDiv(int64(len(readable)), rest.MaxBatch)},
 		{Entity: ChatMessages, Records: messages, Calls: engine.CeilDiv(int64(pages), rest.MaxBatch),
-			How: "im.dialog.get message_count per readable chat; get reads 50 pages per call"},
+			How: messagesHow, Pass: engine.PassFull, PassReason: messagesPass},
 	}, nil
 }
 
@@ -282,13 +319,18 @@ func workgroupChats(ctx context.Context, e engine.Env, known map[int64]bool) ([]
 		e.Log().Info("no workgroups read yet: only the recent list's chats are read", "entity", Chats)
 		return nil, nil
 	}
+	return chatsOfGroups(ctx, e, groups, known)
+}
+
+// chatsOfGroups reads the chats of the workgroups groups that known does not hold.
+func chatsOfGroups(ctx context.Context, e engine.Env, groups []string, known map[int64]bool) ([]*chatRow, error) {
 	cmds := make([]rest.Command, len(groups))
 	for i, g := range groups {
 		cmds[i] = rest.Command{Key: "g" + g, Method: "im.chat.get", Params: map[string]any{"ENTITY_TYPE": "SONET_GROUP", "ENTITY_ID": g}}
 	}
 	groupOf := map[int64]string{}
 	var found []int64
-	err = e.BatchEachConcurrently(ctx, cmds, func(key string, r *rest.Response) error {
+	err := e.BatchEachConcurrently(ctx, cmds, func(key string, r *rest.Response) error {
 		var res *struct {
 			ID rest.ID `json:"ID"`
 		}

@@ -111,7 +111,10 @@ func taskCommentsEntity(o catalogOptions) *engine.Entity {
 		// messages walk once every task is stored.
 		Fetch: &engine.ChildFetch{Method: "task.commentitem.getlist", KeyField: "ID", Clean: cleanTaskComment, Refused: isTaskRefused,
 			Params: func(task string) any { return []any{task, map[string]string{"ID": "asc"}} },
-			When:   func(task map[string]json.RawMessage) bool { return engine.None(engine.Text(task, "chatId")) }},
+			When:   func(task map[string]json.RawMessage) bool { return engine.None(engine.Text(task, "chatId")) },
+			// A comment deleted moves no date of its task, its COMMENTS_COUNT ("number of
+			// comments", tasks/fields.md) drops: a delta pass compares it (docs/bitrix-delta.md).
+			CountField: "commentsCount", CountSelect: "COMMENTS_COUNT"},
 		Walk:     taskChats{rescan: o.chatRescan},
 		Refs:     []engine.Ref{{Field: "author", Entity: Users, Name: "author", Values: taskCommentUsers}},
 		Dates:    []string{"POST_DATE", "date"},

@@ -267,11 +267,15 @@ func (funnelWalker) Total(ctx context.Context, e engine.Env, _ *engine.Entity) (
 	return int64(len(funnels)), err
 }
 
+// Plan reads the funnels of the built-in types and of every smart-process type (those crm_types
+// read or, before it did, the portal's: planSmartTypeIDs) as get reads them, and counts a call
+// per 50 funnels with stages; verify counts the funnels and reads them and their stages again.
 func (w funnelWalker) Plan(ctx context.Context, e engine.Env, ent *engine.Entity) ([]engine.EntityPlan, error) {
-	types, err := funnelTypes(ctx, e)
+	smart, fromPortal, err := planSmartTypeIDs(ctx, e)
 	if err != nil {
 		return nil, err
 	}
+	types := append([]int{crmCompany, crmContact, crmDeal}, smart...)
 	funnels, _, err := readFunnels(ctx, e, types)
 	if err != nil {
 		return nil, err
@@ -283,11 +287,13 @@ func (w funnelWalker) Plan(ctx context.Context, e engine.Env, ent *engine.Entity
 		}
 	}
 	how := "crm.category.list per type, read as get reads them"
-	if len(types) == 3 {
-		how += "; no smart process types read yet (run `ingest bitrix crm_types get` first)"
+	if fromPortal {
+		how += fmt.Sprintf(" (the %d smart process types listed by crm.type.list: crm_types not read yet)", len(smart))
 	}
+	perType, perStaged := engine.CeilDiv(int64(len(types)), rest.MaxBatch), engine.CeilDiv(int64(staged), rest.MaxBatch)
 	return []engine.EntityPlan{
-		{Entity: ent.Name, Records: int64(len(funnels)), Calls: engine.CeilDiv(int64(len(types)), rest.MaxBatch), How: how},
+		{Entity: ent.Name, Records: int64(len(funnels)), Calls: perType, How: how,
+			VerifyCalls: 2*perType + perStaged}, // its count, and verifyStages' funnels and stages
 		{Entity: CRMStages, Records: -1, Calls: engine.CeilDiv(int64(staged), rest.MaxBatch),
 			How: "crm.status.list per funnel with stages, 50 funnels to a call; no count before they are read"},
 	}, nil

@@ -100,6 +100,11 @@ func (smartItems) counts(ctx context.Context, e engine.Env) (map[int]int64, erro
 	if err != nil {
 		return nil, err
 	}
+	return countSmart(ctx, e, types)
+}
+
+// countSmart asks the portal how many items each of types holds, in one batch.
+func countSmart(ctx context.Context, e engine.Env, types []int) (map[int]int64, error) {
 	out := map[int]int64{}
 	var contradicted []string
 	cmds := make([]rest.Command, len(types))
@@ -107,7 +112,7 @@ func (smartItems) counts(ctx context.Context, e engine.Env) (map[int]int64, erro
 		cmds[i] = rest.Command{Key: "t" + strconv.Itoa(et), Method: "crm.item.list",
 			Params: map[string]any{"entityTypeId": et, "select": []string{"id"}, "start": 0}}
 	}
-	err = e.BatchEach(ctx, cmds, func(key string, r *rest.Response) error {
+	err := e.BatchEach(ctx, cmds, func(key string, r *rest.Response) error {
 		et, _ := strconv.Atoi(key[1:])
 		if r.Total == nil {
 			return fmt.Errorf("count smart process %d: crm.item.list reported no total", et)
@@ -142,18 +147,46 @@ func (s smartItems) Total(ctx context.Context, e engine.Env, _ *engine.Entity) (
 	return n, err
 }
 
+// Plan counts the items of every type (one batch), the types being those crm_types read or,
+// before it did, the portal's (planSmartTypeIDs); verify counts them again (one batch).
 func (s smartItems) Plan(ctx context.Context, e engine.Env, ent *engine.Entity) ([]engine.EntityPlan, error) {
-	counts, err := s.counts(ctx, e)
+	types, fromPortal, err := planSmartTypeIDs(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	counts, err := countSmart(ctx, e, types)
 	if err != nil && !errors.Is(err, engine.ErrNoTotal) { // an estimate is enough for a plan
 		return nil, err
 	}
-	p := engine.EntityPlan{Entity: ent.Name, How: "crm.item.list count per type (one batch); get reads each type in ID ranges, 2,500 rows per call"}
-	for _, n := range counts {
+	p := engine.EntityPlan{Entity: ent.Name, VerifyCalls: engine.CeilDiv(int64(len(types)), rest.MaxBatch),
+		How: "crm.item.list count per type (one batch); get reads each type in ID ranges, 2,500 rows per call"}
+	var scopes []string
+	var passes []engine.PassDecision
+	for _, et := range types {
+		n := counts[et]
 		p.Records += n
+		scan := smartScan(et)
+		pass, err := scan.PlanPass(ctx, e, ent, n)
+		if err != nil {
+			return nil, err
+		}
+		scopes, passes = append(scopes, scan.Scope), append(passes, pass.Decision)
+		if pass.Decision.Delta() {
+			p.Calls += pass.Calls
+			p.Changed += pass.Changed
+			continue
+		}
 		p.Calls += engine.IDScanCalls(n)
 	}
-	if len(counts) == 0 {
-		p.How = "no smart process types read yet (run `ingest bitrix crm_types get` first)"
+	p.Pass, p.PassReason = engine.PassSummary(scopes, passes)
+	if p.Changed > 0 {
+		p.How += fmt.Sprintf("; the delta passes read %d changed items", p.Changed)
+	}
+	switch {
+	case len(types) == 0:
+		p.How = "the portal has no smart process types"
+	case fromPortal:
+		p.How += fmt.Sprintf("; the %d types listed by crm.type.list (crm_types not read yet)", len(types))
 	}
 	return []engine.EntityPlan{p}, nil
 }

@@ -96,6 +96,7 @@ func byEntity(p engine.Plan) map[string]engine.EntityPlan {
 			continue
 		}
 		sum.Calls += ep.Calls
+		sum.VerifyCalls += ep.VerifyCalls
 		if sum.Records < 0 || ep.Records < 0 {
 			sum.Records = -1
 		} else {

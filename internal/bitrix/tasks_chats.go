@@ -82,18 +82,34 @@ func lostTaskChat(ctx context.Context, e engine.Env, tx engine.Store, child *eng
 }
 
 // PlanCalls is one call per 50 chats at least, more for chats of more than 50 messages: a
-// chat's pages are unknown until it is read.
-func (taskChats) PlanCalls(ctx context.Context, e engine.Env, _ *engine.Entity, _ map[string]int64) (int64, int, string, error) {
-	chats, err := taskChatsOf(ctx, e)
+// chat's pages are unknown until it is read. Before tasks are read, the chats are estimated
+// from a sample of the portal's tasks (planTaskChats).
+func (taskChats) PlanCalls(ctx context.Context, e engine.Env, _ *engine.Entity, planned map[string]int64) (int64, int, string, error) {
+	n, how, err := plannedTaskChats(ctx, e, planned[Tasks])
 	if err != nil {
 		return 0, 0, "", err
 	}
-	return -1, engine.CeilDiv(int64(len(chats)), 50), fmt.Sprintf("new-card comments: im.dialog.messages.get for the %d task chats "+
-		"of the tasks read so far, 50 pages to a call; more for chats past 50 messages", len(chats)), nil
+	return -1, engine.CeilDiv(n, 50), fmt.Sprintf("new-card comments: im.dialog.messages.get for the %d task chats "+
+		"%s, 50 pages to a call; more for chats past 50 messages", n, how), nil
 }
 
 // ParentsWalked: the tasks with a chat, whose comments the walk reads and the fetch skips.
-func (taskChats) ParentsWalked(ctx context.Context, e engine.Env) (int64, error) {
+func (taskChats) ParentsWalked(ctx context.Context, e engine.Env, tasks int64) (int64, error) {
+	n, _, err := plannedTaskChats(ctx, e, tasks)
+	return n, err
+}
+
+// plannedTaskChats is how many task chats the walk will read: those of the tasks read so far,
+// or, before any is, the estimate for the portal's tasks.
+func plannedTaskChats(ctx context.Context, e engine.Env, tasks int64) (int64, string, error) {
 	chats, err := taskChatsOf(ctx, e)
-	return int64(len(chats)), err
+	if err != nil || len(chats) > 0 {
+		return int64(len(chats)), "of the tasks read so far", err
+	}
+	with, without, err := e.Store().CountWithField(ctx, Tasks, "chatId")
+	if err != nil || with+without > 0 {
+		return 0, "of the tasks read so far", err
+	}
+	n, err := planTaskChats(ctx, e, tasks)
+	return n, "estimated from a sample of the portal's tasks (not read yet)", err
 }

@@ -29,8 +29,9 @@ type childReads uint8
 
 const (
 	// childrenByPass, the zero value, is as the get's pass (GetRun.Pass) says: in a full pass the
-	// children of every row, nothing concluded per parent (as before delta passes); in a delta
-	// pass as childrenOfEvery.
+	// children of every row, each parent concluding its children's deletions (a comment deleted
+	// under a task still on the portal is found by the next full pass, whatever moved or not);
+	// in a delta pass as childrenOfEvery.
 	childrenByPass childReads = iota
 	// childrenOfEvery reads the children of every row, each parent concluding its children's
 	// deletions: the rows a modified-filter scan returns, each of which may have changed
@@ -56,9 +57,6 @@ type childrenRead struct {
 func (w *rangeWalk) parentsToRead(ctx context.Context, recs []Incoming) ([]Incoming, bool, error) {
 	how := w.children
 	if how == childrenByPass {
-		if !w.g.Pass.Delta() {
-			return recs, false, nil
-		}
 		how = childrenOfEvery
 	}
 	if how == childrenOfEvery || len(recs) == 0 {

@@ -68,6 +68,10 @@ type Engine struct {
 	meOnce sync.Mutex
 	me     string
 	admin  *bool
+
+	// planning holds, while a plan is made (planOf), the lines planned so far by entity: a
+	// per-record lister's next pass follows its owners'.
+	planning map[string]EntityPlan
 }
 
 // Entity returns the registered entity of that name. Its callers name entities their registry

@@ -42,6 +42,14 @@ type ChildFetch struct {
 	// (the parent's id when Whole) that cannot be migrated, with the refusal as the reason, so
 	// verify names them. Nil means every failure stops the get.
 	Refused func(err error) bool
+	// CountField, when set, is the parent's row field holding how many of these children the
+	// portal has for it (a task's commentsCount), and CountSelect the name that selects it in
+	// the parent's listing (COMMENTS_COUNT). A child deleted alone may move no date of its parent,
+	// so no modification filter returns the parent; its count moves. A delta pass lists every
+	// parent's count and reads again the parents whose count differs from their stored payload's
+	// (delta_childcounts.go): the value is compared with itself, not with the children stored,
+	// since what the portal counts need not be what the method returns (system messages).
+	CountField, CountSelect string
 }
 
 // fetch reads the children of the parents. It returns them, and the parents whose children the

@@ -62,14 +62,20 @@ func (s *IDScan) scope(ent *Entity) string {
 	return ent.Name
 }
 
-// prepared returns the scan with the select the entity needs now (SelectCustom).
+// prepared returns the scan with the select the entity needs now: its children's counts
+// (ChildFetch.CountSelect, so that the stored payload holds them) and its custom fields
+// (SelectCustom).
 func (s *IDScan) prepared(ctx context.Context, e *Engine, ent *Entity) (*IDScan, error) {
-	if !s.SelectCustom {
-		return s, nil
+	names := countSelects(e.registry, ent)
+	if s.SelectCustom {
+		custom, err := e.store().storedFieldNames(ctx, ent.Name)
+		if err != nil {
+			return s, err
+		}
+		names = append(names, custom...)
 	}
-	names, err := e.store().storedFieldNames(ctx, ent.Name)
-	if err != nil || len(names) == 0 {
-		return s, err
+	if len(names) == 0 {
+		return s, nil
 	}
 	c := *s
 	c.Scan.Params = maps.Clone(s.Scan.Params)

@@ -115,6 +115,9 @@ func (s *IDScan) delta(ctx context.Context, w *rangeWalk) error {
 			return fmt.Errorf("%s since %s: %w", field, g.Pass.Since.Format(time.RFC3339), err)
 		}
 	}
+	if err := s.childCounts(ctx, w); err != nil {
+		return err
+	}
 	if err := w.afterDelta(ctx); err != nil {
 		return err
 	}

@@ -132,7 +132,7 @@ func (o *OffsetPages) Plan(ctx context.Context, env Env, ent *Entity) ([]EntityP
 	if pages > 1 {
 		calls += 1 + CeilDiv(int64(pages-2), rest.MaxBatch) // ListByStart's single first call, then batches
 	}
-	return []EntityPlan{{Entity: ent.Name, Records: n, Calls: calls,
+	return []EntityPlan{{Entity: ent.Name, Records: n, Calls: calls, VerifyCalls: 1,
 		How: o.List.Method + " count; get reads pages by offset, 50 to a call"}}, nil
 }
 

@@ -347,9 +347,23 @@ func (p *PerRecord) Total(ctx context.Context, env Env, ent *Entity) (int64, err
 }
 
 // Plan is one command per record of Of (as many as its get read, or as the portal counted), 50
-// to a call; how many rows they hold is unknown until they are read.
+// to a call; how many rows they hold is unknown until they are read. A delta pass (the owners'
+// passes all delta, its own last pass complete) asks only for the owners those delta passes
+// read: as many as they changed.
 func (p *PerRecord) Plan(ctx context.Context, env Env, ent *Entity) ([]EntityPlan, error) {
 	e := env.e
+	kind, reason, err := p.nextPass(ctx, e, ent)
+	if err != nil {
+		return nil, err
+	}
+	if kind == PassDelta {
+		var changed int64
+		for _, of := range p.Of {
+			changed += e.planning[of].Changed
+		}
+		return []EntityPlan{{Entity: ent.Name, Records: -1, Calls: CeilDiv(changed, rest.MaxBatch), Pass: kind, PassReason: reason,
+			How: fmt.Sprintf("one %s per record of %s its delta pass reads (%d), 50 to a call", p.Method, strings.Join(p.Of, ", "), changed)}}, nil
+	}
 	var n int64
 	how := fmt.Sprintf("one %s per record of %s, 50 to a call; no count before they are read", p.Method, strings.Join(p.Of, ", "))
 	for _, of := range p.Of {
@@ -368,5 +382,30 @@ func (p *PerRecord) Plan(ctx context.Context, env Env, ent *Entity) ([]EntityPla
 		}
 		n += read
 	}
-	return []EntityPlan{{Entity: ent.Name, Records: -1, Calls: CeilDiv(n, rest.MaxBatch), How: how}}, nil
+	return []EntityPlan{{Entity: ent.Name, Records: -1, Calls: CeilDiv(n, rest.MaxBatch), How: how, Pass: kind, PassReason: reason}}, nil
+}
+
+// nextPass is the kind of the per-record lister's next pass as the plan sees it: delta when its
+// own last pass completed unlimited and every owner's planned pass is delta.
+func (p *PerRecord) nextPass(ctx context.Context, e *Engine, ent *Entity) (PassKind, string, error) {
+	inv, err := e.store().peekInventory(ctx, ent.Name)
+	if err != nil {
+		return "", "", err
+	}
+	switch {
+	case e.full:
+		return PassFull, "asked with --full", nil
+	case inv.Pass == 0:
+		return PassFull, "no complete full pass yet", nil
+	case !inv.Complete:
+		return PassFull, "the last pass did not complete", nil
+	case inv.Limit != nil:
+		return PassFull, fmt.Sprintf("the last pass was limited to %d records (test_limit)", *inv.Limit), nil
+	}
+	for _, of := range p.Of {
+		if op, ok := e.planning[of]; !ok || op.Pass != PassDelta {
+			return PassFull, fmt.Sprintf("the pass of %s, whose records it reads per record, is full", of), nil
+		}
+	}
+	return PassDelta, fmt.Sprintf("the passes of %s are delta: only the records they read", strings.Join(p.Of, ", ")), nil
 }

@@ -473,6 +473,25 @@ func (w *KeyWalk) PlanCalls(ctx context.Context, env Env, child *Entity, planned
 		}
 	}
 	calls := CeilDiv(n, rest.MaxBatch)
+	if w.From == nil && n == int64(len(keys)) && (!w.AsUser || len(e.delegates) == 0) {
+		// Keys start over every pass: a rerun reads each as many pages as the last pass did.
+		last, err := e.store().lastPassPages(ctx, child.Name)
+		if err != nil {
+			return 0, 0, "", err
+		}
+		if len(last) > 0 {
+			pages := make([]int, len(keys))
+			for i, k := range keys {
+				pages[i] = max(last[k], 1)
+			}
+			chain := 1
+			if w.ChainParams != nil {
+				chain = w.Chain
+			}
+			calls = walkCalls(pages, chain)
+			how = fmt.Sprintf("%s: %d keys from the records read so far, each as many pages as in the last pass, 50 pages to a call", w.How, n)
+		}
+	}
 	if d := int64(len(e.delegates)); w.AsUser && d > 0 {
 		// A user's own webhook reads that user's key alone: a call of its own each.
 		calls = CeilDiv(max(n-d, 0), rest.MaxBatch) + int(d)

@@ -21,6 +21,13 @@ type Plan struct {
 	Seconds float64 `json:"seconds"`
 	// PlanCalls is what asking cost: the calls the plan itself sent.
 	PlanCalls int `json:"plan_calls"`
+	// VerifyCalls adds up the entities' verify calls.
+	VerifyCalls int `json:"verify_calls"`
+	// MigrateCalls is what `bitrix migrate` sends the portal: get's and verify's calls, and
+	// the plan it makes before it starts (as many as PlanCalls: it asks the same). Set sends
+	// the portal nothing. MigrateSeconds is their time at the rate.
+	MigrateCalls   int     `json:"migrate_calls"`
+	MigrateSeconds float64 `json:"migrate_seconds"`
 }
 
 // EntityPlan is the plan of one entity.
@@ -35,6 +42,16 @@ type EntityPlan struct {
 	Seconds float64 `json:"seconds"`
 	// How says how the figures were obtained.
 	How string `json:"how"`
+	// VerifyCalls is how many calls verify sends the portal for the entity: its count
+	// (Lister.Total) and what the entity's own checks read again.
+	VerifyCalls int `json:"verify_calls"`
+	// Pass is the kind of the entity's next get pass, full or delta (pass.go), and PassReason
+	// why, as get will decide it from the last pass's inventory; Calls are that pass's.
+	Pass       PassKind `json:"pass"`
+	PassReason string   `json:"pass_reason"`
+	// Changed is, for a delta pass, how many records it reads: the portal's counts of those
+	// modified since the last complete pass.
+	Changed int64 `json:"changed,omitempty"`
 }
 
 // Plan asks the portal how large each entity is, with one cheap call per entity (a count of a
@@ -49,12 +66,21 @@ func (e *Engine) Plan(ctx context.Context, rate rest.Rate) (Plan, error) {
 func (e *Engine) planOf(ctx context.Context, rate rest.Rate, ents []*Entity) (Plan, error) {
 	before := e.stats()
 	p := Plan{Rate: rate.String()}
+	e.planning = map[string]EntityPlan{} // the lines so far, for the passes of what they own
+	defer func() { e.planning = nil }()
 	planned := map[string]int64{} // records on the portal by entity, for the walks' keys
 	for _, ent := range ents {
 		plans, err := ent.Lister.Plan(ctx, e.env(), ent)
 		if err != nil {
 			return p, fmt.Errorf("plan %s: %w", ent.Name, err)
 		}
+		// The walks of ent's children are keyed by what its lister reads: they see its count.
+		for _, ep := range plans {
+			if ep.Records >= 0 {
+				planned[ep.Entity] += ep.Records
+			}
+		}
+		listed := len(plans)
 		for _, child := range e.registry.Children(ent) {
 			switch {
 			case child.Lister != nil:
@@ -68,21 +94,27 @@ func (e *Engine) planOf(ctx context.Context, rate rest.Rate, ents []*Entity) (Pl
 				if err != nil {
 					return p, fmt.Errorf("plan %s: %w", child.Name, err)
 				}
-				plans = append(plans, EntityPlan{Entity: child.Name, Records: records, Calls: calls, How: how})
+				plans = append(plans, EntityPlan{Entity: child.Name, Records: records, Calls: calls, How: how,
+					Pass: PassFull, PassReason: "a walk reads every key on every pass"})
 			}
 		}
-		for _, ep := range plans {
-			if ep.Records >= 0 {
+		for i, ep := range plans {
+			if ep.Records >= 0 && i >= listed {
 				planned[ep.Entity] += ep.Records
 			}
+			planFull(&ep, noDeltaReason)
+			e.planning[ep.Entity] = ep
 			ep.Seconds = round1(float64(ep.Calls) / rate.PerSecond)
 			p.Calls += ep.Calls
+			p.VerifyCalls += ep.VerifyCalls
 			p.Seconds += ep.Seconds
 			p.Entities = append(p.Entities, ep)
 		}
 	}
 	p.Seconds = round1(p.Seconds)
 	p.PlanCalls = int(e.stats() - before)
+	p.MigrateCalls = p.Calls + p.VerifyCalls + p.PlanCalls
+	p.MigrateSeconds = round1(float64(p.MigrateCalls) / rate.PerSecond)
 	return p, nil
 }
 
@@ -96,26 +128,44 @@ func (s *IDScan) Plan(ctx context.Context, env Env, ent *Entity) ([]EntityPlan, 
 	if err != nil {
 		return nil, err
 	}
-	out := []EntityPlan{{Entity: ent.Name, Records: n, Calls: IDScanCalls(n),
-		How: s.Scan.Method + " count; get reads 2,500 rows per call in ID ranges"}}
+	pass, err := s.PlanPass(ctx, env, ent, n)
+	if err != nil {
+		return nil, err
+	}
+	out := []EntityPlan{{Entity: ent.Name, Records: n, Calls: IDScanCalls(n), VerifyCalls: 1,
+		How:  s.Scan.Method + " count; get reads 2,500 rows per call in ID ranges",
+		Pass: pass.Decision.Kind, PassReason: pass.Decision.Reason}}
+	read := n // the records the pass reads, whose children it reads
+	if pass.Decision.Delta() {
+		read = pass.Changed
+		out[0].Calls, out[0].Changed, out[0].How = pass.Calls, pass.Changed, s.Scan.Method+" "+pass.How
+	}
 	if s.CompleteMethod != "" {
-		out[0].Calls += CeilDiv(n, rest.MaxBatch)
+		out[0].Calls += CeilDiv(read, rest.MaxBatch)
 		out[0].How += fmt.Sprintf(", and one %s per record, %d to a call", s.CompleteMethod, rest.MaxBatch)
 	}
 	for _, child := range e.registry.Children(ent) {
 		if child.Fetch == nil {
 			continue
 		}
-		parents, how := n, ""
+		parents, how := read, ""
 		if w, ok := child.Walk.(WalksParents); ok {
-			walked, err := w.ParentsWalked(ctx, e.env())
+			walked, err := w.ParentsWalked(ctx, e.env(), n)
 			if err != nil {
 				return nil, err
 			}
-			parents, how = max(0, n-walked), fmt.Sprintf(" (less the %d read so far that the walk reads)", walked)
+			if n > 0 && read < n { // the walk's share of the records the delta reads
+				walked = (walked*read + n/2) / n
+			}
+			parents, how = max(0, read-walked), fmt.Sprintf(" (less the %d that the walk reads)", walked)
 		}
-		out = append(out, EntityPlan{Entity: child.Name, Records: -1, Calls: fetchCalls(n, parents),
-			How: fmt.Sprintf("one %s per record of %s%s, %d to a call; no count before they are read", child.Fetch.Method, ent.Name, how, rest.MaxBatch)})
+		of := "record of " + ent.Name
+		if pass.Decision.Delta() {
+			of = "changed record of " + ent.Name
+		}
+		out = append(out, EntityPlan{Entity: child.Name, Records: -1, Calls: fetchCalls(read, parents),
+			How:  fmt.Sprintf("one %s per %s%s, %d to a call; no count before they are read", child.Fetch.Method, of, how, rest.MaxBatch),
+			Pass: pass.Decision.Kind, PassReason: fmt.Sprintf("read with the records of %s's %s pass", ent.Name, pass.Decision.Kind)})
 	}
 	return out, nil
 }
@@ -124,8 +174,9 @@ func (s *IDScan) Plan(ctx context.Context, env Env, ent *Entity) ([]EntityPlan, 
 // reads for the others (children kept in another listing for some parents): the plan
 // counts those parents in the walk's line, not also in the fetch's.
 type WalksParents interface {
-	// ParentsWalked is how many of the parents read so far the walk reads instead of the fetch.
-	ParentsWalked(ctx context.Context, env Env) (int64, error)
+	// ParentsWalked is how many of the parents the walk reads instead of the fetch: of those
+	// read so far, or, before any is, an estimate for the portal's count of them (parents).
+	ParentsWalked(ctx context.Context, env Env, parents int64) (int64, error)
 }
 
 // IDScanCalls is how many calls an ID-scan get of n rows sends (see newRanges).
