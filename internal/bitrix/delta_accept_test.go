@@ -361,8 +361,8 @@ func everyKind(t *testing.T, w *deltaWorld, p *bitrixfake.Portal, rep *bitrixfak
 		return 0
 	}
 	// imported are the entity's imported records, but those a workflow runs on: deleting one under
-	// propagate leaves its workflows naming a record gone from the target, which verify reports (a
-	// known limitation outside issue 35, see the report of the branch that added this test).
+	// propagate leaves its running workflow and tasks naming a record gone from the target, and
+	// workflows' verify reports them as differing (a limitation of propagate, not of delta passes).
 	imported := func(entity string) string {
 		return fmt.Sprintf(`SELECT source_id FROM bitrix_records r WHERE entity = '%s' AND status = 'IMPORT_OK'
 AND NOT EXISTS (SELECT FROM bitrix_records w WHERE w.entity IN ('workflow_instances', 'workflow_tasks')
