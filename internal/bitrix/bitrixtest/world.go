@@ -21,13 +21,14 @@ type world struct {
 	target *targetfake.Server
 	addr   string   // TARGET_WEBHOOK_URL
 	env    []string // more of the child's environment (Case.Env)
+	writes *writeKiller
 }
 
 func newWorld(t *testing.T, c Case) *world {
 	t.Helper()
 	w := &world{dbURL: dbtest.URL(t), target: targetfake.New(targetfake.Options{StableIDs: true, Latency: c.TargetLatency,
-		MethodLatency: c.TargetMethodLatency}), env: c.Env}
-	srv := httptest.NewServer(w.target)
+		MethodLatency: c.TargetMethodLatency}), env: c.Env, writes: &writeKiller{}}
+	srv := httptest.NewServer(w.writes.wrap(w.target))
 	t.Cleanup(srv.Close)
 	u, err := url.Parse(srv.URL + "/api/")
 	if err != nil {
