@@ -35,12 +35,16 @@ func (s *Syncer) Normalize(ctx context.Context) (Stats, error) {
 			return st, err
 		}
 		pages := map[int64]*storedPage{}
+		threadPages, err := s.commentPages(ctx, posts)
+		if err != nil {
+			return st, err
+		}
 		nb := &normBatch{}
 		for _, p := range posts {
 			if err := ctx.Err(); err != nil {
 				return st, err
 			}
-			if err := s.normalizeOne(ctx, p, pages, nb, &st); err != nil {
+			if err := s.normalizeOne(ctx, p, pages, threadPages, nb, &st); err != nil {
 				return st, err
 			}
 		}
@@ -205,7 +209,7 @@ func validateMedia(m mediaItem) (time.Time, error) {
 // normalizeOne reads and validates post p (in status Fetched) and adds its rows to nb, written
 // with the rest of its batch by writeNormalized; a post that fails validation moves to invalid
 // at once.
-func (s *Syncer) normalizeOne(ctx context.Context, p normPost, pages map[int64]*storedPage, nb *normBatch, st *Stats) error {
+func (s *Syncer) normalizeOne(ctx context.Context, p normPost, pages map[int64]*storedPage, threadPages map[int64][]storedPage, nb *normBatch, st *Stats) error {
 	if p.Status != Fetched {
 		return nil // moved since the pick (a person)
 	}
@@ -235,10 +239,7 @@ func (s *Syncer) normalizeOne(ctx context.Context, p normPost, pages map[int64]*
 		st.outcome(string(PostInvalid))
 		return nil
 	}
-	threads, err := s.readComments(ctx, p)
-	if err != nil {
-		return err
-	}
+	threads := readComments(p, threadPages[p.ID])
 	nb.add(p, m, postedAt, threads)
 	if len(threads.rejects) > 0 {
 		log.Warn("comments failed validation and were listed in social_rejects", "rejected", len(threads.rejects))
@@ -291,23 +292,41 @@ type threadsRead struct {
 	upto     int64
 }
 
-// readComments reads the comment and reply pages of a post stored since its last
-// normalization, oldest first, so that a later page's copy of a comment wins.
-func (s *Syncer) readComments(ctx context.Context, p normPost) (threadsRead, error) {
-	out := threadsRead{upto: p.NormalizedUpto}
-	rows, err := s.Pool.Query(ctx, `SELECT id, endpoint, request, body FROM social_raw_pages
-WHERE post_id = $1 AND id > $2 AND endpoint = ANY($3) ORDER BY id`, p.ID, p.NormalizedUpto, []string{comments.Endpoint, replies.Endpoint})
-	if err != nil {
-		return out, fmt.Errorf("read comment pages of post %d: %w", p.ID, err)
+// commentPages reads the comment and reply pages stored since their last normalization of a
+// batch of posts, in one query, oldest first by post.
+func (s *Syncer) commentPages(ctx context.Context, posts []normPost) (map[int64][]storedPage, error) {
+	if len(posts) == 0 {
+		return nil, nil
 	}
-	pages, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (storedPage, error) {
-		var p storedPage
-		err := r.Scan(&p.ID, &p.Endpoint, &p.Request, &p.Body)
-		return p, err
+	ids, upto := make([]int64, len(posts)), make([]int64, len(posts))
+	for i, p := range posts {
+		ids[i], upto[i] = p.ID, p.NormalizedUpto
+	}
+	rows, err := s.Pool.Query(ctx, `SELECT r.post_id, r.id, r.endpoint, r.request, r.body FROM unnest($1::bigint[], $2::bigint[]) x(post_id, upto)
+CROSS JOIN LATERAL (SELECT r.post_id, r.id, r.endpoint, r.request, r.body FROM social_raw_pages r
+    WHERE r.post_id = x.post_id AND r.id > x.upto AND r.endpoint = ANY($3) ORDER BY r.id) r
+ORDER BY r.post_id, r.id`, ids, upto, []string{comments.Endpoint, replies.Endpoint})
+	if err != nil {
+		return nil, fmt.Errorf("read comment pages of posts %d-%d: %w", ids[0], ids[len(ids)-1], err)
+	}
+	out := map[int64][]storedPage{}
+	var postID int64
+	var pg storedPage
+	_, err = pgx.ForEachRow(rows, []any{&postID, &pg.ID, &pg.Endpoint, &pg.Request, &pg.Body}, func() error {
+		out[postID] = append(out[postID], pg)
+		pg = storedPage{}
+		return nil
 	})
 	if err != nil {
-		return out, fmt.Errorf("read comment pages of post %d: %w", p.ID, err)
+		return nil, fmt.Errorf("read comment pages of posts %d-%d: %w", ids[0], ids[len(ids)-1], err)
 	}
+	return out, nil
+}
+
+// readComments reads the comment and reply pages of a post stored since its last
+// normalization (commentPages), oldest first, so that a later page's copy of a comment wins.
+func readComments(p normPost, pages []storedPage) threadsRead {
+	out := threadsRead{upto: p.NormalizedUpto}
 	index := map[string]int{}
 	add := func(kind string, raw json.RawMessage, parent string, page int64, pos int) *commentItem {
 		var c commentItem
@@ -378,5 +397,5 @@ WHERE post_id = $1 AND id > $2 AND endpoint = ANY($3) ORDER BY id`, p.ID, p.Norm
 			}
 		}
 	}
-	return out, nil
+	return out
 }
