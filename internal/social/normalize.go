@@ -24,6 +24,9 @@ import (
 // reason; a comment that does is listed in social_rejects; neither stops the others.
 func (s *Syncer) Normalize(ctx context.Context) (Stats, error) {
 	var st Stats
+	if err := s.ensureShardIndex(ctx); err != nil {
+		return st, err
+	}
 	var after int64
 	for {
 		ids, err := Posts.Pick(ctx, s.Pool, status.PickParams{Statuses: []status.Status{Fetched}, After: after, Limit: PostBatch, Shard: s.shard("account_id")})

@@ -30,6 +30,9 @@ func (s *Syncer) SyncComments(ctx context.Context) (Stats, error) {
 	if err := s.countUnfinished(ctx, Posts, commentsPicked, "account_id", &st); err != nil {
 		return st, err
 	}
+	if err := s.ensureShardIndex(ctx); err != nil {
+		return st, err
+	}
 	parent := &status.ParentPick{Column: "account_id", Machine: Accounts, Statuses: []status.Status{Synced}}
 	cache := &credsCache{m: map[int64]credsOrErr{}}
 	err := s.fanOut(ctx, &st, PostBatch, func(after int64) ([]int64, error) {
