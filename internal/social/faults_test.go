@@ -362,8 +362,8 @@ func (f *inFlight) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.next.ServeHTTP(w, r)
 }
 
-// With many records in flight, a budget whose usage headers say it is near its limit (75% or
-// more) gets one call at a time: a park or a pause the last answer brings takes effect before
+// With many records in flight, a budget whose usage headers say it is near its limit (above
+// the gate's SlowFrom, 75%) gets one call at a time: a park or a pause the last answer brings takes effect before
 // the next call, as it did when a shard worked one account after another. Far from the limit,
 // the calls of one budget go out together.
 func TestNearTheLimitOneCallAtATime(t *testing.T) {
