@@ -2,6 +2,7 @@ package social_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -10,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/ingest-dev/ingest/internal/fakes/graphfake"
 	"github.com/ingest-dev/ingest/internal/social"
@@ -399,4 +402,57 @@ func TestNearTheLimitOneCallAtATime(t *testing.T) {
 			t.Errorf("%s (usage %d%%): at most %d calls of one budget in flight; want them together: %v", c.comment, c.floor, top, c.atOnce)
 		}
 	}
+}
+
+// Accounts worked at once (Syncer.Concurrency) are each handed out once: a run with 8 in
+// flight makes the calls and stores the pages a run of one after another does, and moves each
+// account through its cycle once.
+func TestAccountsInFlightAreWorkedOnce(t *testing.T) {
+	t.Parallel()
+	run := func(concurrency int) (*env, int) {
+		var accounts []graphfake.AccountSpec
+		for i := range 16 {
+			a := graphfake.AccountSpec{Username: fmt.Sprintf("d%d", i), Posts: 5 + 10*(i%3)}
+			if i%4 == 0 {
+				a = graphfake.AccountSpec{Username: fmt.Sprintf("c%d", i), Connected: true, Posts: 8, Comments: 20, Stories: 1}
+			}
+			accounts = append(accounts, a)
+		}
+		e := newEnv(t, graphfake.Options{Seed: 35, NoFixtureAccounts: true, Latency: 2 * time.Millisecond, Accounts: accounts})
+		e.addAll()
+		s := e.syncer(0, 0)
+		s.Concurrency = concurrency
+		e.syncAll(s)
+		return e, e.fake.Stats().Requests
+	}
+	one, oneCalls := run(1)
+	many, manyCalls := run(8)
+	if manyCalls != oneCalls {
+		t.Errorf("%d calls with 8 accounts in flight, %d one after another", manyCalls, oneCalls)
+	}
+	pages := `SELECT endpoint || ' ' || request FROM social_raw_pages ORDER BY 1`
+	if got, want := many.strings(pages), one.strings(pages); !slices.Equal(got, want) {
+		t.Errorf("%d pages stored with 8 in flight, %d one after another (or different ones)", len(got), len(want))
+	}
+	if n := many.count(`SELECT count(*) FROM (SELECT record_id FROM status_history WHERE machine = 'social_accounts' AND to_status = 'posts_pending'
+GROUP BY record_id HAVING count(*) > 1) x`); n != 0 {
+		t.Errorf("%d accounts had their profile read twice", n)
+	}
+	if got, want := many.strings(`SELECT status || ' ' || count(*) FROM social_accounts GROUP BY status ORDER BY 1`),
+		one.strings(`SELECT status || ' ' || count(*) FROM social_accounts GROUP BY status ORDER BY 1`); !slices.Equal(got, want) {
+		t.Errorf("accounts by status with 8 in flight %v, one after another %v", got, want)
+	}
+}
+
+func (e *env) strings(q string) []string {
+	e.t.Helper()
+	rows, err := e.pool.Query(e.ctx, q)
+	if err != nil {
+		e.t.Fatalf("%s: %v", q, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		e.t.Fatalf("%s: %v", q, err)
+	}
+	return out
 }
