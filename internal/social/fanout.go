@@ -58,8 +58,18 @@ func (st *Stats) add(o Stats) {
 // key is wrong) or fails stops the handing out; the records in flight finish, and fanOut
 // returns the first error (ctx.Err() after a stop, with st.Truncated set). batch is the pick's
 // limit: a shorter pick is the last.
+//
+// After a run that died (st.Unfinished: attempts of an earlier run never finished), the step
+// works one record at a time: a process killed with 8 records in flight charges each of them
+// a failed attempt, and a record that kills the process every time must not take its
+// neighbours' retries with it run after run.
 func (s *Syncer) fanOut(ctx context.Context, st *Stats, batch int, pick func(after int64) ([]int64, error),
 	work func(ctx context.Context, id int64, st *Stats) (stop bool, err error)) error {
+	workers := s.concurrency()
+	if st.Unfinished > 0 {
+		workers = 1
+		s.Log.Warn("an earlier run died with attempts in flight: this step works one record at a time", "unfinished", st.Unfinished)
+	}
 	var (
 		mu      sync.Mutex
 		first   error
@@ -72,7 +82,7 @@ func (s *Syncer) fanOut(ctx context.Context, st *Stats, batch int, pick func(aft
 		return stopped || first != nil
 	}
 	ids := make(chan int64)
-	for range s.concurrency() {
+	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
