@@ -100,7 +100,7 @@ func (app *app) socialSync(ctx context.Context, command string, c *socialCmd, se
 		}
 		s := &social.Syncer{Pool: pool, Graph: g, Sealer: sealer, Log: r.Log, Metrics: r.Metrics, Actor: r.Actor(), RunID: r.ID,
 			Gate:     &social.Gate{Pool: pool, Log: r.Log},
-			Interval: set.interval, Overlap: set.overlap, CursorTTL: set.cursorTTL, Pause: set.pause}
+			Interval: set.interval, Overlap: set.overlap, CursorTTL: set.cursorTTL, Pause: set.pause, Concurrency: c.Parallel}
 		if set.pause == 0 {
 			s.Pause = -1
 		}

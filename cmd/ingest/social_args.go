@@ -21,6 +21,7 @@ type socialCmd struct {
 	Overlap   string `arg:"--overlap,env:SOCIAL_OVERLAP" default:"72h" help:"how far below its high-water mark a later listing reads again, to refresh counts" placeholder:"DURATION"`
 	CursorTTL string `arg:"--cursor-ttl,env:SOCIAL_CURSOR_TTL" default:"1h" help:"how long a stored cursor may resume an interrupted walk" placeholder:"DURATION"`
 	Pause     string `arg:"--pause,env:SOCIAL_BATCH_PAUSE" default:"1s" help:"pause between two batches" placeholder:"DURATION"`
+	Parallel  int    `arg:"--concurrency,env:SOCIAL_CONCURRENCY" default:"8" help:"sync: accounts (comments: posts) a shard works at once, 1 to 64" placeholder:"N"`
 	JobCap    int    `arg:"--job-cap,env:SOCIAL_ENRICH_CAP" default:"20" help:"enrich: unfinished jobs per provider at most" placeholder:"N"`
 
 	// Accounts and Status are the arguments of `social accounts add|import` and `social
@@ -181,6 +182,9 @@ func (c *socialCmd) check(label string, need socialNeed, redact func(string)) (s
 			names[i] = "SOCIAL_ENRICH_" + strings.ToUpper(p.Name) + "_URL"
 		}
 		return s, configError{"no enrichment provider is configured: set " + strings.Join(names, " and/or ") + " (and its _TOKEN)"}
+	}
+	if c.Parallel < 1 || c.Parallel > social.MaxConcurrency {
+		return s, configError{fmt.Sprintf("SOCIAL_CONCURRENCY %d: want 1 to %d", c.Parallel, social.MaxConcurrency)}
 	}
 	if c.JobCap < 1 {
 		return s, configError{"SOCIAL_ENRICH_CAP must be at least 1"}

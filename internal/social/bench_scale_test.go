@@ -29,8 +29,9 @@ import (
 // one shard's accounts and of its waiting posts as the tables grow.
 //
 // SOCIAL_SCALE_ACCOUNTS_PER_SHARD (default 50) sizes each S's run at that many accounts per
-// shard; SOCIAL_SCALE_ACCOUNTS instead gives every S the same number. The figures are in
-// docs/benchmarks.md.
+// shard; SOCIAL_SCALE_ACCOUNTS instead gives every S the same number; SOCIAL_SCALE_SHARDS
+// ("1,4,16") the shard counts; SOCIAL_SCALE_CONCURRENCY each shard's Syncer.Concurrency
+// (default DefaultConcurrency). The figures are in docs/benchmarks.md.
 //
 //	SOCIAL_SCALE_ACCOUNTS_PER_SHARD=100 scripts/with-pg.sh go test -run '^$' -bench BenchmarkSyncCycle -benchtime 1x -timeout 90m ./internal/social/
 func BenchmarkSyncCycle(b *testing.B) {
@@ -80,6 +81,7 @@ func envInt(b *testing.B, name string, def int) int {
 
 // runCycles is one run of BenchmarkSyncCycle: n accounts, shards shards, three cycles.
 func runCycles(b *testing.B, n, shards int, latency time.Duration) {
+	concurrency := envInt(b, "SOCIAL_SCALE_CONCURRENCY", social.DefaultConcurrency)
 	e := newEnv(b, graphfake.Options{Seed: 34, GeneratedAccounts: n, NoFixtureAccounts: true, Latency: latency})
 	addGenerated(e)
 	minimum := 0
@@ -104,6 +106,7 @@ func runCycles(b *testing.B, n, shards int, latency time.Duration) {
 		// The logs of thousands of accounts would be held in memory by the test's buffer.
 		quiet := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		s.Pool, s.Gate.Pool, s.Log, s.Gate.Log = pool, pool, quiet, quiet
+		s.Concurrency = concurrency
 		syncers[i] = s
 	}
 	for cycle := 1; cycle <= 3; cycle++ {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -87,6 +89,24 @@ SELECT 11 + 10 * (g % ($1::int / 10)), 'm' || g, 'feed', '', 0, now(), $2 FROM g
 			// The worst case: a shard with nothing left among the records of other shards reads the
 			// whole status range once (each run's last, empty pick).
 			b.Run("posts-none-in-shard", func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					ids, err := social.Posts.Pick(ctx, e.pool, status.PickParams{Statuses: []status.Status{social.CommentsPending, social.CommentsRetry},
+						Limit: social.PostBatch, DueBy: now, Parent: parent, Shard: &status.Shard{Column: "account_id", Count: 2, Index: 0}})
+					if err != nil || len(ids) != 0 {
+						b.Fatal(ids, err)
+					}
+				}
+			})
+			// The same once the shard count's index is made (by the count's first comments or
+			// normalize step: here a normalize of shard 0 of 2, which has nothing to normalize).
+			s := &social.Syncer{Pool: e.pool, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Shard: status.Shard{Count: 2, Index: 0}}
+			if _, err := s.Normalize(ctx); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := e.pool.Exec(ctx, `ANALYZE social_posts`); err != nil {
+				b.Fatal(err)
+			}
+			b.Run("posts-none-in-shard-indexed", func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					ids, err := social.Posts.Pick(ctx, e.pool, status.PickParams{Statuses: []status.Status{social.CommentsPending, social.CommentsRetry},
 						Limit: social.PostBatch, DueBy: now, Parent: parent, Shard: &status.Shard{Column: "account_id", Count: 2, Index: 0}})

@@ -2,6 +2,7 @@ package social_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -10,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/ingest-dev/ingest/internal/fakes/graphfake"
 	"github.com/ingest-dev/ingest/internal/social"
@@ -26,6 +29,11 @@ func TestThrottlingParksWithoutFailingRecords(t *testing.T) {
 			{Username: "d1", Posts: 110}, {Username: "d2", Posts: 210}}})
 	e.addAll()
 	s := e.syncer(0, 0)
+	// The fake throttles every seventh request whatever the usage it reported: with several
+	// calls in flight, those sent before the throttling answer came back would reach it while
+	// throttled. Near a real limit the usage headers climb first and the gate lets one call of
+	// the budget out at a time (TestNearTheLimitOneCallAtATime); here, one call at a time.
+	s.Concurrency = 1
 	for i := 0; i < 60 && e.count(`SELECT count(*) FROM social_accounts WHERE status <> $1`, string(social.Synced))+
 		e.count(`SELECT count(*) FROM social_posts WHERE status <> $1`, string(social.Normalized)) > 0; i++ {
 		e.syncAll(s)
@@ -325,4 +333,126 @@ func TestImportNamesBadLines(t *testing.T) {
 			t.Error("an import error shows a token")
 		}
 	}
+}
+
+// inFlight counts the requests a handler is answering at once, by budget, and the most seen
+// for any budget.
+type inFlight struct {
+	next http.Handler
+	mu   sync.Mutex
+	now  map[string]int
+	top  int
+}
+
+func (f *inFlight) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// A business discovery call counts against the app's budget, another against its token's.
+	tok := r.URL.Query().Get("access_token")
+	if strings.Contains(r.URL.Query().Get("fields"), "business_discovery") {
+		tok = "app"
+	}
+	f.mu.Lock()
+	if f.now == nil {
+		f.now = map[string]int{}
+	}
+	f.now[tok]++
+	f.top = max(f.top, f.now[tok])
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.now[tok]--
+		f.mu.Unlock()
+	}()
+	f.next.ServeHTTP(w, r)
+}
+
+// With many records in flight, a budget whose usage headers say it is near its limit (above
+// the gate's SlowFrom, 75%) gets one call at a time: a park or a pause the last answer brings takes effect before
+// the next call, as it did when a shard worked one account after another. Far from the limit,
+// the calls of one budget go out together.
+func TestNearTheLimitOneCallAtATime(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		floor   int
+		atOnce  bool
+		comment string
+	}{{90, false, "near the limit"}, {0, true, "far from it"}} {
+		var accounts []graphfake.AccountSpec
+		for _, u := range []string{"d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8"} {
+			accounts = append(accounts, graphfake.AccountSpec{Username: u, Posts: 10})
+		}
+		// Business discovery: every call goes through one viewer's token and the app's budget.
+		accounts = append(accounts, graphfake.AccountSpec{Username: "viewer", Connected: true, Posts: 1})
+		e := newEnv(t, graphfake.Options{Seed: 33, NoFixtureAccounts: true, UsageFloor: c.floor, Latency: 20 * time.Millisecond, Accounts: accounts})
+		f := &inFlight{next: e.fake}
+		srv := httptest.NewServer(f)
+		t.Cleanup(srv.Close)
+		e.base = srv.URL + "/v23.0"
+		e.addAll()
+		s := e.syncer(0, 0)
+		s.Concurrency = 8
+		s.Gate.Sleep = func(ctx context.Context, d time.Duration) error { return nil }
+		e.syncAll(s)
+		if n := e.count(`SELECT count(*) FROM social_accounts WHERE status = $1`, string(social.Synced)); n != len(accounts) {
+			t.Errorf("%s: %d accounts synced, want %d", c.comment, n, len(accounts))
+		}
+		f.mu.Lock()
+		top := f.top
+		f.mu.Unlock()
+		if (top > 1) != c.atOnce {
+			t.Errorf("%s (usage %d%%): at most %d calls of one budget in flight; want them together: %v", c.comment, c.floor, top, c.atOnce)
+		}
+	}
+}
+
+// Accounts worked at once (Syncer.Concurrency) are each handed out once: a run with 8 in
+// flight makes the calls and stores the pages a run of one after another does, and moves each
+// account through its cycle once.
+func TestAccountsInFlightAreWorkedOnce(t *testing.T) {
+	t.Parallel()
+	run := func(concurrency int) (*env, int) {
+		var accounts []graphfake.AccountSpec
+		for i := range 16 {
+			a := graphfake.AccountSpec{Username: fmt.Sprintf("d%d", i), Posts: 5 + 10*(i%3)}
+			if i%4 == 0 {
+				a = graphfake.AccountSpec{Username: fmt.Sprintf("c%d", i), Connected: true, Posts: 8, Comments: 20, Stories: 1}
+			}
+			accounts = append(accounts, a)
+		}
+		e := newEnv(t, graphfake.Options{Seed: 35, NoFixtureAccounts: true, Latency: 2 * time.Millisecond, Accounts: accounts})
+		e.addAll()
+		s := e.syncer(0, 0)
+		s.Concurrency = concurrency
+		e.syncAll(s)
+		return e, e.fake.Stats().Requests
+	}
+	one, oneCalls := run(1)
+	many, manyCalls := run(8)
+	if manyCalls != oneCalls {
+		t.Errorf("%d calls with 8 accounts in flight, %d one after another", manyCalls, oneCalls)
+	}
+	pages := `SELECT endpoint || ' ' || request FROM social_raw_pages ORDER BY 1`
+	if got, want := many.strings(pages), one.strings(pages); !slices.Equal(got, want) {
+		t.Errorf("%d pages stored with 8 in flight, %d one after another (or different ones)", len(got), len(want))
+	}
+	if n := many.count(`SELECT count(*) FROM (SELECT record_id FROM status_history WHERE machine = 'social_accounts' AND to_status = 'posts_pending'
+GROUP BY record_id HAVING count(*) > 1) x`); n != 0 {
+		t.Errorf("%d accounts had their profile read twice", n)
+	}
+	if got, want := many.strings(`SELECT status || ' ' || count(*) FROM social_accounts GROUP BY status ORDER BY 1`),
+		one.strings(`SELECT status || ' ' || count(*) FROM social_accounts GROUP BY status ORDER BY 1`); !slices.Equal(got, want) {
+		t.Errorf("accounts by status with 8 in flight %v, one after another %v", got, want)
+	}
+}
+
+func (e *env) strings(q string) []string {
+	e.t.Helper()
+	rows, err := e.pool.Query(e.ctx, q)
+	if err != nil {
+		e.t.Fatalf("%s: %v", q, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		e.t.Fatalf("%s: %v", q, err)
+	}
+	return out
 }

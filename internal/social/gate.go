@@ -54,6 +54,16 @@ type Gate struct {
 	parks  map[string]park
 	loaded time.Time
 	pause  map[string]time.Duration
+	lanes  map[string]*lane
+}
+
+// lane lets one call of a budget be in flight at a time, while the budget's usage is unknown
+// (no answer read yet) or near the limit (its calls are paced): a shard with many records in
+// flight then sends the next call only after the last answer's usage headers are read, so a
+// park or a pause takes effect before another call is made, as it did one record at a time.
+type lane struct {
+	sem   chan struct{}
+	users int
 }
 
 type park struct {
@@ -122,7 +132,15 @@ func (g *Gate) refresh(ctx context.Context) error {
 		return fmt.Errorf("read parks: %w", err)
 	}
 	g.mu.Lock()
-	g.parks, g.loaded = parks, g.now()
+	// A park this process made while the read ran may not be in it yet (Park notes it here
+	// first): keep it.
+	now := g.now()
+	for k, p := range g.parks {
+		if q, ok := parks[k]; now.Before(p.until) && (!ok || p.until.After(q.until)) {
+			parks[k] = p
+		}
+	}
+	g.parks, g.loaded = parks, now
 	g.mu.Unlock()
 	return nil
 }
@@ -141,6 +159,71 @@ func (g *Gate) Check(ctx context.Context, keys ...string) error {
 		}
 	}
 	return nil
+}
+
+// Enter starts a call counted against keys: while a key's usage is unknown or near its limit,
+// it waits for the key's call in flight to end (see lane). It returns the release to call once
+// the answer's usage is observed (Observe) or the call failed.
+func (g *Gate) Enter(ctx context.Context, keys ...string) (release func(), err error) {
+	var held []string
+	release = func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		for _, k := range held {
+			l := g.lanes[k]
+			<-l.sem
+			if l.users--; l.users == 0 {
+				delete(g.lanes, k)
+			}
+		}
+		held = nil
+	}
+	for _, k := range keys {
+		g.mu.Lock()
+		d, seen := g.pause[k]
+		if seen && d <= 0 {
+			g.mu.Unlock()
+			continue
+		}
+		if g.lanes == nil {
+			g.lanes = map[string]*lane{}
+		}
+		l := g.lanes[k]
+		if l == nil {
+			l = &lane{sem: make(chan struct{}, 1)}
+			g.lanes[k] = l
+		}
+		l.users++
+		g.mu.Unlock()
+		select {
+		case l.sem <- struct{}{}:
+			held = append(held, k)
+		case <-ctx.Done():
+			g.mu.Lock()
+			if l.users--; l.users == 0 {
+				delete(g.lanes, k)
+			}
+			g.mu.Unlock()
+			release()
+			return func() {}, ctx.Err()
+		}
+	}
+	return release, nil
+}
+
+// Seen records that an answer of keys was read: their usage is known from now on (a budget
+// whose answers carry no usage header is not held to one call at a time forever).
+func (g *Gate) Seen(keys ...string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.pause == nil {
+		g.pause = map[string]time.Duration{}
+	}
+	for _, k := range keys {
+		if _, ok := g.pause[k]; !ok {
+			g.pause[k] = 0
+		}
+	}
 }
 
 // Pace waits the slowdown pause of keys (the longest), before a call.
@@ -213,12 +296,8 @@ func (g *Gate) Throttled(ctx context.Context, ae *graph.APIError, tokenKey strin
 
 // Park records that key may not be used before until (a later park wins), for every pod.
 func (g *Gate) Park(ctx context.Context, key string, until time.Time, reason string) error {
-	_, err := g.Pool.Exec(ctx, `INSERT INTO social_parks (key, until, reason) VALUES ($1, $2, $3)
-ON CONFLICT (key) DO UPDATE SET until = greatest(social_parks.until, EXCLUDED.until), reason = EXCLUDED.reason, parked_at = now()`,
-		key, until, reason)
-	if err != nil {
-		return fmt.Errorf("park %s: %w", key, err)
-	}
+	// This process's other calls in flight see the park before it is written: they must not
+	// wait for the database to stop calling.
 	g.mu.Lock()
 	if g.parks == nil {
 		g.parks = map[string]park{}
@@ -227,6 +306,12 @@ ON CONFLICT (key) DO UPDATE SET until = greatest(social_parks.until, EXCLUDED.un
 		g.parks[key] = park{until, reason}
 	}
 	g.mu.Unlock()
+	_, err := g.Pool.Exec(ctx, `INSERT INTO social_parks (key, until, reason) VALUES ($1, $2, $3)
+ON CONFLICT (key) DO UPDATE SET until = greatest(social_parks.until, EXCLUDED.until), reason = EXCLUDED.reason, parked_at = now()`,
+		key, until, reason)
+	if err != nil {
+		return fmt.Errorf("park %s: %w", key, err)
+	}
 	if g.Log != nil {
 		g.Log.Warn("parked: no call with it until the platform's time", "key", key, "until", until.UTC().Format(time.RFC3339), "reason", reason)
 	}

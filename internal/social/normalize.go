@@ -24,6 +24,9 @@ import (
 // reason; a comment that does is listed in social_rejects; neither stops the others.
 func (s *Syncer) Normalize(ctx context.Context) (Stats, error) {
 	var st Stats
+	if err := s.ensureShardIndex(ctx); err != nil {
+		return st, err
+	}
 	var after int64
 	for {
 		ids, err := Posts.Pick(ctx, s.Pool, status.PickParams{Statuses: []status.Status{Fetched}, After: after, Limit: PostBatch, Shard: s.shard("account_id")})
@@ -35,13 +38,21 @@ func (s *Syncer) Normalize(ctx context.Context) (Stats, error) {
 			return st, err
 		}
 		pages := map[int64]*storedPage{}
+		threadPages, err := s.commentPages(ctx, posts)
+		if err != nil {
+			return st, err
+		}
+		nb := &normBatch{}
 		for _, p := range posts {
 			if err := ctx.Err(); err != nil {
 				return st, err
 			}
-			if err := s.normalizeOne(ctx, p, pages, &st); err != nil {
+			if err := s.normalizeOne(ctx, p, pages, threadPages, nb, &st); err != nil {
 				return st, err
 			}
+		}
+		if err := s.writeNormalized(ctx, nb, &st); err != nil {
+			return st, err
 		}
 		after = ids[len(ids)-1]
 		s.Log.Info("batch done", "posts", st.Records, "outcomes", st.Outcomes, "comments", st.Items)
@@ -198,7 +209,13 @@ func validateMedia(m mediaItem) (time.Time, error) {
 	return parseTime(m.Timestamp)
 }
 
-func (s *Syncer) normalizeOne(ctx context.Context, p normPost, pages map[int64]*storedPage, st *Stats) error {
+// normalizeOne reads and validates post p (in status Fetched) and adds its rows to nb, written
+// with the rest of its batch by writeNormalized; a post that fails validation moves to invalid
+// at once.
+func (s *Syncer) normalizeOne(ctx context.Context, p normPost, pages map[int64]*storedPage, threadPages map[int64][]storedPage, nb *normBatch, st *Stats) error {
+	if p.Status != Fetched {
+		return nil // moved since the pick (a person)
+	}
 	st.Records++
 	log := s.Log.With("post_id", p.ID, "media_id", p.MediaID)
 	page, err := rawByID(ctx, s.Pool, p.ListedRawID, p.ListedRawAt, pages)
@@ -225,82 +242,12 @@ func (s *Syncer) normalizeOne(ctx context.Context, p normPost, pages map[int64]*
 		st.outcome(string(PostInvalid))
 		return nil
 	}
-	threads, err := s.readComments(ctx, p)
-	if err != nil {
-		return err
-	}
-	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		b.Queue(`INSERT INTO social_post_content (post_id, account_id, ig_media_id, kind, media_type, media_product_type, caption, permalink, shortcode,
-posted_at, posted_raw, like_count, comments_count, is_comment_enabled, media_url_missing, source_raw_id, normalized_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, now())
-ON CONFLICT (post_id) DO UPDATE SET kind = EXCLUDED.kind, media_type = EXCLUDED.media_type, media_product_type = EXCLUDED.media_product_type,
-caption = EXCLUDED.caption, permalink = EXCLUDED.permalink, shortcode = EXCLUDED.shortcode, posted_at = EXCLUDED.posted_at,
-posted_raw = EXCLUDED.posted_raw, like_count = EXCLUDED.like_count, comments_count = EXCLUDED.comments_count,
-is_comment_enabled = EXCLUDED.is_comment_enabled, media_url_missing = EXCLUDED.media_url_missing, source_raw_id = EXCLUDED.source_raw_id, normalized_at = now()`,
-			p.ID, p.AccountID, m.ID, kindOf(p.Surface, m), m.MediaType, m.MediaProductType, m.Caption, m.Permalink, m.Shortcode,
-			postedAt, m.Timestamp, m.LikeCount, m.CommentsCount, m.IsCommentEnabled, m.MediaURL == nil, p.ListedRawID)
-		b.Queue(`INSERT INTO social_post_counts (post_id, observed_at, like_count, comments_count) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
-			p.ID, p.ListedRawAt, m.LikeCount, m.CommentsCount)
-		items := []mediaItem{m}
-		if m.Children != nil && len(m.Children.Data) > 0 {
-			items = m.Children.Data
-		}
-		for i, it := range items {
-			if it.ID == "" {
-				queueReject(b, "media_item", fmt.Sprintf("raw %d %s #%d", p.ListedRawID, m.ID, i), p.ID, "carousel child without an id", p.ListedRawID)
-				continue
-			}
-			var taken *time.Time
-			if t, err := parseTime(it.Timestamp); err == nil {
-				taken = &t
-			}
-			b.Queue(`INSERT INTO social_media_items (ig_media_id, post_id, position, media_type, media_url, thumbnail_url, permalink, shortcode, taken_at, taken_raw)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULLIF($10, ''))
-ON CONFLICT (ig_media_id) DO UPDATE SET position = EXCLUDED.position, media_type = EXCLUDED.media_type, media_url = EXCLUDED.media_url,
-thumbnail_url = EXCLUDED.thumbnail_url, permalink = EXCLUDED.permalink, shortcode = EXCLUDED.shortcode, taken_at = EXCLUDED.taken_at, taken_raw = EXCLUDED.taken_raw`,
-				it.ID, p.ID, i, it.MediaType, it.MediaURL, it.ThumbnailURL, it.Permalink, it.Shortcode, taken, it.Timestamp)
-		}
-		queueTags(b, p.ID, "caption", m.ID, ptr(m.Caption))
-		for _, c := range threads.comments {
-			b.Queue(`INSERT INTO social_comments (ig_comment_id, post_id, parent_comment_id, username, from_id, text, like_count, hidden, posted_at, posted_raw, source_raw_id, normalized_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, now())
-ON CONFLICT (ig_comment_id) DO UPDATE SET parent_comment_id = EXCLUDED.parent_comment_id, username = EXCLUDED.username, from_id = EXCLUDED.from_id,
-text = EXCLUDED.text, like_count = EXCLUDED.like_count, hidden = EXCLUDED.hidden, posted_at = EXCLUDED.posted_at, posted_raw = EXCLUDED.posted_raw,
-source_raw_id = EXCLUDED.source_raw_id, normalized_at = now()`,
-				c.id, p.ID, c.parent, c.username, c.fromID, c.text, c.likes, c.hidden, c.at, c.raw, c.page)
-			queueTags(b, p.ID, "comment", c.id, ptr(c.text))
-		}
-		for _, r := range threads.rejects {
-			queueReject(b, r.kind, r.platformID, p.ID, r.reason, r.page)
-		}
-		b.Queue(`UPDATE social_posts SET normalized_upto = greatest(normalized_upto, $2) WHERE id = $1`, p.ID, threads.upto)
-		for _, prov := range s.Providers {
-			b.Queue(`INSERT INTO social_enrichments (post_id, provider, status) VALUES ($1, $2, $3) ON CONFLICT (post_id, provider) DO NOTHING`,
-				p.ID, prov, string(EnrichPending))
-		}
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return fmt.Errorf("normalize post %d: %w", p.ID, err)
-		}
-		_, err := Posts.Move(ctx, tx, p.ID, p.Status, Normalized, s.change(""))
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	st.Items += len(threads.comments)
-	st.outcome(string(Normalized))
+	threads := readComments(p, threadPages[p.ID])
+	nb.add(p, m, postedAt, threads)
 	if len(threads.rejects) > 0 {
 		log.Warn("comments failed validation and were listed in social_rejects", "rejected", len(threads.rejects))
-		st.Outcomes["comments_rejected"] += len(threads.rejects)
 	}
 	return nil
-}
-
-func queueReject(b *pgx.Batch, kind, platformID string, postID int64, reason string, page int64) {
-	b.Queue(`INSERT INTO social_rejects (kind, platform_id, post_id, reason, raw_page_id) VALUES ($1, $2, $3, $4, $5)
-ON CONFLICT (kind, platform_id) DO UPDATE SET reason = EXCLUDED.reason, raw_page_id = EXCLUDED.raw_page_id, post_id = EXCLUDED.post_id`,
-		kind, platformID, postID, reason, page)
 }
 
 var (
@@ -326,17 +273,6 @@ func Tags(text string) (hashtags, mentions []string) {
 	return hashtags, mentions
 }
 
-func queueTags(b *pgx.Batch, postID int64, source, sourceID, text string) {
-	b.Queue(`DELETE FROM social_tags WHERE source_id = $1`, sourceID)
-	hashtags, mentions := Tags(text)
-	for kind, tags := range map[string][]string{"hashtag": hashtags, "mention": mentions} {
-		for _, t := range tags {
-			b.Queue(`INSERT INTO social_tags (source_id, kind, tag, post_id, source) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`,
-				sourceID, kind, t, postID, source)
-		}
-	}
-}
-
 // normComment is a validated comment or reply.
 type normComment struct {
 	id, username, fromID string
@@ -359,23 +295,41 @@ type threadsRead struct {
 	upto     int64
 }
 
-// readComments reads the comment and reply pages of a post stored since its last
-// normalization, oldest first, so that a later page's copy of a comment wins.
-func (s *Syncer) readComments(ctx context.Context, p normPost) (threadsRead, error) {
-	out := threadsRead{upto: p.NormalizedUpto}
-	rows, err := s.Pool.Query(ctx, `SELECT id, endpoint, request, body FROM social_raw_pages
-WHERE post_id = $1 AND id > $2 AND endpoint = ANY($3) ORDER BY id`, p.ID, p.NormalizedUpto, []string{comments.Endpoint, replies.Endpoint})
-	if err != nil {
-		return out, fmt.Errorf("read comment pages of post %d: %w", p.ID, err)
+// commentPages reads the comment and reply pages stored since their last normalization of a
+// batch of posts, in one query, oldest first by post.
+func (s *Syncer) commentPages(ctx context.Context, posts []normPost) (map[int64][]storedPage, error) {
+	if len(posts) == 0 {
+		return nil, nil
 	}
-	pages, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (storedPage, error) {
-		var p storedPage
-		err := r.Scan(&p.ID, &p.Endpoint, &p.Request, &p.Body)
-		return p, err
+	ids, upto := make([]int64, len(posts)), make([]int64, len(posts))
+	for i, p := range posts {
+		ids[i], upto[i] = p.ID, p.NormalizedUpto
+	}
+	rows, err := s.Pool.Query(ctx, `SELECT r.post_id, r.id, r.endpoint, r.request, r.body FROM unnest($1::bigint[], $2::bigint[]) x(post_id, upto)
+CROSS JOIN LATERAL (SELECT r.post_id, r.id, r.endpoint, r.request, r.body FROM social_raw_pages r
+    WHERE r.post_id = x.post_id AND r.id > x.upto AND r.endpoint = ANY($3) ORDER BY r.id) r
+ORDER BY r.post_id, r.id`, ids, upto, []string{comments.Endpoint, replies.Endpoint})
+	if err != nil {
+		return nil, fmt.Errorf("read comment pages of posts %d-%d: %w", ids[0], ids[len(ids)-1], err)
+	}
+	out := map[int64][]storedPage{}
+	var postID int64
+	var pg storedPage
+	_, err = pgx.ForEachRow(rows, []any{&postID, &pg.ID, &pg.Endpoint, &pg.Request, &pg.Body}, func() error {
+		out[postID] = append(out[postID], pg)
+		pg = storedPage{}
+		return nil
 	})
 	if err != nil {
-		return out, fmt.Errorf("read comment pages of post %d: %w", p.ID, err)
+		return nil, fmt.Errorf("read comment pages of posts %d-%d: %w", ids[0], ids[len(ids)-1], err)
 	}
+	return out, nil
+}
+
+// readComments reads the comment and reply pages of a post stored since its last
+// normalization (commentPages), oldest first, so that a later page's copy of a comment wins.
+func readComments(p normPost, pages []storedPage) threadsRead {
+	out := threadsRead{upto: p.NormalizedUpto}
 	index := map[string]int{}
 	add := func(kind string, raw json.RawMessage, parent string, page int64, pos int) *commentItem {
 		var c commentItem
@@ -446,5 +400,5 @@ WHERE post_id = $1 AND id > $2 AND endpoint = ANY($3) ORDER BY id`, p.ID, p.Norm
 			}
 		}
 	}
-	return out, nil
+	return out
 }

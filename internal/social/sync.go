@@ -51,6 +51,11 @@ type Syncer struct {
 	Interval, Overlap, CursorTTL time.Duration
 	// Pause is the pause between two batches (default 1 s; negative: none).
 	Pause time.Duration
+	// Concurrency is how many accounts the profiles and posts steps, and how many posts the
+	// comments step, work at once (default DefaultConcurrency, at most MaxConcurrency; 1: one
+	// after another). Every call still goes through Gate, whose budgets are the app's and each
+	// token's, whatever the number in flight.
+	Concurrency int
 	// Providers are the enrichment providers normalize queues posts for.
 	Providers []string
 	// Now is the clock (default time.Now).
@@ -250,12 +255,18 @@ func (s *Syncer) creds(ctx context.Context, a *accountRow) (creds, error) {
 	return c, nil
 }
 
-// call makes one request for account a with c's token, through the gate: it refuses while the
+// call makes one request for account a with c's token, through the gate: it waits its turn
+// while the budget's usage is unknown or near the limit (Gate.Enter), refuses while the
 // budget the call counts against is parked (the token's, or the app's for business discovery),
 // paces near the limit, reads the usage headers, parks on throttling and counts
 // the calls in calls.
 func (s *Syncer) call(ctx context.Context, c creds, req graph.Request, calls map[string]int, st *Stats) (*graph.Response, error) {
 	keys := c.parkKeys()
+	release, err := s.Gate.Enter(ctx, keys...)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	if err := s.Gate.Check(ctx, keys...); err != nil {
 		return nil, err
 	}
@@ -272,6 +283,7 @@ func (s *Syncer) call(ctx context.Context, c creds, req graph.Request, calls map
 		if perr := s.Gate.Observe(ctx, resp.Usage, c.tokenKey()); perr != nil {
 			s.noteParked(perr, st)
 		}
+		s.Gate.Seen(keys...)
 	}
 	calls[req.Endpoint] += n
 	st.Calls += n

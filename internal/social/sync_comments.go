@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -29,37 +30,38 @@ func (s *Syncer) SyncComments(ctx context.Context) (Stats, error) {
 	if err := s.countUnfinished(ctx, Posts, commentsPicked, "account_id", &st); err != nil {
 		return st, err
 	}
-	parent := &status.ParentPick{Column: "account_id", Machine: Accounts, Statuses: []status.Status{Synced}}
-	cache := map[int64]credsOrErr{}
-	var after int64
-	for {
-		ids, err := Posts.Pick(ctx, s.Pool, status.PickParams{Statuses: commentsPicked, After: after, Limit: PostBatch,
-			DueBy: s.now(), Shard: s.shard("account_id"), Parent: parent})
-		if err != nil || len(ids) == 0 {
-			return st, err
-		}
-		for _, id := range ids {
-			if err := ctx.Err(); err != nil {
-				return st, err
-			}
-			stop, err := s.commentsOne(ctx, id, cache, &st)
-			if err != nil {
-				return st, err
-			}
-			if stop {
-				st.Truncated = true
-				return st, ctx.Err()
-			}
-		}
-		after = ids[len(ids)-1]
-		s.Log.Info("batch done", "posts", st.Records, "calls", st.Calls, "pages", st.Pages, "comments", st.Items, "outcomes", st.Outcomes)
-		if len(ids) < PostBatch {
-			return st, nil
-		}
-		if err := s.pause(ctx); err != nil {
-			return st, err
-		}
+	if err := s.ensureShardIndex(ctx); err != nil {
+		return st, err
 	}
+	parent := &status.ParentPick{Column: "account_id", Machine: Accounts, Statuses: []status.Status{Synced}}
+	cache := &credsCache{m: map[int64]credsOrErr{}}
+	err := s.fanOut(ctx, &st, PostBatch, func(after int64) ([]int64, error) {
+		return Posts.Pick(ctx, s.Pool, status.PickParams{Statuses: commentsPicked, After: after, Limit: PostBatch,
+			DueBy: s.now(), Shard: s.shard("account_id"), Parent: parent})
+	}, func(ctx context.Context, id int64, st *Stats) (bool, error) {
+		return s.commentsOne(ctx, id, cache, st)
+	})
+	return st, err
+}
+
+// credsCache holds the credentials of the accounts whose posts a comments step walks, read
+// once an account; the walks of one account's posts may run at once.
+type credsCache struct {
+	mu sync.Mutex
+	m  map[int64]credsOrErr
+}
+
+func (c *credsCache) get(id int64) (credsOrErr, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[id]
+	return v, ok
+}
+
+func (c *credsCache) set(id int64, v credsOrErr) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m[id] = v
 }
 
 type credsOrErr struct {
@@ -77,7 +79,7 @@ type postRow struct {
 	CursorAt, HWM, New *time.Time
 }
 
-func (s *Syncer) commentsOne(ctx context.Context, id int64, cache map[int64]credsOrErr, st *Stats) (bool, error) {
+func (s *Syncer) commentsOne(ctx context.Context, id int64, cache *credsCache, st *Stats) (bool, error) {
 	p := postRow{ID: id}
 	var cursor *string
 	var stName string
@@ -100,15 +102,15 @@ FROM social_posts WHERE id = $1`, id).Scan(&p.AccountID, &p.MediaID, &stName, &c
 }
 
 // walkComments walks the comments of post p, in status p.Status, as one attempt.
-func (s *Syncer) walkComments(ctx context.Context, p postRow, cache map[int64]credsOrErr, st *Stats) (bool, error) {
+func (s *Syncer) walkComments(ctx context.Context, p postRow, cache *credsCache, st *Stats) (bool, error) {
 	st.Records++
-	ac, ok := cache[p.AccountID]
+	ac, ok := cache.get(p.AccountID)
 	if !ok {
 		ac.a, ac.err = loadAccount(ctx, s.Pool, p.AccountID)
 		if ac.err == nil {
 			ac.c, ac.err = s.creds(ctx, ac.a)
 		}
-		cache[p.AccountID] = ac
+		cache.set(p.AccountID, ac)
 	}
 	if ac.err != nil {
 		return s.failPost(ctx, p, ac.c, ac.err, st)
@@ -176,7 +178,7 @@ comments_pages = comments_pages + 1 WHERE id = $1`, p.ID, next, s.now(), newest)
 			err = fmt.Errorf("the post no longer exists or cannot be read: %w", err)
 		} else if ok && (ae.TokenInvalid() || ae.Permission()) {
 			// The rest of this account's posts wait for a person, without a call each.
-			cache[p.AccountID] = credsOrErr{a: ac.a, c: c, err: errNoCreds{"its token needs attention"}}
+			cache.set(p.AccountID, credsOrErr{a: ac.a, c: c, err: errNoCreds{"its token needs attention"}})
 		}
 		return s.failPost(ctx, p, c, err, st)
 	}

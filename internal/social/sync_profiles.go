@@ -43,47 +43,25 @@ func (s *Syncer) SyncProfiles(ctx context.Context) (Stats, error) {
 	return st, err
 }
 
-// eachAccount picks accounts of the shard in statuses, in batches, and hands each to fn until
-// none is left or fn asks to stop.
+// eachAccount picks accounts of the shard in statuses, in batches, and hands each to fn, up to
+// s.Concurrency accounts at once (fanOut), until none is left or fn asks to stop. Each account
+// is handed out once a run; fn gets Stats of its own, added to st as it returns.
 func (s *Syncer) eachAccount(ctx context.Context, statuses []status.Status, st *Stats,
 	fn func(ctx context.Context, a *accountRow, st *Stats) (stop bool, err error)) error {
-	var after int64
-	for {
-		ids, err := Accounts.Pick(ctx, s.Pool, status.PickParams{Statuses: statuses, After: after, Limit: AccountBatch,
+	return s.fanOut(ctx, st, AccountBatch, func(after int64) ([]int64, error) {
+		return Accounts.Pick(ctx, s.Pool, status.PickParams{Statuses: statuses, After: after, Limit: AccountBatch,
 			DueBy: s.now(), Shard: s.shard("id")})
-		if err != nil || len(ids) == 0 {
-			return err
+	}, func(ctx context.Context, id int64, st *Stats) (bool, error) {
+		a, err := loadAccount(ctx, s.Pool, id)
+		if err != nil {
+			return false, err
 		}
-		for _, id := range ids {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			a, err := loadAccount(ctx, s.Pool, id)
-			if err != nil {
-				return err
-			}
-			if !slicesContains(statuses, a.Status) {
-				continue // moved since the pick (a person, or another run before a shard change)
-			}
-			st.Records++
-			stop, err := fn(ctx, a, st)
-			if err != nil {
-				return err
-			}
-			if stop {
-				st.Truncated = true
-				return ctx.Err()
-			}
+		if !slicesContains(statuses, a.Status) {
+			return false, nil // moved since the pick (a person, or another run before a shard change)
 		}
-		after = ids[len(ids)-1]
-		s.Log.Info("batch done", "records", st.Records, "calls", st.Calls, "pages", st.Pages, "items", st.Items, "outcomes", st.Outcomes)
-		if len(ids) < AccountBatch {
-			return nil
-		}
-		if err := s.pause(ctx); err != nil {
-			return err
-		}
-	}
+		st.Records++
+		return fn(ctx, a, st)
+	})
 }
 
 func slicesContains(ss []status.Status, s status.Status) bool {
