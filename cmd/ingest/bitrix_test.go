@@ -82,7 +82,7 @@ func TestBitrixCommands(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "chat_messages") || strings.Count(stdout, "yes, ") != 5 || !strings.Contains(stdout, "(with chats)") {
 		t.Errorf("bitrix status = exit %d\n%s", code, stdout)
 	}
-	if !strings.Contains(stdout, "  users pass 1 (full): user.get has no modification filter") {
+	if !strings.Contains(stdout, "  users pass 1 (full): user.get documents filters on the fields of user.add only") {
 		t.Errorf("bitrix status does not say the kind of the users' pass and why:\n%s", stdout)
 	}
 
