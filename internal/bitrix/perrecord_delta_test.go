@@ -13,7 +13,7 @@ import (
 )
 
 // TestPerRecordDeltaReadsTouchedOwnersOnly: after a complete pass of product rows and timeline
-// comments, a delta of deals that read two of them again (their fetched_at moved, as the deals'
+// comments, a delta of deals that read two of them again (their modified_at moved, as the deals'
 // delta pass moves it) makes the next pass of each a delta that reads only those two deals' rows:
 // a comment added to one is stored, a comment deleted from the other concluded deleted at once;
 // a comment deleted from a deal the delta did not read stays (nothing said it changed), and the
@@ -58,7 +58,7 @@ ORDER BY d.id LIMIT 4`) {
 	}
 	v.deleteOnPortal(bitrixfake.DeleteDeals, deleted)
 	// What the deals' delta pass does for these: reads two again, concludes one deleted.
-	if _, err := v.pool.Exec(v.ctx, `UPDATE bitrix_records SET fetched_at = now() WHERE entity = 'deals' AND source_id = ANY($1)`,
+	if _, err := v.pool.Exec(v.ctx, `UPDATE bitrix_records SET fetched_at = now(), modified_at = now() WHERE entity = 'deals' AND source_id = ANY($1)`,
 		[]string{added, edited}); err != nil {
 		t.Fatal(err)
 	}

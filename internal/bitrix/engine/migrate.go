@@ -98,7 +98,20 @@ func (e *Engine) Migrate(ctx context.Context, o MigrateOptions) error {
 	if rate.PerSecond <= 0 {
 		rate = rest.DefaultRate()
 	}
-	calls, records := e.migratePlan(ctx, rate, ents)
+	rerun, err := e.isRerun(ctx, ents)
+	if err != nil {
+		return err
+	}
+	calls, records := map[string]int{}, map[string]int64{}
+	if rerun {
+		// The plan asks the portal a call or more per entity: on a rerun (a cutover's) those
+		// calls would be a large share of what the delta passes send. `bitrix plan` still
+		// predicts a rerun.
+		e.log.Info("migration: a rerun, every entity's last get pass complete: no plan asked of the portal " +
+			"(`ingest bitrix plan` predicts it); progress lines carry no ETA")
+	} else {
+		calls, records = e.migratePlan(ctx, rate, ents)
+	}
 	left := 0
 	var recordsLeft int64
 	for _, ent := range ents {
@@ -108,10 +121,15 @@ func (e *Engine) Migrate(ctx context.Context, o MigrateOptions) error {
 		}
 	}
 	var measured pace
+	planned := func() []any { // the plan's figures, when there is a plan
+		if rerun {
+			return nil
+		}
+		return append([]any{"plan_calls_left", left}, measured.eta(float64(left)/rate.PerSecond, recordsLeft)...)
+	}
 	log, start := e.log, e.now()
 	defer func() { e.log = log }()
-	e.log.Info("migration started", append(append([]any{"entities", len(ents), "plan_calls_left", left},
-		measured.eta(float64(left)/rate.PerSecond, recordsLeft)...), "rate", rate.String())...)
+	e.log.Info("migration started", append(append([]any{"entities", len(ents)}, planned()...), "rate", rate.String())...)
 	for k, ent := range ents {
 		place := fmt.Sprintf("%d of %d", k+1, len(ents))
 		e.log = log.With("migrate_entity", place)
@@ -121,9 +139,8 @@ func (e *Engine) Migrate(ctx context.Context, o MigrateOptions) error {
 			entCalls += calls[f.Name]
 			entRecords += records[f.Name]
 		}
-		e.log.Info("migration: entity started", append(append([]any{"entity", ent.Name, "records_planned", entRecords,
-			"plan_calls_left", left}, measured.eta(float64(left)/rate.PerSecond, recordsLeft)...),
-			"elapsed_s", round1(e.now().Sub(start).Seconds()))...)
+		e.log.Info("migration: entity started", append(append([]any{"entity", ent.Name, "records_planned", entRecords},
+			planned()...), "elapsed_s", round1(e.now().Sub(start).Seconds()))...)
 		sent := e.stats()
 		var beyondGet time.Duration
 		for _, s := range phaseSpecs() {
@@ -145,12 +162,26 @@ func (e *Engine) Migrate(ctx context.Context, o MigrateOptions) error {
 		measured.add(ctx, e, ent, beyondGet)
 		left = max(0, left-entCalls)
 		recordsLeft = max(0, recordsLeft-entRecords)
-		e.log.Info("migration: entity verified", append(append([]any{"entity", ent.Name, "calls_sent", e.stats() - sent,
-			"plan_calls_left", left}, measured.eta(float64(left)/rate.PerSecond, recordsLeft)...),
-			"elapsed_s", round1(e.now().Sub(start).Seconds()))...)
+		e.log.Info("migration: entity verified", append(append([]any{"entity", ent.Name, "calls_sent", e.stats() - sent},
+			planned()...), "elapsed_s", round1(e.now().Sub(start).Seconds()))...)
 	}
 	log.Info("migration verified", "entities", len(ents), "elapsed_s", round1(e.now().Sub(start).Seconds()))
 	return nil
+}
+
+// isRerun reports whether every command entity of ents has a complete get pass without a limit
+// behind it: Migrate then asks the portal nothing for a plan.
+func (e *Engine) isRerun(ctx context.Context, ents []*Entity) (bool, error) {
+	for _, ent := range ents {
+		inv, err := e.store().peekInventory(ctx, ent.Name)
+		if err != nil {
+			return false, err
+		}
+		if inv.Pass == 0 || !inv.Complete || inv.Limit != nil {
+			return false, nil
+		}
+	}
+	return len(ents) > 0, nil
 }
 
 // notVerified is a verify that found problems: ErrNotVerified, with the report (for Migrate's

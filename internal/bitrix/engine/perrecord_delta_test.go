@@ -22,7 +22,7 @@ func TestPerRecordDeltaResumesAsADelta(t *testing.T) {
 	}
 	// What the firms' delta pass does: it reads some of them again.
 	const touched = 130 // three batches of 50 owners
-	if _, err := w.Pool.Exec(w.Ctx, `UPDATE bitrix_records SET fetched_at = now() WHERE id IN (
+	if _, err := w.Pool.Exec(w.Ctx, `UPDATE bitrix_records SET fetched_at = now(), modified_at = now() WHERE id IN (
 SELECT id FROM bitrix_records WHERE entity = $1 ORDER BY id LIMIT $2)`, enginetest.Firms, touched); err != nil {
 		t.Fatal(err)
 	}

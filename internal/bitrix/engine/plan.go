@@ -24,8 +24,9 @@ type Plan struct {
 	// VerifyCalls adds up the entities' verify calls.
 	VerifyCalls int `json:"verify_calls"`
 	// MigrateCalls is what `bitrix migrate` sends the portal: get's and verify's calls, and
-	// the plan it makes before it starts (as many as PlanCalls: it asks the same). Set sends
-	// the portal nothing. MigrateSeconds is their time at the rate.
+	// the plan it makes before it starts (as many as PlanCalls: it asks the same), except on a
+	// rerun, where it asks no plan (every entity's last pass complete). Set sends the portal
+	// nothing. MigrateSeconds is their time at the rate.
 	MigrateCalls   int     `json:"migrate_calls"`
 	MigrateSeconds float64 `json:"migrate_seconds"`
 }
@@ -114,6 +115,9 @@ func (e *Engine) planOf(ctx context.Context, rate rest.Rate, ents []*Entity) (Pl
 	p.Seconds = round1(p.Seconds)
 	p.PlanCalls = int(e.stats() - before)
 	p.MigrateCalls = p.Calls + p.VerifyCalls + p.PlanCalls
+	if rerun, err := e.isRerun(ctx, ents); err == nil && rerun {
+		p.MigrateCalls -= p.PlanCalls // migrate asks no plan on a rerun (Migrate)
+	}
 	p.MigrateSeconds = round1(float64(p.MigrateCalls) / rate.PerSecond)
 	return p, nil
 }
