@@ -27,8 +27,8 @@ func TestSecondGetOfCRMAndTasksIsDelta(t *testing.T) {
 		{entity: bitrix.Deals, before: []string{bitrix.CRMTypes, bitrix.CRMCategories, bitrix.Companies, bitrix.Contacts},
 			scopes: []string{bitrix.Deals}, requests: 4}, // the bounds, >updatedTime, >lastActivityTime, the ID-range counts
 		{entity: bitrix.Deals, before: []string{bitrix.CRMTypes, bitrix.CRMCategories, bitrix.Companies, bitrix.Contacts},
-			// and the range whose count fell listed again
-			edit: bitrixfake.DeleteDeals, scopes: []string{bitrix.Deals}, requests: 5},
+			// an edit: read by the filters, the counts agree
+			edit: bitrixfake.DeleteDeals, scopes: []string{bitrix.Deals}, requests: 4},
 		{entity: bitrix.Contacts, before: []string{bitrix.CRMTypes, bitrix.CRMCategories, bitrix.Companies},
 			edit: bitrixfake.DeleteContacts, scopes: []string{bitrix.Contacts}},
 		{entity: bitrix.Smart, before: []string{bitrix.CRMTypes, bitrix.CRMCategories, bitrix.Companies, bitrix.Contacts, bitrix.Deals},
