@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -37,6 +38,9 @@ func TestPlanForetellsFirstMigration(t *testing.T) {
 			SmartItems: 700, Workflows: 6}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			if c.name == "larger" && os.Getenv("BITRIX_LARGE_TESTS") == "" {
+				t.Skip("the larger portal: BITRIX_LARGE_TESTS=1 (make test plans the demo's and a small one)")
+			}
 			t.Parallel()
 			v := newEnv(t, c.opts)
 			e := v.engine()
