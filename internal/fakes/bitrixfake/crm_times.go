@@ -1,7 +1,6 @@
 package bitrixfake
 
 import (
-	"strconv"
 	"time"
 )
 
@@ -59,14 +58,6 @@ func (p *Portal) crmTimes(et, id int, row object) object {
 // crmDateFields are the date fields of crm.item.list rows: filters on them compare instants.
 var crmDateFields = map[string]bool{"createdTime": true, "updatedTime": true, "lastActivityTime": true,
 	"movedTime": true, "begindate": true, "closedate": true, "birthdate": true}
-
-// itoaAny renders an id the way the classic lists do: a string.
-func itoaAny(v any) any {
-	if n, ok := v.(int); ok {
-		return strconv.Itoa(n)
-	}
-	return v
-}
 
 // crmQuickFields are the fields crmQuickTimes renders without building the whole row.
 var crmQuickFields = map[string]bool{"createdTime": true, "updatedTime": true, "lastActivityTime": true}
