@@ -200,13 +200,15 @@ func TestBitrixMigrate(t *testing.T) {
 		}
 	}
 
-	// Partial runs: --only and --from, in migration order.
+	// Partial runs: --only and --from, in migration order; reruns of migrated entities, which ask
+	// the portal no plan.
 	_, _, stderr := run("bitrix", "migrate", "--only", names[2]+","+names[0])
-	if !strings.Contains(stderr, `"entities":2,"plan_calls_left"`) || !strings.Contains(stderr, `"migrate_entity":"2 of 2","entity":"`+names[2]+`"`) {
-		t.Errorf("--only %s,%s did not migrate those two in order\n%s", names[2], names[0], stderr)
+	if !strings.Contains(stderr, `"entities":2,"rate"`) || !strings.Contains(stderr, `"migrate_entity":"2 of 2","entity":"`+names[2]+`"`) ||
+		!strings.Contains(stderr, `"msg":"migration: a rerun, every entity's last get pass complete: no plan asked of the portal`) {
+		t.Errorf("--only %s,%s did not migrate those two in order, as a rerun\n%s", names[2], names[0], stderr)
 	}
 	_, _, stderr = run("bitrix", "migrate", "--from", names[len(names)-2])
-	if !strings.Contains(stderr, `"entities":2,"plan_calls_left"`) || strings.Contains(stderr, `"entity":"`+names[0]+`"`) {
+	if !strings.Contains(stderr, `"entities":2,"rate"`) || strings.Contains(stderr, `"entity":"`+names[0]+`"`) {
 		t.Errorf("--from %s did not start there\n%s", names[len(names)-2], stderr)
 	}
 }
