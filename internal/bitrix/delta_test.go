@@ -1,6 +1,7 @@
 package bitrix_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -103,4 +104,38 @@ func deref(s *string) string {
 		return "<nil>"
 	}
 	return *s
+}
+
+// TestDeltaFindsADeletedContactReadingOnePage: a contact deleted on the portal makes its range's
+// count fall; the delta counts that range again a page at a time and lists again only the page
+// that holds it, so only that page's contacts have their companies read (one command each,
+// crm.contact.company.items.get), not the range's; the contact is concluded deleted.
+func TestDeltaFindsADeletedContactReadingOnePage(t *testing.T) {
+	t.Parallel()
+	opts := crmOptions(62)
+	opts.Contacts = 400
+	v := newEnv(t, opts)
+	e := v.engine()
+	for _, ent := range []string{bitrix.Users, bitrix.CRMTypes, bitrix.CRMCategories, bitrix.Companies, bitrix.Contacts} {
+		v.phases(e, ent, "get")
+	}
+	ids := v.portal.PortalIDs(bitrixfake.DeleteContacts)
+	gone := ids[len(ids)/2]
+	if err := v.portal.Delete(bitrixfake.DeleteContacts, gone); err != nil {
+		t.Fatal(err)
+	}
+	const links = "crm.contact.company.items.get"
+	before := v.portal.Stats().Calls[links]
+	if _, err := v.engine().Get(v.ctx, bitrix.Contacts); err != nil {
+		t.Fatal(err)
+	}
+	if got := v.portal.Stats().Calls[links] - before; got == 0 || got > 50 {
+		t.Errorf("the delta read the companies of %d contacts, want those of the one page listed again (1 to 50)", got)
+	}
+	if st := v.pick(`SELECT status FROM bitrix_records WHERE entity = 'contacts' AND source_id = $1`, strconv.Itoa(gone)); st != string(engine.DeletedAtSource) {
+		t.Errorf("contact %d deleted on the portal: %s, want %s", gone, st, engine.DeletedAtSource)
+	}
+	if n := v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'contacts' AND status = 'DELETED_AT_SOURCE'`); n != 1 {
+		t.Errorf("%d contacts concluded deleted, want 1", n)
+	}
 }

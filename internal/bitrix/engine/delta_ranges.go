@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -155,6 +156,9 @@ func (s *IDScan) countRanges(ctx context.Context, e *Engine, ent *Entity, inv In
 			unexplained++
 		}
 	}
+	if differ, err = s.refine(ctx, e, ent, differ); err != nil {
+		return err
+	}
 	if unexplained > 0 {
 		notes = append(notes, fmt.Sprintf("%d of %d ID ranges", unexplained, len(cut)))
 		e.log.Warn("the portal counts records in ID ranges that the delta pass did not read: listed again, and the next pass is full",
@@ -176,6 +180,47 @@ func (s *IDScan) countRanges(ctx context.Context, e *Engine, ent *Entity, inv In
 		e.counted.Store(scope, total)
 	}
 	return err
+}
+
+// refine cuts each range whose count differs into ranges of a page of stored records and counts
+// those too, keeping only the ones that differ, for a scan that reads something per record of a
+// page (Complete: a contact's companies, one command a record): a deletion then lists again one
+// page and reads its records' links, one batch of counts more, instead of 2,450 records and 49
+// calls of their links. A scan without it lists a range again in one request however large, so
+// its ranges are kept whole. A range the portal's count did not answer for is kept whole.
+func (s *IDScan) refine(ctx context.Context, e *Engine, ent *Entity, differ []countedRange) ([]countedRange, error) {
+	if s.Complete == nil || len(differ) == 0 {
+		return differ, nil
+	}
+	var fine, out []countedRange
+	for _, c := range differ {
+		if !c.known || c.stored <= rest.PageSize {
+			out = append(out, c)
+			continue
+		}
+		sub, err := e.store().liveIDChunksIn(ctx, ent.Name, s.IDPrefix, rest.PageSize, c)
+		if err != nil {
+			return nil, err
+		}
+		if len(sub) == 0 {
+			out = append(out, c)
+			continue
+		}
+		sub[len(sub)-1].hi = c.hi // the portal may hold ids above the last stored one
+		fine = append(fine, sub...)
+	}
+	if err := s.askCounts(ctx, e, ent, fine); err != nil {
+		return nil, err
+	}
+	for _, c := range fine {
+		if c.differs() {
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(a, b countedRange) int { return rest.CompareIDs(a.lo, b.lo) })
+	e.log.Info("ID ranges whose counts differ counted again a page at a time", "entity", ent.Name,
+		"ranges", len(differ), "pages", len(fine), "differ", len(out))
+	return out, nil
 }
 
 // askCounts asks the portal the count of every range (its filtered first page, reading only what

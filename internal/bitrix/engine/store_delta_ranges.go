@@ -27,14 +27,43 @@ func numericTail(n string) string {
 // up to and including its own last id; with the stored count of each. odd counts the records
 // whose id after the prefix is not a number (not in any range).
 func (s Store) liveIDChunks(ctx context.Context, entity, prefix string, size int) (chunks []countedRange, odd int64, err error) {
+	chunks, err = s.liveIDChunksIn(ctx, entity, prefix, size, countedRange{lo: "0"})
+	if err != nil {
+		return nil, 0, err
+	}
+	err = s.db.QueryRow(ctx, `SELECT count(*) FROM bitrix_records WHERE entity = $1 AND starts_with(source_id, $2)
+AND `+live("")+` AND `+numericTail("$3")+` IS NULL`, entity, prefix, len(prefix)+1).Scan(&odd)
+	if err != nil {
+		return nil, 0, fmt.Errorf("count the stored ids of %s that are not numbers: %w", entity, err)
+	}
+	return chunks, odd, nil
+}
+
+// liveIDChunksIn is liveIDChunks of the stored ids within one range (after its lo, up to its hi;
+// no hi: to the end), the first chunk starting after lo.
+func (s Store) liveIDChunksIn(ctx context.Context, entity, prefix string, size int, within countedRange) ([]countedRange, error) {
+	var hiBound *int64
+	if within.hi != "" {
+		h, err := strconv.ParseInt(within.hi, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("cut the stored ids of %s: range end %q: %w", entity, within.hi, err)
+		}
+		hiBound = &h
+	}
+	loBound, err := strconv.ParseInt(within.lo, 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("cut the stored ids of %s: range start %q: %w", entity, within.lo, err)
+	}
 	rows, err := s.db.Query(ctx, `WITH ids AS (SELECT `+numericTail("$3")+` AS n FROM bitrix_records
 WHERE entity = $1 AND starts_with(source_id, $2) AND `+live("")+`)
-SELECT max(n), count(*) FROM (SELECT n, (row_number() OVER (ORDER BY n) - 1) / $4 AS k FROM ids WHERE n IS NOT NULL) x
-GROUP BY k ORDER BY k`, entity, prefix, len(prefix)+1, size)
+SELECT max(n), count(*) FROM (SELECT n, (row_number() OVER (ORDER BY n) - 1) / $4 AS k FROM ids
+WHERE n IS NOT NULL AND n > $5 AND ($6::bigint IS NULL OR n <= $6)) x
+GROUP BY k ORDER BY k`, entity, prefix, len(prefix)+1, size, loBound, hiBound)
 	if err != nil {
-		return nil, 0, fmt.Errorf("cut the stored ids of %s into ranges: %w", entity, err)
+		return nil, fmt.Errorf("cut the stored ids of %s into ranges: %w", entity, err)
 	}
-	lo := "0"
+	var chunks []countedRange
+	lo := within.lo
 	var hi, n int64
 	_, err = pgx.ForEachRow(rows, []any{&hi, &n}, func() error {
 		h := strconv.FormatInt(hi, 10)
@@ -43,14 +72,9 @@ GROUP BY k ORDER BY k`, entity, prefix, len(prefix)+1, size)
 		return nil
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("cut the stored ids of %s into ranges: %w", entity, err)
+		return nil, fmt.Errorf("cut the stored ids of %s into ranges: %w", entity, err)
 	}
-	err = s.db.QueryRow(ctx, `SELECT count(*) FROM bitrix_records WHERE entity = $1 AND starts_with(source_id, $2)
-AND `+live("")+` AND `+numericTail("$3")+` IS NULL`, entity, prefix, len(prefix)+1).Scan(&odd)
-	if err != nil {
-		return nil, 0, fmt.Errorf("count the stored ids of %s that are not numbers: %w", entity, err)
-	}
-	return chunks, odd, nil
+	return chunks, nil
 }
 
 // planRelisting records the counts of a delta pass: the ranges that differ become ranges of the
