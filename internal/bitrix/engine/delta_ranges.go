@@ -184,7 +184,7 @@ func (s *IDScan) countRanges(ctx context.Context, e *Engine, ent *Entity, inv In
 
 // refine cuts each range whose count differs into ranges of a page of stored records and counts
 // those too, keeping only the ones that differ, for a scan that reads something per record of a
-// page (Complete: a contact's companies, one command a record): a deletion then lists again one
+// page (Complete: a record's links listed apart, one command a record): a deletion then lists again one
 // page and reads its records' links, one batch of counts more, instead of 2,450 records and 49
 // calls of their links. A scan without it lists a range again in one request however large, so
 // its ranges are kept whole. A range the portal's count did not answer for is kept whole.
