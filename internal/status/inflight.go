@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -34,7 +35,16 @@ func (m *Machine) StartAttempts(ctx context.Context, db DB, ids []int64, in []St
 	if !m.InFlight {
 		return nil, fmt.Errorf("%s records no attempts in flight", m.Name)
 	}
-	rows, err := db.Query(ctx, fmt.Sprintf(`UPDATE %s SET attempt_started_at = now(), attempt_run_id = NULLIF($3, 0)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// The start runs to its answer whatever happens to ctx: given up mid-flight, the statement
+	// may still commit on the server after the caller, told it failed, has ended the attempts it
+	// knew of, and the open attempt left behind is counted by the next run as the record's failure
+	// (FailUnfinished), though only the stop interrupted it.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), attemptWriteTimeout)
+	defer cancel()
+	rows, err := db.Query(wctx, fmt.Sprintf(`UPDATE %s SET attempt_started_at = now(), attempt_run_id = NULLIF($3, 0)
 WHERE id = ANY($1) AND status = ANY($2) RETURNING id`, m.table()), ids, statusNames(in), runID)
 	if err != nil {
 		return nil, fmt.Errorf("start attempts at %s %v: %w", m.Name, ids, err)
@@ -43,8 +53,20 @@ WHERE id = ANY($1) AND status = ANY($2) RETURNING id`, m.table()), ids, statusNa
 	if err != nil {
 		return nil, fmt.Errorf("start attempts at %s %v: %w", m.Name, ids, err)
 	}
+	if err := ctx.Err(); err != nil {
+		// Stopped while the start was written: the attempts are ended here, so that no caller
+		// has to tell a start that failed from one that landed.
+		if aerr := m.EndAttempts(wctx, db, started); aerr != nil {
+			return nil, errors.Join(err, aerr)
+		}
+		return nil, err
+	}
 	return started, nil
 }
+
+// attemptWriteTimeout bounds the writes of an attempt's start and end that a stop does not
+// cancel (StartAttempts, AbandonAttempts).
+const attemptWriteTimeout = 5 * time.Second
 
 // Attempt runs fn as one attempt at record id, picked in status in, its start committed before
 // fn runs; it reports false, without running fn, when the record has left in since. An attempt
@@ -90,7 +112,7 @@ WHERE id = ANY($1) AND attempt_started_at IS NOT NULL`, m.table()), ids); err !=
 // context of its own that the stop does not cancel; if it fails anyway, the next run counts the
 // attempts, which costs each record one retry.
 func (m *Machine) AbandonAttempts(ctx context.Context, db DB, ids []int64) error {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), attemptWriteTimeout)
 	defer cancel()
 	return m.EndAttempts(cctx, db, ids)
 }

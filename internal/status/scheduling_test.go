@@ -1,6 +1,7 @@
 package status_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -37,6 +38,15 @@ func setupCoded(t *testing.T) *testBundle {
 		t.Fatalf("create coded: %v", err)
 	}
 	return b
+}
+
+func (b *testBundle) count(t *testing.T, sql string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	if err := b.pool.QueryRow(b.ctx, sql, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
 }
 
 func (b *testBundle) text(t *testing.T, sql string, args ...any) string {
@@ -282,4 +292,60 @@ func TestFailUnfinishedKeepsToItsScope(t *testing.T) {
 func (b *testBundle) statusOf(t *testing.T, id int64) status.Status {
 	t.Helper()
 	return status.Status(b.text(t, `SELECT status FROM coded WHERE id = $1`, id))
+}
+
+// TestAttemptStartStoppedMidFlight stops a run while its attempt's start waits on the server (a
+// row lock holds it): the start must not land after the caller was told it failed, or the next
+// run would count an attempt the stop interrupted as the record's failure.
+func TestAttemptStartStoppedMidFlight(t *testing.T) {
+	t.Parallel()
+	b := setupCoded(t)
+	if _, err := b.pool.Exec(b.ctx, `INSERT INTO coded (id, status) VALUES (1, 'pending')`); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := b.pool.Begin(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = holder.Rollback(b.ctx) }()
+	if _, err := holder.Exec(b.ctx, `SELECT 1 FROM coded WHERE id = 1 FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(b.ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := coded.StartAttempt(ctx, b.pool, 1, pending, 9)
+		done <- err
+	}()
+	hung := time.Now().Add(2 * time.Minute) // a bound for a hung test, not a timing claim
+	// Wait until the start's UPDATE is blocked on the row lock, then stop the run.
+	for b.count(t, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+AND pid <> pg_backend_pid() AND wait_event_type = 'Lock' AND query LIKE '%SET attempt_started_at = now()%'`) == 0 {
+		if time.Now().After(hung) {
+			t.Fatal("the start never waited on the row lock")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := holder.Rollback(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("start stopped mid-flight = %v, want context.Canceled", err)
+	}
+	// Whatever the server did with the statement, once it is done no attempt is open.
+	for b.count(t, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+AND pid <> pg_backend_pid() AND state = 'active' AND query LIKE '%SET attempt_started_at = now()%'`) > 0 {
+		if time.Now().After(hung) {
+			t.Fatal("the start's statement never ended on the server")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := b.count(t, `SELECT count(*) FROM coded WHERE attempt_started_at IS NOT NULL`); n != 0 {
+		t.Errorf("%d attempts left open by a start the stop interrupted", n)
+	}
+	if _, err := coded.StartAttempt(ctx, b.pool, 1, pending, 9); !errors.Is(err, context.Canceled) {
+		t.Errorf("start after the stop = %v, want context.Canceled without writing", err)
+	}
 }
