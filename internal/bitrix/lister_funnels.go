@@ -247,6 +247,12 @@ func (funnelWalker) Get(ctx context.Context, g *engine.GetRun) error {
 	}
 	saved.AddCounts(g.Stats)
 	g.Stats.Pages, g.Stats.Complete = 1, true
+	for _, r := range []engine.EntityRecords{{Ent: ent, Recs: cats}, {Ent: stages, Recs: kids}} {
+		total := int64(len(r.Recs)) // every funnel and stage read, as Total and verifyStages count them
+		if err := e.NoteListed(ctx, r.Ent.Name, &total, false); err != nil {
+			return err
+		}
+	}
 	e.Log().Info("funnels and stages read", "types", len(types), "funnels", len(cats), "stages", len(kids))
 	return nil
 }
@@ -303,6 +309,12 @@ func (w funnelWalker) Plan(ctx context.Context, e engine.Env, ent *engine.Entity
 // compared with the target and listed when not imported.
 func verifyStages(ctx context.Context, e engine.Env, _ *engine.Entity, r *engine.VerifyReport) error {
 	stages := e.Entity(CRMStages)
+	if n, ok, err := e.ListedCount(ctx, stages.Name); err != nil || ok { // read whole by this run's get
+		if err != nil {
+			return err
+		}
+		return e.ChildCounts(ctx, stages, n, r)
+	}
 	types, err := funnelTypes(ctx, e)
 	if err != nil {
 		return err

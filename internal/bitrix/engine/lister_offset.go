@@ -68,13 +68,20 @@ func (o *OffsetPages) Get(ctx context.Context, g *GetRun) error {
 		p.total = &t
 	}
 	if err := p.store(ctx, rows, start, next, last); err != nil || last {
+		if err == nil { // the first page's total: verify's count
+			err = e.noteListed(ctx, ent.Name, p.total, g.Stats.Resumed)
+		}
 		return err
 	}
-	return e.source.ListByStart(ctx, o.List, next, func(page rest.Page) error {
+	err = e.source.ListByStart(ctx, o.List, next, func(page rest.Page) error {
 		from, _ := strconv.Atoi(page.Cursor)
 		to, _ := strconv.Atoi(page.Next)
 		return p.store(ctx, page.Rows, from, to, page.Last)
 	})
+	if err != nil {
+		return err
+	}
+	return e.noteListed(ctx, ent.Name, p.total, g.Stats.Resumed) // the first page's total: verify's count
 }
 
 func (o *OffsetPages) params(start int) map[string]any { return o.List.PageParams(start) }
