@@ -247,6 +247,12 @@ func (funnelWalker) Get(ctx context.Context, g *engine.GetRun) error {
 	}
 	saved.AddCounts(g.Stats)
 	g.Stats.Pages, g.Stats.Complete = 1, true
+	for _, r := range []engine.EntityRecords{{Ent: ent, Recs: cats}, {Ent: stages, Recs: kids}} {
+		total := int64(len(r.Recs)) // every funnel and stage read, as Total and verifyStages count them
+		if err := e.NoteListed(ctx, r.Ent.Name, &total, false); err != nil {
+			return err
+		}
+	}
 	e.Log().Info("funnels and stages read", "types", len(types), "funnels", len(cats), "stages", len(kids))
 	return nil
 }
@@ -269,7 +275,7 @@ func (funnelWalker) Total(ctx context.Context, e engine.Env, _ *engine.Entity) (
 
 // Plan reads the funnels of the built-in types and of every smart-process type (those crm_types
 // read or, before it did, the portal's: planSmartTypeIDs) as get reads them, and counts a call
-// per 50 funnels with stages; verify counts the funnels and reads them and their stages again.
+// per 50 funnels with stages; verify in the same run takes the counts get read (NoteListed).
 func (w funnelWalker) Plan(ctx context.Context, e engine.Env, ent *engine.Entity) ([]engine.EntityPlan, error) {
 	smart, fromPortal, err := planSmartTypeIDs(ctx, e)
 	if err != nil {
@@ -290,10 +296,10 @@ func (w funnelWalker) Plan(ctx context.Context, e engine.Env, ent *engine.Entity
 	if fromPortal {
 		how += fmt.Sprintf(" (the %d smart process types listed by crm.type.list: crm_types not read yet)", len(smart))
 	}
-	perType, perStaged := engine.CeilDiv(int64(len(types)), rest.MaxBatch), engine.CeilDiv(int64(staged), rest.MaxBatch)
+	perType := engine.CeilDiv(int64(len(types)), rest.MaxBatch)
 	return []engine.EntityPlan{
-		{Entity: ent.Name, Records: int64(len(funnels)), Calls: perType, How: how,
-			VerifyCalls: 2*perType + perStaged}, // its count, and verifyStages' funnels and stages
+		// Verify takes the funnels and stages that get counted in the same run: no call of its own.
+		{Entity: ent.Name, Records: int64(len(funnels)), Calls: perType, How: how},
 		{Entity: CRMStages, Records: -1, Calls: engine.CeilDiv(int64(staged), rest.MaxBatch),
 			How: "crm.status.list per funnel with stages, 50 funnels to a call; no count before they are read"},
 	}, nil
@@ -303,6 +309,12 @@ func (w funnelWalker) Plan(ctx context.Context, e engine.Env, ent *engine.Entity
 // compared with the target and listed when not imported.
 func verifyStages(ctx context.Context, e engine.Env, _ *engine.Entity, r *engine.VerifyReport) error {
 	stages := e.Entity(CRMStages)
+	if n, ok, err := e.ListedCount(ctx, stages.Name); err != nil || ok { // read whole by this run's get
+		if err != nil {
+			return err
+		}
+		return e.ChildCounts(ctx, stages, n, r)
+	}
 	types, err := funnelTypes(ctx, e)
 	if err != nil {
 		return err

@@ -148,7 +148,8 @@ func (s smartItems) Total(ctx context.Context, e engine.Env, _ *engine.Entity) (
 }
 
 // Plan counts the items of every type (one batch), the types being those crm_types read or,
-// before it did, the portal's (planSmartTypeIDs); verify counts them again (one batch).
+// before it did, the portal's (planSmartTypeIDs); verify in the same run adds up the counts
+// each type's pass read.
 func (s smartItems) Plan(ctx context.Context, e engine.Env, ent *engine.Entity) ([]engine.EntityPlan, error) {
 	types, fromPortal, err := planSmartTypeIDs(ctx, e)
 	if err != nil {
@@ -158,7 +159,7 @@ func (s smartItems) Plan(ctx context.Context, e engine.Env, ent *engine.Entity) 
 	if err != nil && !errors.Is(err, engine.ErrNoTotal) { // an estimate is enough for a plan
 		return nil, err
 	}
-	p := engine.EntityPlan{Entity: ent.Name, VerifyCalls: engine.CeilDiv(int64(len(types)), rest.MaxBatch),
+	p := engine.EntityPlan{Entity: ent.Name, // verify adds up the counts each type's pass read
 		How: "crm.item.list count per type (one batch); get reads each type in ID ranges, 2,500 rows per call"}
 	var scopes []string
 	var passes []engine.PassDecision

@@ -122,9 +122,9 @@ func TestRerunCostPerEntity(t *testing.T) {
 		if b > a+8 {
 			t.Errorf("%s: the rerun sent %d requests, more than the first pass's %d and a delta's fixed ones", ent.Name, b, a)
 		}
-		t.Logf("%-15s first %4d (get %4d)  rerun %4d (get %4d, verify %3d)  rerun get: %s", ent.Name, a,
+		t.Logf("%-15s first %4d (get %4d)  rerun %4d (get %4d, verify %3d)  rerun get: %s  rerun verify: %s", ent.Name, a,
 			first[ent.Name][engine.PhaseGet], b, second[ent.Name][engine.PhaseGet], second[ent.Name][engine.PhaseVerify],
-			mc.methods("rerun "+ent.Name+" "+string(engine.PhaseGet)))
+			mc.methods("rerun "+ent.Name+" "+string(engine.PhaseGet)), mc.methods("rerun "+ent.Name+" "+string(engine.PhaseVerify)))
 	}
 	t.Logf("every entity: first %d requests, rerun %d (%.1f%%)", total1, total2, 100*float64(total2)/float64(total1))
 }

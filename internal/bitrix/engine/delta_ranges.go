@@ -177,7 +177,7 @@ func (s *IDScan) countRanges(ctx context.Context, e *Engine, ent *Entity, inv In
 		return NewStore(tx).planRelisting(ctx, scope, inv.Pass, e.runID, differ, totalp, note)
 	})
 	if err == nil && totalp != nil {
-		e.counted.Store(scope, total)
+		e.counted.Store(scope, runCount{pass: inv.Pass, n: total})
 	}
 	return err
 }

@@ -63,9 +63,10 @@ type Engine struct {
 	skewMargin      time.Duration
 	now             func() time.Time
 
-	// counted holds the portal's counts of scopes that this engine's delta passes took (their
-	// ID ranges' counts added up, delta_ranges.go), by scope: verify's source count in the same
-	// run, without asking the portal again for what it answered minutes before.
+	// counted holds the portal's counts of scopes that this engine's passes read whole (a
+	// listing's total, a delta pass's ID ranges' counts added up), by scope, as runCount:
+	// verify's source count in the same run, without asking the portal again for what it
+	// answered minutes before (verify_runcounts.go).
 	counted sync.Map
 
 	// meOnce guards me, the webhook's user id, and admin, whether it is an administrator, each

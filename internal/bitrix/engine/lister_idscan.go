@@ -123,7 +123,10 @@ func (s *IDScan) Get(ctx context.Context, g *GetRun) error {
 			return err
 		}
 	}
-	return w.run(ctx)
+	if err := w.run(ctx); err != nil {
+		return err
+	}
+	return e.noteListed(ctx, s.scope(ent), w.total, g.Stats.Resumed) // the bounds' total: verify's count
 }
 
 // begin plans the walk's ranges (those of an interrupted pass where each stopped, or a new pass

@@ -136,7 +136,7 @@ func (s *IDScan) Plan(ctx context.Context, env Env, ent *Entity) ([]EntityPlan, 
 	if err != nil {
 		return nil, err
 	}
-	out := []EntityPlan{{Entity: ent.Name, Records: n, Calls: IDScanCalls(n), VerifyCalls: 1,
+	out := []EntityPlan{{Entity: ent.Name, Records: n, Calls: IDScanCalls(n), // verify takes the pass's count (noteListed)
 		How:  s.Scan.Method + " count; get reads 2,500 rows per call in ID ranges",
 		Pass: pass.Decision.Kind, PassReason: pass.Decision.Reason}}
 	read := n // the records the pass reads, whose children it reads

@@ -87,7 +87,14 @@ func (e *Engine) verifyFamily(ctx context.Context, family []*Entity, r *VerifyRe
 // verifyListedChild compares a child entity read by a listing of its own with the portal and
 // the target, and lists its records that are not imported, acknowledged ones apart.
 func (e *Engine) verifyListedChild(ctx context.Context, child *Entity, r *VerifyReport) error {
-	total, err := child.Lister.Total(ctx, e.env(), child)
+	total, fromRun, err := e.runTotal(ctx, child.Name)
+	if fromRun || err != nil {
+		if err != nil {
+			return err
+		}
+		return e.childCounts(ctx, child, total, r)
+	}
+	total, err = child.Lister.Total(ctx, e.env(), child)
 	switch {
 	case errors.Is(err, ErrNoTotal):
 		total = -1
