@@ -23,6 +23,9 @@ func (s *Syncer) SyncPosts(ctx context.Context) (Stats, error) {
 	if _, err := EnsurePartitions(ctx, s.Pool, PartitionsAhead); err != nil {
 		return st, err
 	}
+	if err := s.ensureShardIndex(ctx); err != nil {
+		return st, err
+	}
 	err := s.eachAccount(ctx, []status.Status{PostsPending}, &st, s.postsOne)
 	return st, err
 }

@@ -32,6 +32,9 @@ func (s *Syncer) SyncProfiles(ctx context.Context) (Stats, error) {
 	if err := s.countUnfinished(ctx, Accounts, profilePicked, "id", &st); err != nil {
 		return st, err
 	}
+	if err := s.ensureShardIndex(ctx); err != nil {
+		return st, err
+	}
 	err = s.eachAccount(ctx, profilePicked, &st, func(ctx context.Context, a *accountRow, st *Stats) (stop bool, err error) {
 		_, err = Accounts.Attempt(ctx, s.Pool, a.ID, a.Status, s.RunID, func() error {
 			var perr error
