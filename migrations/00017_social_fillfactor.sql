@@ -7,6 +7,9 @@
 -- changes no indexed column (all but the moves, the attempts and the end of a listing) is a
 -- heap-only tuple: no index entry, and the page prunes the dead version itself.
 --
+-- Measured (300 generated accounts, 4 shards, three cycles): heap-only updates of social_posts
+-- 27% -> 45%; social_accounts about 48% either way (the rest change an indexed column).
+--
 -- Only pages written from now on keep the room; existing ones get it as they are rewritten
 -- (VACUUM FULL, or pg_repack, to have it at once).
 

@@ -177,6 +177,15 @@ func runCycles(b *testing.B, n, shards int, latency time.Duration) {
 		b.Logf("cycle %d: %d accounts on %d shards in %s, %d calls (minimum of a first cycle %d), store %+v -> %+v, peak %d connections, pick %s/%s, CPU of the process %s, of Postgres %s",
 			cycle, n, shards, wall.Round(time.Millisecond), calls, minimum, before, after, peakConns, pickAccounts, pickPosts, cpu, pgCPU)
 	}
+	// How many of the state tables' updates stayed on their page (heap-only: no index entry).
+	// The statistics are flushed by the backends within a second or so: a close figure.
+	for _, t := range []string{"social_accounts", "social_posts"} {
+		var upd, hot int64
+		if err := e.pool.QueryRow(e.ctx, `SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = $1`, t).Scan(&upd, &hot); err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("%s: %d updates, %d heap-only", t, upd, hot)
+	}
 	var pending int
 	if err := e.pool.QueryRow(e.ctx, `SELECT (SELECT count(*) FROM social_accounts WHERE status IN ('profile_pending', 'posts_pending', 'sync_retry'))
   + (SELECT count(*) FROM social_posts WHERE status IN ('comments_pending', 'comments_retry', 'fetched'))`).Scan(&pending); err != nil {

@@ -44,7 +44,9 @@ FROM generate_series(1, 32000) g WHERE g % 16 <> 3 OR g <= 2000`,
 		`INSERT INTO social_posts (account_id, ig_media_id, surface, item_hash, listed_raw_id, listed_raw_at, status)
 SELECT a, 'm' || g, 'feed', '', 0, now(), (ARRAY['comments_pending', 'comments_retry', 'fetched'])[1 + g % 3]
 FROM generate_series(1, 30000) g, LATERAL (SELECT 1 + g % 2000 AS a) x WHERE a % 16 <> 3`,
-		`ANALYZE social_accounts`,
+		// Shard 3's own synced accounts, not due, are read by its synced pick: from the index
+		// alone once vacuum has marked their pages all-visible, as autovacuum does.
+		`VACUUM ANALYZE social_accounts`,
 	} {
 		if _, err := pool.Exec(ctx, q); err != nil {
 			t.Fatal(err)

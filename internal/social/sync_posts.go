@@ -129,7 +129,7 @@ list_pages = list_pages + 1 WHERE id = $1`, a.ID, next, s.now(), a.ListNewest); 
 		st.outcome("incomplete")
 		return false, addCalls(ctx, s.Pool, a.ID, calls)
 	}
-	err = s.inTx(ctx, func(tx pgx.Tx) error {
+	err = s.inWriteTx(ctx, func(tx pgx.Tx) error {
 		if err := addCalls(ctx, tx, a.ID, calls); err != nil {
 			return err
 		}
@@ -233,7 +233,7 @@ func (w *walk) run(ctx context.Context, subject, cursor string, bound *time.Time
 				return err
 			}
 		}
-		err = w.s.inTx(ctx, func(tx pgx.Tx) error {
+		err = w.s.inWriteTx(ctx, func(tx pgx.Tx) error {
 			rawID, at, err := insertRaw(ctx, tx, rawPage{AccountID: w.accountID, PostID: w.postID, Endpoint: req.Endpoint, Request: req.String(),
 				Cursor: cursor, NextCursor: e.After(), HasNext: e.HasNext(), Items: len(e.Data), RunID: w.s.RunID, Body: resp.Body})
 			if err != nil {

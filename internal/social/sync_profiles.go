@@ -148,7 +148,7 @@ func (s *Syncer) profileOne(ctx context.Context, a *accountRow, st *Stats) (bool
 		}
 	}
 	newCycle := a.Status != SyncRetry || !a.cycleUnfinished()
-	err = s.inTx(ctx, func(tx pgx.Tx) error {
+	err = s.inWriteTx(ctx, func(tx pgx.Tx) error {
 		rawID, at, err := insertRaw(ctx, tx, rawPage{AccountID: a.ID, Endpoint: profileRequest(c, a).Endpoint,
 			Request: profileRequest(c, a).String(), Items: 1, RunID: s.RunID, Body: resp.Body})
 		if err != nil {
