@@ -2,6 +2,7 @@ package social_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ingest-dev/ingest/internal/fakes/graphfake"
@@ -127,7 +129,7 @@ func runCycles(b *testing.B, n, shards int, latency time.Duration) {
 		}
 		before := measureStore(b, e)
 		calls := e.fake.Stats().Requests
-		pickAccounts, pickPosts := pickCost(b, e, shards)
+		pickAccounts, pickPosts, pagesAccounts, pagesPosts := pickCost(b, e, shards)
 		resetPeakRSS()
 		conns := watchConnections(e)
 		cpuBefore, pgBefore := processCPU(), postgresCPU(b, e)
@@ -174,8 +176,10 @@ func runCycles(b *testing.B, n, shards int, latency time.Duration) {
 		b.ReportMetric(float64(peakRSS())/(1<<20), name+"process-peak-RSS-MiB")
 		b.ReportMetric(float64(pickAccounts.Microseconds())/1000, name+"pick-accounts-ms")
 		b.ReportMetric(float64(pickPosts.Microseconds())/1000, name+"pick-posts-ms")
-		b.Logf("cycle %d: %d accounts on %d shards in %s, %d calls (minimum of a first cycle %d), store %+v -> %+v, peak %d connections, pick %s/%s, CPU of the process %s, of Postgres %s",
-			cycle, n, shards, wall.Round(time.Millisecond), calls, minimum, before, after, peakConns, pickAccounts, pickPosts, cpu, pgCPU)
+		b.ReportMetric(float64(pagesAccounts), name+"pick-accounts-pages")
+		b.ReportMetric(float64(pagesPosts), name+"pick-posts-pages")
+		b.Logf("cycle %d: %d accounts on %d shards in %s, %d calls (minimum of a first cycle %d), store %+v -> %+v, peak %d connections, pick %s/%s (%d/%d pages), CPU of the process %s, of Postgres %s",
+			cycle, n, shards, wall.Round(time.Millisecond), calls, minimum, before, after, peakConns, pickAccounts, pickPosts, pagesAccounts, pagesPosts, cpu, pgCPU)
 	}
 	// How many of the state tables' updates stayed on their page (heap-only: no index entry).
 	// The statistics are flushed by the backends within a second or so: a close figure.
@@ -248,17 +252,21 @@ func measureStore(b *testing.B, e *env) store {
 // pickCost times one shard's picks over the whole table, as a sync step makes them: the
 // accounts due for a profile read, batch after batch; and the posts waiting for comments (at
 // a cycle's start none: the worst case, a read of the whole status range of other shards).
-// Each is the median of pickRuns runs: one run of a few ms on a loaded machine is noise.
-func pickCost(b *testing.B, e *env, shards int) (accounts, posts time.Duration) {
+// Each is the median of pickRuns runs: one run of a few ms on a loaded machine is noise. The
+// pages each read (shared buffers hit or read, by EXPLAIN ANALYZE of the statements the picks
+// ran) do not depend on the load.
+func pickCost(b *testing.B, e *env, shards int) (accounts, posts time.Duration, accountPages, postPages int) {
 	var shard *status.Shard
 	if shards > 1 {
 		shard = &status.Shard{Column: "id", Count: shards, Index: 0}
 	}
 	now := time.Now()
+	rec := &recordingDB{Pool: e.pool}
 	accounts = median(func() {
+		rec.ran = nil
 		var after int64
 		for {
-			ids, err := social.Accounts.Pick(e.ctx, e.pool, status.PickParams{Statuses: []status.Status{social.ProfilePending, social.Synced, social.SyncRetry},
+			ids, err := social.Accounts.Pick(e.ctx, rec, status.PickParams{Statuses: []status.Status{social.ProfilePending, social.Synced, social.SyncRetry},
 				After: after, Limit: social.AccountBatch, DueBy: now, Shard: shard})
 			if err != nil {
 				b.Fatal(err)
@@ -269,17 +277,58 @@ func pickCost(b *testing.B, e *env, shards int) (accounts, posts time.Duration) 
 			after = ids[len(ids)-1]
 		}
 	})
+	accountPages = rec.pages(b, e)
 	if shard != nil {
 		shard = &status.Shard{Column: "account_id", Count: shards, Index: 0}
 	}
 	posts = median(func() {
-		if _, err := social.Posts.Pick(e.ctx, e.pool, status.PickParams{Statuses: []status.Status{social.CommentsPending, social.CommentsRetry},
+		rec.ran = nil
+		if _, err := social.Posts.Pick(e.ctx, rec, status.PickParams{Statuses: []status.Status{social.CommentsPending, social.CommentsRetry},
 			Limit: social.PostBatch, DueBy: now, Shard: shard,
 			Parent: &status.ParentPick{Column: "account_id", Machine: social.Accounts, Statuses: []status.Status{social.Synced}}}); err != nil {
 			b.Fatal(err)
 		}
 	})
-	return accounts, posts
+	return accounts, posts, accountPages, rec.pages(b, e)
+}
+
+// recordingDB is the pool, noting the queries run through it.
+type recordingDB struct {
+	*pgxpool.Pool
+	ran []recordedQuery
+}
+
+type recordedQuery struct {
+	sql  string
+	args []any
+}
+
+func (r *recordingDB) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	r.ran = append(r.ran, recordedQuery{sql, args})
+	return r.Pool.Query(ctx, sql, args...)
+}
+
+// pages runs the recorded queries again under EXPLAIN (ANALYZE, BUFFERS) and sums the pages
+// they read (shared buffers hit or read).
+func (r *recordingDB) pages(b *testing.B, e *env) int {
+	total := 0
+	for _, q := range r.ran {
+		var raw []byte
+		if err := e.pool.QueryRow(e.ctx, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) `+q.sql, q.args...).Scan(&raw); err != nil {
+			b.Fatal(err)
+		}
+		var plan []struct {
+			Plan struct {
+				Hit  int `json:"Shared Hit Blocks"`
+				Read int `json:"Shared Read Blocks"`
+			}
+		}
+		if err := json.Unmarshal(raw, &plan); err != nil || len(plan) != 1 {
+			b.Fatalf("%v: %s", err, raw)
+		}
+		total += plan[0].Plan.Hit + plan[0].Plan.Read
+	}
+	return total
 }
 
 // pickRuns is how many times pickCost runs each pick.
