@@ -200,7 +200,7 @@ func (s *Syncer) writeNormalized(ctx context.Context, nb *normBatch, st *Stats) 
 		return nil
 	}
 	c, it, cm, tg, rj := &nb.content, &nb.items, &nb.comments, &nb.tags, &nb.rejects
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.inWriteTx(ctx, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
 		b.Queue(`INSERT INTO social_post_content (post_id, account_id, ig_media_id, kind, media_type, media_product_type, caption, permalink, shortcode,
 posted_at, posted_raw, like_count, comments_count, is_comment_enabled, media_url_missing, source_raw_id, normalized_at)

@@ -434,3 +434,19 @@ func isLeftAlone(err error) bool {
 func (s *Syncer) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, s.Pool, fn)
 }
+
+// inWriteTx runs fn in a transaction whose statements are planned once per connection
+// (plan_cache_mode auto) rather than at every execution as the pool's sessions are (TunePool):
+// for the transactions that store a page or a batch, whose statements select by id or by
+// arrays of ids, so a generic plan is as good as a custom one. The foreign keys' checks of
+// their inserts (one a row written) were otherwise planned at every row: a third of
+// Postgres's time in a sync cycle went to planning (docs/benchmarks.md, issue 34). Never for a
+// pick or a scan by status, whose best plan depends on the values.
+func (s *Syncer) inWriteTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = auto`); err != nil {
+			return fmt.Errorf("plan the transaction's statements once: %w", err)
+		}
+		return fn(tx)
+	})
+}

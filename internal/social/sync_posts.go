@@ -23,6 +23,9 @@ func (s *Syncer) SyncPosts(ctx context.Context) (Stats, error) {
 	if _, err := EnsurePartitions(ctx, s.Pool, PartitionsAhead); err != nil {
 		return st, err
 	}
+	if err := s.ensureShardIndex(ctx); err != nil {
+		return st, err
+	}
 	err := s.eachAccount(ctx, []status.Status{PostsPending}, &st, s.postsOne)
 	return st, err
 }
@@ -65,10 +68,10 @@ func (s *Syncer) postsOne(ctx context.Context, a *accountRow, st *Stats) (bool, 
 		err = nil // listed already in this cycle (a rerun after the stories failed or the run stopped)
 	} else {
 		err = w.run(ctx, subject, cursor, bound, func(tx pgx.Tx, e *graph.Edge, rawID int64, at time.Time, items []listedItem, next string, last bool) error {
+			if err := s.upsertPosts(ctx, tx, a, l.Surface, items, rawID, at); err != nil {
+				return err
+			}
 			for _, it := range items {
-				if err := s.upsertPost(ctx, tx, a, l.Surface, it, rawID, at); err != nil {
-					return err
-				}
 				if it.TakenAt != nil && (a.ListNewest == nil || it.TakenAt.After(*a.ListNewest)) {
 					t := *it.TakenAt
 					a.ListNewest = &t
@@ -104,10 +107,8 @@ list_pages = list_pages + 1 WHERE id = $1`, a.ID, next, s.now(), a.ListNewest); 
 	if a.Access == Connected && !a.doneThisCycle(a.StoriesAt) {
 		sw := &walk{s: s, listing: connectedStories, calls: calls, st: st, log: log, creds: c, accountID: a.ID}
 		err := sw.run(ctx, a.IGUserID, "", nil, func(tx pgx.Tx, e *graph.Edge, rawID int64, at time.Time, items []listedItem, next string, last bool) error {
-			for _, it := range items {
-				if err := s.upsertPost(ctx, tx, a, "story", it, rawID, at); err != nil {
-					return err
-				}
+			if err := s.upsertPosts(ctx, tx, a, "story", items, rawID, at); err != nil {
+				return err
 			}
 			if last {
 				if _, err := tx.Exec(ctx, `UPDATE social_accounts SET stories_synced_at = $2 WHERE id = $1`, a.ID, at); err != nil {
@@ -128,7 +129,7 @@ list_pages = list_pages + 1 WHERE id = $1`, a.ID, next, s.now(), a.ListNewest); 
 		st.outcome("incomplete")
 		return false, addCalls(ctx, s.Pool, a.ID, calls)
 	}
-	err = s.inTx(ctx, func(tx pgx.Tx) error {
+	err = s.inWriteTx(ctx, func(tx pgx.Tx) error {
 		if err := addCalls(ctx, tx, a.ID, calls); err != nil {
 			return err
 		}
@@ -232,7 +233,7 @@ func (w *walk) run(ctx context.Context, subject, cursor string, bound *time.Time
 				return err
 			}
 		}
-		err = w.s.inTx(ctx, func(tx pgx.Tx) error {
+		err = w.s.inWriteTx(ctx, func(tx pgx.Tx) error {
 			rawID, at, err := insertRaw(ctx, tx, rawPage{AccountID: w.accountID, PostID: w.postID, Endpoint: req.Endpoint, Request: req.String(),
 				Cursor: cursor, NextCursor: e.After(), HasNext: e.HasNext(), Items: len(e.Data), RunID: w.s.RunID, Body: resp.Body})
 			if err != nil {
@@ -309,56 +310,4 @@ func cursorSuspect(ae *graph.APIError) bool {
 type badItem struct {
 	index  int
 	reason string
-}
-
-// upsertPost registers a listed item, or sends a known one back to work when it changed. A
-// post with comments the platform lets us read (connected accounts' feed posts) waits for its
-// comment walk; any other goes straight to normalization.
-func (s *Syncer) upsertPost(ctx context.Context, tx pgx.Tx, a *accountRow, surface string, it listedItem, rawID int64, at time.Time) error {
-	want := Fetched
-	if a.Access == Connected && surface == "feed" && it.CommentsCount != nil && *it.CommentsCount > 0 {
-		want = CommentsPending
-	}
-	var id int64
-	err := tx.QueryRow(ctx, `INSERT INTO social_posts (account_id, ig_media_id, surface, taken_at, taken_raw, comments_count, item_hash, listed_raw_id, listed_raw_at, status)
-VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7, $8, $9, $10) ON CONFLICT (ig_media_id) DO NOTHING RETURNING id`,
-		a.ID, it.ID, surface, it.TakenAt, it.TakenRaw, it.CommentsCount, it.Hash, rawID, at, string(want)).Scan(&id)
-	if err == nil {
-		return nil
-	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("register post %s: %w", it.ID, err)
-	}
-	var st, hash string
-	var owner int64
-	var count *int
-	if err := tx.QueryRow(ctx, `SELECT id, account_id, status, item_hash, comments_count FROM social_posts WHERE ig_media_id = $1 FOR UPDATE`, it.ID).
-		Scan(&id, &owner, &st, &hash, &count); err != nil {
-		return fmt.Errorf("read post %s: %w", it.ID, err)
-	}
-	if owner != a.ID {
-		return nil // listed under another account (an account registered twice): the first keeps it
-	}
-	if _, err := tx.Exec(ctx, `UPDATE social_posts SET last_seen_at = $2, listed_raw_id = $3, listed_raw_at = $2, taken_at = $4,
-taken_raw = NULLIF($5, ''), item_hash = $6, comments_count = $7 WHERE id = $1`, id, at, rawID, it.TakenAt, it.TakenRaw, it.Hash, it.CommentsCount); err != nil {
-		return fmt.Errorf("update post %s: %w", it.ID, err)
-	}
-	if hash == it.Hash {
-		return nil
-	}
-	// Changed: the comment walk only when its comment count moved.
-	to := Fetched
-	if want == CommentsPending && !sameCount(count, it.CommentsCount) {
-		to = CommentsPending
-	}
-	from := status.Status(st)
-	if from == to || from == CommentsPending || from == CommentsRetry {
-		return nil // already on its way
-	}
-	_, err = Posts.Move(ctx, tx, id, from, to, s.change("changed since it was last listed"))
-	return err
-}
-
-func sameCount(a, b *int) bool {
-	return (a == nil) == (b == nil) && (a == nil || *a == *b)
 }

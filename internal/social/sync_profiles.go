@@ -32,6 +32,9 @@ func (s *Syncer) SyncProfiles(ctx context.Context) (Stats, error) {
 	if err := s.countUnfinished(ctx, Accounts, profilePicked, "id", &st); err != nil {
 		return st, err
 	}
+	if err := s.ensureShardIndex(ctx); err != nil {
+		return st, err
+	}
 	err = s.eachAccount(ctx, profilePicked, &st, func(ctx context.Context, a *accountRow, st *Stats) (stop bool, err error) {
 		_, err = Accounts.Attempt(ctx, s.Pool, a.ID, a.Status, s.RunID, func() error {
 			var perr error
@@ -145,7 +148,7 @@ func (s *Syncer) profileOne(ctx context.Context, a *accountRow, st *Stats) (bool
 		}
 	}
 	newCycle := a.Status != SyncRetry || !a.cycleUnfinished()
-	err = s.inTx(ctx, func(tx pgx.Tx) error {
+	err = s.inWriteTx(ctx, func(tx pgx.Tx) error {
 		rawID, at, err := insertRaw(ctx, tx, rawPage{AccountID: a.ID, Endpoint: profileRequest(c, a).Endpoint,
 			Request: profileRequest(c, a).String(), Items: 1, RunID: s.RunID, Body: resp.Body})
 		if err != nil {
