@@ -203,7 +203,7 @@ func (p *Portal) crmItemList(params map[string]any) answer {
 	}
 	// The rows are looked at by their upper-case ID, as the fake's filters do.
 	res := list(ids, func(id int) object { return append(object{{"ID", id}}, row(id)...) }, q)
-	if prefiltered && res.total != nil {
+	if prefiltered && q.start >= 0 {
 		res.counted = scanned // the portal's count looks at the whole range
 	}
 	sel, hasSelect := param(params, "select")
