@@ -63,6 +63,55 @@ func TestQuietTimelineCommentWaitsForAFullPass(t *testing.T) {
 	}
 }
 
+// TestProductRowAloneWaitsForAFullPass: the product row pages (crm.item.productrow.add, .update,
+// .delete) say nothing of the deal's own fields moving, and the fake moves none (products.go). A
+// row added to an otherwise unchanged deal is then not read by the delta passes of deals and
+// deal_products, which read the rows of the deals the deals' delta touched; the next full pass
+// reads it. On a portal whose deal's updatedTime moves with its rows, the deals' delta reads the
+// deal and its rows at once.
+func TestProductRowAloneWaitsForAFullPass(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, crmOptions(85))
+	ents := []string{bitrix.Users, bitrix.Companies, bitrix.Contacts, bitrix.Deals, bitrix.DealProducts}
+	e := v.engine()
+	for _, ent := range ents {
+		v.phases(e, ent, "get")
+	}
+	deals := v.idsOf(`SELECT source_id FROM bitrix_records WHERE entity = 'deals' ORDER BY id LIMIT 1`)
+	if len(deals) == 0 {
+		t.Fatal("no deal stored")
+	}
+	deal, _ := strconv.Atoi(deals[0])
+	row, err := v.portal.AddProductRow(deal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := func() int {
+		return v.count(`SELECT count(*) FROM bitrix_records WHERE entity = 'deal_products' AND source_id = $1`, strconv.Itoa(row))
+	}
+
+	for _, ent := range ents {
+		v.phases(e, ent, "get")
+	}
+	for _, ent := range []string{bitrix.Deals, bitrix.DealProducts} {
+		if inv := v.inventory(ent); inv.Kind != engine.PassDelta || !inv.Complete {
+			t.Fatalf("%s: the rerun is %s (%s), complete %v; want a complete delta", ent, inv.Kind, reasonOf(inv), inv.Complete)
+		}
+	}
+	if n := stored(); n != 0 {
+		t.Fatalf("the product row added to deal %d was read by a delta pass on a portal that moved no date of the deal (%d rows): "+
+			"this test no longer shows the degradation it documents", deal, n)
+	}
+
+	full := v.engine(func(c *engine.Config) { c.Full = true })
+	for _, ent := range ents {
+		v.phases(full, ent, "get")
+	}
+	if n := stored(); n != 1 {
+		t.Errorf("the product row added to deal %d: %d rows after a full pass, want 1", deal, n)
+	}
+}
+
 // reasonOf is the reason an inventory row gives for its pass, "" when it gives none.
 func reasonOf(inv engine.Inventory) string {
 	if inv.Reason == nil {
