@@ -67,8 +67,9 @@ func (d *deltaWalk) stored(recs []Incoming) {
 }
 
 // filtered is the scan of the records whose field is after since: the scan's filter with
-// ">field" added, in the form the portal documents for dates (ISO 8601 with the portal's
-// offset), under the field's own scope.
+// ">field" added, in the form the portal documents for datetimes (data-types.md:
+// YYYY-MM-DDThh:mm:ss±hh:mm, with the portal's offset; DeltaSince, never RFC 3339's "Z", which
+// a portal in UTC would otherwise be sent), under the field's own scope.
 func (s *IDScan) filtered(ent *Entity, field string, since time.Time, zone *time.Location) *IDScan {
 	c := *s
 	c.Scope = deltaScope(s.scope(ent), field)
@@ -84,7 +85,7 @@ func (s *IDScan) filtered(ent *Entity, field string, since time.Time, zone *time
 	if zone == nil {
 		zone = time.UTC
 	}
-	filter[">"+field] = since.In(zone).Format(time.RFC3339)
+	filter[">"+field] = DeltaSince(since.In(zone))
 	c.Scan.Params[param] = filter
 	return &c
 }

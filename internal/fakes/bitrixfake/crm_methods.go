@@ -136,7 +136,8 @@ func (p *Portal) crmStatusList(params map[string]any) answer {
 // start (-1: no count), useOriginalUfNames. The filter takes every field of the item's rows
 // (DOCS crm/universal/object-fields.md "Fields in select, filter, and order"), dates compared as
 // instants (datefilter.go); a field the rows do not have is refused with INVALID_ARG_VALUE "not
-// allowed", a date that is not one with INVALID_ARG_VALUE "has invalid value", the multi-field
+// allowed" (names are camelCase, crm/universal/index.md: the classic lists' "ID" is one the rows
+// do not have), a date that is not one with INVALID_ARG_VALUE "has invalid value", the multi-field
 // fm with error 100, as the documentation says.
 func (p *Portal) crmItemList(params map[string]any) answer {
 	v, _ := param(params, "entityTypeId")
@@ -182,14 +183,14 @@ func (p *Portal) crmItemList(params map[string]any) answer {
 				dir := strings.ToUpper(strval(m[field]))
 				_, known := sample.get(field)
 				switch {
-				case !strings.EqualFold(field, "id") && (!known || field == "fm" || field == "entityTypeId"):
+				case field != "id" && (!known || field == "fm" || field == "entityTypeId"):
 					return fail(http.StatusBadRequest, "INVALID_ARG_VALUE", fmt.Sprintf("Invalid order: field '%s' is not allowed in order", field))
 				case dir != "ASC" && dir != "DESC":
 					return fail(http.StatusBadRequest, "INVALID_ARG_VALUE", fmt.Sprintf(
 						"Invalid order: allowed sort directions are ASC, DESC. But got '%s' for field '%s'", strval(m[field]), field))
 				case i > 0:
 					continue
-				case !strings.EqualFold(field, "id"):
+				case field != "id":
 					q.order = field
 				}
 				q.desc = dir == "DESC"
@@ -203,7 +204,7 @@ func (p *Portal) crmItemList(params map[string]any) answer {
 	}
 	// The rows are looked at by their upper-case ID, as the fake's filters do.
 	res := list(ids, func(id int) object { return append(object{{"ID", id}}, row(id)...) }, q)
-	if prefiltered && res.total != nil {
+	if prefiltered && q.start >= 0 {
 		res.counted = scanned // the portal's count looks at the whole range
 	}
 	sel, hasSelect := param(params, "select")
@@ -256,7 +257,7 @@ func itemFilter(fm map[string]any, sample object) ([]cond, *answer) {
 			value = phpList(m) // a list sent form-encoded arrives as {"0": .., "1": ..}
 		}
 		switch {
-		case strings.EqualFold(name, "id"):
+		case name == "id":
 			conds = append(conds, cond{op: op, field: "ID", value: value})
 		case name == "fm":
 			a := fail(http.StatusBadRequest, "100", "Invalid filter: field 'fm' is not allowed in filter")
@@ -281,7 +282,7 @@ func namesField(key string, sample object) bool {
 			break
 		}
 	}
-	if strings.EqualFold(key, "id") {
+	if key == "id" {
 		return true
 	}
 	_, known := sample.get(key)

@@ -19,8 +19,8 @@ func TestDepartments(t *testing.T) {
 		if len(page) == 0 {
 			break
 		}
-		if _, counted := out["total"]; counted {
-			t.Fatalf("start=-1 answered a total: %v", out)
+		if out["total"] != 0.0 {
+			t.Fatalf("start=-1 answered a count, want total 0 (huge-data.md): %v", out["total"])
 		}
 		for _, r := range page {
 			rows = append(rows, r.(map[string]any))

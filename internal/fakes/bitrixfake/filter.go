@@ -225,7 +225,7 @@ type listQuery struct {
 	filter []cond
 	order  string // field to sort by
 	desc   bool
-	start  int // offset; negative means start=-1: no count, no next
+	start  int // offset; negative means start=-1: no count (total 0), no next
 }
 
 // listResult is one page of rows.
@@ -301,6 +301,8 @@ func list(ids []int, row func(id int) object, q listQuery) listResult {
 		if q.start >= 0 {
 			res.setCount(n, q.start)
 			res.counted = n
+		} else {
+			res.uncounted()
 		}
 		return res
 	}
@@ -321,6 +323,8 @@ func list(ids []int, row func(id int) object, q listQuery) listResult {
 	if q.start >= 0 {
 		res.setCount(seen, q.start)
 		res.counted = n
+	} else {
+		res.uncounted()
 	}
 	return res
 }
@@ -349,8 +353,18 @@ func listSorted(ids []int, row func(int) object, matches func(object) bool, q li
 	if q.start >= 0 {
 		res.setCount(len(all), q.start)
 		res.counted = len(ids)
+	} else {
+		res.uncounted()
 	}
 	return res
+}
+
+// uncounted is what a page read with start=-1 reports: no next, and a total of 0, the count
+// query being skipped (DOCS api-reference/performance/huge-data.md, its sample answer without
+// the count: "[total] => 0"). A client must not take it for a count.
+func (r *listResult) uncounted() {
+	zero := 0
+	r.total = &zero
 }
 
 func (r *listResult) setCount(total, start int) {
