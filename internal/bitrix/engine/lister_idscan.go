@@ -174,7 +174,8 @@ func (s *IDScan) begin(ctx context.Context, w *rangeWalk) (inv Inventory, first 
 		return inv, nil, err
 	}
 	portalNow := portalClock(b.Time)
-	in := passInput{Inv: inv, Fingerprint: fingerprint, PortalNow: portalNow, NoDelta: s.NoDelta()}
+	in := passInput{Inv: inv, Fingerprint: fingerprint, PortalNow: portalNow, AnsweredAt: e.answeredAt(b.Time),
+		NoDelta: s.NoDelta()}
 	g.Pass = e.decidePass(in)
 	// The count sizes ranges and shows progress; a count the first page contradicts (the
 	// page's own size) is none. The walk ends where the ranges' pages end, whatever it said.

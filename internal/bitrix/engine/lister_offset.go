@@ -174,3 +174,19 @@ func (p *offsetPages) store(ctx context.Context, rows []json.RawMessage, from, n
 	}
 	return nil
 }
+
+// Prefetch makes OffsetPages a Prefetcher (prefetch.go): a new pass begins with the first page,
+// sent alone; an interrupted one resumes at its cursor, not predicted.
+func (o *OffsetPages) Prefetch(ctx context.Context, env Env, ent *Entity, ahead *Ahead) ([]rest.Command, error) {
+	if ahead.Round != 1 {
+		return nil, nil
+	}
+	inv, err := env.e.store().peekInventory(ctx, ent.Name)
+	if err != nil {
+		return nil, err
+	}
+	if inv.Pass > 0 && !inv.Complete {
+		return nil, nil
+	}
+	return []rest.Command{{Method: o.List.Method, Params: o.params(0)}}, nil
+}

@@ -32,19 +32,38 @@ type Bounds struct {
 // rows that follow it, and the highest ID (the first page of the same listing sorted the other
 // way, start=-1 so it costs no count).
 func (c *Client) ScanBounds(ctx context.Context, s Scan, after string) (Bounds, error) {
+	return ScanBoundsWith(ctx, c.Batch, s, after)
+}
+
+// BoundsCommands returns the two commands ScanBounds sends ("first" and "last"), for a caller
+// that asks them ahead of the scan (an answer kept for the scan's own call to take).
+func (s Scan) BoundsCommands(after string) ([]Command, error) {
 	if after == "" {
 		after = "0"
 	}
 	first, err := s.params(after, "", 0)
 	if err != nil {
-		return Bounds{}, err
+		return nil, err
 	}
 	last, err := s.params(after, "", -1)
 	if err != nil {
-		return Bounds{}, err
+		return nil, err
 	}
 	maps.Copy(last, descending(s.order()))
-	br, err := Settle(ctx, c.Batch, []Command{{Key: "first", Method: s.Method, Params: first}, {Key: "last", Method: s.Method, Params: last}})
+	return []Command{{Key: "first", Method: s.Method, Params: first}, {Key: "last", Method: s.Method, Params: last}}, nil
+}
+
+// ScanBoundsWith is ScanBounds over batch, which sends the batch: a Source that answers some
+// commands itself (from answers asked ahead) reads the bounds through its own Batch.
+func ScanBoundsWith(ctx context.Context, batch BatchFunc, s Scan, after string) (Bounds, error) {
+	if after == "" {
+		after = "0"
+	}
+	cmds, err := s.BoundsCommands(after)
+	if err != nil {
+		return Bounds{}, err
+	}
+	br, err := Settle(ctx, batch, cmds)
 	if err != nil {
 		return Bounds{}, fmt.Errorf("list %s after %s: %w", s.Method, after, err)
 	}
