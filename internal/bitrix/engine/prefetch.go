@@ -47,7 +47,9 @@ type Ahead struct {
 
 // Answer returns the answer a command of an earlier round received, without taking it from the
 // pass it is kept for.
-func (a *Ahead) Answer(cmd rest.Command) (*rest.Response, bool) { return a.p.peek(cmd.Method, cmd.Params) }
+func (a *Ahead) Answer(cmd rest.Command) (*rest.Response, bool) {
+	return a.p.peek(cmd.Method, cmd.Params)
+}
 
 // arrived returns when the answer with that time block reached this machine.
 func (a *Ahead) arrived(t rest.Time) time.Time {
