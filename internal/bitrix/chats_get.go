@@ -247,7 +247,7 @@ func findChats(ctx context.Context, e engine.Env, pass int) ([]*chatRow, *time.L
 // overlap: a chat is kept once, where it first appears. Each page is logged in the chats
 // pass given; pass 0 logs nothing (verify's look at the list).
 func recentChats(ctx context.Context, e engine.Env, pass int) ([]*chatRow, *time.Location, error) {
-	params := func(offset int) map[string]any { return map[string]any{"OFFSET": offset, "LIMIT": recentLimit} }
+	params := recentParams
 	resp, err := e.Source().Call(ctx, "im.recent.list", params(0))
 	if err != nil {
 		return nil, nil, err
@@ -326,7 +326,7 @@ func workgroupChats(ctx context.Context, e engine.Env, known map[int64]bool) ([]
 func chatsOfGroups(ctx context.Context, e engine.Env, groups []string, known map[int64]bool) ([]*chatRow, error) {
 	cmds := make([]rest.Command, len(groups))
 	for i, g := range groups {
-		cmds[i] = rest.Command{Key: "g" + g, Method: "im.chat.get", Params: map[string]any{"ENTITY_TYPE": "SONET_GROUP", "ENTITY_ID": g}}
+		cmds[i] = groupChatCommand(g)
 	}
 	groupOf := map[int64]string{}
 	var found []int64
@@ -357,8 +357,7 @@ func chatsOfGroups(ctx context.Context, e engine.Env, groups []string, known map
 
 	cmds = cmds[:0]
 	for _, id := range found {
-		cmds = append(cmds, rest.Command{Key: "c" + strconv.FormatInt(id, 10), Method: "im.dialog.get",
-			Params: map[string]any{"DIALOG_ID": "chat" + strconv.FormatInt(id, 10)}})
+		cmds = append(cmds, dialogCommand(id))
 	}
 	byID := map[int64]*chatRow{}
 	err = e.BatchEachConcurrently(ctx, cmds, func(key string, r *rest.Response) error {
@@ -399,8 +398,7 @@ func chatParticipants(ctx context.Context, e engine.Env, rows []*chatRow) error 
 	for _, r := range rows {
 		if r.Unreachable == nil {
 			byID[r.ID] = r
-			cmds = append(cmds, rest.Command{Key: "u" + strconv.FormatInt(r.ID, 10), Method: "im.chat.user.list",
-				Params: map[string]any{"CHAT_ID": r.ID}})
+			cmds = append(cmds, participantsCommand(r.ID))
 		}
 	}
 	rowOf := func(key string) *chatRow {

@@ -317,3 +317,39 @@ func verifyStages(ctx context.Context, e engine.Env, _ *engine.Entity, r *engine
 	}
 	return e.ChildCounts(ctx, stages, int64(len(kids)), r)
 }
+
+// Prefetch makes the funnels an engine.Prefetcher: a rerun asks up front the first page of every
+// type's funnels (round 1) and, from their answers, the first page of every funnel's stages
+// (round 2), built by the commands Get sends.
+func (funnelWalker) Prefetch(ctx context.Context, e engine.Env, _ *engine.Entity, ahead *engine.Ahead) ([]rest.Command, error) {
+	types, err := funnelTypes(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	var out []rest.Command
+	for _, et := range types {
+		cat := categoryCommand(et, 0)
+		if ahead.Round == 1 {
+			out = append(out, cat)
+			continue
+		}
+		r, ok := ahead.Answer(cat)
+		if !ok {
+			continue
+		}
+		rows, err := r.Rows("categories")
+		if err != nil {
+			continue // Get reports it
+		}
+		for _, row := range rows {
+			fields, err := engine.FieldsOf(row)
+			if err != nil {
+				continue
+			}
+			if entityID := stageEntityID(et, engine.Text(fields, "id")); entityID != "" {
+				out = append(out, stageCommand(len(out), entityID, 0))
+			}
+		}
+	}
+	return out, nil
+}

@@ -171,6 +171,7 @@ func (s smartItems) Plan(ctx context.Context, e engine.Env, ent *engine.Entity) 
 			return nil, err
 		}
 		scopes, passes = append(scopes, scan.Scope), append(passes, pass.Decision)
+		p.Calls -= pass.Ahead // answered by a rerun's prefetch
 		if pass.Decision.Delta() {
 			p.Calls += pass.Calls
 			p.Changed += pass.Changed

@@ -132,8 +132,13 @@ func (o *OffsetPages) Plan(ctx context.Context, env Env, ent *Entity) ([]EntityP
 	if pages > 1 {
 		calls += 1 + CeilDiv(int64(pages-2), rest.MaxBatch) // ListByStart's single first call, then batches
 	}
-	return []EntityPlan{{Entity: ent.Name, Records: n, Calls: calls, VerifyCalls: 1,
-		How: o.List.Method + " count; get reads pages by offset, 50 to a call"}}, nil
+	how := o.List.Method + " count; get reads pages by offset, 50 to a call"
+	if a := e.planAhead; a != nil { // the first page, asked up front (Prefetch)
+		a.ask(1, 1)
+		calls--
+		how += "; the first page asked by the rerun's prefetch"
+	}
+	return []EntityPlan{{Entity: ent.Name, Records: n, Calls: calls, VerifyCalls: 1, How: how}}, nil
 }
 
 // offsetPages stores the pages of one OffsetPages get, each in its own transaction with its page

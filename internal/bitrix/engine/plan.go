@@ -28,6 +28,10 @@ type Plan struct {
 	// rerun, where it asks no plan (every entity's last pass complete). Set sends the portal
 	// nothing. MigrateSeconds is their time at the rate.
 	MigrateCalls   int     `json:"migrate_calls"`
+	// PrefetchCalls, on a rerun, is what Migrate's prefetch sends ahead of every entity: the
+	// commands the passes begin with, 50 to a request (prefetch.go); the entities' Calls leave
+	// out the requests those answer.
+	PrefetchCalls int `json:"prefetch_calls,omitempty"`
 	MigrateSeconds float64 `json:"migrate_seconds"`
 }
 
@@ -68,7 +72,14 @@ func (e *Engine) planOf(ctx context.Context, rate rest.Rate, ents []*Entity) (Pl
 	before := e.stats()
 	p := Plan{Rate: rate.String()}
 	e.planning = map[string]EntityPlan{} // the lines so far, for the passes of what they own
-	defer func() { e.planning = nil }()
+	rerun, err := e.isRerun(ctx, ents)
+	if err != nil {
+		return p, err
+	}
+	if rerun { // Migrate asks the passes' first commands up front (prefetch.go)
+		e.planAhead = &aheadPlan{}
+	}
+	defer func() { e.planning, e.planAhead = nil, nil }()
 	planned := map[string]int64{} // records on the portal by entity, for the walks' keys
 	for _, ent := range ents {
 		plans, err := ent.Lister.Plan(ctx, e.env(), ent)
@@ -99,6 +110,11 @@ func (e *Engine) planOf(ctx context.Context, rate rest.Rate, ents []*Entity) (Pl
 					Pass: PassFull, PassReason: "a walk reads every key on every pass"})
 			}
 		}
+		for _, f := range e.registry.Family(ent) {
+			if err := e.planAheadOf(ctx, f, plans); err != nil {
+				return p, err
+			}
+		}
 		for i, ep := range plans {
 			if ep.Records >= 0 && i >= listed {
 				planned[ep.Entity] += ep.Records
@@ -115,8 +131,10 @@ func (e *Engine) planOf(ctx context.Context, rate rest.Rate, ents []*Entity) (Pl
 	p.Seconds = round1(p.Seconds)
 	p.PlanCalls = int(e.stats() - before)
 	p.MigrateCalls = p.Calls + p.VerifyCalls + p.PlanCalls
-	if rerun, err := e.isRerun(ctx, ents); err == nil && rerun {
-		p.MigrateCalls -= p.PlanCalls // migrate asks no plan on a rerun (Migrate)
+	if rerun {
+		p.PrefetchCalls = e.planAhead.requests()
+		// migrate asks no plan on a rerun (Migrate), but its prefetch
+		p.MigrateCalls += p.PrefetchCalls - p.PlanCalls
 	}
 	p.MigrateSeconds = round1(float64(p.MigrateCalls) / rate.PerSecond)
 	return p, nil
@@ -136,13 +154,13 @@ func (s *IDScan) Plan(ctx context.Context, env Env, ent *Entity) ([]EntityPlan, 
 	if err != nil {
 		return nil, err
 	}
-	out := []EntityPlan{{Entity: ent.Name, Records: n, Calls: IDScanCalls(n), VerifyCalls: 1,
+	out := []EntityPlan{{Entity: ent.Name, Records: n, Calls: IDScanCalls(n) - pass.Ahead, VerifyCalls: 1,
 		How:  s.Scan.Method + " count; get reads 2,500 rows per call in ID ranges",
 		Pass: pass.Decision.Kind, PassReason: pass.Decision.Reason}}
 	read := n // the records the pass reads, whose children it reads
 	if pass.Decision.Delta() {
 		read = pass.Changed
-		out[0].Calls, out[0].Changed, out[0].How = pass.Calls, pass.Changed, s.Scan.Method+" "+pass.How
+		out[0].Calls, out[0].Changed, out[0].How = pass.Calls-pass.Ahead, pass.Changed, s.Scan.Method+" "+pass.How
 		if s.scope(ent) == ent.Name {
 			out[0].VerifyCalls = 0 // verify in the same run counts with the ID ranges' counts (sourceTotal)
 		}

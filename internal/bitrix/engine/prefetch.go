@@ -141,3 +141,19 @@ func (e *Engine) answeredAt(t rest.Time) time.Time {
 	}
 	return e.now()
 }
+
+// Prefetch is Migrate's prefetch for callers that run the phases themselves (tests measuring a
+// rerun's cost entity by entity): when every command entity o selects has a complete last get
+// pass, it asks their passes' first commands up front and has the engine's Source serve them
+// until done is called. Otherwise it asks nothing, and done does nothing.
+func (e *Engine) Prefetch(ctx context.Context, o MigrateOptions) (done func(), err error) {
+	ents, err := e.registry.MigrateEntities(o)
+	if err != nil {
+		return nil, err
+	}
+	rerun, err := e.isRerun(ctx, ents)
+	if err != nil || !rerun {
+		return func() {}, err
+	}
+	return e.prefetch(ctx, ents), nil
+}
