@@ -35,6 +35,9 @@ func participantsCommand(id int64) rest.Command {
 // hold (round 2), with the commands Get sends. What follows from those (a workgroup chat's
 // participants, the list's further pages) the pass asks itself.
 func (chatLister) Prefetch(ctx context.Context, e engine.Env, _ *engine.Entity, ahead *engine.Ahead) ([]rest.Command, error) {
+	if ahead.Round > 2 {
+		return nil, nil
+	}
 	groups, err := e.Store().SourceIDs(ctx, Groups)
 	if err != nil {
 		return nil, err

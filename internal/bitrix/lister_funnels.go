@@ -322,6 +322,9 @@ func verifyStages(ctx context.Context, e engine.Env, _ *engine.Entity, r *engine
 // type's funnels (round 1) and, from their answers, the first page of every funnel's stages
 // (round 2), built by the commands Get sends.
 func (funnelWalker) Prefetch(ctx context.Context, e engine.Env, _ *engine.Entity, ahead *engine.Ahead) ([]rest.Command, error) {
+	if ahead.Round > 2 {
+		return nil, nil
+	}
 	types, err := funnelTypes(ctx, e)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
 )
@@ -12,7 +13,10 @@ import (
 // compared with this machine's when that answer arrived): a delta pass then sends each
 // modification field's filtered bounds, and, once they are read, the counts of the ID ranges of
 // the records stored now, which a rerun where nothing changed stores none of. An interrupted
-// pass resumes from its own stored place: nothing is predicted.
+// pass resumes from its own stored place: nothing is predicted. A full pass stores the bounds'
+// first page first, with its records' children (ChildFetch): round 2 asks those too; a delta
+// pass reads the children of every record its filtered scans return: round 3 asks those of
+// their first pages (a record two filtered scans return is read once: a command too many).
 func (s *IDScan) Prefetch(ctx context.Context, env Env, ent *Entity, ahead *Ahead) ([]rest.Command, error) {
 	e := env.e
 	inv, err := e.store().peekInventory(ctx, s.scope(ent))
@@ -48,7 +52,10 @@ func (s *IDScan) Prefetch(ctx context.Context, env Env, ent *Entity, ahead *Ahea
 	d := e.decidePass(passInput{Inv: inv, Fingerprint: fingerprint, PortalNow: portalClock(first.Time),
 		AnsweredAt: ahead.arrived(first.Time), NoDelta: ps.NoDelta()})
 	if !d.Delta() {
-		return nil, nil
+		if ahead.Round == 3 {
+			return nil, nil
+		}
+		return ps.firstChildren(e, ent, first, zone)
 	}
 	var out []rest.Command
 	for _, field := range ps.Modified {
@@ -56,7 +63,20 @@ func (s *IDScan) Prefetch(ctx context.Context, env Env, ent *Entity, ahead *Ahea
 		if err != nil {
 			return nil, err
 		}
+		if ahead.Round == 3 { // the children of the records the filtered scan's first page returns
+			if filtered, ok := ahead.Answer(cmds[0]); ok {
+				kids, err := ps.firstChildren(e, ent, filtered, zone)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, kids...)
+			}
+			continue
+		}
 		out = append(out, cmds...)
+	}
+	if ahead.Round == 3 {
+		return out, nil
 	}
 	if e.testLimit > 0 { // relistChanged counts nothing then
 		return out, nil
@@ -71,6 +91,37 @@ func (s *IDScan) Prefetch(ctx context.Context, env Env, ent *Entity, ahead *Ahea
 			return nil, fmt.Errorf("count %s: %w", ent.Name, err)
 		}
 		out = append(out, rest.Command{Method: ps.Scan.Method, Params: p})
+	}
+	return out, nil
+}
+
+// firstChildren returns the commands that read the ChildFetch children of the rows of a full
+// pass's first page (the bounds' answer), as the page's store will send them.
+func (s *IDScan) firstChildren(e *Engine, ent *Entity, first *rest.Response, zone *time.Location) ([]rest.Command, error) {
+	var fetched []*Entity
+	for _, c := range e.registry.Children(ent) {
+		if c.Fetch != nil {
+			fetched = append(fetched, c)
+		}
+	}
+	if len(fetched) == 0 {
+		return nil, nil
+	}
+	rows, err := first.Rows(s.Scan.RowsPath...)
+	if err != nil {
+		return nil, err
+	}
+	parents, _, err := decodeRowsAs(ent, s.IDPrefix, s.Fill, rows, zone)
+	if err != nil {
+		return nil, err
+	}
+	var out []rest.Command
+	for _, c := range fetched {
+		cmds, err := c.Fetch.commands(parents)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cmds...)
 	}
 	return out, nil
 }

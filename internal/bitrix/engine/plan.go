@@ -78,6 +78,7 @@ func (e *Engine) planOf(ctx context.Context, rate rest.Rate, ents []*Entity) (Pl
 	}
 	if rerun { // Migrate asks the passes' first commands up front (prefetch.go)
 		e.planAhead = &aheadPlan{}
+		e.planAhead.ask(1, len(e.webhookCommands()))
 	}
 	defer func() { e.planning, e.planAhead = nil, nil }()
 	planned := map[string]int64{} // records on the portal by entity, for the walks' keys

@@ -30,7 +30,8 @@ import (
 // pass runs, from the same stored state the pass will read (its inventory, its stored ID
 // ranges). Prefetch is asked once per round: round 1 for the commands the pass sends whatever the
 // portal answers, round 2 for those that follow from round 1's answers (a pass's decision, taken
-// by the portal's clock in its bounds' answer). A Lister that reads an entity with several ID
+// by the portal's clock in its bounds' answer), round 3 for those that follow from round 2's (the
+// children of the records a delta's filtered scans return first). A Lister that reads an entity with several ID
 // scans (ScanLister) is asked through its scans. An error costs the prefetch of that lister only.
 type Prefetcher interface {
 	Lister
@@ -40,7 +41,7 @@ type Prefetcher interface {
 // Ahead is what a prediction knows in its round: the round, and the answers of the rounds
 // before it.
 type Ahead struct {
-	// Round is 1 or 2 (Prefetcher).
+	// Round is 1, 2 or 3 (Prefetcher).
 	Round int
 	p     *prefetched
 }
@@ -60,7 +61,7 @@ func (a *Ahead) arrived(t rest.Time) time.Time {
 }
 
 // prefetchRounds is how many rounds of predictions a prefetch asks (Prefetcher).
-const prefetchRounds = 2
+const prefetchRounds = 3
 
 // prefetch asks the portal, up front, the commands the passes of ents (their families
 // included) and their custom fields' reads will send first, and makes the engine's Source serve
@@ -71,6 +72,9 @@ func (e *Engine) prefetch(ctx context.Context, ents []*Entity) (done func()) {
 	for round := 1; round <= prefetchRounds; round++ {
 		ahead := &Ahead{Round: round, p: p}
 		var cmds []rest.Command
+		if round == 1 {
+			cmds = e.webhookCommands()
+		}
 		for _, ent := range ents {
 			for _, f := range e.registry.Family(ent) {
 				cmds = append(cmds, e.predict(ctx, f, ahead)...)
