@@ -28,11 +28,11 @@ type Plan struct {
 	// rerun, where it asks no plan (every entity's last pass complete). Set sends the portal
 	// nothing. MigrateSeconds is their time at the rate.
 	MigrateCalls   int     `json:"migrate_calls"`
-	// PrefetchCalls, on a rerun, is what Migrate's prefetch sends ahead of every entity: the
-	// commands the passes begin with, 50 to a request (prefetch.go); the entities' Calls leave
-	// out the requests those answer.
-	PrefetchCalls int `json:"prefetch_calls,omitempty"`
 	MigrateSeconds float64 `json:"migrate_seconds"`
+	// PrefetchCalls, on a rerun, is what Migrate's prefetch sends ahead of every entity (in
+	// MigrateCalls): the commands the passes begin with, 50 to a request (prefetch.go); the
+	// entities' Calls leave out the requests those answer.
+	PrefetchCalls int `json:"prefetch_calls,omitempty"`
 }
 
 // EntityPlan is the plan of one entity.

@@ -81,7 +81,8 @@ func (s *IDScan) PlanPass(ctx context.Context, env Env, ent *Entity, n int64) (P
 	stored := max(inv.PassRows, n)
 	ranges := CeilDiv(stored, rangeRows*rest.MaxBatch)
 	p.Calls += 1 + ranges // the whole listing's bounds (the portal's clock), and the counts
-	if e.planAhead != nil { // the filtered scans' bounds and the counts, asked up front
+	if e.planAhead != nil {
+		// the filtered scans' bounds and the counts, asked up front
 		e.planAhead.ask(2, 2*len(s.Modified)+int(CeilDiv(stored, rangeRows)))
 		p.Ahead += len(s.Modified) + int(ranges)
 	}
