@@ -99,6 +99,26 @@ func (l chatLister) Plan(ctx context.Context, e engine.Env, ent *engine.Entity) 
 		return nil, err
 	}
 	listing := recent + e.Requests() - mark
+	askedAhead := ""
+	if a := e.PlanAhead(); a != nil {
+		// A rerun's prefetch (Prefetch) asks the recent list's first page, the workgroups'
+		// chats, and the participants of the list's readable chats and the cards of the others:
+		// the pass asks again only what the portal refused (a card of a chat the webhook's user
+		// is not in) and what follows from those.
+		var readable, found int
+		for _, r := range rows {
+			switch {
+			case !known[r.ID]:
+				found++
+			case r.Unreachable == nil:
+				readable++
+			}
+		}
+		a.Ask(1, false, 1+len(groups))
+		a.Ask(2, true, readable+found)
+		listing = min(listing, int64(engine.CeilDiv(int64(found), rest.MaxBatch)))
+		askedAhead = "; a rerun's prefetch asks them, the pass only the workgroups' chats' cards again"
+	}
 	var readable []int64
 	for _, c := range rows {
 		if c.Unreachable == nil {
@@ -114,9 +134,12 @@ func (l chatLister) Plan(ctx context.Context, e engine.Env, ent *engine.Entity) 
 	err = messageCounts(ctx, e, readable, func(chat string, count int64) {
 		messages += count
 		if had := stored[chat]; had > 0 && !l.rescan {
-			// A chat read before is topped up from its newest stored message.
+			// A chat read before is topped up from its newest stored message; one whose last
+			// message is stored is not asked at all (walkMessages).
 			toppedUp++
-			count = max(0, count-had)
+			if count = max(0, count-had); count == 0 {
+				return
+			}
 		}
 		pages += int(count/rest.PageSize) + 1 // the walk ends at its first short page
 	}, func(string, *engine.Unreachable) {})
@@ -133,6 +156,7 @@ func (l chatLister) Plan(ctx context.Context, e engine.Env, ent *engine.Entity) 
 	if fromPortal {
 		how += fmt.Sprintf(" (the %d workgroups listed by sonet_group.get: groups not read yet)", len(groups))
 	}
+	how += askedAhead
 	return []engine.EntityPlan{
 		{Entity: ent.Name, Records: int64(len(rows)), Calls: int(listing), How: how,
 			VerifyCalls: int(recent) + engine.CeilDiv(int64(len(readable)), rest.MaxBatch)},

@@ -50,7 +50,6 @@ func (chatLister) Prefetch(ctx context.Context, e engine.Env, _ *engine.Entity, 
 		}
 		return out, nil
 	}
-	var out []rest.Command
 	known := map[int64]bool{}
 	if r, ok := ahead.Answer(recent); ok {
 		var page recentPage
@@ -62,7 +61,7 @@ func (chatLister) Prefetch(ctx context.Context, e engine.Env, _ *engine.Entity, 
 				}
 				known[row.ID] = true
 				if row.Unreachable == nil {
-					out = append(out, participantsCommand(row.ID))
+					ahead.Anytime(participantsCommand(row.ID))
 				}
 			}
 		}
@@ -80,8 +79,8 @@ func (chatLister) Prefetch(ctx context.Context, e engine.Env, _ *engine.Entity, 
 		}
 		if id, err := res.ID.Int64(); err == nil && !known[id] {
 			known[id] = true
-			out = append(out, dialogCommand(id))
+			ahead.Anytime(dialogCommand(id))
 		}
 	}
-	return out, nil
+	return nil, nil
 }

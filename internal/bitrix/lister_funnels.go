@@ -291,11 +291,18 @@ func (w funnelWalker) Plan(ctx context.Context, e engine.Env, ent *engine.Entity
 		how += fmt.Sprintf(" (the %d smart process types listed by crm.type.list: crm_types not read yet)", len(smart))
 	}
 	perType, perStaged := engine.CeilDiv(int64(len(types)), rest.MaxBatch), engine.CeilDiv(int64(staged), rest.MaxBatch)
+	calls, stageCalls, stagesHow := perType, perStaged, "crm.status.list per funnel with stages, 50 funnels to a call; no count before they are read"
+	if a := e.PlanAhead(); a != nil { // a rerun's prefetch asks both (Prefetch)
+		a.Ask(1, false, len(types))
+		a.Ask(2, true, staged)
+		calls, stageCalls = 0, 0
+		how += "; a rerun's prefetch asks them"
+		stagesHow += "; a rerun's prefetch asks them"
+	}
 	return []engine.EntityPlan{
-		{Entity: ent.Name, Records: int64(len(funnels)), Calls: perType, How: how,
+		{Entity: ent.Name, Records: int64(len(funnels)), Calls: calls, How: how,
 			VerifyCalls: 2*perType + perStaged}, // its count, and verifyStages' funnels and stages
-		{Entity: CRMStages, Records: -1, Calls: engine.CeilDiv(int64(staged), rest.MaxBatch),
-			How: "crm.status.list per funnel with stages, 50 funnels to a call; no count before they are read"},
+		{Entity: CRMStages, Records: -1, Calls: stageCalls, How: stagesHow},
 	}, nil
 }
 
@@ -350,7 +357,7 @@ func (funnelWalker) Prefetch(ctx context.Context, e engine.Env, _ *engine.Entity
 				continue
 			}
 			if entityID := stageEntityID(et, engine.Text(fields, "id")); entityID != "" {
-				out = append(out, stageCommand(len(out), entityID, 0))
+				ahead.Anytime(stageCommand(0, entityID, 0))
 			}
 		}
 	}

@@ -109,9 +109,6 @@ func TestRerunCostPerEntity(t *testing.T) {
 	if os.Getenv("BITRIX_LARGE_TESTS") != "" {
 		opts = demoPortal()
 	}
-	if os.Getenv("TMP_ISSUE") != "" {
-		opts = issuePortal
-	}
 	opts.Observe = mc.observe
 	v := newEnv(t, opts)
 	first := migrationCost(v, mc, "first")

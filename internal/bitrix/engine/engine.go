@@ -78,7 +78,7 @@ type Engine struct {
 	// per-record lister's next pass follows its owners'.
 	planning map[string]EntityPlan
 	// planAhead, while a rerun is planned, adds up the commands Migrate's prefetch will ask.
-	planAhead *aheadPlan
+	planAhead *AheadPlan
 }
 
 // Entity returns the registered entity of that name. Its callers name entities their registry

@@ -55,7 +55,9 @@ func (s *IDScan) Prefetch(ctx context.Context, env Env, ent *Entity, ahead *Ahea
 		if ahead.Round == 3 {
 			return nil, nil
 		}
-		return ps.firstChildren(e, ent, first, zone)
+		kids, err := ps.firstChildren(e, ent, first, zone)
+		ahead.Anytime(kids...)
+		return nil, err
 	}
 	var out []rest.Command
 	for _, field := range ps.Modified {
@@ -69,7 +71,7 @@ func (s *IDScan) Prefetch(ctx context.Context, env Env, ent *Entity, ahead *Ahea
 				if err != nil {
 					return nil, err
 				}
-				out = append(out, kids...)
+				ahead.Anytime(kids...)
 			}
 			continue
 		}
@@ -90,7 +92,7 @@ func (s *IDScan) Prefetch(ctx context.Context, env Env, ent *Entity, ahead *Ahea
 		if err != nil {
 			return nil, fmt.Errorf("count %s: %w", ent.Name, err)
 		}
-		out = append(out, rest.Command{Method: ps.Scan.Method, Params: p})
+		ahead.Anytime(rest.Command{Method: ps.Scan.Method, Params: p})
 	}
 	return out, nil
 }

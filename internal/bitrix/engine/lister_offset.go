@@ -134,7 +134,7 @@ func (o *OffsetPages) Plan(ctx context.Context, env Env, ent *Entity) ([]EntityP
 	}
 	how := o.List.Method + " count; get reads pages by offset, 50 to a call"
 	if a := e.planAhead; a != nil { // the first page, asked up front (Prefetch)
-		a.ask(1, 1)
+		a.Ask(1, true, 1)
 		calls--
 		how += "; the first page asked by the rerun's prefetch"
 	}
@@ -193,5 +193,6 @@ func (o *OffsetPages) Prefetch(ctx context.Context, env Env, ent *Entity, ahead 
 	if inv.Pass > 0 && !inv.Complete {
 		return nil, nil
 	}
-	return []rest.Command{{Method: o.List.Method, Params: o.params(0)}}, nil
+	ahead.Anytime(rest.Command{Method: o.List.Method, Params: o.params(0)})
+	return nil, nil
 }

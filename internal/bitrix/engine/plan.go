@@ -77,8 +77,8 @@ func (e *Engine) planOf(ctx context.Context, rate rest.Rate, ents []*Entity) (Pl
 		return p, err
 	}
 	if rerun { // Migrate asks the passes' first commands up front (prefetch.go)
-		e.planAhead = &aheadPlan{}
-		e.planAhead.ask(1, len(e.webhookCommands()))
+		e.planAhead = &AheadPlan{}
+		e.planAhead.Ask(1, true, len(e.webhookCommands()))
 	}
 	defer func() { e.planning, e.planAhead = nil, nil }()
 	planned := map[string]int64{} // records on the portal by entity, for the walks' keys
@@ -111,10 +111,8 @@ func (e *Engine) planOf(ctx context.Context, rate rest.Rate, ents []*Entity) (Pl
 					Pass: PassFull, PassReason: "a walk reads every key on every pass"})
 			}
 		}
-		for _, f := range e.registry.Family(ent) {
-			if err := e.planAheadOf(ctx, f, plans); err != nil {
-				return p, err
-			}
+		if e.planAhead != nil {
+			e.planAheadOf(ent)
 		}
 		for i, ep := range plans {
 			if ep.Records >= 0 && i >= listed {
@@ -195,7 +193,13 @@ func (s *IDScan) Plan(ctx context.Context, env Env, ent *Entity) ([]EntityPlan, 
 		if pass.Decision.Delta() {
 			of = "changed record of " + ent.Name
 		}
-		out = append(out, EntityPlan{Entity: child.Name, Records: -1, Calls: fetchCalls(read, parents),
+		calls := fetchCalls(read, parents)
+		if e.planAhead != nil && !pass.Decision.Delta() && calls > 0 {
+			// a full pass's first page's children, asked by a rerun's prefetch (IDScan.Prefetch)
+			e.planAhead.Ask(2, true, int(min(parents, rest.PageSize)))
+			calls--
+		}
+		out = append(out, EntityPlan{Entity: child.Name, Records: -1, Calls: calls,
 			How:  fmt.Sprintf("one %s per %s%s, %d to a call; no count before they are read", child.Fetch.Method, of, how, rest.MaxBatch),
 			Pass: pass.Decision.Kind, PassReason: fmt.Sprintf("read with the records of %s's %s pass", ent.Name, pass.Decision.Kind)})
 	}

@@ -61,7 +61,7 @@ func (s *IDScan) PlanPass(ctx context.Context, env Env, ent *Entity, n int64) (P
 	}
 	p := PassPlan{Decision: e.decidePass(in)}
 	if e.planAhead != nil { // the bounds, asked up front
-		e.planAhead.ask(1, 2)
+		e.planAhead.Ask(1, false, 2)
 		p.Ahead = 1
 	}
 	if !p.Decision.Delta() {
@@ -83,7 +83,8 @@ func (s *IDScan) PlanPass(ctx context.Context, env Env, ent *Entity, n int64) (P
 	p.Calls += 1 + ranges // the whole listing's bounds (the portal's clock), and the counts
 	if e.planAhead != nil {
 		// the filtered scans' bounds and the counts, asked up front
-		e.planAhead.ask(2, 2*len(s.Modified)+int(CeilDiv(stored, rangeRows)))
+		e.planAhead.Ask(2, false, 2*len(s.Modified))
+		e.planAhead.Ask(2, true, int(CeilDiv(stored, rangeRows)))
 		p.Ahead += len(s.Modified) + int(ranges)
 	}
 	p.How = fmt.Sprintf("delta since %s: %s, each read by ID in ranges (its first page counts it); "+

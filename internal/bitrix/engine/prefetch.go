@@ -42,9 +42,15 @@ type Prefetcher interface {
 // before it.
 type Ahead struct {
 	// Round is 1, 2 or 3 (Prefetcher).
-	Round int
-	p     *prefetched
+	Round   int
+	p       *prefetched
+	anytime []rest.Command
 }
+
+// Anytime hands the prefetch commands whose answers no later round reads: they are sent in this
+// round or a later one, wherever a request has room, so that the prefetch sends as few requests
+// as its rounds allow. The commands Prefetch returns are sent in its round.
+func (a *Ahead) Anytime(cmds ...rest.Command) { a.anytime = append(a.anytime, cmds...) }
 
 // Answer returns the answer a command of an earlier round received, without taking it from the
 // pass it is kept for.
@@ -69,17 +75,26 @@ const prefetchRounds = 3
 func (e *Engine) prefetch(ctx context.Context, ents []*Entity) (done func()) {
 	p := &prefetched{Source: e.source, now: e.now, answers: map[string][]*rest.Response{}, arrived: map[rest.Time]time.Time{}}
 	var requests, asked, kept int
+	var anytime []rest.Command // commands no later round reads, sent where a request has room
 	for round := 1; round <= prefetchRounds; round++ {
 		ahead := &Ahead{Round: round, p: p}
-		var cmds []rest.Command
 		if round == 1 {
-			cmds = e.webhookCommands()
+			ahead.Anytime(e.webhookCommands()...)
 		}
+		var cmds []rest.Command
 		for _, ent := range ents {
 			for _, f := range e.registry.Family(ent) {
 				cmds = append(cmds, e.predict(ctx, f, ahead)...)
 			}
 		}
+		anytime = append(anytime, ahead.anytime...)
+		// The round's own commands, and as many of the others as fill its last request; the
+		// last round sends every one left.
+		room := len(anytime)
+		if round < prefetchRounds {
+			room = min(room, CeilDiv(int64(len(cmds)), rest.MaxBatch)*rest.MaxBatch-len(cmds))
+		}
+		cmds, anytime = append(cmds, anytime[:room]...), anytime[room:]
 		r, k, err := p.ask(ctx, cmds)
 		requests, asked, kept = requests+r, asked+len(cmds), kept+k
 		if err != nil {
@@ -116,7 +131,7 @@ func (e *Engine) predict(ctx context.Context, ent *Entity, ahead *Ahead) []rest.
 		out = append(out, cmds...)
 	}
 	if ahead.Round == 1 && ent.Fields != nil && ent.Parent == "" {
-		out = append(out, rest.Command{Method: ent.Fields.Method, Params: fieldsParams(ent.Fields, 0)})
+		ahead.Anytime(rest.Command{Method: ent.Fields.Method, Params: fieldsParams(ent.Fields, 0)})
 	}
 	var listers []Prefetcher
 	switch l := ent.Lister.(type) {
