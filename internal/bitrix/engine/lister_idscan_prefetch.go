@@ -80,6 +80,9 @@ func (s *IDScan) Prefetch(ctx context.Context, env Env, ent *Entity, ahead *Ahea
 	if ahead.Round == 3 {
 		return out, nil
 	}
+	if err := ps.prefetchChildCounts(ctx, e, ent, ahead); err != nil {
+		return nil, err
+	}
 	if e.testLimit > 0 { // relistChanged counts nothing then
 		return out, nil
 	}
@@ -126,4 +129,24 @@ func (s *IDScan) firstChildren(e *Engine, ent *Entity, first *rest.Response, zon
 		out = append(out, cmds...)
 	}
 	return out, nil
+}
+
+// prefetchChildCounts hands the prefetch, for a delta pass of a scan with counted children
+// (delta_childcounts.go), the first request of its listing of every parent's counts: a chain
+// sized by the bounds' count as childCounts sizes it.
+func (s *IDScan) prefetchChildCounts(ctx context.Context, e *Engine, ent *Entity, ahead *Ahead) error {
+	counted := countedChildren(e.registry, ent)
+	if len(counted) == 0 || s.IDPrefix != "" {
+		return nil
+	}
+	b, err := rest.ScanBoundsWith(ctx, ahead.batch, s.Scan, "0")
+	if err != nil {
+		return nil // not asked ahead, or refused: the pass asks
+	}
+	chain, err := s.countScan(counted).SegmentCommands([]rest.Segment{{After: "0", Pages: countPages(boundsTotal(b), 0)}})
+	if err != nil {
+		return err
+	}
+	ahead.Chain(chain)
+	return nil
 }

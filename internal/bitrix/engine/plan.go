@@ -166,6 +166,10 @@ func (s *IDScan) Plan(ctx context.Context, env Env, ent *Entity) ([]EntityPlan, 
 		for _, child := range e.registry.Children(ent) {
 			if child.Fetch != nil && child.Fetch.CountField != "" {
 				out[0].Calls += max(1, CeilDiv(n, rest.PageSize*rest.MaxBatch))
+				if e.planAhead != nil && s.IDPrefix == "" { // its first request, a chain asked up front
+					e.planAhead.AskChain(2, int(min(n/rest.PageSize+1, rest.MaxBatch)))
+					out[0].Calls--
+				}
 				out[0].How += fmt.Sprintf("; every record's %s listed, 2,500 a call", child.Fetch.CountField)
 			}
 		}

@@ -13,6 +13,14 @@ import (
 // by whether a later round reads their answers (Ahead.Anytime).
 type AheadPlan struct {
 	needed, anytime [prefetchRounds]int
+	chains          [prefetchRounds][]int
+}
+
+// AskChain counts a chain asked in a round (Ahead.Chain): a request of its own.
+func (a *AheadPlan) AskChain(round, commands int) {
+	if a != nil && commands > 0 && round >= 1 && round <= prefetchRounds {
+		a.chains[round-1] = append(a.chains[round-1], commands)
+	}
 }
 
 // Ask counts commands asked in a round: those Prefetch returns, or, with anytime, those it hands
@@ -33,6 +41,10 @@ func (a *AheadPlan) requests() int {
 	n, pool := 0, 0
 	for r := range prefetchRounds {
 		pool += a.anytime[r]
+		for _, c := range a.chains[r] {
+			n++
+			pool -= min(pool, rest.MaxBatch-c)
+		}
 		cmds := a.needed[r]
 		room := pool
 		if r < prefetchRounds-1 {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/ingest-dev/ingest/internal/bitrix/rest"
@@ -45,6 +46,7 @@ type Ahead struct {
 	Round   int
 	p       *prefetched
 	anytime []rest.Command
+	chains  [][]rest.Command
 }
 
 // Anytime hands the prefetch commands whose answers no later round reads: they are sent in this
@@ -52,10 +54,41 @@ type Ahead struct {
 // as its rounds allow. The commands Prefetch returns are sent in its round.
 func (a *Ahead) Anytime(cmds ...rest.Command) { a.anytime = append(a.anytime, cmds...) }
 
+// Chain hands the prefetch a chain of commands that refer to each other's answers by their keys
+// (rest.Scan.SegmentCommands, 50 at most): it is sent as it is, keys included, in a batch of its
+// own (with room for commands handed to Anytime), and served only whole.
+func (a *Ahead) Chain(cmds []rest.Command) {
+	if len(cmds) > 0 && len(cmds) <= rest.MaxBatch {
+		a.chains = append(a.chains, cmds)
+	}
+}
+
 // Answer returns the answer a command of an earlier round received, without taking it from the
 // pass it is kept for.
 func (a *Ahead) Answer(cmd rest.Command) (*rest.Response, bool) {
 	return a.p.peek(cmd.Method, cmd.Params)
+}
+
+// batch answers a batch from the answers of earlier rounds, without taking them, as the Source
+// will answer the pass (rest.ScanBoundsWith over it reads the bounds begin will read); a command
+// not asked ahead is left without an answer.
+func (a *Ahead) batch(_ context.Context, cmds []rest.Command, _ bool) (*rest.BatchResult, error) {
+	br := &rest.BatchResult{Results: map[string]json.RawMessage{}, Totals: map[string]int{}, Nexts: map[string]int{},
+		Times: map[string]rest.Time{}}
+	for _, c := range cmds {
+		resp, ok := a.p.peek(c.Method, c.Params)
+		if !ok {
+			continue
+		}
+		br.Results[c.Key], br.Times[c.Key], br.Time = resp.Result, resp.Time, resp.Time
+		if resp.Total != nil {
+			br.Totals[c.Key] = *resp.Total
+		}
+		if resp.Next != nil {
+			br.Nexts[c.Key] = *resp.Next
+		}
+	}
+	return br, nil
 }
 
 // arrived returns when the answer with that time block reached this machine.
@@ -88,6 +121,15 @@ func (e *Engine) prefetch(ctx context.Context, ents []*Entity) (done func()) {
 			}
 		}
 		anytime = append(anytime, ahead.anytime...)
+		for _, chain := range ahead.chains {
+			room := min(len(anytime), rest.MaxBatch-len(chain))
+			k, err := p.send(ctx, chain, anytime[:room])
+			anytime = anytime[room:]
+			requests, asked, kept = requests+1, asked+len(chain)+room, kept+k
+			if err != nil {
+				break
+			}
+		}
 		// The round's own commands, and as many of the others as fill its last request; the
 		// last round sends every one left.
 		room := len(anytime)

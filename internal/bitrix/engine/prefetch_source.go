@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -135,6 +136,11 @@ func (p *prefetched) Batch(ctx context.Context, cmds []rest.Command, halt bool) 
 	if halt {
 		return p.Source.Batch(ctx, cmds, halt)
 	}
+	if chained(cmds) && !p.holdsAll(cmds) {
+		// A command that refers to another's answer runs only beside it: all from the answers
+		// kept (a chain asked ahead as it is sent), or all from the portal.
+		return p.Source.Batch(ctx, cmds, halt)
+	}
 	kept := map[string]*rest.Response{}
 	var ask []rest.Command
 	for _, c := range cmds {
@@ -185,6 +191,36 @@ func (p *prefetched) Batch(ctx context.Context, cmds []rest.Command, halt bool) 
 	return br, nil
 }
 
+// chained reports whether a command of cmds refers to another's answer (rest.Ref).
+func chained(cmds []rest.Command) bool {
+	for _, c := range cmds {
+		if key, ok := commandKey(c.Method, c.Params); !ok || strings.Contains(key, "$result[") {
+			return true
+		}
+	}
+	return false
+}
+
+// holdsAll reports whether an answer of every command of cmds is kept (as many as each repeats).
+func (p *prefetched) holdsAll(cmds []rest.Command) bool {
+	need := map[string]int{}
+	for _, c := range cmds {
+		key, ok := commandKey(c.Method, c.Params)
+		if !ok {
+			return false
+		}
+		need[key]++
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for key, n := range need {
+		if len(p.answers[key]) < n {
+			return false
+		}
+	}
+	return true
+}
+
 // giveBack returns taken answers to the cache when the batch they were to join failed: the
 // call that retries it takes them again.
 func (p *prefetched) giveBack(cmds []rest.Command, kept map[string]*rest.Response) {
@@ -202,6 +238,11 @@ func (p *prefetched) giveBack(cmds []rest.Command, kept map[string]*rest.Respons
 // ScanBounds reads the bounds through Batch, so that kept answers serve them.
 func (p *prefetched) ScanBounds(ctx context.Context, s rest.Scan, after string) (rest.Bounds, error) {
 	return rest.ScanBoundsWith(ctx, p.Batch, s, after)
+}
+
+// ScanSegments reads the segments through Batch, so that a chain asked ahead serves them.
+func (p *prefetched) ScanSegments(ctx context.Context, s rest.Scan, segs []rest.Segment) ([][]rest.Page, error) {
+	return rest.ScanSegmentsWith(ctx, p.Batch, s, segs)
 }
 
 // ListByStart pages through Call and Batch, so that a kept first page serves it.
@@ -224,19 +265,26 @@ func (p *prefetched) ask(ctx context.Context, cmds []rest.Command) (requests, ke
 	for len(cmds) > 0 {
 		chunk := cmds[:min(len(cmds), rest.MaxBatch)]
 		cmds = cmds[len(chunk):]
-		keyed := make([]rest.Command, len(chunk))
-		for i, c := range chunk {
-			keyed[i] = rest.Command{Key: "p" + strconv.Itoa(i), Method: c.Method, Params: c.Params}
-		}
-		br, err := p.Source.Batch(ctx, keyed, false)
-		requests++
+		k, err := p.send(ctx, nil, chunk)
+		requests, kept = requests+1, kept+k
 		if err != nil {
-			if ctx.Err() != nil {
-				return requests, kept, ctx.Err()
-			}
-			continue
+			return requests, kept, err
 		}
-		kept += p.keep(keyed, br, p.now())
 	}
 	return requests, kept, nil
+}
+
+// send asks one batch: a chain's commands as they are (their keys are what they refer to each
+// other by), and others keyed "p" and their place, which no chain's key is (rest.Scan's chains
+// are keyed "s"). A batch that fails is left out, as ask says.
+func (p *prefetched) send(ctx context.Context, chain, others []rest.Command) (kept int, err error) {
+	keyed := append([]rest.Command{}, chain...)
+	for i, c := range others {
+		keyed = append(keyed, rest.Command{Key: "p" + strconv.Itoa(i), Method: c.Method, Params: c.Params})
+	}
+	br, err := p.Source.Batch(ctx, keyed, false)
+	if err != nil {
+		return 0, ctx.Err()
+	}
+	return p.keep(keyed, br, p.now()), nil
 }

@@ -112,6 +112,13 @@ type Segment struct {
 // page's Next). Answers after a short page are discarded: a reference into a short page
 // resolves to garbage, not to an error. Any other command failure fails the call.
 func (c *Client) ScanSegments(ctx context.Context, s Scan, segs []Segment) ([][]Page, error) {
+	return ScanSegmentsWith(ctx, c.Batch, s, segs)
+}
+
+// SegmentCommands returns the commands ScanSegments sends for segs, in one batch: each segment a
+// chain whose commands refer to the one before by its key. A caller that asks them ahead of the
+// scan sends them as they are, keys included, in one batch.
+func (s Scan) SegmentCommands(segs []Segment) ([]Command, error) {
 	var cmds []Command
 	for i, seg := range segs {
 		if seg.Pages < 1 {
@@ -126,7 +133,17 @@ func (c *Client) ScanSegments(ctx context.Context, s Scan, segs []Segment) ([][]
 	if len(cmds) > MaxBatch {
 		return nil, fmt.Errorf("list %s: %d pages in one batch, want at most %d", s.Method, len(cmds), MaxBatch)
 	}
-	br, err := c.Batch(ctx, cmds, false)
+	return cmds, nil
+}
+
+// ScanSegmentsWith is ScanSegments over batch, which sends the batch: a Source that answers some
+// commands itself (from answers asked ahead) reads the segments through its own Batch.
+func ScanSegmentsWith(ctx context.Context, batch BatchFunc, s Scan, segs []Segment) ([][]Page, error) {
+	cmds, err := s.SegmentCommands(segs)
+	if err != nil {
+		return nil, err
+	}
+	br, err := batch(ctx, cmds, false)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", s.Method, err)
 	}
@@ -141,7 +158,7 @@ func (c *Client) ScanSegments(ctx context.Context, s Scan, segs []Segment) ([][]
 	}
 	resent := map[string]bool{}
 	if len(firsts) > 0 {
-		again, err := Settle(ctx, c.Batch, firsts)
+		again, err := Settle(ctx, batch, firsts)
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", s.Method, err)
 		}
