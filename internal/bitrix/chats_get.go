@@ -105,9 +105,11 @@ func (l chatLister) Plan(ctx context.Context, e engine.Env, ent *engine.Entity) 
 		// chats, and the participants of the list's readable chats and the cards of the others:
 		// the pass asks again only what the portal refused (a card of a chat the webhook's user
 		// is not in) and what follows from those.
-		var readable, found int
+		var readable, found, refused int
 		for _, r := range rows {
 			switch {
+			case !known[r.ID] && r.Unreachable != nil:
+				refused++
 			case !known[r.ID]:
 				found++
 			case r.Unreachable == nil:
@@ -116,8 +118,8 @@ func (l chatLister) Plan(ctx context.Context, e engine.Env, ent *engine.Entity) 
 		}
 		a.Ask(1, false, 1+len(groups))
 		a.Ask(2, true, readable+found)
-		listing = min(listing, int64(engine.CeilDiv(int64(found), rest.MaxBatch)))
-		askedAhead = "; a rerun's prefetch asks them, the pass only the workgroups' chats' cards again"
+		listing = min(listing, int64(engine.CeilDiv(int64(refused), rest.MaxBatch)+engine.CeilDiv(int64(found), rest.MaxBatch)))
+		askedAhead = "; a rerun's prefetch asks them, the pass only the refused workgroup chats' cards and the others' participants"
 	}
 	var readable []int64
 	for _, c := range rows {

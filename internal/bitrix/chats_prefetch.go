@@ -33,7 +33,8 @@ func participantsCommand(id int64) rest.Command {
 // and the chat of every workgroup stored (round 1), then, from their answers, the participants
 // of the recent list's readable chats and the cards of the workgroups' chats the list does not
 // hold (round 2), with the commands Get sends. What follows from those (a workgroup chat's
-// participants, the list's further pages) the pass asks itself.
+// participants, the list's further pages) the pass asks itself, and so the cards of the chats
+// the webhook's user could not read last pass.
 func (chatLister) Prefetch(ctx context.Context, e engine.Env, _ *engine.Entity, ahead *engine.Ahead) ([]rest.Command, error) {
 	if ahead.Round > 2 {
 		return nil, nil
@@ -66,6 +67,17 @@ func (chatLister) Prefetch(ctx context.Context, e engine.Env, _ *engine.Entity, 
 			}
 		}
 	}
+	// A workgroup chat the webhook's user could not read last pass is refused its card again,
+	// most likely: an answer with an error is not kept, so asking it ahead costs a command for
+	// nothing. The pass asks it, as before.
+	stored, err := storedChats(ctx, e.Store())
+	if err != nil {
+		return nil, err
+	}
+	refused := map[int64]bool{}
+	for _, c := range stored {
+		refused[c.ID] = c.Unreachable != nil
+	}
 	for _, g := range groups {
 		r, ok := ahead.Answer(groupChatCommand(g))
 		if !ok {
@@ -77,7 +89,7 @@ func (chatLister) Prefetch(ctx context.Context, e engine.Env, _ *engine.Entity, 
 		if r.Decode(&res) != nil || res == nil {
 			continue
 		}
-		if id, err := res.ID.Int64(); err == nil && !known[id] {
+		if id, err := res.ID.Int64(); err == nil && !known[id] && !refused[id] {
 			known[id] = true
 			ahead.Anytime(dialogCommand(id))
 		}
