@@ -99,6 +99,28 @@ func (l chatLister) Plan(ctx context.Context, e engine.Env, ent *engine.Entity) 
 		return nil, err
 	}
 	listing := recent + e.Requests() - mark
+	askedAhead := ""
+	if a := e.PlanAhead(); a != nil {
+		// A rerun's prefetch (Prefetch) asks the recent list's first page, the workgroups'
+		// chats, and the participants of the list's readable chats and the cards of the others:
+		// the pass asks again only what the portal refused (a card of a chat the webhook's user
+		// is not in) and what follows from those.
+		var readable, found, refused int
+		for _, r := range rows {
+			switch {
+			case !known[r.ID] && r.Unreachable != nil:
+				refused++
+			case !known[r.ID]:
+				found++
+			case r.Unreachable == nil:
+				readable++
+			}
+		}
+		a.Ask(1, false, 1+len(groups))
+		a.Ask(2, true, readable+found)
+		listing = min(listing, int64(engine.CeilDiv(int64(refused), rest.MaxBatch)+engine.CeilDiv(int64(found), rest.MaxBatch)))
+		askedAhead = "; a rerun's prefetch asks them, the pass only the refused workgroup chats' cards and the others' participants"
+	}
 	var readable []int64
 	for _, c := range rows {
 		if c.Unreachable == nil {
@@ -114,9 +136,12 @@ func (l chatLister) Plan(ctx context.Context, e engine.Env, ent *engine.Entity) 
 	err = messageCounts(ctx, e, readable, func(chat string, count int64) {
 		messages += count
 		if had := stored[chat]; had > 0 && !l.rescan {
-			// A chat read before is topped up from its newest stored message.
+			// A chat read before is topped up from its newest stored message; one whose last
+			// message is stored is not asked at all (walkMessages).
 			toppedUp++
-			count = max(0, count-had)
+			if count = max(0, count-had); count == 0 {
+				return
+			}
 		}
 		pages += int(count/rest.PageSize) + 1 // the walk ends at its first short page
 	}, func(string, *engine.Unreachable) {})
@@ -133,6 +158,7 @@ func (l chatLister) Plan(ctx context.Context, e engine.Env, ent *engine.Entity) 
 	if fromPortal {
 		how += fmt.Sprintf(" (the %d workgroups listed by sonet_group.get: groups not read yet)", len(groups))
 	}
+	how += askedAhead
 	return []engine.EntityPlan{
 		{Entity: ent.Name, Records: int64(len(rows)), Calls: int(listing), How: how,
 			VerifyCalls: int(recent) + engine.CeilDiv(int64(len(readable)), rest.MaxBatch)},
@@ -247,7 +273,7 @@ func findChats(ctx context.Context, e engine.Env, pass int) ([]*chatRow, *time.L
 // overlap: a chat is kept once, where it first appears. Each page is logged in the chats
 // pass given; pass 0 logs nothing (verify's look at the list).
 func recentChats(ctx context.Context, e engine.Env, pass int) ([]*chatRow, *time.Location, error) {
-	params := func(offset int) map[string]any { return map[string]any{"OFFSET": offset, "LIMIT": recentLimit} }
+	params := recentParams
 	resp, err := e.Source().Call(ctx, "im.recent.list", params(0))
 	if err != nil {
 		return nil, nil, err
@@ -326,7 +352,7 @@ func workgroupChats(ctx context.Context, e engine.Env, known map[int64]bool) ([]
 func chatsOfGroups(ctx context.Context, e engine.Env, groups []string, known map[int64]bool) ([]*chatRow, error) {
 	cmds := make([]rest.Command, len(groups))
 	for i, g := range groups {
-		cmds[i] = rest.Command{Key: "g" + g, Method: "im.chat.get", Params: map[string]any{"ENTITY_TYPE": "SONET_GROUP", "ENTITY_ID": g}}
+		cmds[i] = groupChatCommand(g)
 	}
 	groupOf := map[int64]string{}
 	var found []int64
@@ -357,8 +383,7 @@ func chatsOfGroups(ctx context.Context, e engine.Env, groups []string, known map
 
 	cmds = cmds[:0]
 	for _, id := range found {
-		cmds = append(cmds, rest.Command{Key: "c" + strconv.FormatInt(id, 10), Method: "im.dialog.get",
-			Params: map[string]any{"DIALOG_ID": "chat" + strconv.FormatInt(id, 10)}})
+		cmds = append(cmds, dialogCommand(id))
 	}
 	byID := map[int64]*chatRow{}
 	err = e.BatchEachConcurrently(ctx, cmds, func(key string, r *rest.Response) error {
@@ -399,8 +424,7 @@ func chatParticipants(ctx context.Context, e engine.Env, rows []*chatRow) error 
 	for _, r := range rows {
 		if r.Unreachable == nil {
 			byID[r.ID] = r
-			cmds = append(cmds, rest.Command{Key: "u" + strconv.FormatInt(r.ID, 10), Method: "im.chat.user.list",
-				Params: map[string]any{"CHAT_ID": r.ID}})
+			cmds = append(cmds, participantsCommand(r.ID))
 		}
 	}
 	rowOf := func(key string) *chatRow {

@@ -296,12 +296,19 @@ func (w funnelWalker) Plan(ctx context.Context, e engine.Env, ent *engine.Entity
 	if fromPortal {
 		how += fmt.Sprintf(" (the %d smart process types listed by crm.type.list: crm_types not read yet)", len(smart))
 	}
-	perType := engine.CeilDiv(int64(len(types)), rest.MaxBatch)
+	perType, perStaged := engine.CeilDiv(int64(len(types)), rest.MaxBatch), engine.CeilDiv(int64(staged), rest.MaxBatch)
+	calls, stageCalls, stagesHow := perType, perStaged, "crm.status.list per funnel with stages, 50 funnels to a call; no count before they are read"
+	if a := e.PlanAhead(); a != nil { // a rerun's prefetch asks both (Prefetch)
+		a.Ask(1, false, len(types))
+		a.Ask(2, true, staged)
+		calls, stageCalls = 0, 0
+		how += "; a rerun's prefetch asks them"
+		stagesHow += "; a rerun's prefetch asks them"
+	}
 	return []engine.EntityPlan{
 		// Verify takes the funnels and stages that get counted in the same run: no call of its own.
-		{Entity: ent.Name, Records: int64(len(funnels)), Calls: perType, How: how},
-		{Entity: CRMStages, Records: -1, Calls: engine.CeilDiv(int64(staged), rest.MaxBatch),
-			How: "crm.status.list per funnel with stages, 50 funnels to a call; no count before they are read"},
+		{Entity: ent.Name, Records: int64(len(funnels)), Calls: calls, How: how},
+		{Entity: CRMStages, Records: -1, Calls: stageCalls, How: stagesHow},
 	}, nil
 }
 
@@ -328,4 +335,43 @@ func verifyStages(ctx context.Context, e engine.Env, _ *engine.Entity, r *engine
 		return err
 	}
 	return e.ChildCounts(ctx, stages, int64(len(kids)), r)
+}
+
+// Prefetch makes the funnels an engine.Prefetcher: a rerun asks up front the first page of every
+// type's funnels (round 1) and, from their answers, the first page of every funnel's stages
+// (round 2), built by the commands Get sends.
+func (funnelWalker) Prefetch(ctx context.Context, e engine.Env, _ *engine.Entity, ahead *engine.Ahead) ([]rest.Command, error) {
+	if ahead.Round > 2 {
+		return nil, nil
+	}
+	types, err := funnelTypes(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	var out []rest.Command
+	for _, et := range types {
+		cat := categoryCommand(et, 0)
+		if ahead.Round == 1 {
+			out = append(out, cat)
+			continue
+		}
+		r, ok := ahead.Answer(cat)
+		if !ok {
+			continue
+		}
+		rows, err := r.Rows("categories")
+		if err != nil {
+			continue // Get reports it
+		}
+		for _, row := range rows {
+			fields, err := engine.FieldsOf(row)
+			if err != nil {
+				continue
+			}
+			if entityID := stageEntityID(et, engine.Text(fields, "id")); entityID != "" {
+				ahead.Anytime(stageCommand(0, entityID, 0))
+			}
+		}
+	}
+	return out, nil
 }

@@ -172,6 +172,7 @@ func (s smartItems) Plan(ctx context.Context, e engine.Env, ent *engine.Entity) 
 			return nil, err
 		}
 		scopes, passes = append(scopes, scan.Scope), append(passes, pass.Decision)
+		p.Calls -= pass.Ahead // answered by a rerun's prefetch
 		if pass.Decision.Delta() {
 			p.Calls += pass.Calls
 			p.Changed += pass.Changed
@@ -180,6 +181,9 @@ func (s smartItems) Plan(ctx context.Context, e engine.Env, ent *engine.Entity) 
 		p.Calls += engine.IDScanCalls(n)
 	}
 	p.Pass, p.PassReason = engine.PassSummary(scopes, passes)
+	if p.Pass == engine.PassDelta && len(types) > 0 {
+		p.VerifyCalls = 0 // verify in the same run adds up the scans' ID-range counts (sourceTotal)
+	}
 	if p.Changed > 0 {
 		p.How += fmt.Sprintf("; the delta passes read %d changed items", p.Changed)
 	}

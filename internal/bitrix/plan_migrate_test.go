@@ -61,7 +61,19 @@ func migrateAsPlanned(t *testing.T, v *env, e *engine.Engine, what string) {
 		t.Fatal(err)
 	}
 	planned := byEntity(p)
-	sent := p.MigrateCalls - p.Calls - p.VerifyCalls // migrate plans too before it starts, but on a rerun
+	sent := p.MigrateCalls - p.Calls - p.VerifyCalls - p.PrefetchCalls // migrate plans too before it starts, but on a rerun
+	// A rerun asks its passes' first commands up front, as migrate does (engine/prefetch.go).
+	before := v.portal.Stats().Requests
+	done, err := e.Prefetch(v.ctx, engine.MigrateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	prefetched := v.portal.Stats().Requests - before
+	sent += int(prefetched)
+	if prefetched != 0 || p.PrefetchCalls != 0 {
+		t.Logf("%s: prefetch planned %d, sent %d", what, p.PrefetchCalls, prefetched)
+	}
 	for _, ent := range bitrix.Catalog().Commands() {
 		want := 0
 		for _, member := range bitrix.Catalog().Family(ent) {

@@ -78,6 +78,8 @@ type Engine struct {
 	// planning holds, while a plan is made (planOf), the lines planned so far by entity: a
 	// per-record lister's next pass follows its owners'.
 	planning map[string]EntityPlan
+	// planAhead, while a rerun is planned, adds up the commands Migrate's prefetch will ask.
+	planAhead *AheadPlan
 }
 
 // Entity returns the registered entity of that name. Its callers name entities their registry

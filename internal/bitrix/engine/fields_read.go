@@ -13,14 +13,7 @@ func (e *Engine) readFields(ctx context.Context, k *Entity) ([]json.RawMessage, 
 	cf := k.Fields
 	var out []json.RawMessage
 	for start := 0; ; {
-		params := maps.Clone(cf.Params)
-		if params == nil {
-			params = map[string]any{}
-		}
-		if cf.Paged {
-			params["start"] = start
-		}
-		resp, err := e.source.Call(ctx, cf.Method, params)
+		resp, err := e.source.Call(ctx, cf.Method, fieldsParams(cf, start))
 		if err != nil {
 			return nil, err
 		}
@@ -44,4 +37,17 @@ func (e *Engine) readFields(ctx context.Context, k *Entity) ([]json.RawMessage, 
 		}
 		start = *resp.Next
 	}
+}
+
+// fieldsParams are the parameters of the custom fields' page at offset start (the only page of
+// a method that does not page): readFields' and a rerun's prefetch's (prefetch.go).
+func fieldsParams(cf *CustomFields, start int) map[string]any {
+	params := maps.Clone(cf.Params)
+	if params == nil {
+		params = map[string]any{}
+	}
+	if cf.Paged {
+		params["start"] = start
+	}
+	return params
 }

@@ -52,16 +52,15 @@ type ChildFetch struct {
 	CountField, CountSelect string
 }
 
-// fetch reads the children of the parents. It returns them, and the parents whose children the
-// portal returned in full (the others: not asked, When; refused; gone while they were read), whose
-// stored children the fetch did not return are no longer on the portal (children_delta.go).
-func (f *ChildFetch) fetch(ctx context.Context, e *Engine, child *Entity, parents []Incoming, zone *time.Location) ([]Incoming, []string, error) {
+// commands returns the calls that read the children of parents: one per parent that When
+// allows, keyed "p" and the parent's id (fetch's, and a rerun's prefetch's: prefetch.go).
+func (f *ChildFetch) commands(parents []Incoming) ([]rest.Command, error) {
 	var cmds []rest.Command
 	for _, p := range parents {
 		if f.When != nil {
 			fields, err := FieldsOf(p.payload)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			if !f.When(fields) {
 				continue
@@ -73,11 +72,22 @@ func (f *ChildFetch) fetch(ctx context.Context, e *Engine, child *Entity, parent
 		}
 		cmds = append(cmds, rest.Command{Key: "p" + p.sourceID, Method: f.Method, Params: params})
 	}
+	return cmds, nil
+}
+
+// fetch reads the children of the parents. It returns them, and the parents whose children the
+// portal returned in full (the others: not asked, When; refused; gone while they were read), whose
+// stored children the fetch did not return are no longer on the portal (children_delta.go).
+func (f *ChildFetch) fetch(ctx context.Context, e *Engine, child *Entity, parents []Incoming, zone *time.Location) ([]Incoming, []string, error) {
+	cmds, err := f.commands(parents)
+	if err != nil {
+		return nil, nil, err
+	}
 	var out []Incoming
 	var read []string
 	// A page's parents are independent: their batches go at once (up to Concurrency), so a
 	// small portal read in one range does not fetch its children one batch after another.
-	err := e.batchEachConcurrently(ctx, cmds, func(key string, r *rest.Response) error {
+	err = e.batchEachConcurrently(ctx, cmds, func(key string, r *rest.Response) error {
 		parent := strings.TrimPrefix(key, "p")
 		rows, err := r.Rows()
 		if err != nil {

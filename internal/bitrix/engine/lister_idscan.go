@@ -177,14 +177,12 @@ func (s *IDScan) begin(ctx context.Context, w *rangeWalk) (inv Inventory, first 
 		return inv, nil, err
 	}
 	portalNow := portalClock(b.Time)
-	in := passInput{Inv: inv, Fingerprint: fingerprint, PortalNow: portalNow, NoDelta: s.NoDelta()}
+	in := passInput{Inv: inv, Fingerprint: fingerprint, PortalNow: portalNow, AnsweredAt: e.answeredAt(b.Time),
+		NoDelta: s.NoDelta()}
 	g.Pass = e.decidePass(in)
 	// The count sizes ranges and shows progress; a count the first page contradicts (the
 	// page's own size) is none. The walk ends where the ranges' pages end, whatever it said.
-	if b.Total >= len(b.First.Rows) && (b.First.Last || b.Total > len(b.First.Rows)) {
-		t := int64(b.Total)
-		w.total = &t
-	}
+	w.total = boundsTotal(b)
 	if !g.Pass.Delta() {
 		w.ranges, w.density = newRanges(b, e.testLimit)
 	}
@@ -218,6 +216,16 @@ func (s *IDScan) begin(ctx context.Context, w *rangeWalk) (inv Inventory, first 
 	}
 	e.log.Info("get started", append(attrs, "ranges", len(w.ranges))...)
 	return inv, &b.First, nil
+}
+
+// boundsTotal is the bounds' count of the listing, or nil when the first page contradicts it
+// (the page's own size is no count).
+func boundsTotal(b rest.Bounds) *int64 {
+	if b.Total >= len(b.First.Rows) && (b.First.Last || b.Total > len(b.First.Rows)) {
+		t := int64(b.Total)
+		return &t
+	}
+	return nil
 }
 
 // resumedPass is the decision of an interrupted pass, as its inventory keeps it.

@@ -139,9 +139,14 @@ func (o *OffsetPages) Plan(ctx context.Context, env Env, ent *Entity) ([]EntityP
 	if pages > 1 {
 		calls += 1 + CeilDiv(int64(pages-2), rest.MaxBatch) // ListByStart's single first call, then batches
 	}
+	how := o.List.Method + " count; get reads pages by offset, 50 to a call"
+	if a := e.planAhead; a != nil { // the first page, asked up front (Prefetch)
+		a.Ask(1, true, 1)
+		calls--
+		how += "; the first page asked by the rerun's prefetch"
+	}
 	// Verify in the same run takes the count the first page gave (noteListed): no call of its own.
-	return []EntityPlan{{Entity: ent.Name, Records: n, Calls: calls,
-		How: o.List.Method + " count; get reads pages by offset, 50 to a call"}}, nil
+	return []EntityPlan{{Entity: ent.Name, Records: n, Calls: calls, How: how}}, nil
 }
 
 // offsetPages stores the pages of one OffsetPages get, each in its own transaction with its page
@@ -181,4 +186,21 @@ func (p *offsetPages) store(ctx context.Context, rows []json.RawMessage, from, n
 		return ErrLimitReached
 	}
 	return nil
+}
+
+// Prefetch makes OffsetPages a Prefetcher (prefetch.go): a new pass begins with the first page,
+// sent alone; an interrupted one resumes at its cursor, not predicted.
+func (o *OffsetPages) Prefetch(ctx context.Context, env Env, ent *Entity, ahead *Ahead) ([]rest.Command, error) {
+	if ahead.Round != 1 {
+		return nil, nil
+	}
+	inv, err := env.e.store().peekInventory(ctx, ent.Name)
+	if err != nil {
+		return nil, err
+	}
+	if inv.Pass > 0 && !inv.Complete {
+		return nil, nil
+	}
+	ahead.Anytime(rest.Command{Method: o.List.Method, Params: o.params(0)})
+	return nil, nil
 }

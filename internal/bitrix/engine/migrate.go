@@ -109,6 +109,8 @@ func (e *Engine) Migrate(ctx context.Context, o MigrateOptions) error {
 		// predicts a rerun.
 		e.log.Info("migration: a rerun, every entity's last get pass complete: no plan asked of the portal " +
 			"(`ingest bitrix plan` predicts it); progress lines carry no ETA")
+		done := e.prefetch(ctx, ents)
+		defer done()
 	} else {
 		calls, records = e.migratePlan(ctx, rate, ents)
 	}

@@ -67,6 +67,10 @@ type passInput struct {
 	Fingerprint string
 	// PortalNow is the portal's clock now, from its answer's time block; zero when unknown.
 	PortalNow time.Time
+	// AnsweredAt is when the answer PortalNow is read from reached this machine: the skew is
+	// the difference of the two clocks at that moment. Zero means now (an answer just received);
+	// an answer asked ahead of its pass (prefetch.go) arrived earlier.
+	AnsweredAt time.Time
 }
 
 // decidePass decides the kind of a new get pass of one scope (an entity, or one scan of it).
@@ -105,7 +109,11 @@ func (e *Engine) decidePass(in passInput) PassDecision {
 			return full("the portal's clock (%s) is before the last pass's start on it (%s)",
 				in.PortalNow.Format(time.RFC3339), inv.PortalStartedAt.Format(time.RFC3339))
 		}
-		if skew := in.PortalNow.Sub(e.now()).Abs(); skew > e.skewMargin {
+		local := in.AnsweredAt
+		if local.IsZero() {
+			local = e.now()
+		}
+		if skew := in.PortalNow.Sub(local).Abs(); skew > e.skewMargin {
 			return full("the portal's clock is %s off this machine's, beyond the %s margin", skew.Round(time.Second), e.skewMargin)
 		}
 	}

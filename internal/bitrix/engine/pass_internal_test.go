@@ -49,6 +49,14 @@ func TestDecidePass(t *testing.T) {
 		{name: "a skew within the margin", in: func(in *passInput) { in.PortalNow = now.Add(-9 * time.Minute) }, kind: PassDelta,
 			reason: "reading what changed"},
 		{name: "the portal's clock unknown", in: func(in *passInput) { in.PortalNow = time.Time{} }, kind: PassDelta, reason: "reading what changed"},
+		// An answer asked ahead (prefetch.go) is compared with this machine's clock when it
+		// arrived, not now: a rerun's later entities are not made full by the time it took.
+		{name: "an answer asked ahead, an hour before", in: func(in *passInput) {
+			in.PortalNow, in.AnsweredAt = now.Add(-time.Hour+time.Second), now.Add(-time.Hour)
+		}, kind: PassDelta, reason: "reading what changed"},
+		{name: "an answer asked ahead, off this machine's clock then", in: func(in *passInput) {
+			in.PortalNow, in.AnsweredAt = now.Add(-time.Hour), now.Add(-time.Hour-11*time.Minute)
+		}, kind: PassFull, reason: "11m0s off this machine's"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -29,6 +29,10 @@ type Plan struct {
 	// nothing. MigrateSeconds is their time at the rate.
 	MigrateCalls   int     `json:"migrate_calls"`
 	MigrateSeconds float64 `json:"migrate_seconds"`
+	// PrefetchCalls, on a rerun, is what Migrate's prefetch sends ahead of every entity (in
+	// MigrateCalls): the commands the passes begin with, 50 to a request (prefetch.go); the
+	// entities' Calls leave out the requests those answer.
+	PrefetchCalls int `json:"prefetch_calls,omitempty"`
 }
 
 // EntityPlan is the plan of one entity.
@@ -68,7 +72,15 @@ func (e *Engine) planOf(ctx context.Context, rate rest.Rate, ents []*Entity) (Pl
 	before := e.stats()
 	p := Plan{Rate: rate.String()}
 	e.planning = map[string]EntityPlan{} // the lines so far, for the passes of what they own
-	defer func() { e.planning = nil }()
+	rerun, err := e.isRerun(ctx, ents)
+	if err != nil {
+		return p, err
+	}
+	if rerun { // Migrate asks the passes' first commands up front (prefetch.go)
+		e.planAhead = &AheadPlan{}
+		e.planAhead.Ask(1, true, len(e.webhookCommands()))
+	}
+	defer func() { e.planning, e.planAhead = nil, nil }()
 	planned := map[string]int64{} // records on the portal by entity, for the walks' keys
 	for _, ent := range ents {
 		plans, err := ent.Lister.Plan(ctx, e.env(), ent)
@@ -99,6 +111,9 @@ func (e *Engine) planOf(ctx context.Context, rate rest.Rate, ents []*Entity) (Pl
 					Pass: PassFull, PassReason: "a walk reads every key on every pass"})
 			}
 		}
+		if e.planAhead != nil {
+			e.planAheadOf(ent)
+		}
 		for i, ep := range plans {
 			if ep.Records >= 0 && i >= listed {
 				planned[ep.Entity] += ep.Records
@@ -115,8 +130,10 @@ func (e *Engine) planOf(ctx context.Context, rate rest.Rate, ents []*Entity) (Pl
 	p.Seconds = round1(p.Seconds)
 	p.PlanCalls = int(e.stats() - before)
 	p.MigrateCalls = p.Calls + p.VerifyCalls + p.PlanCalls
-	if rerun, err := e.isRerun(ctx, ents); err == nil && rerun {
-		p.MigrateCalls -= p.PlanCalls // migrate asks no plan on a rerun (Migrate)
+	if rerun {
+		p.PrefetchCalls = e.planAhead.requests()
+		// migrate asks no plan on a rerun (Migrate), but its prefetch
+		p.MigrateCalls += p.PrefetchCalls - p.PlanCalls
 	}
 	p.MigrateSeconds = round1(float64(p.MigrateCalls) / rate.PerSecond)
 	return p, nil
@@ -136,19 +153,23 @@ func (s *IDScan) Plan(ctx context.Context, env Env, ent *Entity) ([]EntityPlan, 
 	if err != nil {
 		return nil, err
 	}
-	out := []EntityPlan{{Entity: ent.Name, Records: n, Calls: IDScanCalls(n), // verify takes the pass's count (noteListed)
+	out := []EntityPlan{{Entity: ent.Name, Records: n, Calls: IDScanCalls(n) - pass.Ahead, // verify takes the pass's count (noteListed)
 		How:  s.Scan.Method + " count; get reads 2,500 rows per call in ID ranges",
 		Pass: pass.Decision.Kind, PassReason: pass.Decision.Reason}}
 	read := n // the records the pass reads, whose children it reads
 	if pass.Decision.Delta() {
 		read = pass.Changed
-		out[0].Calls, out[0].Changed, out[0].How = pass.Calls, pass.Changed, s.Scan.Method+" "+pass.How
+		out[0].Calls, out[0].Changed, out[0].How = pass.Calls-pass.Ahead, pass.Changed, s.Scan.Method+" "+pass.How
 		if s.scope(ent) == ent.Name {
 			out[0].VerifyCalls = 0 // verify in the same run counts with the ID ranges' counts (sourceTotal)
 		}
 		for _, child := range e.registry.Children(ent) {
 			if child.Fetch != nil && child.Fetch.CountField != "" {
 				out[0].Calls += max(1, CeilDiv(n, rest.PageSize*rest.MaxBatch))
+				if e.planAhead != nil && s.IDPrefix == "" { // its first request, a chain asked up front
+					e.planAhead.AskChain(2, int(min(n/rest.PageSize+1, rest.MaxBatch)))
+					out[0].Calls--
+				}
 				out[0].How += fmt.Sprintf("; every record's %s listed, 2,500 a call", child.Fetch.CountField)
 			}
 		}
@@ -176,7 +197,13 @@ func (s *IDScan) Plan(ctx context.Context, env Env, ent *Entity) ([]EntityPlan, 
 		if pass.Decision.Delta() {
 			of = "changed record of " + ent.Name
 		}
-		out = append(out, EntityPlan{Entity: child.Name, Records: -1, Calls: fetchCalls(read, parents),
+		calls := fetchCalls(read, parents)
+		if e.planAhead != nil && !pass.Decision.Delta() && calls > 0 {
+			// a full pass's first page's children, asked by a rerun's prefetch (IDScan.Prefetch)
+			e.planAhead.Ask(2, true, int(min(parents, rest.PageSize)))
+			calls--
+		}
+		out = append(out, EntityPlan{Entity: child.Name, Records: -1, Calls: calls,
 			How:  fmt.Sprintf("one %s per %s%s, %d to a call; no count before they are read", child.Fetch.Method, of, how, rest.MaxBatch),
 			Pass: pass.Decision.Kind, PassReason: fmt.Sprintf("read with the records of %s's %s pass", ent.Name, pass.Decision.Kind)})
 	}

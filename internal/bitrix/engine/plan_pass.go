@@ -36,6 +36,10 @@ type PassPlan struct {
 	// the children's; How says what they are.
 	Calls int
 	How   string
+	// Ahead is how many of the pass's requests (those of a full pass, or Calls) a rerun's
+	// prefetch answers instead (prefetch.go): its bounds, and a delta's filtered scans' bounds
+	// and ID-range counts. 0 when the plan is not of a rerun.
+	Ahead int
 }
 
 // PlanPass predicts the next get pass of the scan's scope, n being the portal's count of its
@@ -56,6 +60,10 @@ func (s *IDScan) PlanPass(ctx context.Context, env Env, ent *Entity, n int64) (P
 		return PassPlan{}, err
 	}
 	p := PassPlan{Decision: e.decidePass(in)}
+	if e.planAhead != nil { // the bounds, asked up front
+		e.planAhead.Ask(1, false, 2)
+		p.Ahead = 1
+	}
 	if !p.Decision.Delta() {
 		return p, nil
 	}
@@ -73,6 +81,12 @@ func (s *IDScan) PlanPass(ctx context.Context, env Env, ent *Entity, n int64) (P
 	stored := max(inv.PassRows, n)
 	ranges := CeilDiv(stored, rangeRows*rest.MaxBatch)
 	p.Calls += 1 + ranges // the whole listing's bounds (the portal's clock), and the counts
+	if e.planAhead != nil {
+		// the filtered scans' bounds and the counts, asked up front
+		e.planAhead.Ask(2, false, 2*len(s.Modified))
+		e.planAhead.Ask(2, true, int(CeilDiv(stored, rangeRows)))
+		p.Ahead += len(s.Modified) + int(ranges)
+	}
 	p.How = fmt.Sprintf("delta since %s: %s, each read by ID in ranges (its first page counts it); "+
 		"%d call(s) of ID-range counts for deletions (50 ranges of %d a call); ranges that differ are listed again (not counted)",
 		p.Decision.Since.Format(time.RFC3339), strings.Join(parts, ", "), ranges, rangeRows)

@@ -85,11 +85,17 @@ func TestPlanForetellsWhatGetDoes(t *testing.T) {
 		}
 	}
 	// Once read, the walk's keys and the records listed one by one are counted from what was
-	// read: the same calls as planned from the portal's counts.
+	// read: the same calls as planned from the portal's counts, less, now that every get is
+	// complete (a rerun), what the rerun's prefetch asks up front: the members of the teams'
+	// first page (engine/prefetch.go).
 	again := planOf()
 	for _, name := range []string{enginetest.PostAudiences, enginetest.FirmNotes, teamMembers} {
-		if again[name].Calls != first[name].Calls {
-			t.Errorf("%s: %d calls planned once read, %d before", name, again[name].Calls, first[name].Calls)
+		want := first[name].Calls
+		if name == teamMembers {
+			want--
+		}
+		if again[name].Calls != want {
+			t.Errorf("%s: %d calls planned once read, want %d (%d before)", name, again[name].Calls, want, first[name].Calls)
 		}
 	}
 }

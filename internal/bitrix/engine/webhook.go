@@ -14,7 +14,7 @@ func (e *Engine) webhookUser(ctx context.Context) (string, error) {
 	if e.me != "" {
 		return e.me, nil
 	}
-	resp, err := e.source.Call(ctx, "user.current", nil)
+	resp, err := e.source.Call(ctx, methodUserCurrent, nil)
 	if err != nil {
 		return "", fmt.Errorf("learn the webhook's user: %w", err)
 	}
@@ -37,7 +37,7 @@ func (e *Engine) webhookAdmin(ctx context.Context, entity string) bool {
 	if e.admin != nil {
 		return *e.admin
 	}
-	resp, err := e.source.Call(ctx, "user.admin", nil)
+	resp, err := e.source.Call(ctx, methodUserAdmin, nil)
 	admin := true
 	if err == nil {
 		err = resp.Decode(&admin)
@@ -48,4 +48,27 @@ func (e *Engine) webhookAdmin(ctx context.Context, entity string) bool {
 	}
 	e.admin = &admin
 	return admin
+}
+
+// The methods that say who the webhook's user is and whether it is an administrator: no
+// parameters.
+const (
+	methodUserCurrent = "user.current"
+	methodUserAdmin   = "user.admin"
+)
+
+// webhookCommands are the calls of webhookUser and webhookAdmin not answered yet, for a rerun's
+// prefetch (prefetch.go): a pass that needs either asks it once, one request, which the prefetch
+// folds into its batch (an answer no pass takes is dropped with the rest).
+func (e *Engine) webhookCommands() []rest.Command {
+	e.meOnce.Lock()
+	defer e.meOnce.Unlock()
+	var out []rest.Command
+	if e.me == "" {
+		out = append(out, rest.Command{Method: methodUserCurrent})
+	}
+	if e.admin == nil {
+		out = append(out, rest.Command{Method: methodUserAdmin})
+	}
+	return out
 }

@@ -370,7 +370,16 @@ func (l List) PageParams(start int) map[string]any {
 // still costs the portal a count query, which is why ListByID is faster
 // wherever it applies.
 func (c *Client) ListByStart(ctx context.Context, l List, start int, fn func(Page) error) error {
-	resp, err := c.Call(ctx, l.Method, l.params(start))
+	return ListByStartWith(ctx, c.Call, c.Batch, l, start, fn)
+}
+
+// CallFunc sends one call; Client.Call is one.
+type CallFunc func(ctx context.Context, method string, params any) (*Response, error)
+
+// ListByStartWith is ListByStart over call and batch, which send its requests: a Source that
+// answers some commands itself (from answers asked ahead) pages through its own Call and Batch.
+func ListByStartWith(ctx context.Context, call CallFunc, batch BatchFunc, l List, start int, fn func(Page) error) error {
+	resp, err := call(ctx, l.Method, l.params(start))
 	if err != nil {
 		return fmt.Errorf("list %s from %d: %w", l.Method, start, err)
 	}
@@ -393,7 +402,7 @@ func (c *Client) ListByStart(ctx context.Context, l List, start int, fn func(Pag
 		for i := range cmds {
 			cmds[i] = Command{Key: "p" + strconv.Itoa(i), Method: l.Method, Params: l.params(next + i*PageSize)}
 		}
-		br, err := Settle(ctx, c.Batch, cmds)
+		br, err := Settle(ctx, batch, cmds)
 		if err != nil {
 			return fmt.Errorf("list %s from %d: %w", l.Method, next, err)
 		}

@@ -32,19 +32,38 @@ type Bounds struct {
 // rows that follow it, and the highest ID (the first page of the same listing sorted the other
 // way, start=-1 so it costs no count).
 func (c *Client) ScanBounds(ctx context.Context, s Scan, after string) (Bounds, error) {
+	return ScanBoundsWith(ctx, c.Batch, s, after)
+}
+
+// BoundsCommands returns the two commands ScanBounds sends ("first" and "last"), for a caller
+// that asks them ahead of the scan (an answer kept for the scan's own call to take).
+func (s Scan) BoundsCommands(after string) ([]Command, error) {
 	if after == "" {
 		after = "0"
 	}
 	first, err := s.params(after, "", 0)
 	if err != nil {
-		return Bounds{}, err
+		return nil, err
 	}
 	last, err := s.params(after, "", -1)
 	if err != nil {
-		return Bounds{}, err
+		return nil, err
 	}
 	maps.Copy(last, descending(s.order()))
-	br, err := Settle(ctx, c.Batch, []Command{{Key: "first", Method: s.Method, Params: first}, {Key: "last", Method: s.Method, Params: last}})
+	return []Command{{Key: "first", Method: s.Method, Params: first}, {Key: "last", Method: s.Method, Params: last}}, nil
+}
+
+// ScanBoundsWith is ScanBounds over batch, which sends the batch: a Source that answers some
+// commands itself (from answers asked ahead) reads the bounds through its own Batch.
+func ScanBoundsWith(ctx context.Context, batch BatchFunc, s Scan, after string) (Bounds, error) {
+	if after == "" {
+		after = "0"
+	}
+	cmds, err := s.BoundsCommands(after)
+	if err != nil {
+		return Bounds{}, err
+	}
+	br, err := Settle(ctx, batch, cmds)
 	if err != nil {
 		return Bounds{}, fmt.Errorf("list %s after %s: %w", s.Method, after, err)
 	}
@@ -93,6 +112,13 @@ type Segment struct {
 // page's Next). Answers after a short page are discarded: a reference into a short page
 // resolves to garbage, not to an error. Any other command failure fails the call.
 func (c *Client) ScanSegments(ctx context.Context, s Scan, segs []Segment) ([][]Page, error) {
+	return ScanSegmentsWith(ctx, c.Batch, s, segs)
+}
+
+// SegmentCommands returns the commands ScanSegments sends for segs, in one batch: each segment a
+// chain whose commands refer to the one before by its key. A caller that asks them ahead of the
+// scan sends them as they are, keys included, in one batch.
+func (s Scan) SegmentCommands(segs []Segment) ([]Command, error) {
 	var cmds []Command
 	for i, seg := range segs {
 		if seg.Pages < 1 {
@@ -107,7 +133,17 @@ func (c *Client) ScanSegments(ctx context.Context, s Scan, segs []Segment) ([][]
 	if len(cmds) > MaxBatch {
 		return nil, fmt.Errorf("list %s: %d pages in one batch, want at most %d", s.Method, len(cmds), MaxBatch)
 	}
-	br, err := c.Batch(ctx, cmds, false)
+	return cmds, nil
+}
+
+// ScanSegmentsWith is ScanSegments over batch, which sends the batch: a Source that answers some
+// commands itself (from answers asked ahead) reads the segments through its own Batch.
+func ScanSegmentsWith(ctx context.Context, batch BatchFunc, s Scan, segs []Segment) ([][]Page, error) {
+	cmds, err := s.SegmentCommands(segs)
+	if err != nil {
+		return nil, err
+	}
+	br, err := batch(ctx, cmds, false)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", s.Method, err)
 	}
@@ -122,7 +158,7 @@ func (c *Client) ScanSegments(ctx context.Context, s Scan, segs []Segment) ([][]
 	}
 	resent := map[string]bool{}
 	if len(firsts) > 0 {
-		again, err := Settle(ctx, c.Batch, firsts)
+		again, err := Settle(ctx, batch, firsts)
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", s.Method, err)
 		}
