@@ -29,8 +29,12 @@ push: image
 ## test: every test against a real Postgres: a throwaway cluster, or TEST_DATABASE_URL when set,
 ## where the test templates are dropped afterwards (failed or not). scripts/test.sh runs the
 ## packages whose own code is concurrent with the race detector and TEST_PLAIN without it, both
-## sets at once: make test is CPU-bound on the 2-CPU machine, and -race cost internal/bitrix 442
-## CPU seconds (its test process and Postgres) where it costs 139 without (2026-11-29).
+## sets at once: make test is CPU-bound on the 2-CPU machine. internal/bitrix took 442 CPU
+## seconds with -race (test process 327, Postgres 115) and takes 139 without (57 and 82, after
+## its demo-size plan went behind BITRIX_LARGE_TESTS). On 2026-11-29 make test so took 22 min
+## at load 12 to 40, using 604 CPU seconds of Go and about 420 of Postgres: over 8 minutes on
+## an idle 2-CPU machine still, Postgres (per-test CREATE DATABASE, the engine's per-page
+## inventory UPDATE) now the largest single share.
 ## TEST_PLAIN lists the packages whose code starts no goroutine and shares no memory between
 ## goroutines; what they do under concurrent callers is raced by the callers' tests (the engine's,
 ## and bitrixtest's conformance of every catalog entity inside the engine's concurrent get and
