@@ -38,8 +38,12 @@ func TestPlanForetellsFirstMigration(t *testing.T) {
 			SmartItems: 700, Workflows: 6}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if c.name == "larger" && os.Getenv("BITRIX_LARGE_TESTS") == "" {
-				t.Skip("the larger portal: BITRIX_LARGE_TESTS=1 (make test plans the demo's and a small one)")
+			// make test plans the small portal: it has what the plan counts (listings of several
+			// pages, per-record methods in several batches, chats with messages, an Open Channel)
+			// at under a sixth of the demo's CPU. The demo's and the larger portal are measurements
+			// of those portals (docs/benchmarks.md): a minute of CPU each under -race.
+			if c.name != "small" && os.Getenv("BITRIX_LARGE_TESTS") == "" {
+				t.Skipf("the %s portal: BITRIX_LARGE_TESTS=1 (make test plans the small one)", c.name)
 			}
 			t.Parallel()
 			v := newEnv(t, c.opts)
