@@ -30,3 +30,14 @@ func TestLimitScheduleCoversTwoDrainsOfAFullBucket(t *testing.T) {
 		t.Errorf("no schedule: %v, want drain intervals for 5 s", none.Delays)
 	}
 }
+
+// TestDescendingKeepsTheDocumentedCase: the reversed order of a listing keeps the case its
+// method documents (tasks.task.list lists asc/desc, the CRM's lists ASC/DESC).
+func TestDescendingKeepsTheDocumentedCase(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{{"asc", "desc"}, {"ASC", "DESC"}, {"Asc", "DESC"}, {"desc", "desc"}} {
+		got := descending(map[string]any{"ID": tc.in})["ID"]
+		if got != tc.want {
+			t.Errorf("descending(%q) = %v, want %q", tc.in, got, tc.want)
+		}
+	}
+}

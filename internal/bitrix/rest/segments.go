@@ -234,7 +234,11 @@ func descending(order map[string]any) map[string]any {
 		switch v := v.(type) {
 		case string:
 			if strings.EqualFold(v, "ASC") {
+				// In the case the method documents: tasks.task.list lists asc/desc, the CRM ASC/DESC.
 				out[k] = "DESC"
+				if v == strings.ToLower(v) {
+					out[k] = "desc"
+				}
 				continue
 			}
 			out[k] = v
