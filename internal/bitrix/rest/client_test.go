@@ -117,8 +117,10 @@ func TestCallDecodesTheEnvelope(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if last.Total != nil || last.Next != nil {
-		t.Errorf("start=-1: total %v next %v, want neither", last.Total, last.Next)
+	// A page read with start=-1 counts nothing: no next, and a total of 0 at most (the sample of
+	// performance/huge-data.md answers "total": 0; crm.item.productrow.list's page sends none).
+	if (last.Total != nil && *last.Total != 0) || last.Next != nil {
+		t.Errorf("start=-1: total %v next %v, want no count", last.Total, last.Next)
 	}
 }
 
