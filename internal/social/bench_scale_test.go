@@ -36,7 +36,8 @@ import (
 // one shard's accounts and of its waiting posts as the tables grow.
 //
 // SOCIAL_SCALE_ACCOUNTS_PER_SHARD (default 50) sizes each S's run at that many accounts per
-// shard; SOCIAL_SCALE_ACCOUNTS instead gives every S the same number; SOCIAL_SCALE_SHARDS
+// shard; SOCIAL_SCALE_ACCOUNTS instead gives every S the same number, or each S its own
+// ("1=2000,16=100000": one shard's rate from fewer accounts, in the same run); SOCIAL_SCALE_SHARDS
 // ("1,4,16") the shard counts; SOCIAL_SCALE_CONCURRENCY each shard's Syncer.Concurrency
 // (default DefaultConcurrency). The figures are in docs/benchmarks.md.
 //
@@ -49,7 +50,7 @@ func BenchmarkSyncCycle(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	perShard, fixed := envInt(b, "SOCIAL_SCALE_ACCOUNTS_PER_SHARD", 50), envInt(b, "SOCIAL_SCALE_ACCOUNTS", 0)
+	perShard, fixed := envInt(b, "SOCIAL_SCALE_ACCOUNTS_PER_SHARD", 50), accountsByShards(b)
 	shardCounts := []int{1, 4, 16}
 	if v := os.Getenv("SOCIAL_SCALE_SHARDS"); v != "" {
 		shardCounts = nil
@@ -63,8 +64,10 @@ func BenchmarkSyncCycle(b *testing.B) {
 	}
 	for _, shards := range shardCounts {
 		n := perShard * shards
-		if fixed > 0 {
-			n = fixed
+		if f, ok := fixed[shards]; ok {
+			n = f
+		} else if f, ok := fixed[0]; ok {
+			n = f
 		}
 		b.Run(fmt.Sprintf("accounts=%d/shards=%d", n, shards), func(b *testing.B) {
 			for range b.N {
@@ -72,6 +75,29 @@ func BenchmarkSyncCycle(b *testing.B) {
 			}
 		})
 	}
+}
+
+// accountsByShards reads SOCIAL_SCALE_ACCOUNTS: a number for every shard count (key 0), or
+// shards=accounts pairs.
+func accountsByShards(b *testing.B) map[int]int {
+	v := os.Getenv("SOCIAL_SCALE_ACCOUNTS")
+	if v == "" {
+		return nil
+	}
+	if !strings.Contains(v, "=") {
+		return map[int]int{0: envInt(b, "SOCIAL_SCALE_ACCOUNTS", 0)}
+	}
+	out := map[int]int{}
+	for _, pair := range strings.Split(v, ",") {
+		s, a, _ := strings.Cut(pair, "=")
+		shards, err1 := strconv.Atoi(s)
+		accounts, err2 := strconv.Atoi(a)
+		if err1 != nil || err2 != nil || shards < 1 || accounts < 1 {
+			b.Fatalf("SOCIAL_SCALE_ACCOUNTS=%q: want a number or shards=accounts pairs", v)
+		}
+		out[shards] = accounts
+	}
+	return out
 }
 
 func envInt(b *testing.B, name string, def int) int {
