@@ -104,7 +104,7 @@ FROM unnest($1::bigint[], $4::timestamptz[], $5::text[], $6::int[], $7::text[]) 
 		if from == to || from == CommentsPending || from == CommentsRetry {
 			continue // already on its way
 		}
-		if _, err := Posts.Move(ctx, tx, p.id, from, to, s.change("changed since it was last listed")); err != nil {
+		if _, err := Posts.Move(ctx, machineDB{tx}, p.id, from, to, s.change("changed since it was last listed")); err != nil {
 			return err
 		}
 	}
