@@ -250,8 +250,18 @@ SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::bigin
 ON CONFLICT (kind, platform_id) DO UPDATE SET reason = EXCLUDED.reason, raw_page_id = EXCLUDED.raw_page_id, post_id = EXCLUDED.post_id`,
 				rj.kind, rj.platformID, rj.postID, rj.reason, rj.page)
 		}
-		b.Queue(`UPDATE social_posts p SET normalized_upto = greatest(p.normalized_upto, x.upto)
-FROM unnest($1::bigint[], $2::bigint[]) x(id, upto) WHERE p.id = x.id`, c.postID, c.upto)
+		// Only the posts whose comment pages moved on: for the others greatest() changed nothing
+		// but cost a row version each (most posts have no comments).
+		var uptoID, upto []int64
+		for i, p := range nb.posts {
+			if c.upto[i] > p.NormalizedUpto {
+				uptoID, upto = append(uptoID, p.ID), append(upto, c.upto[i])
+			}
+		}
+		if len(uptoID) > 0 {
+			b.Queue(`UPDATE social_posts p SET normalized_upto = greatest(p.normalized_upto, x.upto)
+FROM unnest($1::bigint[], $2::bigint[]) x(id, upto) WHERE p.id = x.id`, uptoID, upto)
+		}
 		if len(s.Providers) > 0 {
 			b.Queue(`INSERT INTO social_enrichments (post_id, provider, status)
 SELECT p, v, $3 FROM unnest($1::bigint[]) p CROSS JOIN unnest($2::text[]) v ORDER BY p, v ON CONFLICT (post_id, provider) DO NOTHING`,
@@ -260,7 +270,7 @@ SELECT p, v, $3 FROM unnest($1::bigint[]) p CROSS JOIN unnest($2::text[]) v ORDE
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return fmt.Errorf("normalize posts %d-%d: %w", c.postID[0], c.postID[len(c.postID)-1], err)
 		}
-		_, err := Posts.MoveMany(ctx, machineDB{tx}, c.postID, Fetched, Normalized, s.change(""))
+		_, err := Posts.MoveMany(ctx, customPlanned{tx}, c.postID, Fetched, Normalized, s.change(""))
 		return err
 	})
 	if err != nil {

@@ -448,7 +448,7 @@ func (s *Syncer) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 // their inserts (one a row written) were otherwise planned at every row: a third of
 // Postgres's time in a sync cycle went to planning (docs/benchmarks.md, issue 34). Never for a
 // pick or a scan by status, whose best plan depends on the values; the status machines' moves
-// inside it go through machineDB. The setting is sent with the BEGIN, in one round trip.
+// inside it go through customPlanned. The setting is sent with the BEGIN, in one round trip.
 func (s *Syncer) inWriteTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return pgx.BeginTxFunc(ctx, s.Pool, writeTxOptions, fn)
 }
@@ -456,21 +456,23 @@ func (s *Syncer) inWriteTx(ctx context.Context, fn func(tx pgx.Tx) error) error 
 // writeTxOptions begins a write transaction and sets its plan mode (inWriteTx).
 var writeTxOptions = pgx.TxOptions{BeginQuery: "BEGIN; SET LOCAL plan_cache_mode = auto"}
 
-// machineDB runs the status machines' statements inside a write transaction (inWriteTx) with a
-// custom plan, as on the pool's sessions, and sets the transaction's mode back after each, in
-// the statement's own round trip (a batch of three). A move selects by id and status (id =
-// ANY($1) AND status = $2): planned once for the connection on a table whose statistics do not
-// know yet that a status is crowded (never analyzed, or analyzed before a step filled it), the
-// generic plan read the status's whole range of its index at every move, 0.5 ms a move at 500
-// accounts and growing with the shard, where the custom plan reads the primary key (issue 34).
-type machineDB struct{ tx pgx.Tx }
+// customPlanned runs a statement inside a write transaction (inWriteTx) with a custom plan, as
+// on the pool's sessions, and sets the transaction's mode back after it, in the statement's own
+// round trip (a batch of three): for the status machines' moves, and for the statements whose
+// generic plan, made once for the connection while a table was small, reads the whole table.
+// A move selects by id and status (id = ANY($1) AND status = $2): planned once on a table whose
+// statistics do not know yet that a status is crowded (never analyzed, or analyzed before a
+// step filled it), the generic plan read the status's whole range of its index at every move,
+// 0.5 ms a move at 500 accounts and growing with the shard, where the custom plan reads the
+// primary key (issue 34).
+type customPlanned struct{ tx pgx.Tx }
 
 const (
 	customPlans = "SET LOCAL plan_cache_mode = force_custom_plan"
 	autoPlans   = "SET LOCAL plan_cache_mode = auto"
 )
 
-func (m machineDB) send(ctx context.Context, sql string, args []any) pgx.BatchResults {
+func (m customPlanned) send(ctx context.Context, sql string, args []any) pgx.BatchResults {
 	b := &pgx.Batch{}
 	b.Queue(customPlans)
 	b.Queue(sql, args...)
@@ -479,7 +481,7 @@ func (m machineDB) send(ctx context.Context, sql string, args []any) pgx.BatchRe
 }
 
 // Exec runs sql with a custom plan.
-func (m machineDB) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+func (m customPlanned) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	br := m.send(ctx, sql, args)
 	_, err := br.Exec()
 	var tag pgconn.CommandTag
@@ -490,7 +492,7 @@ func (m machineDB) Exec(ctx context.Context, sql string, args ...any) (pgconn.Co
 }
 
 // Query runs sql with a custom plan; closing the rows reads the rest of the batch.
-func (m machineDB) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+func (m customPlanned) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	br := m.send(ctx, sql, args)
 	if _, err := br.Exec(); err != nil {
 		return nil, errors.Join(err, br.Close())
@@ -504,12 +506,12 @@ func (m machineDB) Query(ctx context.Context, sql string, args ...any) (pgx.Rows
 }
 
 // QueryRow runs sql with a custom plan.
-func (m machineDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+func (m customPlanned) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	rows, err := m.Query(ctx, sql, args...)
 	return batchRow{rows: rows, err: err}
 }
 
-// batchRows are the rows of machineDB.Query: closing them closes the batch.
+// batchRows are the rows of customPlanned.Query: closing them closes the batch.
 type batchRows struct {
 	pgx.Rows
 	br     pgx.BatchResults
@@ -532,7 +534,7 @@ func (r *batchRows) Err() error {
 	return r.err
 }
 
-// batchRow is machineDB.QueryRow's row, read as pgx reads one.
+// batchRow is customPlanned.QueryRow's row, read as pgx reads one.
 type batchRow struct {
 	rows pgx.Rows
 	err  error

@@ -158,7 +158,7 @@ func (s *Syncer) walkCommentsOf(ctx context.Context, p postRow, cache *credsCach
 			_, err = tx.Exec(ctx, `UPDATE social_posts SET comments_hwm_at = CASE WHEN $2::timestamptz IS NULL THEN comments_hwm_at ELSE greatest(comments_hwm_at, $2) END,
 comments_cursor = NULL, comments_cursor_at = NULL, comments_newest_at = NULL, comments_pages = 0, walk_version = $3 WHERE id = $1`, p.ID, newest, WalkVersion)
 			if err == nil {
-				*moved, err = Posts.Move(ctx, machineDB{tx}, p.ID, p.Status, Fetched, s.change(""))
+				*moved, err = Posts.Move(ctx, customPlanned{tx}, p.ID, p.Status, Fetched, s.change(""))
 			}
 		} else {
 			_, err = tx.Exec(ctx, `UPDATE social_posts SET comments_cursor = $2, comments_cursor_at = $3, comments_newest_at = $4,

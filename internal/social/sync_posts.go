@@ -145,7 +145,7 @@ list_pages = list_pages + 1, cycle_calls = `+callsAdded(5)+` WHERE id = $1`, a.I
 			if err := addCalls(ctx, tx, a.ID, calls); err != nil {
 				return err
 			}
-			_, err := Accounts.Move(ctx, machineDB{tx}, a.ID, PostsPending, Synced, done)
+			_, err := Accounts.Move(ctx, customPlanned{tx}, a.ID, PostsPending, Synced, done)
 			return err
 		})
 	}

@@ -183,14 +183,14 @@ profile_picture_url = $9, followers_count = $10, follows_count = $11, media_coun
 		}
 		clear(calls)
 		if verr != nil {
-			moved, err = Accounts.Move(ctx, machineDB{tx}, a.ID, a.Status, AccountInvalid, s.change(fmt.Sprintf("profile failed validation (raw page %d): %v", rawID, verr)))
+			moved, err = Accounts.Move(ctx, customPlanned{tx}, a.ID, a.Status, AccountInvalid, s.change(fmt.Sprintf("profile failed validation (raw page %d): %v", rawID, verr)))
 			return err
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO social_account_counts (account_id, observed_at, followers_count, follows_count, media_count)
 VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`, a.ID, at, p.FollowersCount, p.FollowsCount, p.MediaCount); err != nil {
 			return fmt.Errorf("store the counts of account %d: %w", a.ID, err)
 		}
-		moved, err = Accounts.Move(ctx, machineDB{tx}, a.ID, a.Status, PostsPending, s.change(""))
+		moved, err = Accounts.Move(ctx, customPlanned{tx}, a.ID, a.Status, PostsPending, s.change(""))
 		return err
 	})
 	if err != nil {
