@@ -148,6 +148,17 @@ type accountRow struct {
 	// FullWalk: the next listing goes to the platform's end, whatever the high-water mark (a
 	// repair of a listing an earlier version cut short).
 	FullWalk bool
+	// owner is the row of the account whose token calls for this one, read with it (creds).
+	owner ownerRow
+}
+
+// ownerRow is what creds needs of a token's owner; a NULL leaves its field nil.
+type ownerRow struct {
+	id             *int64
+	sealed         []byte
+	fingerprint    *string
+	igID, username *string
+	status         *string
 }
 
 // doneThisCycle reports whether a step completed at t belongs to the current cycle.
@@ -164,15 +175,23 @@ func (a *accountRow) cycleUnfinished() bool {
 	return a.CycleStarted != nil && !(a.doneThisCycle(a.ListedAt) && (a.Access != Connected || a.doneThisCycle(a.StoriesAt)))
 }
 
-func loadAccount(ctx context.Context, db status.DB, id int64) (*accountRow, error) {
+func loadAccount(ctx context.Context, db interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}, id int64) (*accountRow, error) {
 	a := &accountRow{ID: id}
 	var username, igID, cursor *string
 	var via *int64
 	var st string
-	err := db.QueryRow(ctx, `SELECT access, username, ig_user_id, via_account_id, status, posts_hwm_at, list_cursor, list_cursor_at,
-list_newest_at, cycle_started_at, listed_at, stories_synced_at, full_walk, profile_synced_at FROM social_accounts WHERE id = $1`, id).
+	// The token's owner (the account itself, or its viewer for business discovery) is read in
+	// the same statement: creds would otherwise read it by id again, a plan and a round trip an
+	// account and step (issue 34).
+	o := &a.owner
+	err := db.QueryRow(ctx, `SELECT a.access, a.username, a.ig_user_id, a.via_account_id, a.status, a.posts_hwm_at, a.list_cursor, a.list_cursor_at,
+a.list_newest_at, a.cycle_started_at, a.listed_at, a.stories_synced_at, a.full_walk, a.profile_synced_at,
+o.id, o.token_sealed, o.token_fingerprint, o.ig_user_id, o.username, o.status
+FROM social_accounts a LEFT JOIN social_accounts o ON o.id = coalesce(a.via_account_id, a.id) WHERE a.id = $1`, id).
 		Scan(&a.Access, &username, &igID, &via, &st, &a.HWM, &cursor, &a.ListCursorAt, &a.ListNewest, &a.CycleStarted, &a.ListedAt, &a.StoriesAt, &a.FullWalk,
-			&a.ProfileAt)
+			&a.ProfileAt, &o.id, &o.sealed, &o.fingerprint, &o.igID, &o.username, &o.status)
 	if err != nil {
 		return nil, fmt.Errorf("load account %d: %w", id, err)
 	}
@@ -237,10 +256,14 @@ func (s *Syncer) creds(ctx context.Context, a *accountRow) (creds, error) {
 	var sealed []byte
 	var fp, igID, st string
 	var username *string
-	err := s.Pool.QueryRow(ctx, `SELECT token_sealed, token_fingerprint, ig_user_id, username, status FROM social_accounts WHERE id = $1`, ownerID).
-		Scan(&sealed, &fp, &igID, &username, &st)
-	if err != nil {
-		return creds{}, fmt.Errorf("load the token of account %d: %w", ownerID, err)
+	if o := a.owner; o.id != nil && *o.id == ownerID && o.fingerprint != nil && o.igID != nil && o.status != nil {
+		sealed, fp, igID, username, st = o.sealed, *o.fingerprint, *o.igID, o.username, *o.status // read with the account
+	} else {
+		err := s.Pool.QueryRow(ctx, `SELECT token_sealed, token_fingerprint, ig_user_id, username, status FROM social_accounts WHERE id = $1`, ownerID).
+			Scan(&sealed, &fp, &igID, &username, &st)
+		if err != nil {
+			return creds{}, fmt.Errorf("load the token of account %d: %w", ownerID, err)
+		}
 	}
 	c := creds{fingerprint: fp, node: igID, ownerID: ownerID, ownerName: "@" + deref(username), discovery: a.Access == Discovery}
 	if c.ownerName == "@" {
@@ -249,10 +272,11 @@ func (s *Syncer) creds(ctx context.Context, a *accountRow) (creds, error) {
 	if ownerID != a.ID && status.Status(st) == NeedsAttention {
 		return creds{}, errNoCreds{fmt.Sprintf("its viewer %s needs attention (token)", c.ownerName)}
 	}
-	c.token, err = s.Sealer.Open(sealed, Network, igID)
+	token, err := s.Sealer.Open(sealed, Network, igID)
 	if err != nil {
 		return creds{}, err
 	}
+	c.token = token
 	return c, nil
 }
 
@@ -509,6 +533,32 @@ func (m customPlanned) Query(ctx context.Context, sql string, args ...any) (pgx.
 func (m customPlanned) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	rows, err := m.Query(ctx, sql, args...)
 	return batchRow{rows: rows, err: err}
+}
+
+// genericPlanned runs a read by primary key on the pool with the connection's cached plan
+// (plan_cache_mode auto for the statement, then back to the session's setting, in the
+// statement's round trip): the pool's sessions plan every statement anew (TunePool), and the
+// plan of a read of an account by id, on a table of six indexes some of them partial, cost six
+// times its execution (0.24 ms of 0.28, issue 34). Only for statements whose plan cannot depend
+// on the values: an error rolls the setting back with the pipeline's implicit transaction.
+type genericPlanned struct{ pool *pgxpool.Pool }
+
+// QueryRow runs sql with the connection's cached plan.
+func (g genericPlanned) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	b := &pgx.Batch{}
+	b.Queue("SET plan_cache_mode = auto")
+	b.Queue(sql, args...)
+	b.Queue("RESET plan_cache_mode")
+	br := g.pool.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		return batchRow{err: errors.Join(err, br.Close())}
+	}
+	rows, err := br.Query()
+	if err != nil {
+		rows.Close()
+		return batchRow{err: errors.Join(err, br.Close())}
+	}
+	return batchRow{rows: &batchRows{Rows: rows, br: br}}
 }
 
 // batchRows are the rows of customPlanned.Query: closing them closes the batch.

@@ -83,7 +83,7 @@ func (s *Syncer) commentsOne(ctx context.Context, id int64, cache *credsCache, s
 	p := postRow{ID: id}
 	var cursor *string
 	var stName string
-	err := s.Pool.QueryRow(ctx, `SELECT account_id, ig_media_id, status, comments_cursor, comments_cursor_at, comments_hwm_at, comments_newest_at
+	err := genericPlanned{s.Pool}.QueryRow(ctx, `SELECT account_id, ig_media_id, status, comments_cursor, comments_cursor_at, comments_hwm_at, comments_newest_at
 FROM social_posts WHERE id = $1`, id).Scan(&p.AccountID, &p.MediaID, &stName, &cursor, &p.CursorAt, &p.HWM, &p.New)
 	if err != nil {
 		return false, fmt.Errorf("load post %d: %w", id, err)
@@ -115,7 +115,7 @@ func (s *Syncer) walkCommentsOf(ctx context.Context, p postRow, cache *credsCach
 	st.Records++
 	ac, ok := cache.get(p.AccountID)
 	if !ok {
-		ac.a, ac.err = loadAccount(ctx, s.Pool, p.AccountID)
+		ac.a, ac.err = loadAccount(ctx, genericPlanned{s.Pool}, p.AccountID)
 		if ac.err == nil {
 			ac.c, ac.err = s.creds(ctx, ac.a)
 		}

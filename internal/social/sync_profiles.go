@@ -55,7 +55,7 @@ func (s *Syncer) eachAccount(ctx context.Context, statuses []status.Status, st *
 		return Accounts.Pick(ctx, s.Pool, status.PickParams{Statuses: statuses, After: after, Limit: AccountBatch,
 			DueBy: s.now(), Shard: s.shard("id")})
 	}, func(ctx context.Context, id int64, st *Stats) (bool, error) {
-		a, err := loadAccount(ctx, s.Pool, id)
+		a, err := loadAccount(ctx, genericPlanned{s.Pool}, id)
 		if err != nil {
 			return false, err
 		}
