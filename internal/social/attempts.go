@@ -24,3 +24,21 @@ func (s *Syncer) countUnfinished(ctx context.Context, m *status.Machine, picked 
 	}
 	return nil
 }
+
+// attempt is status.Machine.Attempt for record id of m, picked in status in, less the closing
+// write when fn reports that a move of its own was committed (moved): a move ends the attempt
+// in flight itself, and the write that ends it again found nothing to do, one statement a
+// record (issue 34). fn's outcome is otherwise treated as Attempt treats it.
+func (s *Syncer) attempt(ctx context.Context, m *status.Machine, id int64, in status.Status, fn func() (moved bool, err error)) (bool, error) {
+	started, err := m.StartAttempt(ctx, s.Pool, id, in, s.RunID)
+	if err != nil || !started {
+		return false, err
+	}
+	moved, err := fn()
+	if !moved && (err == nil || ctx.Err() != nil) {
+		if aerr := m.AbandonAttempts(ctx, s.Pool, []int64{id}); aerr != nil && err == nil {
+			err = aerr
+		}
+	}
+	return true, err
+}

@@ -37,7 +37,10 @@ func (s *Syncer) Normalize(ctx context.Context) (Stats, error) {
 		if err != nil {
 			return st, err
 		}
-		pages := map[int64]*storedPage{}
+		pages, err := listingPages(ctx, s.Pool, posts)
+		if err != nil {
+			return st, err
+		}
 		threadPages, err := s.commentPages(ctx, posts)
 		if err != nil {
 			return st, err
@@ -108,6 +111,44 @@ func rawByID(ctx context.Context, db status.DB, id int64, at time.Time, cache ma
 	}
 	cache[id] = p
 	return p, nil
+}
+
+// listingPages reads the listing pages the fetched posts of a batch were last listed on, in
+// one query, for rawByID's cache: one read by id a page cost a plan and a round trip each
+// (issue 34). A page not found here is read by rawByID, which says why.
+func listingPages(ctx context.Context, db status.DB, posts []normPost) (map[int64]*storedPage, error) {
+	cache := map[int64]*storedPage{}
+	at := map[int64]time.Time{}
+	var ids []int64
+	var times []time.Time
+	for _, p := range posts {
+		if _, ok := at[p.ListedRawID]; ok || p.Status != Fetched {
+			continue
+		}
+		at[p.ListedRawID] = p.ListedRawAt
+		ids, times = append(ids, p.ListedRawID), append(times, p.ListedRawAt)
+	}
+	if len(ids) == 0 {
+		return cache, nil
+	}
+	rows, err := db.Query(ctx, `SELECT id, fetched_at, endpoint, request, body FROM social_raw_pages WHERE id = ANY($1) AND fetched_at = ANY($2)`, ids, times)
+	if err != nil {
+		return nil, fmt.Errorf("read raw pages %d-%d: %w", ids[0], ids[len(ids)-1], err)
+	}
+	var fetched time.Time
+	var pg storedPage
+	_, err = pgx.ForEachRow(rows, []any{&pg.ID, &fetched, &pg.Endpoint, &pg.Request, &pg.Body}, func() error {
+		if t, ok := at[pg.ID]; ok && t.Equal(fetched) {
+			p := pg
+			cache[pg.ID] = &p
+		}
+		pg = storedPage{}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read raw pages %d-%d: %w", ids[0], ids[len(ids)-1], err)
+	}
+	return cache, nil
 }
 
 // mediaItem is a listed post, reel, story or carousel child as the platform sends it.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ingest-dev/ingest/internal/metrics"
@@ -147,6 +148,17 @@ type accountRow struct {
 	// FullWalk: the next listing goes to the platform's end, whatever the high-water mark (a
 	// repair of a listing an earlier version cut short).
 	FullWalk bool
+	// owner is the row of the account whose token calls for this one, read with it (creds).
+	owner ownerRow
+}
+
+// ownerRow is what creds needs of a token's owner; a NULL leaves its field nil.
+type ownerRow struct {
+	id             *int64
+	sealed         []byte
+	fingerprint    *string
+	igID, username *string
+	status         *string
 }
 
 // doneThisCycle reports whether a step completed at t belongs to the current cycle.
@@ -163,15 +175,23 @@ func (a *accountRow) cycleUnfinished() bool {
 	return a.CycleStarted != nil && !(a.doneThisCycle(a.ListedAt) && (a.Access != Connected || a.doneThisCycle(a.StoriesAt)))
 }
 
-func loadAccount(ctx context.Context, db status.DB, id int64) (*accountRow, error) {
+func loadAccount(ctx context.Context, db interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}, id int64) (*accountRow, error) {
 	a := &accountRow{ID: id}
 	var username, igID, cursor *string
 	var via *int64
 	var st string
-	err := db.QueryRow(ctx, `SELECT access, username, ig_user_id, via_account_id, status, posts_hwm_at, list_cursor, list_cursor_at,
-list_newest_at, cycle_started_at, listed_at, stories_synced_at, full_walk, profile_synced_at FROM social_accounts WHERE id = $1`, id).
+	// The token's owner (the account itself, or its viewer for business discovery) is read in
+	// the same statement: creds would otherwise read it by id again, a plan and a round trip an
+	// account and step (issue 34).
+	o := &a.owner
+	err := db.QueryRow(ctx, `SELECT a.access, a.username, a.ig_user_id, a.via_account_id, a.status, a.posts_hwm_at, a.list_cursor, a.list_cursor_at,
+a.list_newest_at, a.cycle_started_at, a.listed_at, a.stories_synced_at, a.full_walk, a.profile_synced_at,
+o.id, o.token_sealed, o.token_fingerprint, o.ig_user_id, o.username, o.status
+FROM social_accounts a LEFT JOIN social_accounts o ON o.id = coalesce(a.via_account_id, a.id) WHERE a.id = $1`, id).
 		Scan(&a.Access, &username, &igID, &via, &st, &a.HWM, &cursor, &a.ListCursorAt, &a.ListNewest, &a.CycleStarted, &a.ListedAt, &a.StoriesAt, &a.FullWalk,
-			&a.ProfileAt)
+			&a.ProfileAt, &o.id, &o.sealed, &o.fingerprint, &o.igID, &o.username, &o.status)
 	if err != nil {
 		return nil, fmt.Errorf("load account %d: %w", id, err)
 	}
@@ -236,10 +256,14 @@ func (s *Syncer) creds(ctx context.Context, a *accountRow) (creds, error) {
 	var sealed []byte
 	var fp, igID, st string
 	var username *string
-	err := s.Pool.QueryRow(ctx, `SELECT token_sealed, token_fingerprint, ig_user_id, username, status FROM social_accounts WHERE id = $1`, ownerID).
-		Scan(&sealed, &fp, &igID, &username, &st)
-	if err != nil {
-		return creds{}, fmt.Errorf("load the token of account %d: %w", ownerID, err)
+	if o := a.owner; o.id != nil && *o.id == ownerID && o.fingerprint != nil && o.igID != nil && o.status != nil {
+		sealed, fp, igID, username, st = o.sealed, *o.fingerprint, *o.igID, o.username, *o.status // read with the account
+	} else {
+		err := s.Pool.QueryRow(ctx, `SELECT token_sealed, token_fingerprint, ig_user_id, username, status FROM social_accounts WHERE id = $1`, ownerID).
+			Scan(&sealed, &fp, &igID, &username, &st)
+		if err != nil {
+			return creds{}, fmt.Errorf("load the token of account %d: %w", ownerID, err)
+		}
 	}
 	c := creds{fingerprint: fp, node: igID, ownerID: ownerID, ownerName: "@" + deref(username), discovery: a.Access == Discovery}
 	if c.ownerName == "@" {
@@ -248,10 +272,11 @@ func (s *Syncer) creds(ctx context.Context, a *accountRow) (creds, error) {
 	if ownerID != a.ID && status.Status(st) == NeedsAttention {
 		return creds{}, errNoCreds{fmt.Sprintf("its viewer %s needs attention (token)", c.ownerName)}
 	}
-	c.token, err = s.Sealer.Open(sealed, Network, igID)
+	token, err := s.Sealer.Open(sealed, Network, igID)
 	if err != nil {
 		return creds{}, err
 	}
+	c.token = token
 	return c, nil
 }
 
@@ -320,17 +345,22 @@ func addCalls(ctx context.Context, db status.DB, accountID int64, calls map[stri
 	if len(calls) == 0 {
 		return nil
 	}
-	_, err := db.Exec(ctx, `UPDATE social_accounts SET cycle_calls = cycle_calls || (
-    SELECT coalesce(jsonb_object_agg(key, coalesce((cycle_calls->>key)::int, 0) + value::int), '{}')
-    FROM jsonb_each_text($2::jsonb))
-WHERE id = $1`, accountID, calls)
+	_, err := db.Exec(ctx, `UPDATE social_accounts SET cycle_calls = `+callsAdded(2)+` WHERE id = $1`, accountID, calls)
 	if err != nil {
 		return fmt.Errorf("count calls of account %d: %w", accountID, err)
 	}
-	for k := range calls {
-		delete(calls, k)
-	}
+	clear(calls)
 	return nil
+}
+
+// callsAdded is the account's cycle counters with the calls of parameter $n (a JSON object of
+// counts by endpoint) added: the assignment of addCalls, for the statements that update the
+// account's row anyway and count the calls with it (one row version and one statement fewer a
+// page: a sync cycle counted calls about three times an account, issue 34).
+func callsAdded(n int) string {
+	return fmt.Sprintf(`cycle_calls || (
+    SELECT coalesce(jsonb_object_agg(key, coalesce((cycle_calls->>key)::int, 0) + value::int), '{}')
+    FROM jsonb_each_text($%d::jsonb))`, n)
 }
 
 // outcome of a failed call for one record: what to do with it.
@@ -441,12 +471,140 @@ func (s *Syncer) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 // arrays of ids, so a generic plan is as good as a custom one. The foreign keys' checks of
 // their inserts (one a row written) were otherwise planned at every row: a third of
 // Postgres's time in a sync cycle went to planning (docs/benchmarks.md, issue 34). Never for a
-// pick or a scan by status, whose best plan depends on the values.
+// pick or a scan by status, whose best plan depends on the values; the status machines' moves
+// inside it go through customPlanned. The setting is sent with the BEGIN, in one round trip.
 func (s *Syncer) inWriteTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = auto`); err != nil {
-			return fmt.Errorf("plan the transaction's statements once: %w", err)
+	return pgx.BeginTxFunc(ctx, s.Pool, writeTxOptions, fn)
+}
+
+// writeTxOptions begins a write transaction and sets its plan mode (inWriteTx).
+var writeTxOptions = pgx.TxOptions{BeginQuery: "BEGIN; SET LOCAL plan_cache_mode = auto"}
+
+// customPlanned runs a statement inside a write transaction (inWriteTx) with a custom plan, as
+// on the pool's sessions, and sets the transaction's mode back after it, in the statement's own
+// round trip (a batch of three): for the status machines' moves, and for the statements whose
+// generic plan, made once for the connection while a table was small, reads the whole table.
+// A move selects by id and status (id = ANY($1) AND status = $2): planned once on a table whose
+// statistics do not know yet that a status is crowded (never analyzed, or analyzed before a
+// step filled it), the generic plan read the status's whole range of its index at every move,
+// 0.5 ms a move at 500 accounts and growing with the shard, where the custom plan reads the
+// primary key (issue 34).
+type customPlanned struct{ tx pgx.Tx }
+
+const (
+	customPlans = "SET LOCAL plan_cache_mode = force_custom_plan"
+	autoPlans   = "SET LOCAL plan_cache_mode = auto"
+)
+
+func (m customPlanned) send(ctx context.Context, sql string, args []any) pgx.BatchResults {
+	b := &pgx.Batch{}
+	b.Queue(customPlans)
+	b.Queue(sql, args...)
+	b.Queue(autoPlans)
+	return m.tx.SendBatch(ctx, b)
+}
+
+// Exec runs sql with a custom plan.
+func (m customPlanned) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	br := m.send(ctx, sql, args)
+	_, err := br.Exec()
+	var tag pgconn.CommandTag
+	if err == nil {
+		tag, err = br.Exec()
+	}
+	return tag, errors.Join(err, br.Close())
+}
+
+// Query runs sql with a custom plan; closing the rows reads the rest of the batch.
+func (m customPlanned) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	br := m.send(ctx, sql, args)
+	if _, err := br.Exec(); err != nil {
+		return nil, errors.Join(err, br.Close())
+	}
+	rows, err := br.Query()
+	if err != nil {
+		rows.Close()
+		return nil, errors.Join(err, br.Close())
+	}
+	return &batchRows{Rows: rows, br: br}, nil
+}
+
+// QueryRow runs sql with a custom plan.
+func (m customPlanned) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	rows, err := m.Query(ctx, sql, args...)
+	return batchRow{rows: rows, err: err}
+}
+
+// genericPlanned runs a read by primary key on the pool with the connection's cached plan
+// (plan_cache_mode auto for the statement, then back to the session's setting, in the
+// statement's round trip): the pool's sessions plan every statement anew (TunePool), and the
+// plan of a read of an account by id, on a table of six indexes some of them partial, cost six
+// times its execution (0.24 ms of 0.28, issue 34). Only for statements whose plan cannot depend
+// on the values: an error rolls the setting back with the pipeline's implicit transaction.
+type genericPlanned struct{ pool *pgxpool.Pool }
+
+// QueryRow runs sql with the connection's cached plan.
+func (g genericPlanned) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	b := &pgx.Batch{}
+	b.Queue("SET plan_cache_mode = auto")
+	b.Queue(sql, args...)
+	b.Queue("RESET plan_cache_mode")
+	br := g.pool.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		return batchRow{err: errors.Join(err, br.Close())}
+	}
+	rows, err := br.Query()
+	if err != nil {
+		rows.Close()
+		return batchRow{err: errors.Join(err, br.Close())}
+	}
+	return batchRow{rows: &batchRows{Rows: rows, br: br}}
+}
+
+// batchRows are the rows of customPlanned.Query: closing them closes the batch.
+type batchRows struct {
+	pgx.Rows
+	br     pgx.BatchResults
+	err    error
+	closed bool
+}
+
+func (r *batchRows) Close() {
+	r.Rows.Close()
+	if !r.closed {
+		r.closed = true
+		r.err = r.br.Close()
+	}
+}
+
+func (r *batchRows) Err() error {
+	if err := r.Rows.Err(); err != nil {
+		return err
+	}
+	return r.err
+}
+
+// batchRow is customPlanned.QueryRow's row, read as pgx reads one.
+type batchRow struct {
+	rows pgx.Rows
+	err  error
+}
+
+func (r batchRow) Scan(dest ...any) error {
+	if r.err != nil {
+		return r.err
+	}
+	defer r.rows.Close()
+	if !r.rows.Next() {
+		r.rows.Close()
+		if err := r.rows.Err(); err != nil {
+			return err
 		}
-		return fn(tx)
-	})
+		return pgx.ErrNoRows
+	}
+	if err := r.rows.Scan(dest...); err != nil {
+		return err
+	}
+	r.rows.Close()
+	return r.rows.Err()
 }

@@ -83,7 +83,7 @@ func (s *Syncer) commentsOne(ctx context.Context, id int64, cache *credsCache, s
 	p := postRow{ID: id}
 	var cursor *string
 	var stName string
-	err := s.Pool.QueryRow(ctx, `SELECT account_id, ig_media_id, status, comments_cursor, comments_cursor_at, comments_hwm_at, comments_newest_at
+	err := genericPlanned{s.Pool}.QueryRow(ctx, `SELECT account_id, ig_media_id, status, comments_cursor, comments_cursor_at, comments_hwm_at, comments_newest_at
 FROM social_posts WHERE id = $1`, id).Scan(&p.AccountID, &p.MediaID, &stName, &cursor, &p.CursorAt, &p.HWM, &p.New)
 	if err != nil {
 		return false, fmt.Errorf("load post %d: %w", id, err)
@@ -93,20 +93,29 @@ FROM social_posts WHERE id = $1`, id).Scan(&p.AccountID, &p.MediaID, &stName, &c
 		return false, nil
 	}
 	var stop bool
-	_, err = Posts.Attempt(ctx, s.Pool, p.ID, p.Status, s.RunID, func() error {
-		var werr error
-		stop, werr = s.walkComments(ctx, p, cache, st)
-		return werr
+	_, err = s.attempt(ctx, Posts, p.ID, p.Status, func() (moved bool, err error) {
+		stop, moved, err = s.walkComments(ctx, p, cache, st)
+		return moved, err
 	})
 	return stop, err
 }
 
-// walkComments walks the comments of post p, in status p.Status, as one attempt.
-func (s *Syncer) walkComments(ctx context.Context, p postRow, cache *credsCache, st *Stats) (bool, error) {
+// walkComments walks the comments of post p, in status p.Status, as one attempt; moved says the
+// walk's end, a move that ends the attempt, was committed.
+func (s *Syncer) walkComments(ctx context.Context, p postRow, cache *credsCache, st *Stats) (stop, moved bool, err error) {
+	stop, err = s.walkCommentsOf(ctx, p, cache, st, &moved)
+	if err != nil {
+		moved = false
+	}
+	return stop, moved, err
+}
+
+// walkCommentsOf is walkComments; *moved is set by the last page's move.
+func (s *Syncer) walkCommentsOf(ctx context.Context, p postRow, cache *credsCache, st *Stats, moved *bool) (bool, error) {
 	st.Records++
 	ac, ok := cache.get(p.AccountID)
 	if !ok {
-		ac.a, ac.err = loadAccount(ctx, s.Pool, p.AccountID)
+		ac.a, ac.err = loadAccount(ctx, genericPlanned{s.Pool}, p.AccountID)
 		if ac.err == nil {
 			ac.c, ac.err = s.creds(ctx, ac.a)
 		}
@@ -149,7 +158,7 @@ func (s *Syncer) walkComments(ctx context.Context, p postRow, cache *credsCache,
 			_, err = tx.Exec(ctx, `UPDATE social_posts SET comments_hwm_at = CASE WHEN $2::timestamptz IS NULL THEN comments_hwm_at ELSE greatest(comments_hwm_at, $2) END,
 comments_cursor = NULL, comments_cursor_at = NULL, comments_newest_at = NULL, comments_pages = 0, walk_version = $3 WHERE id = $1`, p.ID, newest, WalkVersion)
 			if err == nil {
-				_, err = Posts.Move(ctx, tx, p.ID, p.Status, Fetched, s.change(""))
+				*moved, err = Posts.Move(ctx, customPlanned{tx}, p.ID, p.Status, Fetched, s.change(""))
 			}
 		} else {
 			_, err = tx.Exec(ctx, `UPDATE social_posts SET comments_cursor = $2, comments_cursor_at = $3, comments_newest_at = $4,
@@ -163,6 +172,9 @@ comments_pages = comments_pages + 1 WHERE id = $1`, p.ID, next, s.now(), newest)
 		_, err := s.Pool.Exec(ctx, `UPDATE social_posts SET comments_cursor = NULL, comments_cursor_at = NULL WHERE id = $1`, p.ID)
 		return err
 	})
+	if err != nil {
+		*moved = false // the page that moved it did not commit
+	}
 	if isIncomplete(err) {
 		// The walk keeps its cursor; the post stays where it is, and the next run goes on.
 		log.Warn("comment walk stopped short: resumed by the next run", "reason", err)

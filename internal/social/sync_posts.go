@@ -77,19 +77,22 @@ func (s *Syncer) postsOne(ctx context.Context, a *accountRow, st *Stats) (bool, 
 					a.ListNewest = &t
 				}
 			}
+			// The page's calls are counted by the same update of the row.
 			if last {
 				// The listing is complete: its newest timestamp is the new high-water mark.
 				_, err := tx.Exec(ctx, `UPDATE social_accounts SET posts_hwm_at = CASE WHEN $2::timestamptz IS NULL THEN posts_hwm_at ELSE greatest(posts_hwm_at, $2) END,
-list_cursor = NULL, list_cursor_at = NULL, list_newest_at = NULL, list_pages = 0, listed_at = $3, full_walk = false, walk_version = $4 WHERE id = $1`,
-					a.ID, a.ListNewest, at, WalkVersion)
+list_cursor = NULL, list_cursor_at = NULL, list_newest_at = NULL, list_pages = 0, listed_at = $3, full_walk = false, walk_version = $4,
+cycle_calls = `+callsAdded(5)+` WHERE id = $1`,
+					a.ID, a.ListNewest, at, WalkVersion, calls)
 				if err != nil {
 					return fmt.Errorf("finish the listing of account %d: %w", a.ID, err)
 				}
 			} else if _, err := tx.Exec(ctx, `UPDATE social_accounts SET list_cursor = $2, list_cursor_at = $3, list_newest_at = $4,
-list_pages = list_pages + 1 WHERE id = $1`, a.ID, next, s.now(), a.ListNewest); err != nil {
+list_pages = list_pages + 1, cycle_calls = `+callsAdded(5)+` WHERE id = $1`, a.ID, next, s.now(), a.ListNewest, calls); err != nil {
 				return fmt.Errorf("store the cursor of account %d: %w", a.ID, err)
 			}
-			return addCalls(ctx, tx, a.ID, calls)
+			clear(calls)
+			return nil
 		}, func() error {
 			_, err := s.Pool.Exec(ctx, `UPDATE social_accounts SET list_cursor = NULL, list_cursor_at = NULL, list_restarts = list_restarts + 1 WHERE id = $1`, a.ID)
 			return err
@@ -111,9 +114,12 @@ list_pages = list_pages + 1 WHERE id = $1`, a.ID, next, s.now(), a.ListNewest); 
 				return err
 			}
 			if last {
-				if _, err := tx.Exec(ctx, `UPDATE social_accounts SET stories_synced_at = $2 WHERE id = $1`, a.ID, at); err != nil {
+				// The page's calls are counted by the same update of the row.
+				if _, err := tx.Exec(ctx, `UPDATE social_accounts SET stories_synced_at = $2, cycle_calls = `+callsAdded(3)+` WHERE id = $1`, a.ID, at, calls); err != nil {
 					return fmt.Errorf("stories of account %d: %w", a.ID, err)
 				}
+				clear(calls)
+				return nil
 			}
 			return addCalls(ctx, tx, a.ID, calls)
 		}, nil)
@@ -129,15 +135,20 @@ list_pages = list_pages + 1 WHERE id = $1`, a.ID, next, s.now(), a.ListNewest); 
 		st.outcome("incomplete")
 		return false, addCalls(ctx, s.Pool, a.ID, calls)
 	}
-	err = s.inWriteTx(ctx, func(tx pgx.Tx) error {
-		if err := addCalls(ctx, tx, a.ID, calls); err != nil {
+	done := s.change("")
+	done.Due = s.now().Add(s.interval())
+	if len(calls) == 0 {
+		// Every page counted its calls: the move is the one statement left.
+		_, err = Accounts.Move(ctx, s.Pool, a.ID, PostsPending, Synced, done)
+	} else {
+		err = s.inWriteTx(ctx, func(tx pgx.Tx) error {
+			if err := addCalls(ctx, tx, a.ID, calls); err != nil {
+				return err
+			}
+			_, err := Accounts.Move(ctx, customPlanned{tx}, a.ID, PostsPending, Synced, done)
 			return err
-		}
-		c := s.change("")
-		c.Due = s.now().Add(s.interval())
-		_, err := Accounts.Move(ctx, tx, a.ID, PostsPending, Synced, c)
-		return err
-	})
+		})
+	}
 	if err != nil {
 		return false, err
 	}

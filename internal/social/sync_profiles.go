@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -36,10 +37,9 @@ func (s *Syncer) SyncProfiles(ctx context.Context) (Stats, error) {
 		return st, err
 	}
 	err = s.eachAccount(ctx, profilePicked, &st, func(ctx context.Context, a *accountRow, st *Stats) (stop bool, err error) {
-		_, err = Accounts.Attempt(ctx, s.Pool, a.ID, a.Status, s.RunID, func() error {
-			var perr error
-			stop, perr = s.profileOne(ctx, a, st)
-			return perr
+		_, err = s.attempt(ctx, Accounts, a.ID, a.Status, func() (moved bool, err error) {
+			stop, moved, err = s.profileOne(ctx, a, st)
+			return moved, err
 		})
 		return stop, err
 	})
@@ -55,7 +55,7 @@ func (s *Syncer) eachAccount(ctx context.Context, statuses []status.Status, st *
 		return Accounts.Pick(ctx, s.Pool, status.PickParams{Statuses: statuses, After: after, Limit: AccountBatch,
 			DueBy: s.now(), Shard: s.shard("id")})
 	}, func(ctx context.Context, id int64, st *Stats) (bool, error) {
-		a, err := loadAccount(ctx, s.Pool, id)
+		a, err := loadAccount(ctx, genericPlanned{s.Pool}, id)
 		if err != nil {
 			return false, err
 		}
@@ -113,15 +113,19 @@ func readProfile(body []byte, discovery bool) (profile, error) {
 	return p, nil
 }
 
-func (s *Syncer) profileOne(ctx context.Context, a *accountRow, st *Stats) (bool, error) {
+// profileOne reads the profile of account a; moved says a move of its own, which ends the
+// attempt in flight, was committed.
+func (s *Syncer) profileOne(ctx context.Context, a *accountRow, st *Stats) (stop, moved bool, err error) {
 	if a.Status == SyncRetry && a.cycleUnfinished() && a.doneThisCycle(a.ProfileAt) {
-		return false, s.resumeCycle(ctx, a, st)
+		moved, err = s.resumeCycle(ctx, a, st)
+		return false, moved, err
 	}
 	log := s.Log.With("account_id", a.ID, "account", a.name())
 	calls := map[string]int{}
 	c, err := s.creds(ctx, a)
 	if err != nil {
-		return s.failAccount(ctx, a, c, a.Status, err, st)
+		stop, err = s.failAccount(ctx, a, c, a.Status, err, st)
+		return stop, false, err
 	}
 	resp, err := s.call(ctx, c, profileRequest(c, a), calls, st)
 	if err != nil {
@@ -130,60 +134,67 @@ func (s *Syncer) profileOne(ctx context.Context, a *accountRow, st *Stats) (bool
 			err = permanent{err}
 		}
 		if aerr := addCalls(ctx, s.Pool, a.ID, calls); aerr != nil {
-			return false, aerr
+			return false, false, aerr
 		}
-		return s.failAccount(ctx, a, c, a.Status, err, st)
+		stop, err = s.failAccount(ctx, a, c, a.Status, err, st)
+		return stop, false, err
 	}
 	p, verr := readProfile(resp.Body, a.Access == Discovery)
 	if verr == nil && a.Access == Connected && p.ID != a.IGUserID {
 		verr = fmt.Errorf("the profile's id %s is not the account's %s", p.ID, a.IGUserID)
 	}
-	if verr == nil && a.Access == Discovery {
-		var other int64
-		err := s.Pool.QueryRow(ctx, `SELECT id FROM social_accounts WHERE network = $1 AND ig_user_id = $2 AND id <> $3`, Network, p.ID, a.ID).Scan(&other)
-		if err == nil {
-			verr = fmt.Errorf("already tracked as account %d (the same IG user id %s)", other, p.ID)
-		} else if !errors.Is(err, pgx.ErrNoRows) {
-			return false, fmt.Errorf("look up ig user id: %w", err)
-		}
-	}
 	newCycle := a.Status != SyncRetry || !a.cycleUnfinished()
 	err = s.inWriteTx(ctx, func(tx pgx.Tx) error {
+		if verr == nil && a.Access == Discovery {
+			var other int64
+			err := tx.QueryRow(ctx, `SELECT id FROM social_accounts WHERE network = $1 AND ig_user_id = $2 AND id <> $3`, Network, p.ID, a.ID).Scan(&other)
+			if err == nil {
+				verr = fmt.Errorf("already tracked as account %d (the same IG user id %s)", other, p.ID)
+			} else if !errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("look up ig user id: %w", err)
+			}
+		}
 		rawID, at, err := insertRaw(ctx, tx, rawPage{AccountID: a.ID, Endpoint: profileRequest(c, a).Endpoint,
 			Request: profileRequest(c, a).String(), Items: 1, RunID: s.RunID, Body: resp.Body})
 		if err != nil {
 			return err
 		}
 		st.Pages++
+		// The cycle's start, its call counts and the profile are one update of the row.
+		set, args := []string{}, []any{a.ID, calls, at}
 		if newCycle {
-			if _, err := tx.Exec(ctx, `UPDATE social_accounts SET last_cycle_calls = CASE WHEN cycle_started_at IS NULL THEN last_cycle_calls ELSE cycle_calls END,
+			set = append(set, `last_cycle_calls = CASE WHEN cycle_started_at IS NULL THEN last_cycle_calls ELSE cycle_calls END,
 last_cycle_started_at = CASE WHEN cycle_started_at IS NULL THEN last_cycle_started_at ELSE cycle_started_at END,
-last_cycle_finished_at = CASE WHEN cycle_started_at IS NULL THEN last_cycle_finished_at ELSE $2 END,
-cycle_started_at = $2, cycle_calls = '{}' WHERE id = $1`, a.ID, at); err != nil {
-				return fmt.Errorf("start the sync cycle of account %d: %w", a.ID, err)
-			}
+last_cycle_finished_at = CASE WHEN cycle_started_at IS NULL THEN last_cycle_finished_at ELSE $3 END,
+cycle_started_at = $3, cycle_calls = $2::jsonb`)
+		} else {
+			set = append(set, "cycle_calls = "+callsAdded(2))
 		}
-		if err := addCalls(ctx, tx, a.ID, calls); err != nil {
-			return err
+		if verr == nil {
+			set = append(set, `ig_user_id = $4, username = $5, name = $6, biography = $7, website = $8,
+profile_picture_url = $9, followers_count = $10, follows_count = $11, media_count = $12, profile_synced_at = $3`)
+			args = append(args, p.ID, p.Username, p.Name, p.Biography, p.Website, p.ProfilePictureURL, p.FollowersCount, p.FollowsCount, p.MediaCount)
 		}
-		if verr != nil {
-			_, err := Accounts.Move(ctx, tx, a.ID, a.Status, AccountInvalid, s.change(fmt.Sprintf("profile failed validation (raw page %d): %v", rawID, verr)))
-			return err
+		if !newCycle && verr != nil {
+			args = args[:2] // $3 (the page's time) is not used
 		}
-		if _, err := tx.Exec(ctx, `UPDATE social_accounts SET ig_user_id = $2, username = $3, name = $4, biography = $5, website = $6,
-profile_picture_url = $7, followers_count = $8, follows_count = $9, media_count = $10, profile_synced_at = $11 WHERE id = $1`,
-			a.ID, p.ID, p.Username, p.Name, p.Biography, p.Website, p.ProfilePictureURL, p.FollowersCount, p.FollowsCount, p.MediaCount, at); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE social_accounts SET `+strings.Join(set, ", ")+` WHERE id = $1`, args...); err != nil {
 			return fmt.Errorf("store the profile of account %d: %w", a.ID, err)
+		}
+		clear(calls)
+		if verr != nil {
+			moved, err = Accounts.Move(ctx, customPlanned{tx}, a.ID, a.Status, AccountInvalid, s.change(fmt.Sprintf("profile failed validation (raw page %d): %v", rawID, verr)))
+			return err
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO social_account_counts (account_id, observed_at, followers_count, follows_count, media_count)
 VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`, a.ID, at, p.FollowersCount, p.FollowsCount, p.MediaCount); err != nil {
 			return fmt.Errorf("store the counts of account %d: %w", a.ID, err)
 		}
-		_, err = Accounts.Move(ctx, tx, a.ID, a.Status, PostsPending, s.change(""))
+		moved, err = Accounts.Move(ctx, customPlanned{tx}, a.ID, a.Status, PostsPending, s.change(""))
 		return err
 	})
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	if verr != nil {
 		log.Warn("account invalid", "reason", verr)
@@ -192,7 +203,7 @@ VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`, a.ID, at, p.FollowersCount,
 		st.outcome(string(PostsPending))
 		st.Items++
 	}
-	return false, nil
+	return false, moved, nil
 }
 
 // resumeCycle sends an account retried from sync_retry on to the listing or stories its cycle
@@ -200,15 +211,15 @@ VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`, a.ID, at, p.FollowersCount,
 // profile and its one observation of the counts, as a listing completed in it is not listed
 // again (a second read would spend a call of the account's budget and store a second page and
 // observation for the same cycle).
-func (s *Syncer) resumeCycle(ctx context.Context, a *accountRow, st *Stats) error {
+func (s *Syncer) resumeCycle(ctx context.Context, a *accountRow, st *Stats) (bool, error) {
 	moved, err := Accounts.Move(ctx, s.Pool, a.ID, SyncRetry, PostsPending, s.change(""))
 	if err != nil {
-		return err
+		return false, err
 	}
 	if moved {
 		st.outcome(string(PostsPending))
 	}
-	return nil
+	return moved, nil
 }
 
 // permanent marks an error that retrying cannot fix.
