@@ -34,7 +34,13 @@ push: image
 ## its demo-size plan went behind BITRIX_LARGE_TESTS). On 2026-11-29 make test so took 22 min
 ## at load 12 to 40, using 604 CPU seconds of Go and about 420 of Postgres: over 8 minutes on
 ## an idle 2-CPU machine still, Postgres (per-test CREATE DATABASE, the engine's per-page
-## inventory UPDATE) now the largest single share.
+## inventory UPDATE) now the largest single share. Measured per package later that day (test
+## binaries' rusage through go test -exec, the cluster's CPU from /proc; load 5 to 30): 496 CPU
+## s of test processes and about 330 of Postgres; after internal/dbtest cloned the databases
+## itself (0.23 CPU s of Postgres a test database instead of 0.5; a connection alone costs the
+## server 36 ms in this VM) and cmd/ingest's tests ran their ingest binary without -race (73
+## CPU s to 42), 495 and about 312: the engine (142), bitrixtest (114), internal/bitrix (61)
+## and internal/social (41) lead, and run to run a package varies by 10 s.
 ## TEST_PLAIN lists the packages whose code starts no goroutine and shares no memory between
 ## goroutines; what they do under concurrent callers is raced by the callers' tests (the engine's,
 ## and bitrixtest's conformance of every catalog entity inside the engine's concurrent get and

@@ -81,3 +81,43 @@ func TestDropTemplates(t *testing.T) {
 		t.Errorf("left %v, want [%s %s]", left, clone, other)
 	}
 }
+
+// The databases after a process's first are cloned here (clone.go): each a database of its
+// own, migrated as the first, and dropped when its test passes.
+func TestURLClonesMigratedDatabases(t *testing.T) {
+	ctx := context.Background()
+	var names []string
+	for i := 0; i < 3; i++ {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			conn, err := pgx.Connect(ctx, URL(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			var name string
+			var version int64
+			if err := conn.QueryRow(ctx, `SELECT current_database(), (SELECT max(version_id) FROM goose_db_version)`).Scan(&name, &version); err != nil {
+				t.Fatal(err)
+			}
+			if version == 0 {
+				t.Errorf("%s is not migrated", name)
+			}
+			names = append(names, name)
+		})
+	}
+	if len(names) != 3 || names[0] == names[1] || names[1] == names[2] || names[0] == names[2] {
+		t.Fatalf("databases %v, want three of their own", names)
+	}
+	conn, err := pgx.Connect(ctx, ServerURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var left int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_database WHERE datname = ANY($1)`, names).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 {
+		t.Errorf("%d of the passed tests' databases were kept", left)
+	}
+}

@@ -465,10 +465,20 @@ func TestFaults(t *testing.T) {
 	}
 
 	p.FailNext("user.get", FaultSlow, 1)
-	_, err = post(&http.Client{Timeout: 50 * time.Millisecond})
+	// The impatient client's timeout counts from its request written, not from its start: a
+	// whole-request timeout could run out on a busy machine before the request left, and the
+	// fault, still armed, would hold the normal request below for SlowDelay (it did, 8 minutes).
+	impatient := &http.Transport{ResponseHeaderTimeout: 50 * time.Millisecond}
+	t.Cleanup(impatient.CloseIdleConnections)
+	_, err = post(&http.Client{Transport: impatient})
 	var netErr interface{ Timeout() bool }
 	if !errors.As(err, &netErr) || !netErr.Timeout() {
 		t.Errorf("slow fault: err = %v, want a timeout", err)
+	}
+	// The portal takes the fault when it reads the request, which may come after the client
+	// gave up; the request was written whole, so it does come.
+	for p.Stats().Faults < 3 {
+		time.Sleep(time.Millisecond)
 	}
 
 	resp, err = post(http.DefaultClient)
