@@ -45,7 +45,7 @@ func (m *Machine) StartAttempts(ctx context.Context, db DB, ids []int64, in []St
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), attemptWriteTimeout)
 	defer cancel()
 	rows, err := db.Query(wctx, fmt.Sprintf(`UPDATE %s SET attempt_started_at = now(), attempt_run_id = NULLIF($3, 0)
-WHERE id = ANY($1) AND status = ANY($2) RETURNING id`, m.table()), ids, statusNames(in), runID)
+WHERE id = ANY($1) AND `+statusExpr+` = ANY($2) RETURNING id`, m.table()), ids, statusNames(in), runID)
 	if err != nil {
 		return nil, fmt.Errorf("start attempts at %s %v: %w", m.Name, ids, err)
 	}

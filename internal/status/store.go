@@ -22,6 +22,10 @@ type DB interface {
 // ErrTransition is returned (wrapped) when a move is not allowed by the machine.
 var ErrTransition = errors.New("transition not allowed")
 
+// statusExpr is a record's status as the statements that name their records by id compare it:
+// an expression, so that no index on the status is chosen for them (see MoveMany).
+const statusExpr = "(status || '')"
+
 // PickParams selects the next batch of records.
 type PickParams struct {
 	// Statuses: records in any of these are picked. Required.
@@ -188,8 +192,12 @@ func (m *Machine) move(ctx context.Context, db DB, ids []int64, from, to Status,
 	if c.Attempt {
 		attempt = 1
 	}
-	// id = ANY(...) keeps the planner on the primary key even when statistics are stale after a
-	// bulk status change (a join against unnest() does not).
+	// A move names its records by id: the primary key is the only good way to them. id = ANY(...)
+	// keeps the planner there where a join against unnest() does not, and the status is compared
+	// as an expression (statusExpr) that the (status, id) index cannot serve: with statistics
+	// taken before a step filled a status, or a generic plan, the planner otherwise read that
+	// status's whole range of the index at every move, a cost growing with the backlog (the
+	// normalize step's moves out of a crowded status, issue 34).
 	if set != "" {
 		set = ", " + set
 	}
@@ -199,13 +207,13 @@ func (m *Machine) move(ctx context.Context, db DB, ids []int64, from, to Status,
 	sql := fmt.Sprintf(`
 WITH moved AS (
     UPDATE %[1]s SET status = $3, attempts = attempts + $4, last_error = %[2]s, status_changed_at = now()%[3]s
-    WHERE id = ANY($1) AND status = $2
+    WHERE id = ANY($1) AND %[4]s = $2
     RETURNING id
 ), logged AS (
     INSERT INTO status_history (machine, record_id, from_status, to_status, reason, actor, run_id)
     SELECT $6, id, $2, $3, $5, $7, NULLIF($8, 0) FROM moved
 )
-SELECT id FROM moved ORDER BY id`, m.table(), lastError, set)
+SELECT id FROM moved ORDER BY id`, m.table(), lastError, set, statusExpr)
 	args := append([]any{ids, string(from), string(to), attempt, c.Reason, m.Name, c.Actor, c.RunID}, setArgs...)
 	rows, err := db.Query(ctx, sql, args...)
 	if err != nil {
